@@ -184,9 +184,11 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
     const size_t body = pos + kWord;
     const size_t body_end = body + words * kWord;
     // Built only for an error message: no allocation on the good path.
+    const auto group_at = [&] {
+      return "group " + std::to_string(group) + " at byte " + std::to_string(pos);
+    };
     const auto group_name = [&, group_record = record] {
-      return "group " + std::to_string(group) + " at byte " + std::to_string(pos) +
-             " (records from " + std::to_string(group_record) + ")";
+      return group_at() + " (records from " + std::to_string(group_record) + ")";
     };
     if (n - pos < (words + 2) * kWord) {
       return Corrupt(group_name() + " is truncated: it needs " +
@@ -220,7 +222,7 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
         next = p + kWord;
       } else {
         const std::string rec = "record " + std::to_string(record) + " at byte " +
-                                std::to_string(p - data) + " (" + group_name() + ")";
+                                std::to_string(p - data) + " (in " + group_at() + ")";
         if (end - p < 2 * static_cast<ptrdiff_t>(kWord)) {
           return Corrupt(rec + ": two-word entry cut off by the end of its group");
         }
@@ -234,7 +236,7 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
       }
       if (off >= size_sectors || run > size_sectors - off) [[unlikely]] {
         return Corrupt("record " + std::to_string(record) + " at byte " +
-                       std::to_string(p - data) + " (" + group_name() + "): run of " +
+                       std::to_string(p - data) + " (in " + group_at() + "): run of " +
                        std::to_string(run) + " sectors at sector " + std::to_string(off) +
                        " goes past the end of the map (" + std::to_string(size_sectors) +
                        " sectors)");
