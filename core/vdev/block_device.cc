@@ -1,0 +1,27 @@
+#include "vdev/block_device.h"
+
+#include <cstring>
+
+namespace poolfs::core::vdev {
+
+Status CheckRange(std::string_view name, std::string_view op, uint64_t size, uint64_t off,
+                  size_t len) {
+  if (off <= size && len <= size - off) return Status::Ok();
+  return Status::InvalidArgument(std::string(op) + " of " + std::to_string(len) +
+                                 " bytes at offset " + std::to_string(off) + " is outside " +
+                                 std::string(name) + " (size " + std::to_string(size) + ")");
+}
+
+Status DeviceIoError(std::string_view name, std::string_view op, uint64_t off, size_t len, int err,
+                     size_t done) {
+  std::string m = std::string(op) + " of " + std::to_string(len) + " bytes at offset " +
+                  std::to_string(off) + " on " + std::string(name) + " failed: ";
+  if (err != 0) {
+    m += std::strerror(err);
+  } else {
+    m += "short " + std::string(op) + " (" + std::to_string(done) + " bytes)";
+  }
+  return Status::IOError(std::move(m));
+}
+
+}  // namespace poolfs::core::vdev

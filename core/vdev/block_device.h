@@ -1,0 +1,83 @@
+// BlockDevice: the byte-addressed storage a vdev lives on.
+//
+// Theory. Everything the pool stores goes through this interface: a file or
+// block device in production (FileDevice), a byte vector in unit tests
+// (MemoryDevice), and a wrapper that models a volatile write cache and power
+// cuts for crash tests (FaultInjectingDevice). The upper layers (zio for
+// blocks, label.h/uberblock.h for labels) never see file descriptors.
+//
+// The durability contract is the one disks give and the crash tests enforce:
+//   - A Write that returned OK is visible to every later Read (on any thread),
+//     but it is NOT durable: a power cut may lose it, entirely or in part, and
+//     writes not separated by a Flush may reach the media in any order.
+//   - Flush is a barrier: when it returns OK, every Write that had returned
+//     before Flush was called is durable. Writes that race with a Flush may or
+//     may not be covered.
+//   - A failed Write leaves the range in an unknown state (old, new, or a mix
+//     at sector granularity). A failed Flush means nothing about durability.
+//   - Reads and writes need not be sector-aligned; the file implementation
+//     simply hands them to the kernel. Callers that care about torn writes
+//     (labels, uberblocks, blocks) protect themselves with checksums and with
+//     the ordering of their writes and flushes, never with write atomicity.
+//
+// Errors: a range outside [0, size()) is InvalidArgument; a failed or short
+// transfer is IOError whose message names the device, the operation, the
+// offset and length, and the errno text. Nothing here retries a failed I/O.
+//
+// Thread safety: every implementation allows concurrent Read, Write and Flush
+// from any number of threads. Concurrent writes to overlapping ranges, or a
+// read overlapping a concurrent write, see an unspecified mix of the data (as
+// with pwrite); callers do not do that.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "poolfs/status.h"
+
+namespace poolfs::core::vdev {
+
+class BlockDevice {
+ public:
+  virtual ~BlockDevice() = default;
+
+  // The device's size in bytes (fixed for the life of the object).
+  virtual uint64_t size() const = 0;
+
+  // A human name for messages: the path for a file device.
+  virtual std::string name() const = 0;
+
+  // The sector size writes should be aligned to for speed and atomicity
+  // (logical-to-physical: the physical block size for a block device, 4096
+  // for a regular file). The pool chooses its ashift from it.
+  virtual uint32_t sector_size() const { return 4096; }
+
+  // Reads exactly len bytes at off into buf. InvalidArgument when [off,
+  // off+len) is not within the device; IOError on any failure or short read.
+  virtual Status Read(uint64_t off, void* buf, size_t len) = 0;
+
+  // Writes exactly len bytes from buf at off. InvalidArgument when out of
+  // bounds (or the device is read-only); IOError on any failure or short write.
+  virtual Status Write(uint64_t off, const void* buf, size_t len) = 0;
+
+  // The durability barrier described above. IOError when the device reports a
+  // failure: the caller must then assume that no write since the last
+  // successful Flush is durable.
+  virtual Status Flush() = 0;
+};
+
+// Returns OK when [off, off+len) lies within a device of `size` bytes
+// (overflow-safe), else InvalidArgument "<op> of <len> bytes at offset <off>
+// is outside <name> (size <size>)". For implementations.
+Status CheckRange(std::string_view name, std::string_view op, uint64_t size, uint64_t off,
+                  size_t len);
+
+// Builds the IOError for a failed transfer: "<op> of <len> bytes at offset
+// <off> on <name> failed: <strerror(err)>" (or "...: short <op> (N bytes)" when
+// err is 0). For implementations.
+Status DeviceIoError(std::string_view name, std::string_view op, uint64_t off, size_t len, int err,
+                     size_t done = 0);
+
+}  // namespace poolfs::core::vdev

@@ -1,0 +1,213 @@
+#include "vdev/file_device.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace poolfs::core::vdev {
+namespace {
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+Status OpenError(const std::string& path, int err) {
+  if (err == ENOENT) return Status::NotFound(path + " does not exist");
+  if (err == EACCES || err == EPERM) {
+    return Status(StatusCode::kPermissionDenied, "cannot open " + path + ": " + ErrnoText(err));
+  }
+  return Status::IOError("cannot open " + path + ": " + ErrnoText(err));
+}
+
+// Takes flock(LOCK_EX|LOCK_NB) on fd; Busy naming the holder when it is held.
+Status LockExclusive(int fd, const std::string& path) {
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK)
+      return Status::IOError("cannot lock " + path + ": " + ErrnoText(errno));
+    struct stat st;
+    int pid = fstat(fd, &st) == 0 ? FindFlockHolder(st.st_dev, st.st_ino) : 0;
+    std::string who = pid == 0          ? "pid unknown"
+                      : pid == getpid() ? "pid " + std::to_string(pid) + ", this process"
+                                        : "pid " + std::to_string(pid);
+    return Status::Busy(path + " is in use by another process (" + who + ")");
+  }
+  return Status::Ok();
+}
+
+void FsyncDirectoryOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;  // best effort: the file itself was fsynced
+  fsync(dfd);
+  close(dfd);
+}
+
+}  // namespace
+
+int FindFlockHolder(uint64_t dev, uint64_t ino) {
+  // Lines look like "3: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; lines
+  // of waiters have "->" after the number.
+  std::ifstream in("/proc/locks");
+  char want[64];
+  std::snprintf(want, sizeof want, "%02x:%02x:%llu", major(dev), minor(dev),
+                static_cast<unsigned long long>(ino));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string num, kind, advisory, access, pid, id;
+    ls >> num >> kind;
+    if (kind != "FLOCK") continue;
+    ls >> advisory >> access >> pid >> id;
+    if (id == want) return std::atoi(pid.c_str());
+  }
+  return 0;
+}
+
+FileDevice::FileDevice(std::string path, int fd, uint64_t size, uint32_t sector_size,
+                       bool read_only, bool is_block_device)
+    : path_(std::move(path)),
+      fd_(fd),
+      size_(size),
+      sector_size_(sector_size),
+      read_only_(read_only),
+      is_block_device_(is_block_device) {}
+
+FileDevice::~FileDevice() { close(fd_); }  // also releases the flock
+
+Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path, OpenMode mode) {
+  int fd = open(path.c_str(), (mode.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0) return OpenError(path, errno);
+  auto fail = [fd](Status st) -> Result<std::unique_ptr<FileDevice>> {
+    close(fd);
+    return st;
+  };
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    return fail(Status::IOError("cannot stat " + path + ": " + ErrnoText(errno)));
+  uint64_t size = 0;
+  uint32_t sector = 4096;
+  bool is_block = S_ISBLK(st.st_mode);
+  if (S_ISREG(st.st_mode)) {
+    size = uint64_t(st.st_size);
+  } else if (is_block) {
+    if (ioctl(fd, BLKGETSIZE64, &size) != 0) {
+      return fail(Status::IOError("cannot get the size of " + path + ": " + ErrnoText(errno)));
+    }
+    unsigned int pbs = 0;
+    if (ioctl(fd, BLKPBSZGET, &pbs) == 0 && pbs >= 512 && (pbs & (pbs - 1)) == 0) sector = pbs;
+  } else {
+    return fail(Status::InvalidArgument(path + " is neither a regular file nor a block device"));
+  }
+  if (mode.exclusive) {
+    Status locked = LockExclusive(fd, path);
+    if (!locked.ok()) return fail(locked);
+  }
+  return std::unique_ptr<FileDevice>(
+      new FileDevice(path, fd, size, sector, mode.read_only, is_block));
+}
+
+Status FileDevice::CreateSparse(const std::string& path, uint64_t size, bool force) {
+  if (size == 0) return Status::InvalidArgument("cannot create " + path + " with size 0");
+  if (size > uint64_t(INT64_MAX)) return Status::InvalidArgument("size too large for " + path);
+  bool created = true;
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    created = false;
+    fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0 && (errno == EISDIR || errno == ELOOP)) {
+      return Status::InvalidArgument(path + " exists and is not a regular file");
+    }
+  }
+  if (fd < 0) return OpenError(path, errno);
+  auto fail = [&](Status st) {
+    close(fd);
+    if (created) unlink(path.c_str());
+    return st;
+  };
+  if (!created) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+      return fail(Status::IOError("cannot stat " + path + ": " + ErrnoText(errno)));
+    if (!S_ISREG(st.st_mode)) {
+      return fail(Status::InvalidArgument(path + " exists and is not a regular file"));
+    }
+    // Never clobber a pool that another process has open, even with force.
+    Status locked = LockExclusive(fd, path);
+    if (!locked.ok()) return fail(locked);
+    if (st.st_size > 0 && !force) {
+      return fail(Status::AlreadyExists("refusing to overwrite " + path +
+                                        ": it exists and is not empty (" +
+                                        std::to_string(st.st_size) + " bytes)"));
+    }
+    if (st.st_size > 0 && ftruncate(fd, 0) != 0) {
+      return fail(Status::IOError("cannot truncate " + path + ": " + ErrnoText(errno)));
+    }
+  }
+  if (ftruncate(fd, off_t(size)) != 0) {
+    int err = errno;
+    if (err == EFBIG || err == EINVAL) {
+      return fail(Status::InvalidArgument("cannot make " + path + " " + std::to_string(size) +
+                                          " bytes long: " + ErrnoText(err)));
+    }
+    return fail(Status::IOError("cannot extend " + path + ": " + ErrnoText(err)));
+  }
+  if (fsync(fd) != 0)
+    return fail(Status::IOError("cannot fsync " + path + ": " + ErrnoText(errno)));
+  close(fd);
+  if (created) FsyncDirectoryOf(path);
+  return Status::Ok();
+}
+
+Status FileDevice::Read(uint64_t off, void* buf, size_t len) {
+  POOLFS_RETURN_IF_ERROR(CheckRange(path_, "read", size_, off, len));
+  auto* p = static_cast<uint8_t*>(buf);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd_, p + done, len - done, off_t(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return DeviceIoError(path_, "read", off, len, errno);
+    }
+    if (n == 0) return DeviceIoError(path_, "read", off, len, 0, done);  // the file shrank
+    done += size_t(n);
+  }
+  return Status::Ok();
+}
+
+Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
+  if (read_only_) return Status::InvalidArgument("cannot write to " + path_ + ": open read-only");
+  POOLFS_RETURN_IF_ERROR(CheckRange(path_, "write", size_, off, len));
+  auto* p = static_cast<const uint8_t*>(buf);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pwrite(fd_, p + done, len - done, off_t(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return DeviceIoError(path_, "write", off, len, errno);
+    }
+    if (n == 0) return DeviceIoError(path_, "write", off, len, 0, done);
+    done += size_t(n);
+  }
+  return Status::Ok();
+}
+
+Status FileDevice::Flush() {
+  if (read_only_) return Status::Ok();
+  while (fdatasync(fd_) != 0) {
+    if (errno == EINTR) continue;
+    return Status::IOError("flush (fdatasync) of " + path_ + " failed: " + ErrnoText(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace poolfs::core::vdev

@@ -1,0 +1,82 @@
+// FileDevice: a BlockDevice over a regular file or a block device.
+//
+// I/O is pread/pwrite (looping over short transfers and EINTR); Flush is
+// fdatasync. The size is taken once at Open: st_size for a regular file,
+// BLKGETSIZE64 for a block device. Writes never extend the file.
+//
+// Exclusive opens take flock(LOCK_EX|LOCK_NB) on the file for as long as the
+// FileDevice lives. The pool layer opens every vdev exclusively so that a
+// second process (or a second open in the same process: flock locks belong to
+// the open file description) importing a pool in use is refused with Busy.
+// The lock is advisory: tools that ignore it (dd) are not stopped.
+//
+// Thread safety: Read, Write and Flush may be called concurrently from any
+// number of threads (pread/pwrite carry their own offsets).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "poolfs/status.h"
+#include "vdev/block_device.h"
+
+namespace poolfs::core::vdev {
+
+class FileDevice final : public BlockDevice {
+ public:
+  struct OpenMode {
+    bool read_only = false;
+    // Take an exclusive flock; refuse with Busy when another open holds one.
+    bool exclusive = true;
+  };
+
+  // Opens `path`, a regular file or a block device. Fails with NotFound when
+  // it does not exist, InvalidArgument when it is neither a regular file nor a
+  // block device, Busy "<path> is in use by another process (pid N)" when
+  // exclusive and the lock is held, IOError for other failures (with errno
+  // text).
+  static Result<std::unique_ptr<FileDevice>> Open(const std::string& path, OpenMode mode);
+
+  // Creates a sparse regular file of `size` bytes at `path` and makes its
+  // directory entry durable. An existing empty file is reused; an existing
+  // non-empty file is refused with AlreadyExists unless `force`, in which case
+  // it is truncated to zero and re-extended (its old content is gone) — but
+  // never while another process holds its lock (Busy). InvalidArgument for a
+  // size of 0 or a path that exists and is not a regular file (a block device
+  // is used as it is: open it, do not create it).
+  static Status CreateSparse(const std::string& path, uint64_t size, bool force);
+
+  ~FileDevice() override;
+  FileDevice(const FileDevice&) = delete;
+  FileDevice& operator=(const FileDevice&) = delete;
+
+  uint64_t size() const override { return size_; }
+  std::string name() const override { return path_; }
+  uint32_t sector_size() const override { return sector_size_; }
+  bool read_only() const { return read_only_; }
+  bool is_block_device() const { return is_block_device_; }
+
+  Status Read(uint64_t off, void* buf, size_t len) override;
+  Status Write(uint64_t off, const void* buf, size_t len) override;
+  Status Flush() override;
+
+ private:
+  FileDevice(std::string path, int fd, uint64_t size, uint32_t sector_size, bool read_only,
+             bool is_block_device);
+
+  const std::string path_;
+  const int fd_;
+  const uint64_t size_;
+  const uint32_t sector_size_;
+  const bool read_only_;
+  const bool is_block_device_;
+};
+
+// Returns the pid that /proc/locks names as holding a flock on the file
+// (st_dev, st_ino), or 0 when it cannot be told. /proc/locks reports the pid
+// that took the lock, which may be this process (a second open of the same
+// file) or a parent that has since forked. For messages; exposed for tests.
+int FindFlockHolder(uint64_t dev, uint64_t ino);
+
+}  // namespace poolfs::core::vdev

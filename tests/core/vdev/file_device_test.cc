@@ -1,0 +1,222 @@
+// Tests for FileDevice: I/O, sparse creation, refusal to overwrite, exclusive
+// locking within and across processes, and error reporting.
+
+#include "vdev/file_device.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <thread>
+
+#include "vdev_test_util.h"
+
+namespace poolfs::core::vdev {
+namespace {
+
+using testing::Contains;
+using testing::Pattern;
+using testing::ReadBytes;
+using testing::TempDir;
+
+constexpr uint64_t kSize = 16 * kMiB;
+
+std::unique_ptr<FileDevice> OpenOk(const std::string& path, FileDevice::OpenMode mode = {}) {
+  Result<std::unique_ptr<FileDevice>> dev = FileDevice::Open(path, mode);
+  INFO(dev.status().ToString());
+  REQUIRE(dev.ok());
+  return std::move(dev).value();
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+TEST_CASE("FileDevice reads back what it wrote, across a reopen", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  std::vector<uint8_t> a = Pattern(12345, 1), b = Pattern(4096, 2);
+  {
+    auto dev = OpenOk(path);
+    CHECK(dev->size() == kSize);
+    CHECK(dev->name() == path);
+    CHECK_FALSE(dev->is_block_device());
+    REQUIRE(dev->Write(777, a.data(), a.size()).ok());           // unaligned
+    REQUIRE(dev->Write(kSize - 4096, b.data(), b.size()).ok());  // the last bytes
+    CHECK(ReadBytes(*dev, 777, a.size()) == a);
+    REQUIRE(dev->Flush().ok());
+  }
+  auto dev = OpenOk(path, {.read_only = true, .exclusive = false});
+  CHECK(ReadBytes(*dev, 777, a.size()) == a);
+  CHECK(ReadBytes(*dev, kSize - 4096, b.size()) == b);
+  CHECK(ReadBytes(*dev, 0, 777) == std::vector<uint8_t>(777, 0));
+}
+
+TEST_CASE("FileDevice::CreateSparse makes a sparse file of the given size", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("sparse.pool");
+  REQUIRE(FileDevice::CreateSparse(path, 1024 * kMiB, false).ok());
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK(uint64_t(st.st_size) == 1024 * kMiB);
+  CHECK(uint64_t(st.st_blocks) * 512 < kMiB);  // nothing allocated
+}
+
+TEST_CASE("FileDevice::CreateSparse refuses a non-empty file without force", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("data");
+  WriteFile(path, "precious");
+  Status st = FileDevice::CreateSparse(path, kSize, false);
+  CHECK(st.code() == StatusCode::kAlreadyExists);
+  CHECK(Contains(st.message(), "refusing to overwrite " + path));
+  CHECK(Contains(st.message(), "not empty (8 bytes)"));
+  struct stat sb;
+  REQUIRE(stat(path.c_str(), &sb) == 0);
+  CHECK(sb.st_size == 8);  // untouched
+
+  REQUIRE(FileDevice::CreateSparse(path, kSize, true).ok());
+  auto dev = OpenOk(path);
+  CHECK(dev->size() == kSize);
+  CHECK(ReadBytes(*dev, 0, 8) == std::vector<uint8_t>(8, 0));  // old content gone
+}
+
+TEST_CASE("FileDevice::CreateSparse reuses an existing empty file", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("empty");
+  WriteFile(path, "");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  CHECK(OpenOk(path)->size() == kSize);
+}
+
+TEST_CASE("FileDevice::CreateSparse refuses size 0 and non-regular files", "[file_device]") {
+  TempDir dir;
+  CHECK(FileDevice::CreateSparse(dir.File("x"), 0, false).code() == StatusCode::kInvalidArgument);
+  CHECK(FileDevice::CreateSparse(dir.path(), kSize, true).code() == StatusCode::kInvalidArgument);
+  CHECK(FileDevice::CreateSparse(dir.File("no/such/dir/x"), kSize, false).IsNotFound());
+}
+
+TEST_CASE("FileDevice::Open refuses missing files and directories", "[file_device]") {
+  TempDir dir;
+  Result<std::unique_ptr<FileDevice>> missing = FileDevice::Open(dir.File("nope"), {});
+  CHECK(missing.status().IsNotFound());
+  CHECK(Contains(missing.status().message(), dir.File("nope")));
+  Result<std::unique_ptr<FileDevice>> d = FileDevice::Open(dir.path(), {.read_only = true});
+  CHECK(d.status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("FileDevice refuses I/O outside the device", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto dev = OpenOk(path);
+  uint8_t buf[16] = {};
+  Status st = dev->Read(kSize - 8, buf, 16);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(Contains(st.message(), "outside " + path));
+  CHECK(dev->Write(kSize, buf, 1).code() == StatusCode::kInvalidArgument);
+  CHECK(dev->Write(~uint64_t(0) - 2, buf, 16).code() == StatusCode::kInvalidArgument);
+  CHECK(dev->Read(kSize, buf, 0).ok());  // an empty range at the end is fine
+}
+
+TEST_CASE("FileDevice open read-only refuses writes", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto dev = OpenOk(path, {.read_only = true, .exclusive = false});
+  uint8_t b = 1;
+  Status st = dev->Write(0, &b, 1);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(Contains(st.message(), "read-only"));
+  CHECK(dev->Flush().ok());
+}
+
+TEST_CASE("FileDevice reports a short read as IOError naming device and offset", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto dev = OpenOk(path);
+  REQUIRE(truncate(path.c_str(), 4096) == 0);  // shrunk behind the device's back
+  std::vector<uint8_t> buf(8192);
+  Status st = dev->Read(0, buf.data(), buf.size());
+  CHECK(st.code() == StatusCode::kIOError);
+  CHECK(Contains(st.message(), path));
+  CHECK(Contains(st.message(), "at offset 0"));
+  CHECK(Contains(st.message(), "short read (4096 bytes)"));
+}
+
+TEST_CASE("FileDevice exclusive open refuses a second open in the same process", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto first = OpenOk(path);
+  Result<std::unique_ptr<FileDevice>> second = FileDevice::Open(path, {});
+  CHECK(second.status().code() == StatusCode::kBusy);
+  CHECK(Contains(second.status().message(), path + " is in use by another process"));
+  // A non-exclusive open does not take the lock, and creating over it is refused.
+  CHECK(FileDevice::Open(path, {.read_only = true, .exclusive = false}).ok());
+  CHECK(FileDevice::CreateSparse(path, kSize, true).code() == StatusCode::kBusy);
+  first.reset();  // closing releases the lock
+  CHECK(FileDevice::Open(path, {}).ok());
+}
+
+TEST_CASE("FileDevice exclusive open refuses a pool another process holds", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  int to_child[2], to_parent[2];
+  REQUIRE(pipe(to_child) == 0);
+  REQUIRE(pipe(to_parent) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // child: hold the pool until told to go
+    auto dev = FileDevice::Open(path, {});
+    char c = dev.ok() ? 'y' : 'n';
+    (void)!write(to_parent[1], &c, 1);
+    (void)!read(to_child[0], &c, 1);
+    _exit(0);
+  }
+  char c = 0;
+  REQUIRE(read(to_parent[0], &c, 1) == 1);
+  REQUIRE(c == 'y');
+  Result<std::unique_ptr<FileDevice>> mine = FileDevice::Open(path, {});
+  CHECK(mine.status().code() == StatusCode::kBusy);
+  CHECK(Contains(mine.status().message(), path + " is in use by another process"));
+  CHECK(Contains(mine.status().message(), "pid " + std::to_string(pid)));
+  REQUIRE(write(to_child[1], "x", 1) == 1);
+  int wstatus = 0;
+  REQUIRE(waitpid(pid, &wstatus, 0) == pid);
+  CHECK(FileDevice::Open(path, {}).ok());  // the lock died with the child
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
+TEST_CASE("FileDevice serves concurrent readers and writers", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("a.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto dev = OpenOk(path);
+  std::vector<std::thread> threads;
+  std::vector<int> good(4, 0);
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 64; i++) {
+        uint64_t off = (uint64_t(t) * 64 + i) * 8192;
+        std::vector<uint8_t> data = Pattern(8192, off);
+        std::vector<uint8_t> back(8192);
+        if (dev->Write(off, data.data(), data.size()).ok() &&
+            dev->Read(off, back.data(), back.size()).ok() && back == data) {
+          good[t]++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; t++) CHECK(good[t] == 64);
+  CHECK(dev->Flush().ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::vdev
