@@ -4,6 +4,9 @@
 // valid checksums (so that the decoder's record checks are reached), and
 // random byte strings that drive the fuzzer's recipe mode.
 //   space_map_corpus_gen tests/fuzz/corpus/space_map
+// The corpus also holds found-* files: inputs kept from fuzzing runs because
+// they reached code the generated files do not (libFuzzer -merge=1); this
+// program neither writes nor removes them.
 #include <cstdio>
 #include <random>
 #include <string>

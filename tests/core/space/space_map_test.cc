@@ -361,6 +361,22 @@ TEST_CASE("SpaceMap condensed map replays to the same free space as the full his
   }
 }
 
+TEST_CASE("SpaceMap condenses a large metaslab with a two-word whole-map record",
+          "[space_map]") {
+  // 2^20 sectors: the whole-map ALLOC needs a two-word entry.
+  const Segments segs = {{kG.start, 512}, {kG.start + 1024, 40000 * 512},
+                         {kG.start + kG.size - 1024, 1024}};
+  const std::string m = CondenseSpaceMap(kG, Txg(kSpaceMapMaxTxg), segs);
+  REQUIRE(m.size() == 40 + 8 + 16 + 8 + 16 + 8 + 8 + 24);
+  FreeSet want;
+  for (auto [o, l] : segs) want.Add(o, o + l);
+  REQUIRE(Replay(MustDecode(m, kG)) == want);
+  auto summary = VerifySpaceMap(m, kG);
+  REQUIRE(summary.ok());
+  REQUIRE(summary->last_txg == Txg(kSpaceMapMaxTxg));
+  REQUIRE(summary->alloc_bytes == kG.size - want.total());
+}
+
 TEST_CASE("SpaceMap refuses every single-bit flip of a small map", "[space_map]") {
   SpaceMapGeometry g;
   const std::string bytes = SmallMap(&g);
