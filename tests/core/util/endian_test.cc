@@ -60,8 +60,8 @@ TEST_CASE("Get reads bytes with the high bit set without sign extension", "[endi
 
 TEST_CASE("LE values round-trip at the edges of each width", "[endian]") {
   uint8_t b[8];
-  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{0x7FFF}, uint16_t{0x8000},
-                     uint16_t{0xFFFF}}) {
+  for (uint16_t v :
+       {uint16_t{0}, uint16_t{1}, uint16_t{0x7FFF}, uint16_t{0x8000}, uint16_t{0xFFFF}}) {
     PutLE16(b, v);
     CHECK(GetLE16(b) == v);
   }
@@ -70,8 +70,7 @@ TEST_CASE("LE values round-trip at the edges of each width", "[endian]") {
     CHECK(GetLE32(b) == v);
   }
   for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{0xFFFFFFFF}, uint64_t{0x100000000},
-                     uint64_t{0x7FFFFFFFFFFFFFFF}, uint64_t{0x8000000000000000},
-                     ~uint64_t{0}}) {
+                     uint64_t{0x7FFFFFFFFFFFFFFF}, uint64_t{0x8000000000000000}, ~uint64_t{0}}) {
     PutLE64(b, v);
     CHECK(GetLE64(b) == v);
   }
