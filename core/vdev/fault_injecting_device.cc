@@ -131,6 +131,15 @@ Status FaultInjectingDevice::ApplyTorn(const Pending& w, uint64_t* rng, bool gar
   return Status::Ok();
 }
 
+Status FaultInjectingDevice::Garble(const Pending& w, uint64_t* rng) {
+  uint64_t lo = w.off & ~uint64_t(sector_size_ - 1);
+  uint64_t hi =
+      std::min(size(), (w.off + w.data.size() + sector_size_ - 1) & ~uint64_t(sector_size_ - 1));
+  std::vector<uint8_t> junk(hi - lo);
+  for (auto& b : junk) b = uint8_t(NextRandom(rng));
+  return inner_->Write(lo, junk.data(), junk.size());
+}
+
 Status FaultInjectingDevice::CutPowerLocked(const PowerCut& cut) {
   counters_.power_cuts++;
   std::vector<Pending> pending;
@@ -138,6 +147,10 @@ Status FaultInjectingDevice::CutPowerLocked(const PowerCut& cut) {
   pending_bytes_ = 0;
   if (cut.mode == PowerCut::Mode::kDropAll) return Status::Ok();
   uint64_t rng = cut.seed;
+  if (cut.mode == PowerCut::Mode::kGarbleAll) {
+    for (const Pending& w : pending) POOLFS_RETURN_IF_ERROR(Garble(w, &rng));
+    return inner_->Flush();
+  }
   for (const Pending& w : pending) {
     switch (NextRandom(&rng) % 4) {
       case 0:

@@ -15,6 +15,8 @@
 //     as in a real cache. With `garble_torn_sectors`, one aligned sector of
 //     each torn write is filled with garbage, including any bytes of that
 //     sector outside the write: a sector whose read-modify-write was cut.
+//   - PowerCut::GarbleAll(seed): the worst case: every pending write is lost
+//     and every aligned sector it touches is filled with garbage.
 // Either way the surviving bytes go to the inner device and the overlay is
 // emptied: the device then behaves as a freshly started one over the inner
 // device. Destroying a FaultInjectingDevice also drops its pending writes
@@ -54,7 +56,7 @@ namespace poolfs::core::vdev {
 enum class IoKind : uint8_t { kRead, kWrite, kFlush, kAny };
 
 struct PowerCut {
-  enum class Mode : uint8_t { kDropAll, kDropRandom };
+  enum class Mode : uint8_t { kDropAll, kDropRandom, kGarbleAll };
   Mode mode = Mode::kDropAll;
   uint64_t seed = 0;
   bool garble_torn_sectors = false;
@@ -63,6 +65,7 @@ struct PowerCut {
   static PowerCut DropRandom(uint64_t seed, bool garble_torn_sectors = false) {
     return PowerCut{Mode::kDropRandom, seed, garble_torn_sectors};
   }
+  static PowerCut GarbleAll(uint64_t seed) { return PowerCut{Mode::kGarbleAll, seed, true}; }
 };
 
 class FaultInjectingDevice final : public BlockDevice {
@@ -129,6 +132,8 @@ class FaultInjectingDevice final : public BlockDevice {
   Status CutPowerLocked(const PowerCut& cut) REQUIRES(mu_);
   // Writes the part of `w` kept by a DropRandom cut into the inner device.
   Status ApplyTorn(const Pending& w, uint64_t* rng_state, bool garble) REQUIRES(mu_);
+  // Fills every aligned sector that `w` touches with garbage.
+  Status Garble(const Pending& w, uint64_t* rng_state) REQUIRES(mu_);
 
   std::unique_ptr<BlockDevice> owned_;
   BlockDevice* const inner_;

@@ -138,6 +138,21 @@ TEST_CASE("FaultInjectingDevice: a garbled torn sector loses bytes outside the w
   CHECK(neighbours_hit);
 }
 
+TEST_CASE("FaultInjectingDevice: GarbleAll destroys every sector being written", "[fault]") {
+  MemoryDevice mem(kDevSize);
+  FaultInjectingDevice dev(&mem, 4096);
+  std::vector<uint8_t> old = Pattern(16384, 3), upd(100, 0xCC);
+  REQUIRE(dev.Write(0, old.data(), old.size()).ok());
+  REQUIRE(dev.Flush().ok());
+  REQUIRE(dev.Write(5000, upd.data(), upd.size()).ok());  // inside sector 1
+  REQUIRE(dev.CutPower(PowerCut::GarbleAll(1)).ok());
+  std::vector<uint8_t> got = ReadBytes(mem, 0, 16384);
+  CHECK(std::equal(got.begin(), got.begin() + 4096, old.begin()));  // sector 0 intact
+  CHECK_FALSE(std::equal(got.begin() + 4096, got.begin() + 8192, old.begin() + 4096));
+  CHECK(std::equal(got.begin() + 8192, got.end(), old.begin() + 8192));  // sectors 2, 3 intact
+  CHECK_FALSE(std::equal(got.begin() + 5000, got.begin() + 5100, upd.begin()));
+}
+
 TEST_CASE("FaultInjectingDevice: CutPowerAfter stops an operation after n writes", "[fault]") {
   MemoryDevice mem(kDevSize);
   FaultInjectingDevice dev(&mem);
