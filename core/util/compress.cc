@@ -78,12 +78,9 @@ Status LengthMismatch(std::string_view algo, size_t got, size_t want) {
 
 std::string_view CompressionName(Compression c) {
   switch (c) {
-    case Compression::kOff:
-      return "off";
-    case Compression::kLz4:
-      return "lz4";
-    case Compression::kZstd:
-      return "zstd";
+    case Compression::kOff: return "off";
+    case Compression::kLz4: return "lz4";
+    case Compression::kZstd: return "zstd";
   }
   return "unknown";
 }
