@@ -151,6 +151,11 @@ class BasicRangeTree {
     for (auto it = by_size_tree_.lower_bound(Seg{0, want}); it != by_size_tree_.end(); ++it)
       if (!fn(ToRange(*it))) return;
   }
+  // Length of the largest segment in the size index (0 when it is empty:
+  // then every segment is below the floor, or there are none).
+  uint64_t LargestIndexed() const {
+    return by_size_tree_.empty() ? 0 : ToRange(*by_size_tree_.last()).length;
+  }
   // The largest segment, if any (from the size tree when there is one).
   std::optional<Range> Largest() const;
 

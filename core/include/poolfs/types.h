@@ -5,6 +5,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <ostream>
 
 namespace poolfs {
 
@@ -20,6 +21,11 @@ class StrongId {
  private:
   uint64_t v_ = 0;
 };
+
+template <typename Tag>
+std::ostream& operator<<(std::ostream& os, const StrongId<Tag>& id) {
+  return os << id.value();
+}
 
 using ObjectId = StrongId<struct ObjectIdTag>;
 using Txg = StrongId<struct TxgTag>;

@@ -1,0 +1,148 @@
+// SpaceManager: the pool's allocatable space — one MetaslabGroup per vdev,
+// and `alloc.allocators` allocators that hand out blocks from them.
+//
+// Theory
+// ------
+// Each vdev's allocatable area is cut into power-of-two metaslabs, about 200
+// of them (ChooseMetaslabShift). An allocator owns, per vdev, at most one
+// active metaslab, and no two allocators ever have the same metaslab active:
+// activation happens under the group's mutex, which the allocation path
+// takes only when its active metaslab cannot serve a request. So the
+// allocation path of allocator i takes allocator i's mutex and the mutex of
+// a metaslab that only allocator i allocates from — two allocators never
+// share a lock there. (Frees and txg sync take the metaslab's lock too, but
+// briefly and off the allocation path.) Callers pick an allocator by index;
+// the txg sync gives each Asio strand its own.
+//
+// Rotor: an allocator stays on one vdev for `aliquot` bytes, then moves to
+// the next, so writes stripe across vdevs; each allocator has its own rotor.
+//
+// Activation picks the metaslab with the highest weight (largest free
+// segment) that no other allocator has active and that can hold the
+// request; when none can, the allocator borrows ("steals") a metaslab active
+// elsewhere rather than fail while space remains, and only then moves to the
+// next vdev; NoSpace means no metaslab of any vdev has a free block of the
+// requested size.
+//
+// Space accounting (allocated + free + deferred = capacity) is CHECKed per
+// metaslab at every SyncDone and summed by Stats().
+//
+// Thread safety: all methods are thread-safe. Lock order: allocator mutex,
+// then group mutex, then metaslab mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "space/metaslab.h"
+#include "util/mutex.h"
+
+namespace poolfs::core::space {
+
+// A data virtual address: where a block lives.
+struct Dva {
+  uint32_t vdev = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const Dva&) const = default;
+};
+
+// The allocatable area of one vdev and how it is cut into metaslabs.
+struct VdevSpaceConfig {
+  uint32_t vdev = 0;
+  uint64_t alloc_start = 0;  // bytes, a multiple of 1 << ashift
+  uint64_t alloc_size = 0;
+  uint32_t ashift = 12;
+  uint32_t ms_shift = 0;  // 0: ChooseMetaslabShift(alloc_size, ashift)
+};
+
+// Returns the metaslab shift that cuts `alloc_size` bytes into about 200
+// metaslabs (never more), at least 16 MiB each unless the vdev is smaller, and
+// at most 2^32 sectors each (so segments fit in 32 bits).
+uint32_t ChooseMetaslabShift(uint64_t alloc_size, uint32_t ashift);
+
+// The allocator count for `alloc.allocators = 0`: one per core, 1 to 8.
+uint32_t DefaultAllocatorCount();
+
+// The metaslabs of one vdev.
+class MetaslabGroup {
+ public:
+  MetaslabGroup(const VdevSpaceConfig& config, const SpaceOptions& options);
+
+  const VdevSpaceConfig& config() const { return config_; }
+  size_t count() const { return metaslabs_.size(); }
+  Metaslab& metaslab(size_t i) { return *metaslabs_[i]; }
+  const Metaslab& metaslab(size_t i) const { return *metaslabs_[i]; }
+  // The metaslab holding [off, off+len), or nullptr when the extent is not
+  // inside one metaslab of this vdev.
+  Metaslab* ForExtent(uint64_t off, uint64_t len);
+
+  // Activates for allocator `a` the unowned metaslab of highest weight that
+  // is at least `size`, skipping those in `skip`. nullptr when none.
+  Metaslab* Activate(int a, uint64_t size, const std::vector<Metaslab*>& skip) EXCLUDES(mu_);
+  void Passivate(Metaslab* ms) EXCLUDES(mu_);
+  // A metaslab active in another allocator that might hold `size`, not in
+  // `skip`; nullptr when none.
+  Metaslab* StealCandidate(uint64_t size, const std::vector<Metaslab*>& skip) EXCLUDES(mu_);
+
+ private:
+  const VdevSpaceConfig config_;
+  std::vector<std::unique_ptr<Metaslab>> metaslabs_;
+  util::Mutex mu_;  // guards Metaslab::owner of every metaslab here
+};
+
+struct SpaceStats {
+  uint64_t capacity = 0;
+  uint64_t allocated = 0;
+  uint64_t free = 0;
+  uint64_t deferred = 0;
+  uint64_t metaslabs = 0;
+  uint64_t segments = 0;
+};
+
+class SpaceManager {
+ public:
+  SpaceManager(std::vector<VdevSpaceConfig> vdevs, const SpaceOptions& options);
+  ~SpaceManager();
+
+  size_t allocator_count() const { return allocators_.size(); }
+  size_t vdev_count() const { return groups_.size(); }
+  MetaslabGroup& group(uint32_t vdev) { return *groups_[vdev]; }
+
+  // Loads one metaslab's space map (import). Corruption when it is damaged.
+  Status LoadMetaslab(uint32_t vdev, uint64_t index, std::string_view space_map);
+
+  // Allocates `size` bytes (a multiple of the vdev's sector size) in txg
+  // through allocator `a` (taken modulo the count). NoSpace when no vdev has
+  // a free block that large.
+  Result<Dva> Allocate(size_t a, uint64_t size, Txg txg);
+  // Frees a block allocated earlier, in txg. Corruption for an extent that
+  // is not wholly allocated (double free, damaged pointer); nothing changes.
+  Status Free(const Dva& dva, Txg txg);
+  // Marks a known extent allocated in txg. Corruption if any of it is free.
+  Status Claim(const Dva& dva, Txg txg);
+
+  // Appends txg's allocations and frees to every metaslab's space map and
+  // calls `changed` for each metaslab whose map changed (to be stored).
+  void Sync(Txg txg, const std::function<void(const Metaslab&)>& changed);
+  // Ends txg: deferred frees of txg-2 become allocatable. CHECKs accounting.
+  void SyncDone(Txg txg);
+
+  // Sums over every metaslab; CHECKs allocated + free + deferred = capacity.
+  SpaceStats Stats() const;
+
+ private:
+  struct AllocatorState;
+  Metaslab* MetaslabFor(const Dva& dva);
+
+  SpaceOptions options_;
+  std::vector<std::unique_ptr<MetaslabGroup>> groups_;
+  std::vector<std::unique_ptr<AllocatorState>> allocators_;
+};
+
+}  // namespace poolfs::core::space
