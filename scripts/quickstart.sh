@@ -30,10 +30,10 @@ if [[ ! -x "$BENCH" ]]; then
   exit 1
 fi
 
-say "3. space layer: memory per free segment, range tree vs node-based trees"
+say "3. space layer: RangeTree in B-trees vs two std::sets (memory, load, alloc+free rate)"
 "$BENCH" space
 
-say "4. allocators: allocation throughput with 1 and 2 allocators, 2 threads"
+say "4. allocators: 2 threads sharing 1 allocator vs 1 allocator each (allocations/s)"
 "$BENCH" alloc --allocators 1,2 --threads 2
 
 # --- Filesystem steps: added with the filesystem issue, once they work. ---
