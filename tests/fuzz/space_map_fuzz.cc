@@ -39,12 +39,29 @@ using namespace poolfs::core::space;
   std::abort();
 }
 
+// The decoder's promise for every record it hands out, even from a map that
+// fails later: a non-empty, sector-aligned run inside the map, in txg order.
+// Checked here with independent (128-bit) arithmetic.
+void CheckRecord(const SpaceMapGeometry& g, const SmEntry& e, const std::vector<SmEntry>& before) {
+  const uint64_t mask = (uint64_t{1} << g.shift) - 1;
+  const unsigned __int128 end = static_cast<unsigned __int128>(e.offset) + e.length;
+  if (e.length == 0 || (e.offset & mask) != 0 || (e.length & mask) != 0 || e.offset < g.start ||
+      end > static_cast<unsigned __int128>(g.start) + g.size ||
+      (e.type != SmType::kAlloc && e.type != SmType::kFree) || e.txg.value() > kSpaceMapMaxTxg ||
+      (!before.empty() && e.txg < before.back().txg)) {
+    Fail("decoder handed out a bad record",
+         "record " + std::to_string(before.size()) + " offset " + std::to_string(e.offset) +
+             " length " + std::to_string(e.length) + " txg " + std::to_string(e.txg.value()));
+  }
+}
+
 Status Decode(std::string_view bytes, const SpaceMapGeometry& g, bool verify,
               std::vector<SmEntry>* out, SpaceMapSummary* summary) {
   out->clear();
   return internal::DecodeSpaceMapForFuzzing(
       bytes, g, verify,
-      [out](const SmEntry& e) {
+      [&g, out](const SmEntry& e) {
+        CheckRecord(g, e, *out);
         out->push_back(e);
         return Status::Ok();
       },
