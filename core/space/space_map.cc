@@ -293,6 +293,13 @@ Result<SpaceMapWriter> SpaceMapWriter::Resume(SpaceMapGeometry g, std::string by
   return SpaceMapWriter(g, std::move(bytes), summary);
 }
 
+Result<SpaceMapWriter> SpaceMapWriter::Resume(SpaceMapGeometry g, std::string bytes,
+                                              const std::function<Status(const SmEntry&)>& fn) {
+  SpaceMapSummary summary;
+  POOLFS_RETURN_IF_ERROR(DecodeImpl<true>(bytes, g, fn, &summary));
+  return SpaceMapWriter(g, std::move(bytes), summary);
+}
+
 void SpaceMapWriter::Unseal() {
   if (!sealed_) return;
   bytes_.resize(bytes_.size() - kEndBytes - (open_pos_ != 0 ? kWord : 0));

@@ -107,6 +107,11 @@ class SpaceMapWriter {
   // InvalidArgument for an invalid `g`, and Corruption (from the decoder) if
   // `bytes` does not verify or has a different geometry.
   static Result<SpaceMapWriter> Resume(SpaceMapGeometry g, std::string bytes);
+  // The same, calling `fn` for each record as DecodeSpaceMap does, so that a
+  // metaslab load decodes its map once. Returns the first non-OK status of
+  // `fn` as DecodeSpaceMap does.
+  static Result<SpaceMapWriter> Resume(SpaceMapGeometry g, std::string bytes,
+                                       const std::function<Status(const SmEntry&)>& fn);
 
   SpaceMapWriter(SpaceMapWriter&&) = default;
   SpaceMapWriter& operator=(SpaceMapWriter&&) = default;

@@ -291,6 +291,32 @@ TEST_CASE("SpaceMapWriter::Resume continues an existing map", "[space_map]") {
   }
 }
 
+TEST_CASE("SpaceMapWriter::Resume with a callback decodes the map once and continues it",
+          "[space_map]") {
+  SpaceMapGeometry g;
+  const std::string bytes = SmallMap(&g);
+  std::vector<SmEntry> seen;
+  auto w = SpaceMapWriter::Resume(g, bytes, [&](const SmEntry& e) {
+    seen.push_back(e);
+    return Status::Ok();
+  });
+  REQUIRE(w.ok());
+  REQUIRE(seen == MustDecode(bytes, g));
+  w->Append(SmType::kFree, Txg(12), g.start, 4096);
+  seen.push_back({SmType::kFree, Txg(12), g.start, 4096});
+  REQUIRE(MustDecode(w->bytes(), g) == seen);
+  // The callback's error stops the resume.
+  auto stopped = SpaceMapWriter::Resume(g, bytes, [](const SmEntry&) {
+    return Status(StatusCode::kAborted, "no");
+  });
+  REQUIRE(stopped.status().code() == StatusCode::kAborted);
+  std::string damaged = bytes;
+  damaged[damaged.size() - 30] ^= 1;
+  REQUIRE(SpaceMapWriter::Resume(g, damaged, [](const SmEntry&) { return Status::Ok(); })
+              .status()
+              .IsCorruption());
+}
+
 TEST_CASE("SpaceMapWriter::Resume refuses damaged maps and wrong geometry", "[space_map]") {
   SpaceMapGeometry g;
   std::string bytes = SmallMap(&g);
