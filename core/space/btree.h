@@ -134,7 +134,7 @@ class BTree {
   // The last element, or end() when empty.
   Iterator last() const {
     if (!root_) return end();
-    Node* n = RightmostLeaf();
+    Node* n = bulk_ ? bulk_leaf_ : RightmostLeaf();
     return Iterator(this, n, n->count - 1);
   }
 
@@ -173,9 +173,19 @@ class BTree {
   // Appends `value`, which must order after every element (CHECKed). Leaves
   // the nodes it splits 3/4 full; see the theory comment.
   Iterator BulkAppend(const T& value) {
+    if (bulk_ && bulk_leaf_->count < leaf_cap_) {
+      // The common case: room in the rightmost leaf, found without a descent.
+      T* e = Elems(bulk_leaf_);
+      CHECK(cmp_(e[bulk_leaf_->count - 1], value));
+      e[bulk_leaf_->count] = value;
+      size_++;
+      return Iterator(this, bulk_leaf_, bulk_leaf_->count++);
+    }
     if (root_) CHECK(cmp_(*last(), value));
     bulk_ = true;
-    return InsertImpl(value, true).first;
+    Iterator it = InsertImpl(value, true).first;
+    bulk_leaf_ = it.node_;  // an append always lands in the rightmost leaf
+    return it;
   }
 
   // Refills the under-full right edge left by BulkAppend. Called by every
@@ -208,7 +218,13 @@ class BTree {
 
   // Removes the element at `it` (which must not be end()).
   void Erase(Iterator it) {
-    FinishBulk();
+    if (bulk_) {
+      // Refilling the right edge moves elements between nodes: find the
+      // element again afterwards.
+      T v = *it;
+      FinishBulk();
+      it = find(v);
+    }
     Node* n = it.node_;
     uint32_t i = it.idx_;
     if (!n->leaf) {
@@ -295,6 +311,7 @@ class BTree {
     leaves_ = std::exchange(o->leaves_, 0);
     cores_ = std::exchange(o->cores_, 0);
     bulk_ = std::exchange(o->bulk_, false);
+    bulk_leaf_ = std::exchange(o->bulk_leaf_, nullptr);
     staged_ = std::move(o->staged_);
     staged_children_ = std::move(o->staged_children_);
   }
@@ -647,6 +664,7 @@ class BTree {
   size_t leaves_ = 0;
   size_t cores_ = 0;
   bool bulk_ = false;
+  Node* bulk_leaf_ = nullptr;  // the rightmost leaf, while bulk_
   // Scratch for splits: a full node's elements plus the new one.
   std::vector<T> staged_;
   std::vector<Node*> staged_children_;

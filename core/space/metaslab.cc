@@ -31,21 +31,22 @@ Status Metaslab::Load(std::string_view space_map) {
   allocatable_.Clear();
   allocatable_.BeginLoad();
   allocatable_.Add(start_, size_);
+  // Lambdas run under mu_, which the analysis cannot see: they get plain
+  // references taken while it is held.
+  RangeTree32* tree = &allocatable_;
   uint64_t record = 0;
   Status st;
   if (!space_map.empty()) {
-    st = DecodeSpaceMap(space_map, geometry(), [&](const SmEntry& e) {
-      Status s = e.type == SmType::kAlloc ? allocatable_.TryRemove(e.offset, e.length)
-                                          : allocatable_.TryAdd(e.offset, e.length);
-      record++;
-      if (!s.ok())
-        return s.WithContext("record " + std::to_string(record - 1) + " (txg " +
-                             std::to_string(e.txg.value()) + ")");
-      return Status::Ok();
-    });
-  }
-  if (st.ok() && !space_map.empty()) {
-    auto resumed = SpaceMapWriter::Resume(geometry(), std::string(space_map));
+    auto resumed = SpaceMapWriter::Resume(
+        geometry(), std::string(space_map), [&](const SmEntry& e) {
+          Status s = e.type == SmType::kAlloc ? tree->TryRemove(e.offset, e.length)
+                                              : tree->TryAdd(e.offset, e.length);
+          record++;
+          if (!s.ok())
+            return s.WithContext("record " + std::to_string(record - 1) + " (txg " +
+                                 std::to_string(e.txg.value()) + ")");
+          return Status::Ok();
+        });
     if (resumed.ok())
       map_ = std::move(resumed).value();
     else
@@ -118,9 +119,10 @@ bool Metaslab::Sync(Txg txg) {
   CHECK_GT(txg, last_synced_);
   RangeTree32& allocs = allocs_[txg.value() % kTxgSize];
   const RangeTree32& frees = frees_[txg.value() % kTxgSize];
+  SpaceMapWriter* map = &map_;
   bool changed = allocs.space() > 0 || frees.space() > 0;
-  allocs.Vacate([&](const Range& r) { map_.Append(SmType::kAlloc, txg, r.offset, r.length); });
-  frees.ForEach([&](const Range& r) { map_.Append(SmType::kFree, txg, r.offset, r.length); });
+  allocs.Vacate([&](const Range& r) { map->Append(SmType::kAlloc, txg, r.offset, r.length); });
+  frees.ForEach([&](const Range& r) { map->Append(SmType::kFree, txg, r.offset, r.length); });
   if (NeedsCondense()) {
     Condense(txg);
     changed = true;
@@ -140,7 +142,8 @@ bool Metaslab::Sync(Txg txg) {
 void Metaslab::SyncDone(Txg txg) {
   util::MutexLock l(&mu_);
   RangeTree32& ready = defer_[txg.value() % kTxgDeferSize];
-  ready.Vacate([&](const Range& r) { allocatable_.Add(r.offset, r.length); });
+  RangeTree32* free_tree = &allocatable_;
+  ready.Vacate([&](const Range& r) { free_tree->Add(r.offset, r.length); });
   frees_[txg.value() % kTxgSize].Vacate([&](const Range& r) { ready.Add(r.offset, r.length); });
   UpdateWeight();
   CheckAccountingLocked();

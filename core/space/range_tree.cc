@@ -22,6 +22,23 @@ template <typename Seg>
 Status BasicRangeTree<Seg>::TryAdd(uint64_t off, uint64_t len) {
   POOLFS_RETURN_IF_ERROR(CheckBounds(off, len, "add"));
   const Seg key = Key(off, len);
+  if (!by_offset_.empty()) {
+    // Past the last segment: a load, and many frees, land there. No search.
+    auto last = by_offset_.last();
+    if (key.start > last->end) {
+      by_offset_.BulkAppend(key);
+      Account(key, true);
+      return Status::Ok();
+    }
+    if (key.start == last->end) {
+      Seg old = *last;
+      Account(old, false);
+      Seg merged{old.start, key.end};
+      by_offset_.MutableAt(last) = merged;
+      Account(merged, true);
+      return Status::Ok();
+    }
+  }
   auto it = by_offset_.lower_bound(key);  // first segment ending after key.start
   if (it != by_offset_.end() && it->start < key.end) {
     Range r = ToRange(*it);
@@ -113,7 +130,7 @@ void BasicRangeTree<Seg>::RebuildSizeTree() {
   segs.reserve(by_offset_.size());
   for (auto it = by_offset_.begin(); it != by_offset_.end(); ++it)
     if (InSizeTree(*it)) segs.push_back(*it);
-  std::sort(segs.begin(), segs.end(), SizeLess());
+  SortByLength(&segs);
   for (const Seg& s : segs) by_size_tree_.BulkAppend(s);
   by_size_tree_.FinishBulk();
 }

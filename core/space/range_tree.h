@@ -33,6 +33,7 @@
 // Thread safety: none; the owner locks (a metaslab's mutex).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -63,6 +64,23 @@ struct Range {
   uint64_t end() const { return offset + length; }
   bool operator==(const Range&) const = default;
 };
+
+// Sorts segments that are in offset order into (length, start) order: a
+// stable LSD radix sort on the length, 11 bits a pass, only as many passes as
+// the longest length needs. Used to build size indexes in one pass.
+template <typename S>
+void SortByLength(std::vector<S>* segs) {
+  uint64_t max_len = 0;
+  for (const S& s : *segs) max_len = std::max<uint64_t>(max_len, s.end - s.start);
+  std::vector<S> tmp(segs->size());
+  for (int shift = 0; shift < 64 && (max_len >> shift) != 0; shift += 11) {
+    std::array<size_t, 2049> count{};
+    for (const S& s : *segs) count[((uint64_t(s.end - s.start) >> shift) & 2047) + 1]++;
+    for (size_t i = 1; i < count.size(); i++) count[i] += count[i - 1];
+    for (const S& s : *segs) tmp[count[(uint64_t(s.end - s.start) >> shift) & 2047]++] = s;
+    segs->swap(tmp);
+  }
+}
 
 template <typename Seg>
 class BasicRangeTree {

@@ -1,0 +1,27 @@
+// poolfs-bench: benchmark programs that print their figures and compare
+// against a baseline measured in the same run.
+//   poolfs-bench space [--segments N] [--seed S] [--json]
+//   poolfs-bench alloc [--allocators 1,2] [--threads 2] [--json]
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "bench_util.h"
+
+int main(int argc, char** argv) {
+  const char* usage =
+      "usage: poolfs-bench space|alloc [options]   (poolfs-bench SUBCOMMAND --help)\n";
+  if (argc < 2) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "space") return poolfs::bench::RunSpaceBench(argc - 1, argv + 1);
+  if (cmd == "alloc") return poolfs::bench::RunAllocBench(argc - 1, argv + 1);
+  if (cmd == "--help" || cmd == "-h") {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "poolfs-bench: unknown subcommand '%s'\n%s", cmd.c_str(), usage);
+  return 2;
+}
