@@ -1,8 +1,10 @@
 #include "vdev/block_device.h"
 
-#include <cstring>
+#include <system_error>
 
 namespace poolfs::core::vdev {
+
+std::string ErrnoText(int err) { return std::system_category().message(err); }
 
 Status CheckRange(std::string_view name, std::string_view op, uint64_t size, uint64_t off,
                   size_t len) {
@@ -17,7 +19,7 @@ Status DeviceIoError(std::string_view name, std::string_view op, uint64_t off, s
   std::string m = std::string(op) + " of " + std::to_string(len) + " bytes at offset " +
                   std::to_string(off) + " on " + std::string(name) + " failed: ";
   if (err != 0) {
-    m += std::strerror(err);
+    m += ErrnoText(err);
   } else {
     m += "short " + std::string(op) + " (" + std::to_string(done) + " bytes)";
   }

@@ -74,6 +74,10 @@ class BlockDevice {
 Status CheckRange(std::string_view name, std::string_view op, uint64_t size, uint64_t off,
                   size_t len);
 
+// Returns the text of errno value `err` ("No space left on device"); unlike
+// strerror, safe to call from many threads at once. For implementations.
+std::string ErrnoText(int err);
+
 // Builds the IOError for a failed transfer: "<op> of <len> bytes at offset
 // <off> on <name> failed: <strerror(err)>" (or "...: short <op> (N bytes)" when
 // err is 0). For implementations.

@@ -96,7 +96,7 @@ Status FaultInjectingDevice::Flush() {
   counters_.flushes++;
   POOLFS_RETURN_IF_ERROR(BeforeMutation("flush"));
   if (ShouldFail(IoKind::kFlush))
-    return Status::IOError("flush of " + name() + " failed: " + std::strerror(EIO));
+    return Status::IOError("flush of " + name() + " failed: " + ErrnoText(EIO));
   size_t applied = 0;
   Status st;
   for (; applied < pending_.size(); applied++) {

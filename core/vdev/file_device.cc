@@ -17,8 +17,6 @@
 namespace poolfs::core::vdev {
 namespace {
 
-std::string ErrnoText(int err) { return std::strerror(err); }
-
 Status OpenError(const std::string& path, int err) {
   if (err == ENOENT) return Status::NotFound(path + " does not exist");
   if (err == EACCES || err == EPERM) {
@@ -68,7 +66,7 @@ int FindFlockHolder(uint64_t dev, uint64_t ino) {
     ls >> num >> kind;
     if (kind != "FLOCK") continue;
     ls >> advisory >> access >> pid >> id;
-    if (id == want) return std::atoi(pid.c_str());
+    if (id == want) return int(std::strtol(pid.c_str(), nullptr, 10));
   }
   return 0;
 }

@@ -136,7 +136,7 @@ void SortAndMerge(std::vector<FoundUberblock>* found) {
     if (!merged.empty() && merged.back().ub == f.ub) {
       merged.back().label_mask |= f.label_mask;
     } else {
-      merged.push_back(std::move(f));
+      merged.push_back(f);
     }
   }
   *found = std::move(merged);
@@ -171,7 +171,8 @@ std::vector<uint8_t> EncodeLabel(const LabelHeader& h, int label_index, std::str
   return b;
 }
 
-Result<DecodedLabel> DecodeLabel(const uint8_t* p, size_t len, int label_index) {
+Result<DecodedLabel> DecodeLabel(const uint8_t* data, size_t len, int label_index) {
+  const uint8_t* p = data;
   if (len < kLabelHeaderSize) {
     return Status::Corruption("label truncated: " + std::to_string(len) + " bytes");
   }

@@ -41,7 +41,8 @@ UberblockBytes EncodeUberblock(const Uberblock& ub) {
   return b;
 }
 
-Result<Uberblock> DecodeUberblock(const uint8_t* p, size_t len) {
+Result<Uberblock> DecodeUberblock(const uint8_t* data, size_t len) {
+  const uint8_t* p = data;
   if (len < kUberblockSlotSize) {
     return Status::Corruption("uberblock truncated: " + std::to_string(len) + " of " +
                               std::to_string(kUberblockSlotSize) + " bytes");
