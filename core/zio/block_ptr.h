@@ -1,0 +1,141 @@
+// Block pointers: how one block of the pool's tree names another.
+//
+// A BlockPtr says where a block lives (its DVA: vdev, absolute byte offset,
+// allocated size), how to turn the stored bytes back into the logical block
+// (physical size, compression, logical size), how to know the bytes are the
+// ones that were written (an XXH3-128 checksum of the psize stored bytes),
+// and what the block is (type, level, birth txg, fill count). Every block of
+// the pool except the uberblock is reached through exactly one BlockPtr,
+// stored in its parent: an indirect block, a dnode, an object set block, the
+// uberblock. A parent's checksum covers its children's pointers, so the tree
+// is self-validating from the uberblock down (a Merkle tree).
+//
+// A hole is a BlockPtr with dva.size == 0: no storage, reads as lsize zero
+// bytes. It may carry a birth txg (when the hole was made) and an lsize, type
+// and level; every other field is zero. The all-zero 64 bytes decode to the
+// empty hole (birth 0, lsize 0).
+//
+// On disk a BlockPtr is a BlockPtrPhys of 64 bytes, little-endian
+// (core/doc/zio-format.md has the byte-level layout and every validity rule).
+// DecodeBlockPtr refuses any damage it can see with Corruption: unknown enum
+// values, sizes that contradict each other, a hole with stray fields,
+// nonzero reserved bytes. It cannot see a flipped bit that turns one valid
+// pointer into another; the parent's checksum is there for that.
+//
+// Thread safety: plain values and pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "space/allocator.h"
+#include "util/checksum.h"
+#include "util/compress.h"
+
+namespace poolfs::core::zio {
+
+// What a block holds. On-disk values: never renumber.
+enum class BlockType : uint8_t {
+  kNone = 0,  // only in holes (an empty pointer)
+  kData = 1,
+  kIndirect = 2,  // an array of BlockPtrPhys; the only type with level > 0
+  kDnodes = 3,
+  kObjset = 4,
+  kSpaceMap = 5,
+  kDirectory = 6,
+  kConfig = 7,
+  kZap = 8,
+  kBonus = 9,
+};
+inline constexpr uint8_t kMaxBlockType = 9;
+
+// Returns "none", "data", "indirect", "dnodes", "objset", "spacemap",
+// "directory", "config", "zap", "bonus"; "unknown" for any other value.
+std::string_view BlockTypeName(BlockType type);
+
+// On-disk values: never renumber.
+enum class ChecksumType : uint8_t { kXxh3_128 = 1 };
+
+// Returns "xxh3-128"; "unknown" for any other value.
+std::string_view ChecksumTypeName(ChecksumType type);
+
+// The largest logical (and so physical and allocated) block size.
+inline constexpr uint32_t kMaxBlockSize = uint32_t{16} << 20;
+// The deepest indirect level a pointer may name.
+inline constexpr uint8_t kMaxLevel = 31;
+// Offsets and allocated sizes are multiples of the smallest sector size.
+inline constexpr uint32_t kMinSectorSize = 512;
+// Size of a dnode slot, for the fill bound of a dnode block.
+inline constexpr uint32_t kDnodeSlotSize = 512;
+
+// In memory. A hole is a BlockPtr with dva.size == 0; see the top of the file.
+struct BlockPtr {
+  space::Dva dva;      // vdev, absolute byte offset, allocated size (asize)
+  uint32_t lsize = 0;  // logical (decompressed) bytes
+  uint32_t psize = 0;  // physical (stored, compressed) bytes, <= asize
+  util::Compression compression = util::Compression::kOff;
+  ChecksumType checksum_type = ChecksumType::kXxh3_128;
+  BlockType type = BlockType::kNone;
+  uint8_t level = 0;  // 0 = data; n = indirect block n levels above data
+  Txg birth;          // txg in which the block was written
+  // For L0: 1 (for dnode blocks: the allocated dnodes in it, at most
+  // lsize / 512); for indirect blocks: the sum of the children's fill.
+  // Holes: 0.
+  uint64_t fill = 0;
+  util::Checksum128 checksum;  // XXH3-128 of the psize stored bytes
+
+  bool IsHole() const { return dva.size == 0; }
+  bool operator==(const BlockPtr&) const = default;
+
+  // "L1 indirect vdev 0 off 0x400000 asize 4096 lsize 131072 psize 2048 lz4
+  // birth 17 fill 12"; a hole: "L0 data hole lsize 131072 birth 17".
+  std::string ToString() const;
+};
+
+// Returns a hole of `lsize` logical bytes born in `birth`.
+BlockPtr MakeHole(BlockType type, uint8_t level, uint32_t lsize, Txg birth);
+
+// The on-disk form. Documentation of the layout: the encoder and decoder use
+// these offsets and write every field explicitly little-endian.
+struct BlockPtrPhys {
+  uint32_t vdev;          // 0   DVA: vdev index
+  uint32_t asize;         // 4   DVA: allocated bytes (0: a hole)
+  uint64_t offset;        // 8   DVA: absolute byte offset on the vdev
+  uint32_t lsize;         // 16  logical bytes
+  uint32_t psize;         // 20  stored bytes
+  uint8_t type;           // 24  BlockType
+  uint8_t level;          // 25
+  uint8_t compression;    // 26  util::Compression
+  uint8_t checksum_type;  // 27  ChecksumType (0 in a hole)
+  uint32_t reserved;      // 28  zero
+  uint64_t birth;         // 32  txg
+  uint64_t fill;          // 40
+  uint64_t checksum_lo;   // 48  XXH3-128 of the stored bytes, low half
+  uint64_t checksum_hi;   // 56  high half
+};
+inline constexpr size_t kBlockPtrSize = 64;
+static_assert(sizeof(BlockPtrPhys) == kBlockPtrSize);
+static_assert(offsetof(BlockPtrPhys, reserved) == 28);
+static_assert(offsetof(BlockPtrPhys, checksum_hi) == 56);
+
+// Returns OK when `bp` satisfies every rule DecodeBlockPtr enforces (see
+// zio-format.md), else Corruption saying which rule it breaks (no location
+// prefix). The pipeline checks pointers with it before using them.
+Status ValidateBlockPtr(const BlockPtr& bp);
+
+// Writes the 64-byte on-disk form of `bp` to out. CHECKs that bp is valid
+// (ValidateBlockPtr): writing a pointer that cannot be read back would damage
+// the pool.
+void EncodeBlockPtr(const BlockPtr& bp, uint8_t* out);
+
+// Decodes 64 bytes. Corruption "<where>: block pointer <what is wrong>" for
+// any damage it can see (unknown enum values, inconsistent sizes, a hole with
+// stray fields, nonzero reserved bytes, ...). `where` names the pointer's
+// place for the message, e.g. "object 17 L1 blkid 3 slot 12".
+Result<BlockPtr> DecodeBlockPtr(const uint8_t* in, std::string_view where);
+
+}  // namespace poolfs::core::zio

@@ -1,0 +1,310 @@
+#include "zio/zio.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "util/check.h"
+#include "util/checksum.h"
+#include "vdev/vdev_layout.h"
+
+namespace poolfs::core::zio {
+namespace {
+
+uint64_t RoundUp(uint64_t v, uint64_t granule) { return (v + granule - 1) & ~(granule - 1); }
+
+std::string Hex128(const util::Checksum128& c) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64 "%016" PRIx64, c.hi, c.lo);
+  return buf;
+}
+
+// A per-thread byte buffer that grows to the largest size asked of it and is
+// kept (its contents are not preserved across growth).
+class Scratch {
+ public:
+  uint8_t* Get(size_t n) {
+    if (n > cap_) {
+      cap_ = std::max(n, cap_ * 2);
+      buf_ = std::make_unique<uint8_t[]>(cap_);
+    }
+    return buf_.get();
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> buf_;
+  size_t cap_ = 0;
+};
+
+Scratch& WriteScratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+Scratch& ReadScratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+bool IsAllZero(std::string_view data) {
+  return !data.empty() && data[0] == 0 &&
+         std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
+}
+
+// InvalidArgument unless a block of `lsize` bytes with these props, born in
+// txg, would make a valid BlockPtr.
+Status CheckWriteArgs(const WriteProps& props, size_t lsize, Txg txg) {
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidArgument("write of " + std::to_string(lsize) + " bytes: " + what);
+  };
+  if (lsize == 0) return bad("empty block");
+  if (lsize > kMaxBlockSize)
+    return bad("above the maximum block size " + std::to_string(kMaxBlockSize));
+  if (!util::IsValidCompression(uint8_t(props.compression)))
+    return bad("unknown compression " + std::to_string(int(props.compression)));
+  BlockPtr proto;
+  proto.dva = {0, vdev::kFrontReserved, RoundUp(lsize, kMinSectorSize)};
+  proto.lsize = proto.psize = uint32_t(lsize);
+  proto.type = props.type;
+  proto.level = props.level;
+  proto.birth = txg;
+  proto.fill = props.fill;
+  Status valid = ValidateBlockPtr(proto);
+  if (!valid.ok()) return bad(valid.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct Zio::VdevState {
+  vdev::BlockDevice* dev;
+  uint32_t ashift;
+  uint64_t alloc_end;  // blocks lie in [kFrontReserved, alloc_end)
+  std::atomic<uint64_t> checksum_errors{0};
+};
+
+// The bytes a write stores: either the caller's data (uncompressed) or the
+// compressed bytes in this thread's write scratch, zero-padded there to a
+// multiple of the largest sector.
+struct Zio::Stored {
+  const uint8_t* bytes = nullptr;
+  uint32_t psize = 0;
+  util::Compression compression = util::Compression::kOff;
+  util::Checksum128 checksum;
+};
+
+Zio::Zio(std::vector<Vdev> vdevs, space::SpaceManager* space) : space_(space) {
+  CHECK(!vdevs.empty());
+  if (space != nullptr) CHECK_EQ(space->vdev_count(), vdevs.size());
+  for (size_t i = 0; i < vdevs.size(); i++) {
+    const Vdev& v = vdevs[i];
+    CHECK(v.dev != nullptr);
+    CHECK_GE(v.ashift, vdev::kMinAshift);
+    CHECK_LE(v.ashift, vdev::kMaxAshift);
+    if (space != nullptr) CHECK_EQ(space->group(uint32_t(i)).config().ashift, v.ashift);
+    Result<vdev::VdevLayout> layout = vdev::ComputeVdevLayout(v.dev->size());
+    if (!layout.ok()) util::CheckFailed(__FILE__, __LINE__, layout.status().ToString());
+    auto state = std::make_unique<VdevState>();
+    state->dev = v.dev;
+    state->ashift = v.ashift;
+    state->alloc_end = layout->alloc_start + layout->alloc_size;
+    vdevs_.push_back(std::move(state));
+    max_ashift_ = std::max(max_ashift_, v.ashift);
+  }
+}
+
+Zio::~Zio() = default;
+
+Zio::Stored Zio::Prepare(const WriteProps& props, std::string_view data) {
+  Stored s;
+  s.bytes = reinterpret_cast<const uint8_t*>(data.data());
+  s.psize = uint32_t(data.size());
+  if (props.compression != util::Compression::kOff) {
+    const size_t granule = size_t{1} << max_ashift_;
+    const size_t limit = util::CompressLimit(data.size());
+    uint8_t* buf = WriteScratch().Get(RoundUp(limit, granule));
+    bool worth_trying = true;
+    if (data.size() >= kProbeMinSize) {  // early abort: probe the first kProbeSize bytes
+      worth_trying = util::Compress(props.compression, data.data(), kProbeSize, buf,
+                                    util::CompressLimit(kProbeSize))
+                         .ok();
+    }
+    // Any failure (NotSupported: it does not compress well enough) means:
+    // store the block as it is.
+    Result<size_t> n = worth_trying
+                           ? util::Compress(props.compression, data.data(), data.size(), buf, limit)
+                           : Result<size_t>(Status::NotSupported(""));
+    if (n.ok()) {
+      s.bytes = buf;
+      s.psize = uint32_t(*n);
+      s.compression = props.compression;
+      std::memset(buf + *n, 0, RoundUp(*n, granule) - *n);
+    }
+  }
+  s.checksum = util::Xxh3_128(s.bytes, s.psize);
+  return s;
+}
+
+Status Zio::WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s) {
+  CHECK_GE(len, s.psize);
+  if (s.compression != util::Compression::kOff) {  // already padded in the scratch
+    POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, len));
+  } else {
+    // Straight from the caller's buffer; copy only the partial last sector.
+    const uint64_t granule = uint64_t{1} << max_ashift_;
+    const uint64_t head = std::min<uint64_t>(s.psize & ~(granule - 1), len);
+    if (head > 0) POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, head));
+    if (len > head) {
+      const uint64_t tail = len - head;
+      uint8_t* buf = WriteScratch().Get(tail);
+      std::memcpy(buf, s.bytes + head, s.psize - head);
+      std::memset(buf + (s.psize - head), 0, tail - (s.psize - head));
+      POOLFS_RETURN_IF_ERROR(v.dev->Write(off + head, buf, tail));
+    }
+  }
+  bytes_written_.fetch_add(len, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg txg,
+                            size_t allocator) {
+  CHECK(space_ != nullptr);
+  POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
+  if (props.type == BlockType::kData && props.level == 0 && IsAllZero(data))
+    return MakeHole(props.type, props.level, uint32_t(data.size()), txg);
+
+  const Stored s = Prepare(props, data);
+  const uint64_t asize = RoundUp(s.psize, uint64_t{1} << max_ashift_);
+  POOLFS_ASSIGN_OR_RETURN(space::Dva dva, space_->Allocate(allocator, asize, txg));
+  CHECK_LT(dva.vdev, vdevs_.size());
+  CHECK_EQ(dva.size, asize);
+  VdevState& v = *vdevs_[dva.vdev];
+  CHECK_LE(dva.offset + dva.size, v.alloc_end);
+
+  BlockPtr bp;
+  bp.dva = dva;
+  bp.lsize = uint32_t(data.size());
+  bp.psize = s.psize;
+  bp.compression = s.compression;
+  bp.type = props.type;
+  bp.level = props.level;
+  bp.birth = txg;
+  bp.fill = props.fill;
+  bp.checksum = s.checksum;
+  Status valid = ValidateBlockPtr(bp);
+  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "write made " + valid.message());
+
+  Status st = WriteStored(v, dva.offset, asize, s);
+  if (!st.ok()) {
+    Status freed = space_->Free(dva, txg);
+    if (!freed.ok()) util::CheckFailed(__FILE__, __LINE__, freed.ToString());
+    return st.WithContext("write of block " + bp.ToString());
+  }
+  return bp;
+}
+
+Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std::string_view data,
+                              Txg txg) {
+  CHECK(space_ != nullptr);
+  CHECK(!old.IsHole());
+  CHECK_EQ(old.birth, txg);
+  CHECK_LT(old.dva.vdev, vdevs_.size());
+  POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
+  const Stored s = Prepare(props, data);
+  if (s.psize > old.dva.size) {
+    return Status::NoSpace("rewrite of block " + old.ToString() + ": " + std::to_string(s.psize) +
+                           " stored bytes do not fit");
+  }
+  const uint64_t len = std::min(RoundUp(s.psize, uint64_t{1} << max_ashift_), old.dva.size);
+
+  BlockPtr bp;
+  bp.dva = old.dva;
+  bp.lsize = uint32_t(data.size());
+  bp.psize = s.psize;
+  bp.compression = s.compression;
+  bp.type = props.type;
+  bp.level = props.level;
+  bp.birth = txg;
+  bp.fill = props.fill;
+  bp.checksum = s.checksum;
+  Status valid = ValidateBlockPtr(bp);
+  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "rewrite made " + valid.message());
+
+  POOLFS_RETURN_IF_ERROR(WriteStored(*vdevs_[bp.dva.vdev], bp.dva.offset, len, s)
+                             .WithContext("rewrite of block " + bp.ToString()));
+  return bp;
+}
+
+Status Zio::VerifyFailed(const BlockPtr& bp, const std::string& what) {
+  vdevs_[bp.dva.vdev]->checksum_errors.fetch_add(1, std::memory_order_relaxed);
+  return Status::Corruption("block " + bp.ToString() + ": " + what);
+}
+
+Result<std::string> Zio::Read(const BlockPtr& bp) {
+  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
+  if (bp.IsHole()) return std::string(bp.lsize, '\0');
+  if (bp.dva.vdev >= vdevs_.size()) {
+    return Status::Corruption("block " + bp.ToString() + ": vdev " + std::to_string(bp.dva.vdev) +
+                              " does not exist (the pool has " + std::to_string(vdevs_.size()) +
+                              ")");
+  }
+  VdevState& v = *vdevs_[bp.dva.vdev];
+  if (bp.dva.offset + bp.dva.size > v.alloc_end) {
+    return Status::Corruption("block " + bp.ToString() +
+                              ": lies past the allocatable area of the vdev (ends at " +
+                              std::to_string(v.alloc_end) + ")");
+  }
+  std::string out(bp.lsize, '\0');
+  const bool compressed = bp.compression != util::Compression::kOff;
+  uint8_t* stored =
+      compressed ? ReadScratch().Get(bp.psize) : reinterpret_cast<uint8_t*>(out.data());
+  POOLFS_RETURN_IF_ERROR(
+      v.dev->Read(bp.dva.offset, stored, bp.psize).WithContext("read of block " + bp.ToString()));
+  bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
+  const util::Checksum128 got = util::Xxh3_128(stored, bp.psize);
+  if (got != bp.checksum) {
+    return VerifyFailed(bp, "checksum mismatch (expected " + Hex128(bp.checksum) + ", computed " +
+                                Hex128(got) + ")");
+  }
+  if (compressed) {
+    Status st = util::Decompress(bp.compression, stored, bp.psize, out.data(), bp.lsize);
+    if (!st.ok()) return VerifyFailed(bp, "checksum matches but " + st.message());
+  }
+  return out;
+}
+
+Status Zio::Free(const BlockPtr& bp, Txg txg) {
+  CHECK(space_ != nullptr);
+  if (bp.IsHole()) return Status::Ok();
+  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("free of block " + bp.ToString()));
+  return space_->Free(bp.dva, txg).WithContext("free of block " + bp.ToString());
+}
+
+Status Zio::FlushAll() {
+  Status first;
+  for (const auto& v : vdevs_) {
+    Status st = v->dev->Flush();
+    if (!st.ok() && first.ok()) first = st.WithContext("flush of " + v->dev->name());
+  }
+  return first;
+}
+
+uint64_t Zio::checksum_errors(uint32_t vdev) const {
+  CHECK_LT(vdev, vdevs_.size());
+  return vdevs_[vdev]->checksum_errors.load(std::memory_order_relaxed);
+}
+
+vdev::BlockDevice& Zio::device(uint32_t vdev) {
+  CHECK_LT(vdev, vdevs_.size());
+  return *vdevs_[vdev]->dev;
+}
+
+uint32_t Zio::ashift(uint32_t vdev) const {
+  CHECK_LT(vdev, vdevs_.size());
+  return vdevs_[vdev]->ashift;
+}
+
+}  // namespace poolfs::core::zio

@@ -1,0 +1,166 @@
+// Zio: the pool's block I/O pipeline.
+//
+// Theory
+// ------
+// Every block of the pool is written and read through here, and nothing
+// above sees a device offset except inside a BlockPtr.
+//
+// Write (Write):                         Read (Read):
+//   1. all-zero data block -> hole         1. hole -> lsize zero bytes
+//   2. compress (or store as is)           2. validate the pointer
+//   3. checksum the stored bytes           3. read the psize stored bytes
+//   4. allocate asize in txg               4. verify the checksum
+//   5. write, zero-padded to asize         5. decompress to lsize
+//   6. return the BlockPtr (birth = txg)
+//
+// Holes. Write returns a hole for an all-zero block when props.type is kData
+// and props.level is 0 — no compression, no allocation, no I/O; sparse files
+// cost nothing. The hole keeps lsize and birth = txg, fill 0. Metadata (any
+// other type or level) is always stored, even when it is all zeros.
+//
+// Compression rule (util/compress.h): a block is stored compressed only when
+// that saves at least 1/8 of lsize; otherwise it is stored as is, with
+// compression kOff and psize == lsize. Early abort: a block of at least
+// kProbeMinSize bytes is first compressed over its first kProbeSize bytes
+// only; when that prefix does not save 1/8, the whole block is stored
+// uncompressed without trying the rest. Incompressible data (media,
+// encrypted, already compressed) then costs 1/8 of a compression pass; the
+// price is that a block whose first 16 KiB do not compress but whose rest
+// would is stored uncompressed.
+//
+// Sizes: asize = psize rounded up to the largest sector (1 << ashift) of any
+// vdev, because the allocator chooses the vdev. The stored bytes are
+// written zero-padded to asize (uncompressed data is written straight from
+// the caller's buffer; only a partial last sector is copied).
+//
+// Failure: a write that fails frees its allocation again (in the same txg, so
+// the space is deferred like any other free) and returns IOError. A read that
+// does not verify — checksum mismatch, undecodable compressed bytes, a
+// pointer outside the vdev — is Corruption naming the block
+// (BlockPtr::ToString) and is counted in checksum_errors(vdev); no byte of it
+// is handed up.
+//
+// Callers: the dmu (dbuf sync writes, reads on cache misses), the pool's MOS
+// sync (Rewrite of blocks already written in the syncing txg, FlushAll around
+// the uberblock), `poolfs check` (Read of every block, with no
+// SpaceManager).
+//
+// Thread safety: Write, Rewrite, Read, Free, FlushAll and the statistics may
+// be called concurrently from any number of threads. The pipeline keeps no
+// lock of its own: the space manager and the devices are thread-safe, the
+// counters are atomics, and each thread has its own scratch buffers
+// (thread_local, grown to the largest block that thread has handled and kept).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "space/allocator.h"
+#include "util/compress.h"
+#include "vdev/block_device.h"
+#include "zio/block_ptr.h"
+
+namespace poolfs::core::zio {
+
+// Early abort (see above): blocks of at least kProbeMinSize bytes are probed
+// by compressing their first kProbeSize bytes.
+inline constexpr size_t kProbeSize = 16 * 1024;
+inline constexpr size_t kProbeMinSize = 2 * kProbeSize;
+
+// What to write. `type` must not be kNone; level > 0 if and only if type is
+// kIndirect; fill as BlockPtr::fill (1 for L0 data; at most lsize/512 for L0
+// dnode blocks).
+struct WriteProps {
+  BlockType type = BlockType::kNone;
+  uint8_t level = 0;
+  util::Compression compression = util::Compression::kLz4;
+  uint64_t fill = 1;
+};
+
+class Zio {
+ public:
+  struct Vdev {
+    vdev::BlockDevice* dev;  // not owned; outlives the Zio
+    uint32_t ashift;         // log2 of its sector size, 9..16
+  };
+
+  // `vdevs[i]` is vdev i. `space` (not owned) allocates and frees; it may be
+  // null for a read-only pipeline (Write, Rewrite and Free then CHECK-fail).
+  // CHECKs: at least one vdev, ashifts within 9..16 and equal to the space
+  // manager's, one space group per vdev, and every device large enough for a
+  // vdev (vdev::kMinVdevSize).
+  Zio(std::vector<Vdev> vdevs, space::SpaceManager* space);
+  ~Zio();
+  Zio(const Zio&) = delete;
+  Zio& operator=(const Zio&) = delete;
+
+  // The write pipeline (see the top of the file). Returns the new BlockPtr
+  // (birth = txg), or a hole for an all-zero L0 data block. Fails with
+  // InvalidArgument for bad props, empty data or data above kMaxBlockSize, or
+  // txg 0; NoSpace from the allocator; IOError from the device (the
+  // allocation is then freed again).
+  Result<BlockPtr> Write(const WriteProps& props, std::string_view data, Txg txg, size_t allocator);
+
+  // Writes `data` at the DVA of `old` without allocating: the MOS sync passes
+  // rewrite blocks written earlier in the same txg until they converge.
+  // CHECKs that old is not a hole and old.birth == txg. Same compression rule
+  // as Write; never returns a hole. Returns the new BlockPtr (old's DVA, new
+  // sizes, checksum and props). Writes round_up(psize, sector) bytes; the rest
+  // of the old extent keeps its bytes, which nothing reads. Fails with NoSpace
+  // when the stored bytes no longer fit old.dva.size (the caller then frees
+  // `old` and calls Write), InvalidArgument as Write, IOError from the
+  // device (the old block's content is then undefined).
+  Result<BlockPtr> Rewrite(const BlockPtr& old, const WriteProps& props, std::string_view data,
+                           Txg txg);
+
+  // The read pipeline. Returns exactly bp.lsize bytes (a hole: zeros).
+  // Corruption naming the block when the pointer is invalid or outside its
+  // vdev, the checksum does not match, or the compressed bytes do not decode
+  // to lsize bytes (counted in checksum_errors); IOError from the device.
+  Result<std::string> Read(const BlockPtr& bp);
+
+  // Frees the block's space in txg (a hole: nothing). Corruption from the
+  // space layer for a double free or an extent it does not know, and for an
+  // invalid pointer.
+  Status Free(const BlockPtr& bp, Txg txg);
+
+  // Flushes every vdev (a barrier: every write that returned before is
+  // durable when this returns OK). Tries them all; returns the first error.
+  Status FlushAll();
+
+  // Reads of vdev `vdev` that failed verification since construction.
+  uint64_t checksum_errors(uint32_t vdev) const;
+  // Device bytes written (asize, or the padded length of a Rewrite) and read.
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
+  uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+
+  size_t vdev_count() const { return vdevs_.size(); }
+  vdev::BlockDevice& device(uint32_t vdev);
+  uint32_t ashift(uint32_t vdev) const;
+
+ private:
+  struct VdevState;
+  struct Stored;
+
+  // Compresses (or not) `data` into a Stored and checksums it.
+  Stored Prepare(const WriteProps& props, std::string_view data);
+  // Writes the stored bytes at off, zero-padded to `len` bytes.
+  Status WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s);
+  // Corruption for a failed verification of bp on its vdev; counts it.
+  Status VerifyFailed(const BlockPtr& bp, const std::string& what);
+
+  std::vector<std::unique_ptr<VdevState>> vdevs_;
+  space::SpaceManager* const space_;
+  uint32_t max_ashift_ = 0;
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> bytes_read_{0};
+};
+
+}  // namespace poolfs::core::zio
