@@ -1,0 +1,182 @@
+#include "dmu/block_tree.h"
+
+#include "dmu/dnode_phys.h"
+#include "util/check.h"
+
+namespace poolfs::core::dmu {
+
+using zio::BlockPtr;
+
+namespace {
+constexpr uint64_t kFanout = uint64_t{1} << kIndirectShift;
+
+// Level-0 blocks covered by one block at `level`.
+uint64_t Span(uint8_t level) { return uint64_t{1} << (kIndirectShift * level); }
+}  // namespace
+
+BlockTree::BlockTree(zio::Zio* zio, std::string name, uint8_t nlevels, const BlockPtr& top,
+                     uint64_t used)
+    : zio_(zio), name_(std::move(name)), nlevels_(nlevels), top_(top), used_(used) {
+  CHECK_GE(nlevels_, 1);
+}
+
+uint64_t BlockTree::Capacity() const { return Span(nlevels_ - 1); }
+
+std::string BlockTree::Where(uint8_t level, uint64_t index) const {
+  return name_ + " L" + std::to_string(level) + " block " + std::to_string(index);
+}
+
+Result<BlockPtr*> BlockTree::Slot(uint8_t level, uint64_t index) {
+  if (level == nlevels_ - 1) {
+    CHECK_EQ(index, 0u);
+    return &top_;
+  }
+  POOLFS_ASSIGN_OR_RETURN(Indirect * parent, Load(level + 1, index >> kIndirectShift));
+  return &parent->bps[index & (kFanout - 1)];
+}
+
+Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
+  auto it = cache_.find({level, index});
+  if (it != cache_.end()) return it->second.get();
+  POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(level, index));
+  auto ind = std::make_unique<Indirect>();
+  ind->bps.resize(kFanout);
+  if (!slot->IsHole()) {
+    if (slot->level != level || slot->lsize != kIndirectBlockSize)
+      return Status::Corruption(Where(level, index) + ": pointer says level " +
+                                std::to_string(slot->level) + ", " +
+                                std::to_string(slot->lsize) + " bytes");
+    POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(*slot));
+    auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    for (uint64_t i = 0; i < kFanout; i++) {
+      POOLFS_ASSIGN_OR_RETURN(ind->bps[i], zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize,
+                                                               Where(level, index) + " slot " +
+                                                                   std::to_string(i)));
+      if (!ind->bps[i].IsHole() && ind->bps[i].level != level - 1)
+        return Status::Corruption(Where(level, index) + " slot " + std::to_string(i) +
+                                  ": child at level " + std::to_string(ind->bps[i].level));
+    }
+  }
+  Indirect* raw = ind.get();
+  cache_.emplace(Key{level, index}, std::move(ind));
+  return raw;
+}
+
+Result<BlockPtr> BlockTree::Lookup(uint64_t blkid) {
+  if (blkid >= Capacity()) return BlockPtr{};
+  POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(0, blkid));
+  return *slot;
+}
+
+void BlockTree::Grow() {
+  CHECK_LT(nlevels_, kMaxLevels);
+  auto ind = std::make_unique<Indirect>();
+  ind->bps.resize(kFanout);
+  ind->bps[0] = top_;
+  ind->dirty = true;
+  cache_.emplace(Key{nlevels_, 0}, std::move(ind));
+  top_ = BlockPtr{};
+  nlevels_++;
+}
+
+void BlockTree::MarkPath(uint64_t blkid) {
+  for (uint8_t level = 1; level < nlevels_; level++) {
+    auto it = cache_.find({level, blkid >> (kIndirectShift * level)});
+    CHECK(it != cache_.end());  // Slot() loaded the whole path
+    it->second->dirty = true;
+  }
+}
+
+Status BlockTree::Set(uint64_t blkid, const BlockPtr& bp, Txg txg) {
+  while (blkid >= Capacity()) Grow();
+  POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(0, blkid));
+  BlockPtr old = *slot;
+  bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;
+  if (!in_place) {
+    if (!old.IsHole()) {
+      POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
+      used_ -= old.dva.size;
+    }
+    if (!bp.IsHole()) used_ += bp.dva.size;
+  }
+  *slot = bp;
+  MarkPath(blkid);
+  return Status::Ok();
+}
+
+Status BlockTree::FreeUnder(uint8_t level, uint64_t index, BlockPtr* slot, uint64_t first,
+                            uint64_t end, Txg txg) {
+  if (slot->IsHole()) return Status::Ok();
+  if (level == 0) {
+    POOLFS_RETURN_IF_ERROR(zio_->Free(*slot, txg));
+    used_ -= slot->dva.size;
+    *slot = BlockPtr{};
+    return Status::Ok();
+  }
+  POOLFS_ASSIGN_OR_RETURN(Indirect * ind, Load(level, index));
+  const uint64_t child_span = Span(level - 1);
+  const uint64_t base = index * Span(level);
+  for (uint64_t c = 0; c < kFanout; c++) {
+    uint64_t lo = base + c * child_span, hi = lo + child_span;
+    if (hi <= first || lo >= end) continue;
+    if (ind->bps[c].IsHole()) continue;
+    POOLFS_RETURN_IF_ERROR(FreeUnder(level - 1, index * kFanout + c, &ind->bps[c], first, end, txg));
+    ind->dirty = true;
+  }
+  return Status::Ok();
+}
+
+Status BlockTree::FreeRange(uint64_t first, uint64_t end, Txg txg) {
+  if (first >= end || first >= Capacity()) return Status::Ok();
+  return FreeUnder(nlevels_ - 1, 0, &top_, first, end, txg);
+}
+
+Result<BlockPtr> BlockTree::WriteBlock(zio::Zio* zio, const zio::WriteProps& props,
+                                       std::string_view data, const BlockPtr& old, Txg txg,
+                                       size_t allocator) {
+  if (!old.IsHole() && old.birth == txg) {
+    Result<BlockPtr> r = zio->Rewrite(old, props, data, txg);
+    if (r.ok() || !r.status().IsNoSpace()) return r;
+  }
+  return zio->Write(props, data, txg, allocator);
+}
+
+Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
+  std::string buf(kIndirectBlockSize, '\0');
+  for (uint8_t level = 1; level < nlevels_; level++) {
+    for (auto& [key, ind] : cache_) {
+      if (key.first != level || !ind->dirty) continue;
+      const uint64_t index = key.second;
+      POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(level, index));
+      BlockPtr old = *slot;
+      uint64_t fill = 0;
+      bool any = false;
+      auto* p = reinterpret_cast<uint8_t*>(buf.data());
+      for (uint64_t i = 0; i < kFanout; i++) {
+        const BlockPtr& c = ind->bps[i];
+        fill += c.fill;
+        any |= !c.IsHole();
+        zio::EncodeBlockPtr(c, p + i * zio::kBlockPtrSize);
+      }
+      BlockPtr bp;  // a hole when every child is one
+      if (any) {
+        zio::WriteProps props{zio::BlockType::kIndirect, level, util::Compression::kLz4, fill};
+        POOLFS_ASSIGN_OR_RETURN(bp, WriteBlock(zio_, props, buf, old, txg, allocator));
+      }
+      bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;
+      if (!in_place) {
+        if (!old.IsHole()) {
+          POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
+          used_ -= old.dva.size;
+        }
+        if (!bp.IsHole()) used_ += bp.dva.size;
+      }
+      *slot = bp;
+      ind->dirty = false;
+      if (level + 1 < nlevels_) cache_.at({uint8_t(level + 1), index >> kIndirectShift})->dirty = true;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace poolfs::core::dmu

@@ -1,0 +1,99 @@
+// BlockTree: the tree of block pointers under one dnode.
+//
+// Theory
+// ------
+// A dnode's data blocks (level 0) are found through indirect blocks: each is
+// a 128 KiB array of 2048 block pointers, and the dnode holds one pointer,
+// `top`, to the single block at level nlevels-1. Level L block j is
+// described by slot j % 2048 of level L+1 block j / 2048 (or by top when
+// L = nlevels-1). A hole pointer at any level means "all zeros below". The
+// tree grows (nlevels + 1, the old top becoming slot 0 of a new top
+// indirect) when a block past its reach is set; it never shrinks.
+//
+// Indirect blocks are read on demand and kept in memory (a later issue puts
+// them under the ARC's bound). Changing a pointer marks the indirect blocks
+// on its path dirty; WriteDirty writes them bottom up in sync context, each
+// level's new pointers going into the level above, and ends with a new top.
+// A block already written in the same txg (a MOS sync pass after the first)
+// is rewritten in place, so that repeated passes converge without new
+// allocations; any other replaced block is freed in the txg.
+//
+// `used` counts the allocated bytes of every block in the tree.
+//
+// Thread safety: none; the dnode guards its tree with a mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "zio/block_ptr.h"
+#include "zio/zio.h"
+
+namespace poolfs::core::dmu {
+
+class BlockTree {
+ public:
+  // `name` ("object 17") prefixes error messages.
+  BlockTree(zio::Zio* zio, std::string name, uint8_t nlevels, const zio::BlockPtr& top,
+            uint64_t used);
+
+  uint8_t nlevels() const { return nlevels_; }
+  const zio::BlockPtr& top() const { return top_; }
+  uint64_t used() const { return used_; }
+  // Number of level-0 blocks the tree reaches without growing.
+  uint64_t Capacity() const;
+
+  // Returns the pointer of data block `blkid` (a hole past the tree's reach).
+  // Reads indirect blocks as needed: IOError or Corruption.
+  Result<zio::BlockPtr> Lookup(uint64_t blkid);
+
+  // Puts `bp` in the slot of data block `blkid`, growing the tree when
+  // needed, and frees the block it replaces in txg (unless `bp` has the same
+  // address: rewritten in place).
+  Status Set(uint64_t blkid, const zio::BlockPtr& bp, Txg txg);
+
+  // Frees every data block in [first, end) in txg and leaves holes.
+  Status FreeRange(uint64_t first, uint64_t end, Txg txg);
+
+  // Writes the dirty indirect blocks bottom up through `allocator` and
+  // updates top. Blocks already born in txg are rewritten in place.
+  Status WriteDirty(Txg txg, size_t allocator);
+
+  // Writes `data` as a block of `props` that replaces `old`: in place when
+  // old was born in txg and the result still fits, else as a new block.
+  static Result<zio::BlockPtr> WriteBlock(zio::Zio* zio, const zio::WriteProps& props,
+                                          std::string_view data, const zio::BlockPtr& old,
+                                          Txg txg, size_t allocator);
+
+ private:
+  struct Indirect {
+    std::vector<zio::BlockPtr> bps;  // 2048
+    bool dirty = false;
+  };
+  using Key = std::pair<uint8_t, uint64_t>;  // (level, index)
+
+  // The slot describing block `index` at `level`.
+  Result<zio::BlockPtr*> Slot(uint8_t level, uint64_t index);
+  Result<Indirect*> Load(uint8_t level, uint64_t index);
+  void MarkPath(uint64_t blkid);
+  void Grow();
+  Status FreeUnder(uint8_t level, uint64_t index, zio::BlockPtr* slot, uint64_t first,
+                   uint64_t end, Txg txg);
+  std::string Where(uint8_t level, uint64_t index) const;
+
+  zio::Zio* zio_;
+  std::string name_;
+  uint8_t nlevels_;
+  zio::BlockPtr top_;
+  uint64_t used_;
+  std::map<Key, std::unique_ptr<Indirect>> cache_;
+};
+
+}  // namespace poolfs::core::dmu

@@ -1,0 +1,314 @@
+#include "dmu/dnode.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "util/check.h"
+
+namespace poolfs::core::dmu {
+
+namespace {
+constexpr uint64_t kAllBlocks = std::numeric_limits<uint64_t>::max();
+}  // namespace
+
+Dnode::Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys)
+    : zio_(zio),
+      id_(id),
+      tree_(zio, "object " + std::to_string(id.value()), phys.nlevels, phys.bp, phys.used) {
+  util::MutexLock l(&mu_);
+  live_.type = phys.type;
+  live_.compression = phys.compression;
+  live_.bonus_type = phys.bonus_type;
+  live_.block_size = phys.block_size;
+  live_.length = phys.length;
+  live_.generation = phys.generation;
+  live_.bonus = phys.bonus;
+}
+
+Dnode::Slot& Dnode::SlotFor(Txg t) {
+  Slot& s = slots_[t.value() % kTxgSlots];
+  if (s.txg != t.value()) {
+    // The ring holds at most the open, quiescing and syncing txgs; a slot is
+    // reused only after SyncDone cleared it.
+    CHECK_EQ(s.txg, 0u);
+    s = Slot();
+    s.txg = t.value();
+  }
+  return s;
+}
+
+void Dnode::Touch(Slot& s) {
+  s.attrs = live_;
+  if (!s.queued) {
+    s.queued = true;
+    if (on_dirty) on_dirty(this, Txg(s.txg));
+  }
+}
+
+Result<std::shared_ptr<const std::string>> Dnode::Content(uint64_t blkid, uint64_t t) {
+  // Newest unsynced txg first: its dirty copy, else a free that covers it.
+  std::array<const Slot*, kTxgSlots> order{};
+  size_t n = 0;
+  for (const Slot& s : slots_)
+    if (s.txg != 0 && s.txg <= t) order[n++] = &s;
+  for (size_t i = 1; i < n; i++)  // at most four: an insertion sort, newest first
+    for (size_t j = i; j > 0 && order[j - 1]->txg < order[j]->txg; j--)
+      std::swap(order[j - 1], order[j]);
+  for (size_t i = 0; i < n; i++) {
+    auto it = order[i]->blocks.find(blkid);
+    if (it != order[i]->blocks.end()) return std::shared_ptr<const std::string>(it->second);
+    for (const auto& [first, end] : order[i]->frees)
+      if (blkid >= first && blkid < end) return std::shared_ptr<const std::string>();
+  }
+  zio::BlockPtr bp;
+  {
+    util::MutexLock l(&tree_mu_);
+    POOLFS_ASSIGN_OR_RETURN(bp, tree_.Lookup(blkid));
+  }
+  if (bp.IsHole()) return std::shared_ptr<const std::string>();
+  POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
+  if (data.size() != live_.block_size)
+    return Status::Corruption(Name() + " block " + std::to_string(blkid) + " holds " +
+                              std::to_string(data.size()) + " bytes, the object's blocks are " +
+                              std::to_string(live_.block_size));
+  return std::make_shared<const std::string>(std::move(data));
+}
+
+Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, bool whole, uint64_t* dirtied) {
+  Slot& s = SlotFor(t);
+  auto it = s.blocks.find(blkid);
+  if (it != s.blocks.end()) return it->second.get();
+  auto block = std::make_shared<std::string>();
+  if (whole) {
+    block->assign(live_.block_size, '\0');
+  } else {
+    POOLFS_ASSIGN_OR_RETURN(auto base, Content(blkid, t.value()));
+    if (base)
+      *block = *base;
+    else
+      block->assign(live_.block_size, '\0');
+  }
+  *dirtied += live_.block_size;
+  std::string* raw = block.get();
+  s.blocks.emplace(blkid, std::move(block));
+  return raw;
+}
+
+void Dnode::FreeBlocks(Txg t, uint64_t first, uint64_t end) {
+  if (first >= end) return;
+  Slot& s = SlotFor(t);
+  s.blocks.erase(s.blocks.lower_bound(first),
+                 end == kAllBlocks ? s.blocks.end() : s.blocks.lower_bound(end));
+  s.frees.emplace_back(first, end);
+}
+
+Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
+  const uint64_t bs = live_.block_size;
+  const uint64_t end = off + len;
+  for (uint64_t b = off / bs; b * bs < end; b++) {
+    uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
+    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, false, dirtied));
+    std::memset(blk->data() + (lo - b * bs), 0, hi - lo);
+  }
+  return Status::Ok();
+}
+
+void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
+                     std::string_view bonus) {
+  util::MutexLock l(&mu_);
+  CHECK(live_.type == ObjectType::kNone);
+  CHECK_LE(bonus.size(), kMaxBonus);
+  live_ = Attrs();
+  live_.type = type;
+  live_.compression = uint8_t(compression);
+  live_.block_size = block_size;
+  live_.generation = t.value();
+  live_.bonus.assign(bonus);
+  Touch(SlotFor(t));
+}
+
+void Dnode::Free(Txg t) {
+  util::MutexLock l(&mu_);
+  FreeBlocks(t, 0, kAllBlocks);
+  live_ = Attrs();
+  Touch(SlotFor(t));
+}
+
+Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) {
+  util::MutexLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  const uint64_t bs = live_.block_size;
+  const uint64_t end = off + data.size();
+  if (end < off || end / bs >= (uint64_t{1} << (kIndirectShift * (kMaxLevels - 1))))
+    return Status::InvalidArgument(Name() + ": write past the largest object size");
+  for (uint64_t b = off / bs; b * bs < end; b++) {
+    uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
+    bool whole = lo == b * bs && hi == (b + 1) * bs;
+    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, whole, dirtied));
+    std::memcpy(blk->data() + (lo - b * bs), data.data() + (lo - off), hi - lo);
+  }
+  live_.length = std::max(live_.length, end);
+  Touch(SlotFor(t));
+  return Status::Ok();
+}
+
+Result<std::string> Dnode::Read(uint64_t off, uint64_t len) {
+  util::MutexLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  if (off >= live_.length) return std::string();
+  const uint64_t end = std::min(live_.length, off + std::min(len, live_.length - off));
+  const uint64_t bs = live_.block_size;
+  std::string out(end - off, '\0');
+  for (uint64_t b = off / bs; b * bs < end; b++) {
+    uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
+    POOLFS_ASSIGN_OR_RETURN(auto blk, Content(b, std::numeric_limits<uint64_t>::max()));
+    if (blk) std::memcpy(out.data() + (lo - off), blk->data() + (lo - b * bs), hi - lo);
+  }
+  return out;
+}
+
+Status Dnode::Truncate(Txg t, uint64_t length, uint64_t* dirtied) {
+  util::MutexLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  const uint64_t bs = live_.block_size;
+  if (length < live_.length) {
+    // Bytes past the length are always zero: zero the tail of the new last
+    // block, free every block after it.
+    if (length % bs) {
+      uint64_t tail_end = std::min(live_.length, (length / bs + 1) * bs);
+      POOLFS_RETURN_IF_ERROR(ZeroRange(t, length, tail_end - length, dirtied));
+    }
+    FreeBlocks(t, (length + bs - 1) / bs, kAllBlocks);
+  }
+  live_.length = length;
+  Touch(SlotFor(t));
+  return Status::Ok();
+}
+
+Status Dnode::Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
+  util::MutexLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  const uint64_t bs = live_.block_size;
+  uint64_t end = std::min(off + len, (live_.length + bs - 1) / bs * bs);
+  if (end <= off) return Status::Ok();
+  uint64_t first_whole = (off + bs - 1) / bs, end_whole = end / bs;
+  if (first_whole < end_whole) {
+    FreeBlocks(t, first_whole, end_whole);
+    if (off < first_whole * bs) POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, first_whole * bs - off, dirtied));
+    if (end > end_whole * bs) POOLFS_RETURN_IF_ERROR(ZeroRange(t, end_whole * bs, end - end_whole * bs, dirtied));
+  } else {
+    POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, end - off, dirtied));
+  }
+  Touch(SlotFor(t));
+  return Status::Ok();
+}
+
+Status Dnode::SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) {
+  if (bonus.size() > kMaxBonus)
+    return Status::InvalidArgument(Name() + ": bonus of " + std::to_string(bonus.size()) +
+                                   " bytes (at most 384)");
+  util::MutexLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  live_.bonus_type = bonus_type;
+  live_.bonus.assign(bonus);
+  Touch(SlotFor(t));
+  return Status::Ok();
+}
+
+ObjectInfo Dnode::Info() const {
+  util::MutexLock l(&mu_);
+  ObjectInfo info;
+  info.id = id_;
+  info.type = live_.type;
+  info.block_size = live_.block_size;
+  info.length = live_.length;
+  info.generation = live_.generation;
+  info.bonus_type = live_.bonus_type;
+  info.bonus = live_.bonus;
+  util::MutexLock t(&tree_mu_);
+  info.used = tree_.used();
+  return info;
+}
+
+bool Dnode::IsFree() const {
+  util::MutexLock l(&mu_);
+  return live_.type == ObjectType::kNone;
+}
+
+bool Dnode::DirtyIn(Txg t) const {
+  util::MutexLock l(&mu_);
+  const Slot& s = slots_[t.value() % kTxgSlots];
+  return s.txg == t.value() && s.queued;
+}
+
+Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
+  Attrs attrs;
+  std::vector<std::pair<uint64_t, std::shared_ptr<std::string>>> blocks;
+  std::vector<std::pair<uint64_t, uint64_t>> frees;
+  {
+    util::MutexLock l(&mu_);
+    Slot& s = slots_[t.value() % kTxgSlots];
+    CHECK_EQ(s.txg, t.value());
+    attrs = s.attrs;
+    blocks.assign(s.blocks.begin(), s.blocks.end());
+    frees = s.frees;
+    s.queued = false;
+  }
+  {
+    util::MutexLock l(&tree_mu_);
+    for (const auto& [first, end] : frees) POOLFS_RETURN_IF_ERROR(tree_.FreeRange(first, end, t));
+  }
+  const zio::WriteProps props{zio::BlockType::kData, 0, util::Compression(attrs.compression), 1};
+  for (const auto& [blkid, data] : blocks) {
+    zio::BlockPtr old;
+    {
+      util::MutexLock l(&tree_mu_);
+      POOLFS_ASSIGN_OR_RETURN(old, tree_.Lookup(blkid));
+    }
+    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp,
+                            BlockTree::WriteBlock(zio_, props, *data, old, t, allocator));
+    util::MutexLock l(&tree_mu_);
+    POOLFS_RETURN_IF_ERROR(tree_.Set(blkid, bp, t));
+  }
+  DnodePhys phys;
+  {
+    util::MutexLock l(&tree_mu_);
+    POOLFS_RETURN_IF_ERROR(tree_.WriteDirty(t, allocator));
+    phys.nlevels = tree_.nlevels();
+    phys.bp = tree_.top();
+    phys.used = tree_.used();
+  }
+  {
+    // The tree now has what the slot held: drop it (unless a later pass of
+    // the same txg replaced a block meanwhile).
+    util::MutexLock l(&mu_);
+    Slot& s = slots_[t.value() % kTxgSlots];
+    for (const auto& [blkid, data] : blocks) {
+      auto it = s.blocks.find(blkid);
+      if (it != s.blocks.end() && it->second == data) s.blocks.erase(it);
+    }
+    s.frees.erase(s.frees.begin(), s.frees.begin() + std::min(frees.size(), s.frees.size()));
+  }
+  if (attrs.type == ObjectType::kNone) return DnodePhys();
+  phys.type = attrs.type;
+  phys.compression = attrs.compression;
+  phys.bonus_type = attrs.bonus_type;
+  phys.block_size = attrs.block_size;
+  phys.length = attrs.length;
+  phys.generation = attrs.generation;
+  phys.bonus = attrs.bonus;
+  return phys;
+}
+
+void Dnode::SyncDone(Txg t) {
+  util::MutexLock l(&mu_);
+  Slot& s = slots_[t.value() % kTxgSlots];
+  if (s.txg != t.value()) return;
+  CHECK(s.blocks.empty());
+  CHECK(s.frees.empty());
+  CHECK(!s.queued);
+  s = Slot();
+}
+
+}  // namespace poolfs::core::dmu

@@ -1,0 +1,139 @@
+// Dnode: one object in memory — its attributes, its dirty data per txg, and
+// its block tree.
+//
+// Theory
+// ------
+// Open context changes an object under a Tx in txg t; sync context writes
+// txg t while t+1 (and t+2) take new changes. So the dnode keeps, per
+// unsynced txg (a ring of 4 slots, as txg numbers mod 4):
+//   - the dirty data blocks of that txg (whole blocks of the object's block
+//     size, copied on first write from the newest older version);
+//   - the block ranges freed in that txg (truncate, punch, object free),
+//     applied before that txg's dirty blocks when it syncs;
+//   - the attributes (type, length, bonus, ...) as they stood when the txg
+//     last changed them.
+// `live_` is the newest state, what open context reads. A read of block b
+// takes the newest of: a dirty copy, a freed range (zeros), the block tree.
+// A txg's dirty blocks never change once the txg has closed (later txgs copy
+// them), so its sync writes them without holding the dnode's lock.
+//
+// Sync of txg t (Sync): apply t's frees to the tree, write t's dirty blocks
+// (zio), put their pointers in the tree, write the dirty indirect blocks,
+// then drop what was written from the slot and return the DnodePhys for
+// the metadnode. The tree is updated before the dirty copies are dropped, so
+// a concurrent reader finds one or the other.
+//
+// Locks: mu_ guards attributes and slots; tree_mu_ guards the block tree.
+// Order: mu_ before tree_mu_ (a write that must read an old block holds
+// both); sync takes them one at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dmu/block_tree.h"
+#include "dmu/dnode_phys.h"
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "util/mutex.h"
+
+namespace poolfs::core::dmu {
+
+// What a caller may know about an object.
+struct ObjectInfo {
+  ObjectId id;
+  ObjectType type = ObjectType::kNone;
+  uint32_t block_size = 0;
+  uint64_t length = 0;
+  uint64_t generation = 0;
+  uint64_t used = 0;  // allocated bytes as of the last sync
+  uint8_t bonus_type = 0;
+  std::string bonus;
+};
+
+class Dnode {
+ public:
+  static constexpr int kTxgSlots = 4;
+
+  // An object loaded from (or, when free, to be created in) its slot.
+  Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys);
+
+  ObjectId id() const { return id_; }
+
+  // Open context. Each returns the bytes newly dirtied through *dirtied.
+  // Makes a free dnode a new object in txg t.
+  void Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
+                std::string_view bonus) EXCLUDES(mu_);
+  // Frees the object in txg t: all its blocks, and the slot.
+  void Free(Txg t) EXCLUDES(mu_);
+  Status Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) EXCLUDES(mu_);
+  // Reads up to `len` bytes at `off`, stopping at the object's length.
+  Result<std::string> Read(uint64_t off, uint64_t len) EXCLUDES(mu_);
+  // Sets the length; blocks wholly past it are freed, the tail of the last
+  // one zeroed.
+  Status Truncate(Txg t, uint64_t length, uint64_t* dirtied) EXCLUDES(mu_);
+  // Zeroes [off, off+len) (freeing whole blocks); the length is unchanged.
+  Status Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) EXCLUDES(mu_);
+  Status SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) EXCLUDES(mu_);
+  ObjectInfo Info() const EXCLUDES(mu_);
+  bool IsFree() const EXCLUDES(mu_);
+
+  // Sync context. True when txg t changed this dnode and it is not yet
+  // written.
+  bool DirtyIn(Txg t) const EXCLUDES(mu_);
+  // Writes txg t's changes through `allocator` and returns the dnode as it
+  // stands at the end of t.
+  Result<DnodePhys> Sync(Txg t, size_t allocator) EXCLUDES(mu_, tree_mu_);
+  // Forgets txg t's slot (after the txg is durable).
+  void SyncDone(Txg t) EXCLUDES(mu_);
+
+  // Set by the owner: called (with mu_ held) the first time a txg dirties
+  // this dnode, or dirties it again after a sync pass wrote it.
+  std::function<void(Dnode*, Txg)> on_dirty;
+
+ private:
+  struct Attrs {
+    ObjectType type = ObjectType::kNone;
+    uint8_t compression = 0;
+    uint8_t bonus_type = 0;
+    uint32_t block_size = 0;
+    uint64_t length = 0;
+    uint64_t generation = 0;
+    std::string bonus;
+  };
+  struct Slot {
+    uint64_t txg = 0;  // 0: unused
+    bool queued = false;  // on the owner's dirty list for txg
+    Attrs attrs;
+    std::map<uint64_t, std::shared_ptr<std::string>> blocks;
+    std::vector<std::pair<uint64_t, uint64_t>> frees;  // [first, end) block ranges
+  };
+  // A block's newest content before txg `t`'s own copy: nullptr for zeros,
+  // or the bytes; reads the tree when no unsynced txg has it.
+  Result<std::shared_ptr<const std::string>> Content(uint64_t blkid, uint64_t t)
+      REQUIRES(mu_) EXCLUDES(tree_mu_);
+  Slot& SlotFor(Txg t) REQUIRES(mu_);
+  void Touch(Slot& s) REQUIRES(mu_);
+  Result<std::string*> DirtyBlock(Txg t, uint64_t blkid, bool whole, uint64_t* dirtied)
+      REQUIRES(mu_);
+  void FreeBlocks(Txg t, uint64_t first, uint64_t end) REQUIRES(mu_);
+  Status ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) REQUIRES(mu_);
+  std::string Name() const { return "object " + std::to_string(id_.value()); }
+
+  zio::Zio* const zio_;
+  const ObjectId id_;
+
+  mutable util::Mutex mu_;
+  Attrs live_ GUARDED_BY(mu_);
+  std::array<Slot, kTxgSlots> slots_ GUARDED_BY(mu_);
+
+  mutable util::Mutex tree_mu_;
+  BlockTree tree_ GUARDED_BY(tree_mu_);
+};
+
+}  // namespace poolfs::core::dmu

@@ -1,0 +1,110 @@
+// DnodePhys: the 512-byte on-disk description of one object, and ObjsetPhys,
+// the block at the root of an object set.
+//
+// A dnode block is 16 KiB of 32 dnode slots (object id / 32 is the block, id
+// % 32 the slot) stored as the data of the metadnode, object 0 of every
+// object set. A free slot is all zeros. The layout, byte by byte, is in
+// core/doc/on-disk-format.md.
+//
+//   DnodePhys (512 bytes, little-endian)
+//     0  u8   type (ObjectType; 0 = free slot, then all 512 bytes are zero)
+//     1  u8   nlevels: levels of the block tree (1: the block pointer is the
+//             single data block; n: it is an indirect block n-1 levels up)
+//     2  u8   compression of the object's data blocks (util::Compression)
+//     3  u8   bonus type (owner-defined; 0 = none)
+//     4  u16  bonus length (<= 384)
+//     6  u16  reserved, zero
+//     8  u32  data block size in bytes (a power of two, 512 B .. 1 MiB)
+//     12 u32  reserved, zero
+//     16 u64  length: the object's logical size in bytes
+//     24 u64  generation: the txg that created the object
+//     32 u64  used: bytes allocated on disk for the object's blocks
+//     40 24B  reserved, zero
+//     64 64B  block pointer (zio::BlockPtr): the top of the block tree
+//     128 384B bonus buffer (bytes past the bonus length are zero)
+//
+// Indirect blocks are 128 KiB arrays of 2048 block pointers; so
+// nlevels = 1 + ceil(log2048(blocks)): 5 levels reach 2^44 blocks, enough for
+// 2^48 objects in the metadnode and 2^50-byte files with 128 KiB records.
+//
+// Thread safety: values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "zio/block_ptr.h"
+
+namespace poolfs::core::dmu {
+
+inline constexpr size_t kDnodeSize = 512;
+inline constexpr size_t kDnodesPerBlock = 32;
+inline constexpr size_t kDnodeBlockSize = kDnodeSize * kDnodesPerBlock;  // 16 KiB
+inline constexpr size_t kMaxBonus = 384;
+inline constexpr uint32_t kIndirectShift = 11;  // 2048 block pointers per indirect block
+inline constexpr size_t kIndirectBlockSize = size_t{1} << (kIndirectShift + 6);  // 128 KiB
+inline constexpr uint8_t kMaxLevels = 6;
+inline constexpr uint32_t kMinBlockSize = 512;
+inline constexpr uint32_t kMaxBlockSize = 1 << 20;
+inline constexpr uint64_t kMaxObjectId = (uint64_t{1} << 48) - 1;
+
+enum class ObjectType : uint8_t {
+  kNone = 0,        // a free slot
+  kMetadnode = 1,   // object 0: the dnode blocks
+  kPlain = 2,       // plain bytes (files' data, test objects)
+  kDirectory = 3,   // a directory (zap), for the POSIX layer
+  kSpaceMap = 4,    // a metaslab's space map (MOS)
+  kPoolDirectory = 5,  // the MOS's table of datasets and space maps
+  kZap = 6,         // a generic name -> value object
+};
+inline constexpr uint8_t kMaxObjectType = 6;
+std::string_view ObjectTypeName(ObjectType t);
+
+// A decoded dnode.
+struct DnodePhys {
+  ObjectType type = ObjectType::kNone;
+  uint8_t nlevels = 1;
+  uint8_t compression = 0;
+  uint8_t bonus_type = 0;
+  uint32_t block_size = 0;
+  uint64_t length = 0;
+  uint64_t generation = 0;
+  uint64_t used = 0;
+  zio::BlockPtr bp;
+  std::string bonus;  // at most kMaxBonus bytes
+  bool free() const { return type == ObjectType::kNone; }
+};
+
+// Writes the 512-byte encoding of `d` (a free dnode: zeros) to `out`.
+void EncodeDnode(const DnodePhys& d, uint8_t* out);
+// Decodes 512 bytes. Refuses damage (an unknown type, a bad level count or
+// block size, a bonus that overflows, nonzero reserved bytes, a free slot
+// that is not all zeros, a bad block pointer) with Corruption prefixed by
+// `where` ("object 17").
+Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where);
+
+// The root block of an object set.
+//   0  u64 magic "PFSOBJST"    8 u32 version (1)   12 u32 type (1 MOS, 2 dataset)
+//   16 u64 next object id (every id at or above it is free)
+//   24 u64 live objects        32 32B reserved, zero
+//   64 512B the metadnode's DnodePhys   576 .. 1024 reserved, zero
+inline constexpr uint64_t kObjsetMagic = 0x54534a424f534650ull;  // "PFSOBJST"
+inline constexpr uint32_t kObjsetVersion = 1;
+inline constexpr size_t kObjsetPhysSize = 1024;
+enum class ObjsetType : uint32_t { kMos = 1, kDataset = 2 };
+
+struct ObjsetPhys {
+  ObjsetType type = ObjsetType::kDataset;
+  uint64_t next_object = 1;
+  uint64_t live_objects = 0;
+  DnodePhys metadnode;
+};
+
+std::string EncodeObjset(const ObjsetPhys& o);
+Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where);
+
+}  // namespace poolfs::core::dmu

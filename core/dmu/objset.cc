@@ -1,0 +1,309 @@
+#include "dmu/objset.h"
+
+#include <algorithm>
+
+#include "util/check.h"
+
+namespace poolfs::core::dmu {
+
+namespace {
+DnodePhys NewMetadnode() {
+  DnodePhys m;
+  m.type = ObjectType::kMetadnode;
+  m.block_size = kDnodeBlockSize;
+  m.compression = uint8_t(util::Compression::kLz4);
+  return m;
+}
+}  // namespace
+
+ObjectSet::ObjectSet(zio::Zio* zio, ObjsetType type, std::string name)
+    : zio_(zio), type_(type), name_(std::move(name)) {
+  DnodePhys m = NewMetadnode();
+  metadnode_ = std::make_unique<Dnode>(zio_, ObjectId(0), m);
+  util::MutexLock l(&dirty_mu_);
+  metadnode_phys_ = m;
+}
+
+ObjectSet::~ObjectSet() = default;
+
+Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::BlockPtr& root,
+                                                   std::string name) {
+  if (root.IsHole() || root.type != zio::BlockType::kObjset)
+    return Status::Corruption(name + ": root pointer is not an object set block (" +
+                              root.ToString() + ")");
+  POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(root));
+  POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name));
+  auto os = std::make_unique<ObjectSet>(zio, phys.type, std::move(name));
+  os->metadnode_ = std::make_unique<Dnode>(zio, ObjectId(0), phys.metadnode);
+  {
+    util::MutexLock l(&os->alloc_mu_);
+    os->next_object_ = phys.next_object;
+    os->live_objects_ = phys.live_objects;
+  }
+  util::MutexLock l(&os->dirty_mu_);
+  os->root_ = root;
+  os->metadnode_phys_ = phys.metadnode;
+  os->synced_next_object_ = phys.next_object;
+  os->synced_live_ = phys.live_objects;
+  return os;
+}
+
+Dnode* ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
+  auto* d = new Dnode(zio_, id, phys);
+  d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
+  return d;
+}
+
+Result<Dnode*> ObjectSet::Get(ObjectId id) {
+  if (id.value() == 0 || id.value() > kMaxObjectId)
+    return Status::InvalidArgument(name_ + ": object id " + std::to_string(id.value()) +
+                                   " is not a user object");
+  Shard& sh = shards_[id.value() % kShards];
+  util::MutexLock l(&sh.mu);
+  auto it = sh.dnodes.find(id.value());
+  if (it != sh.dnodes.end()) return it->second.get();
+  POOLFS_ASSIGN_OR_RETURN(std::string slot, metadnode_->Read(id.value() * kDnodeSize, kDnodeSize));
+  DnodePhys phys;
+  if (slot.size() == kDnodeSize) {
+    POOLFS_ASSIGN_OR_RETURN(phys, DecodeDnode(reinterpret_cast<const uint8_t*>(slot.data()),
+                                              name_ + " object " + std::to_string(id.value())));
+  }
+  Dnode* d = NewDnode(id, phys);
+  sh.dnodes.emplace(id.value(), std::unique_ptr<Dnode>(d));
+  return d;
+}
+
+Result<Dnode*> ObjectSet::GetAllocated(ObjectId id) {
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, Get(id));
+  if (d->IsFree())
+    return Status::NotFound(name_ + ": object " + std::to_string(id.value()) + " does not exist");
+  return d;
+}
+
+ObjectSet::TxgLists& ObjectSet::ListsFor(uint64_t t) {
+  TxgLists& l = lists_[t % Dnode::kTxgSlots];
+  if (l.txg != t) {
+    CHECK(l.dirty.empty() && l.synced.empty() && l.results.empty());
+    l = TxgLists();
+    l.txg = t;
+  }
+  return l;
+}
+
+void ObjectSet::OnDirty(Dnode* d, Txg t) {
+  util::MutexLock l(&dirty_mu_);
+  ListsFor(t.value()).dirty.push_back(d);
+}
+
+Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
+                                   util::Compression compression, std::string_view bonus) {
+  CHECK(tx.assigned());
+  if (type == ObjectType::kNone || type == ObjectType::kMetadnode)
+    return Status::InvalidArgument("cannot create an object of type " +
+                                   std::string(ObjectTypeName(type)));
+  if (block_size < kMinBlockSize || block_size > kMaxBlockSize || (block_size & (block_size - 1)))
+    return Status::InvalidArgument("block size " + std::to_string(block_size) +
+                                   " is not a power of two from 512 B to 1 MiB");
+  if (bonus.size() > kMaxBonus) return Status::InvalidArgument("bonus larger than 384 bytes");
+  uint64_t id;
+  {
+    util::MutexLock l(&alloc_mu_);
+    if (!free_ids_.empty()) {
+      id = free_ids_.back();
+      free_ids_.pop_back();
+    } else {
+      if (next_object_ > kMaxObjectId) return Status::NoSpace(name_ + ": out of object ids");
+      id = next_object_++;
+    }
+    live_objects_++;
+  }
+  {
+    util::MutexLock l(&dirty_mu_);
+    TxgLists& lists = ListsFor(tx.txg().value());
+    lists.live_delta++;
+    lists.high_water = std::max(lists.high_water, id + 1);
+  }
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, Get(ObjectId(id)));
+  d->Allocate(tx.txg(), type, block_size, compression, bonus);
+  tx.Dirtied(kDnodeSize);
+  return ObjectId(id);
+}
+
+Status ObjectSet::Free(Tx& tx, ObjectId id) {
+  CHECK(tx.assigned());
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  d->Free(tx.txg());
+  {
+    util::MutexLock l(&alloc_mu_);
+    free_ids_.push_back(id.value());
+    live_objects_--;
+  }
+  util::MutexLock l(&dirty_mu_);
+  ListsFor(tx.txg().value()).live_delta--;
+  tx.Dirtied(kDnodeSize);
+  return Status::Ok();
+}
+
+Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data) {
+  CHECK(tx.assigned());
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  uint64_t dirtied = 0;
+  Status st = d->Write(tx.txg(), off, data, &dirtied);
+  tx.Dirtied(dirtied);
+  return st;
+}
+
+Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len) {
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  return d->Read(off, len);
+}
+
+Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {
+  CHECK(tx.assigned());
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  uint64_t dirtied = 0;
+  Status st = d->Truncate(tx.txg(), length, &dirtied);
+  tx.Dirtied(dirtied + kDnodeSize);
+  return st;
+}
+
+Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
+  CHECK(tx.assigned());
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  uint64_t dirtied = 0;
+  Status st = d->Punch(tx.txg(), off, len, &dirtied);
+  tx.Dirtied(dirtied + kDnodeSize);
+  return st;
+}
+
+Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus) {
+  CHECK(tx.assigned());
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  tx.Dirtied(kDnodeSize);
+  return d->SetBonus(tx.txg(), bonus_type, bonus);
+}
+
+Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  return d->Info();
+}
+
+bool ObjectSet::Dirty(Txg t) const {
+  util::MutexLock l(&dirty_mu_);
+  const TxgLists& lists = lists_[t.value() % Dnode::kTxgSlots];
+  return lists.txg == t.value() &&
+         (!lists.dirty.empty() || lists.live_delta != 0 || lists.high_water != 0);
+}
+
+std::vector<std::function<Status()>> ObjectSet::SyncTasks(Txg t, size_t strands) {
+  CHECK_GT(strands, 0u);
+  std::vector<std::vector<Dnode*>> split(strands);
+  {
+    util::MutexLock l(&dirty_mu_);
+    TxgLists& lists = ListsFor(t.value());
+    for (Dnode* d : lists.dirty) split[d->id().value() % strands].push_back(d);
+    lists.synced.insert(lists.synced.end(), lists.dirty.begin(), lists.dirty.end());
+    lists.dirty.clear();
+  }
+  std::vector<std::function<Status()>> tasks;
+  for (size_t i = 0; i < strands; i++) {
+    if (split[i].empty()) continue;
+    tasks.push_back([this, t, i, list = std::move(split[i])]() -> Status {
+      std::vector<std::pair<uint64_t, DnodePhys>> out;
+      out.reserve(list.size());
+      for (Dnode* d : list) {
+        Result<DnodePhys> phys = d->Sync(t, i);
+        if (!phys.ok()) return phys.status().WithContext(name_);
+        out.emplace_back(d->id().value(), std::move(phys).value());
+      }
+      util::MutexLock l(&dirty_mu_);
+      auto& results = ListsFor(t.value()).results;
+      results.insert(results.end(), std::make_move_iterator(out.begin()),
+                     std::make_move_iterator(out.end()));
+      return Status::Ok();
+    });
+  }
+  return tasks;
+}
+
+Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
+  std::vector<std::pair<uint64_t, DnodePhys>> results;
+  ObjsetPhys phys;
+  zio::BlockPtr old_root;
+  {
+    util::MutexLock l(&dirty_mu_);
+    TxgLists& lists = ListsFor(t.value());
+    CHECK(lists.dirty.empty());  // every SyncTask ran
+    results.swap(lists.results);
+    synced_live_ += lists.live_delta;
+    lists.live_delta = 0;
+    synced_next_object_ = std::max(synced_next_object_, lists.high_water);
+    lists.high_water = 0;
+    phys.type = type_;
+    phys.next_object = synced_next_object_;
+    phys.live_objects = synced_live_;
+    old_root = root_;
+  }
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  uint8_t slot[kDnodeSize];
+  uint64_t ignored = 0;
+  for (const auto& [id, d] : results) {
+    EncodeDnode(d, slot);
+    POOLFS_RETURN_IF_ERROR(metadnode_->Write(
+        t, id * kDnodeSize, std::string_view(reinterpret_cast<char*>(slot), kDnodeSize),
+        &ignored));
+  }
+  DnodePhys mphys;
+  if (metadnode_->DirtyIn(t)) {
+    POOLFS_ASSIGN_OR_RETURN(mphys, metadnode_->Sync(t, allocator));
+  } else {
+    util::MutexLock l(&dirty_mu_);
+    mphys = metadnode_phys_;
+  }
+  phys.metadnode = mphys;
+  std::string bytes = EncodeObjset(phys);
+  zio::WriteProps props{zio::BlockType::kObjset, 0, util::Compression::kOff,
+                        std::max<uint64_t>(phys.live_objects, 1)};
+  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root,
+                          BlockTree::WriteBlock(zio_, props, bytes, old_root, t, allocator));
+  if (!old_root.IsHole() && !(old_root.dva == root.dva))
+    POOLFS_RETURN_IF_ERROR(zio_->Free(old_root, t));
+  util::MutexLock l(&dirty_mu_);
+  metadnode_phys_ = mphys;
+  root_ = root;
+  ListsFor(t.value()).synced.push_back(metadnode_.get());
+  return root;
+}
+
+void ObjectSet::SyncDone(Txg t) {
+  std::vector<Dnode*> synced;
+  {
+    util::MutexLock l(&dirty_mu_);
+    TxgLists& lists = lists_[t.value() % Dnode::kTxgSlots];
+    if (lists.txg != t.value()) return;
+    CHECK(lists.dirty.empty());
+    synced.swap(lists.synced);
+    lists = TxgLists();
+  }
+  std::sort(synced.begin(), synced.end());
+  synced.erase(std::unique(synced.begin(), synced.end()), synced.end());
+  for (Dnode* d : synced) d->SyncDone(t);
+}
+
+zio::BlockPtr ObjectSet::root() const {
+  util::MutexLock l(&dirty_mu_);
+  return root_;
+}
+
+uint64_t ObjectSet::next_object() const {
+  util::MutexLock l(&alloc_mu_);
+  return next_object_;
+}
+
+uint64_t ObjectSet::live_objects() const {
+  util::MutexLock l(&alloc_mu_);
+  return live_objects_;
+}
+
+}  // namespace poolfs::core::dmu

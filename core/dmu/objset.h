@@ -1,0 +1,130 @@
+// ObjectSet: a flat namespace of objects (a dataset, or the pool's MOS),
+// stored as the dnodes of its metadnode under one root block.
+//
+// Theory
+// ------
+// Object 0, the metadnode, holds every other object's 512-byte dnode in its
+// 16 KiB data blocks (object id / 32 is the block). The root block
+// (ObjsetPhys) holds the metadnode's dnode and the object counts; its
+// pointer is what the pool stores (the uberblock for the MOS, the pool
+// directory for a dataset).
+//
+// Dnodes are loaded on first use and stay in memory (a later issue puts
+// them under the ARC's bound). Each txg keeps a list of the dnodes it
+// dirtied. A sync of txg t:
+//   1. SyncTasks(t, n): the dirty dnodes split into n lists by object id, a
+//      task per list; task i writes its dnodes through allocator i (the
+//      daemon runs task i on allocator i's strand).
+//   2. FinishSync(t): every synced dnode's DnodePhys goes into its slot in
+//      the metadnode, the metadnode syncs, and the root block is written.
+//   3. SyncDone(t), once t is durable: the dnodes forget t.
+// The MOS runs 1–2 several times in one txg (each pass may dirty more, see
+// pool.h); blocks born in the same txg are rewritten in place, so passes
+// converge.
+//
+// Object ids: a high-water mark and the ids freed in this session (a later
+// issue replaces this with the backfill allocator). The counts in the root
+// block are those of the end of the txg it closes.
+//
+// Thread safety: open-context calls are thread-safe; the sync calls are made
+// by one thread at a time (tasks of one sync run in parallel).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dmu/dnode.h"
+#include "dmu/dnode_phys.h"
+#include "dmu/tx.h"
+#include "poolfs/status.h"
+#include "util/mutex.h"
+
+namespace poolfs::core::dmu {
+
+inline constexpr uint32_t kDefaultBlockSize = 128 * 1024;
+
+class ObjectSet {
+ public:
+  // A new, empty object set; its first FinishSync writes it.
+  ObjectSet(zio::Zio* zio, ObjsetType type, std::string name);
+  // Opens the object set whose root block is `root`: IOError or Corruption.
+  static Result<std::unique_ptr<ObjectSet>> Open(zio::Zio* zio, const zio::BlockPtr& root,
+                                                 std::string name);
+  ~ObjectSet();
+
+  const std::string& name() const { return name_; }
+  ObjsetType type() const { return type_; }
+
+  // Creates an object in tx's txg. NoSpace when object ids run out.
+  Result<ObjectId> Create(Tx& tx, ObjectType type, uint32_t block_size = kDefaultBlockSize,
+                          util::Compression compression = util::Compression::kLz4,
+                          std::string_view bonus = {});
+  // Frees an object and all its blocks. NotFound if it is not allocated.
+  Status Free(Tx& tx, ObjectId id);
+  Status Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data);
+  // Reads up to len bytes at off, stopping at the object's length.
+  Result<std::string> Read(ObjectId id, uint64_t off, uint64_t len);
+  Status Truncate(Tx& tx, ObjectId id, uint64_t length);
+  Status Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len);
+  Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);
+  // NotFound for a free object.
+  Result<ObjectInfo> Stat(ObjectId id);
+
+  // Sync context (see the theory comment).
+  bool Dirty(Txg t) const EXCLUDES(dirty_mu_);
+  std::vector<std::function<Status()>> SyncTasks(Txg t, size_t strands) EXCLUDES(dirty_mu_);
+  Result<zio::BlockPtr> FinishSync(Txg t, size_t allocator) EXCLUDES(dirty_mu_);
+  void SyncDone(Txg t) EXCLUDES(dirty_mu_);
+
+  // The root block as last written (a hole before the first sync).
+  zio::BlockPtr root() const EXCLUDES(dirty_mu_);
+  uint64_t next_object() const EXCLUDES(alloc_mu_);
+  uint64_t live_objects() const EXCLUDES(alloc_mu_);
+
+ private:
+  static constexpr size_t kShards = 64;
+  struct Shard {
+    util::Mutex mu;
+    std::unordered_map<uint64_t, std::unique_ptr<Dnode>> dnodes GUARDED_BY(mu);
+  };
+  struct TxgLists {
+    uint64_t txg = 0;
+    std::vector<Dnode*> dirty;   // waiting for a sync task
+    std::vector<Dnode*> synced;  // written in this txg, for SyncDone
+    std::vector<std::pair<uint64_t, DnodePhys>> results;  // for FinishSync
+    int64_t live_delta = 0;
+    uint64_t high_water = 0;
+  };
+
+  // The dnode of `id`, loaded from the metadnode if need be.
+  Result<Dnode*> Get(ObjectId id);
+  Result<Dnode*> GetAllocated(ObjectId id);
+  TxgLists& ListsFor(uint64_t t) REQUIRES(dirty_mu_);
+  void OnDirty(Dnode* d, Txg t) EXCLUDES(dirty_mu_);
+  Dnode* NewDnode(ObjectId id, const DnodePhys& phys);
+
+  zio::Zio* const zio_;
+  const ObjsetType type_;
+  const std::string name_;
+  std::unique_ptr<Dnode> metadnode_;
+  std::array<Shard, kShards> shards_;
+
+  mutable util::Mutex alloc_mu_;
+  uint64_t next_object_ GUARDED_BY(alloc_mu_) = 1;
+  uint64_t live_objects_ GUARDED_BY(alloc_mu_) = 0;
+  std::vector<uint64_t> free_ids_ GUARDED_BY(alloc_mu_);
+
+  mutable util::Mutex dirty_mu_;
+  std::array<TxgLists, Dnode::kTxgSlots> lists_ GUARDED_BY(dirty_mu_);
+  zio::BlockPtr root_ GUARDED_BY(dirty_mu_);
+  DnodePhys metadnode_phys_ GUARDED_BY(dirty_mu_);
+  uint64_t synced_next_object_ GUARDED_BY(dirty_mu_) = 1;
+  uint64_t synced_live_ GUARDED_BY(dirty_mu_) = 0;
+};
+
+}  // namespace poolfs::core::dmu

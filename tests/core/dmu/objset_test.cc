@@ -1,0 +1,244 @@
+// ObjectSet and Dnode: object data across txgs, syncs and reopens, against a
+// model; sparse objects; frees returning space; changes in the open txg while
+// the previous one syncs.
+#include "dmu/objset.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <thread>
+
+#include "space/allocator.h"
+#include "vdev/memory_device.h"
+#include "zio/zio.h"
+
+namespace poolfs::core::dmu {
+namespace {
+
+// A TxAssigner whose open txg the test moves by hand.
+class ManualTxgs : public TxAssigner {
+ public:
+  Result<Txg> Hold(uint64_t) override { return Txg(open.load()); }
+  void Release(Txg, uint64_t) override {}
+  std::atomic<uint64_t> open{1};
+};
+
+struct Fixture {
+  Fixture()
+      : dev(256 << 20),
+        space({{0, 4 << 20, (256 << 20) - (8 << 20), 12, 0}}, [] {
+          space::SpaceOptions o;
+          o.allocators = 2;
+          return o;
+        }()),
+        zio({{&dev, 12}}, &space),
+        os(std::make_unique<ObjectSet>(&zio, ObjsetType::kDataset, "test")) {}
+
+  // Syncs the open txg: every dnode, then the object set; then opens the
+  // next txg and lets the space layer finish the txg.
+  zio::BlockPtr Sync() {
+    Txg t(txgs.open.load());
+    txgs.open++;
+    for (auto& task : os->SyncTasks(t, 2)) REQUIRE(task().ok());
+    auto root = os->FinishSync(t, 0);
+    INFO(root.status().ToString());
+    REQUIRE(root.ok());
+    space.Sync(t, [](const space::Metaslab&) {});
+    space.SyncDone(t);
+    os->SyncDone(t);
+    return *root;
+  }
+  void Reopen() {
+    zio::BlockPtr root = os->root();
+    auto r = ObjectSet::Open(&zio, root, "test");
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    os = std::move(r).value();
+  }
+
+  vdev::MemoryDevice dev;
+  space::SpaceManager space;
+  zio::Zio zio;
+  ManualTxgs txgs;
+  std::unique_ptr<ObjectSet> os;
+};
+
+std::string Pattern(uint64_t seed, size_t len) {
+  std::string s(len, '\0');
+  std::mt19937_64 rng(seed);
+  for (auto& c : s) c = char(rng());
+  return s;
+}
+
+TEST_CASE("ObjectSet reads what it wrote, before and after sync and reopen", "[dmu]") {
+  Fixture f;
+  Tx tx(&f.txgs);
+  REQUIRE(tx.Assign().ok());
+  auto id = f.os->Create(tx, ObjectType::kPlain, 4096);
+  REQUIRE(id.ok());
+  std::string data = Pattern(1, 10000);
+  REQUIRE(f.os->Write(tx, *id, 100, data).ok());
+  tx.Commit();
+  REQUIRE(f.os->Read(*id, 100, 10000).value() == data);
+  REQUIRE(f.os->Read(*id, 0, 100).value() == std::string(100, '\0'));
+  f.Sync();
+  REQUIRE(f.os->Read(*id, 100, 10000).value() == data);
+  f.Reopen();
+  REQUIRE(f.os->Read(*id, 100, 10000).value() == data);
+  auto info = f.os->Stat(*id);
+  REQUIRE(info->length == 10100);
+  REQUIRE(info->used >= 3 * 4096);
+  REQUIRE(f.os->Stat(ObjectId(99)).status().IsNotFound());
+}
+
+TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens", "[dmu]") {
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    Fixture f;
+    std::mt19937_64 rng(seed);
+    std::map<uint64_t, std::string> model;
+    for (int round = 0; round < 60; round++) {
+      Tx tx(&f.txgs);
+      REQUIRE(tx.Assign().ok());
+      for (int op = 0; op < 20; op++) {
+        int what = int(rng() % 10);
+        if (model.empty() || what == 0) {
+          uint32_t bs = 512u << (rng() % 6);
+          auto id = f.os->Create(tx, ObjectType::kPlain, bs);
+          REQUIRE(id.ok());
+          model[id->value()] = "";
+          continue;
+        }
+        auto it = model.begin();
+        std::advance(it, rng() % model.size());
+        ObjectId id(it->first);
+        std::string& m = it->second;
+        if (what <= 5) {
+          uint64_t off = rng() % 70000, len = 1 + rng() % 20000;
+          std::string d = Pattern(rng(), len);
+          REQUIRE(f.os->Write(tx, id, off, d).ok());
+          if (m.size() < off + len) m.resize(off + len, '\0');
+          m.replace(off, len, d);
+        } else if (what == 6) {
+          uint64_t len = rng() % 60000;
+          REQUIRE(f.os->Truncate(tx, id, len).ok());
+          m.resize(len, '\0');
+        } else if (what == 7) {
+          uint64_t off = rng() % 60000, len = rng() % 30000;
+          REQUIRE(f.os->Punch(tx, id, off, len).ok());
+          if (off < m.size()) std::fill(m.begin() + off, m.begin() + std::min<uint64_t>(m.size(), off + len), '\0');
+        } else if (what == 8 && model.size() > 3) {
+          REQUIRE(f.os->Free(tx, id).ok());
+          model.erase(it);
+        } else {
+          auto got = f.os->Read(id, 0, 1 << 20);
+          REQUIRE(got.ok());
+          REQUIRE(*got == m);
+        }
+      }
+      tx.Commit();
+      if (round % 3 == 0) f.Sync();
+      if (round % 9 == 0) {
+        f.Sync();
+        f.Reopen();
+      }
+      for (auto& [id, m] : model) {
+        auto got = f.os->Read(ObjectId(id), 0, 1 << 20);
+        INFO("seed " << seed << " round " << round << " object " << id);
+        REQUIRE(got.ok());
+        REQUIRE(*got == m);
+        REQUIRE(f.os->Stat(ObjectId(id))->length == m.size());
+      }
+    }
+  }
+}
+
+TEST_CASE("ObjectSet holds sparse objects far past 2^40 bytes", "[dmu]") {
+  Fixture f;
+  Tx tx(&f.txgs);
+  REQUIRE(tx.Assign().ok());
+  auto id = f.os->Create(tx, ObjectType::kPlain, 128 * 1024);
+  const uint64_t far = uint64_t{1} << 50;
+  std::string d = Pattern(5, 300);
+  REQUIRE(f.os->Write(tx, *id, far, d).ok());
+  REQUIRE(f.os->Write(tx, *id, 0, d).ok());
+  tx.Commit();
+  f.Sync();
+  f.Reopen();
+  REQUIRE(f.os->Read(*id, far, 300).value() == d);
+  REQUIRE(f.os->Read(*id, 0, 300).value() == d);
+  REQUIRE(f.os->Read(*id, far / 2, 4096).value() == std::string(4096, '\0'));
+  REQUIRE(f.os->Stat(*id)->length == far + 300);
+  // Two data blocks and one indirect block per level on each path.
+  REQUIRE(f.os->Stat(*id)->used < 64 * 4096);
+}
+
+TEST_CASE("ObjectSet frees return space after the defer txgs", "[dmu]") {
+  Fixture f;
+  uint64_t before = f.space.Stats().allocated;
+  ObjectId id;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    id = *f.os->Create(tx, ObjectType::kPlain, 128 * 1024, util::Compression::kOff);
+    REQUIRE(f.os->Write(tx, id, 0, Pattern(9, 4 << 20)).ok());
+  }
+  f.Sync();
+  uint64_t with = f.space.Stats().allocated;
+  REQUIRE(with - before >= (4u << 20));
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    REQUIRE(f.os->Free(tx, id).ok());
+    REQUIRE(f.os->Read(id, 0, 10).status().IsNotFound());
+  }
+  f.Sync();
+  REQUIRE(f.space.Stats().allocated < with - (4u << 20) + (64u << 10));
+  f.Reopen();
+  REQUIRE(f.os->Stat(id).status().IsNotFound());
+}
+
+TEST_CASE("ObjectSet takes changes in the open txg while the previous one syncs", "[dmu]") {
+  Fixture f;
+  std::vector<ObjectId> ids;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (int i = 0; i < 8; i++) ids.push_back(*f.os->Create(tx, ObjectType::kPlain, 4096));
+  }
+  for (int round = 0; round < 20; round++) {
+    Txg t(f.txgs.open.load());
+    {
+      Tx tx(&f.txgs);
+      REQUIRE(tx.Assign().ok());
+      for (auto id : ids) REQUIRE(f.os->Write(tx, id, round * 1000, Pattern(round, 3000)).ok());
+    }
+    f.txgs.open++;  // t closes; writers move to t+1 while t syncs
+    std::thread writer([&] {
+      Tx tx(&f.txgs);
+      REQUIRE(tx.Assign().ok());
+      for (auto id : ids) REQUIRE(f.os->Write(tx, id, round * 1000 + 500, Pattern(round + 100, 700)).ok());
+    });
+    for (auto& task : f.os->SyncTasks(t, 2)) REQUIRE(task().ok());
+    REQUIRE(f.os->FinishSync(t, 1).ok());
+    writer.join();
+    f.space.Sync(t, [](const space::Metaslab&) {});
+    f.space.SyncDone(t);
+    f.os->SyncDone(t);
+  }
+  f.Sync();
+  f.Reopen();
+  for (auto id : ids) {
+    std::string m;
+    for (int round = 0; round < 20; round++) {
+      std::string a = Pattern(round, 3000), b = Pattern(round + 100, 700);
+      if (m.size() < size_t(round * 1000 + 3000)) m.resize(round * 1000 + 3000, '\0');
+      m.replace(round * 1000, 3000, a);
+      m.replace(round * 1000 + 500, 700, b);
+    }
+    REQUIRE(f.os->Read(id, 0, 1 << 20).value() == m);
+  }
+}
+
+}  // namespace
+}  // namespace poolfs::core::dmu
