@@ -198,10 +198,17 @@ Status SpaceManager::Claim(const Dva& dva, Txg txg) {
   return ms->Claim(dva.offset, dva.size, txg);
 }
 
-void SpaceManager::Sync(Txg txg, const std::function<void(const Metaslab&)>& changed) {
-  for (auto& g : groups_)
-    for (size_t i = 0; i < g->count(); i++)
-      if (g->metaslab(i).Sync(txg)) changed(g->metaslab(i));
+size_t SpaceManager::Sync(Txg txg, const std::function<void(const Metaslab&)>& changed) {
+  size_t n = 0;
+  for (auto& g : groups_) {
+    for (size_t i = 0; i < g->count(); i++) {
+      if (g->metaslab(i).Sync(txg)) {
+        changed(g->metaslab(i));
+        n++;
+      }
+    }
+  }
+  return n;
 }
 
 void SpaceManager::SyncDone(Txg txg) {

@@ -127,9 +127,11 @@ class SpaceManager {
   // Marks a known extent allocated in txg. Corruption if any of it is free.
   Status Claim(const Dva& dva, Txg txg);
 
-  // Appends txg's allocations and frees to every metaslab's space map and
-  // calls `changed` for each metaslab whose map changed (to be stored).
-  void Sync(Txg txg, const std::function<void(const Metaslab&)>& changed);
+  // Appends txg's allocations and frees (those not appended yet: the pool
+  // calls it once per sync pass) to every metaslab's space map and calls
+  // `changed` for each metaslab whose map changed (to be stored). Returns
+  // how many changed.
+  size_t Sync(Txg txg, const std::function<void(const Metaslab&)>& changed);
   // Ends txg: deferred frees of txg-2 become allocatable. CHECKs accounting.
   void SyncDone(Txg txg);
 

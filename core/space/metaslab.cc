@@ -17,6 +17,7 @@ Metaslab::Metaslab(uint32_t vdev, uint64_t index, uint64_t start, uint64_t size,
       allocatable_(MakeTree(true)),
       allocs_{MakeTree(false), MakeTree(false), MakeTree(false), MakeTree(false)},
       frees_{MakeTree(false), MakeTree(false), MakeTree(false), MakeTree(false)},
+      frees_unsynced_{MakeTree(false), MakeTree(false), MakeTree(false), MakeTree(false)},
       defer_{MakeTree(false), MakeTree(false)},
       map_(SpaceMapGeometry{start, size, shift}) {
   policy_.max_search = options.df_max_search;
@@ -100,6 +101,7 @@ Status Metaslab::Free(uint64_t off, uint64_t len, Txg txg) {
   for (const auto& t : defer_)
     if (t.FindOverlap(off, len)) return Status::Corruption(where() + ": freed already");
   frees_[txg.value() % kTxgSize].Add(off, len);
+  frees_unsynced_[txg.value() % kTxgSize].Add(off, len);
   allocated_ -= len;
   return Status::Ok();
 }
@@ -116,14 +118,15 @@ Status Metaslab::Claim(uint64_t off, uint64_t len, Txg txg) {
 
 bool Metaslab::Sync(Txg txg) {
   util::MutexLock l(&mu_);
-  CHECK_GT(txg, last_synced_);
+  CHECK_GE(txg, last_synced_);
+  const bool first_pass = txg > last_synced_;
   RangeTree32& allocs = allocs_[txg.value() % kTxgSize];
-  const RangeTree32& frees = frees_[txg.value() % kTxgSize];
+  RangeTree32& frees = frees_unsynced_[txg.value() % kTxgSize];
   SpaceMapWriter* map = &map_;
   bool changed = allocs.space() > 0 || frees.space() > 0;
   allocs.Vacate([&](const Range& r) { map->Append(SmType::kAlloc, txg, r.offset, r.length); });
-  frees.ForEach([&](const Range& r) { map->Append(SmType::kFree, txg, r.offset, r.length); });
-  if (NeedsCondense()) {
+  frees.Vacate([&](const Range& r) { map->Append(SmType::kFree, txg, r.offset, r.length); });
+  if (first_pass && NeedsCondense()) {
     Condense(txg);
     changed = true;
   }
@@ -141,6 +144,7 @@ bool Metaslab::Sync(Txg txg) {
 
 void Metaslab::SyncDone(Txg txg) {
   util::MutexLock l(&mu_);
+  CHECK_EQ(frees_unsynced_[txg.value() % kTxgSize].space(), 0u);  // every free reached the map
   RangeTree32& ready = defer_[txg.value() % kTxgDeferSize];
   RangeTree32* free_tree = &allocatable_;
   ready.Vacate([&](const Range& r) { free_tree->Add(r.offset, r.length); });
@@ -152,6 +156,16 @@ void Metaslab::SyncDone(Txg txg) {
 std::string Metaslab::space_map() const {
   util::MutexLock l(&mu_);
   return map_.bytes();
+}
+
+uint64_t Metaslab::space_map_frozen() const {
+  util::MutexLock l(&mu_);
+  return map_.frozen_bytes();
+}
+
+uint64_t Metaslab::map_generation() const {
+  util::MutexLock l(&mu_);
+  return map_generation_;
 }
 
 MetaslabStats Metaslab::Stats() const {
@@ -231,6 +245,7 @@ void Metaslab::Condense(Txg txg) {
   auto resumed = SpaceMapWriter::Resume(geometry(), std::move(bytes));
   CHECK(resumed.ok());
   map_ = std::move(resumed).value();
+  map_generation_++;
 }
 
 }  // namespace poolfs::core::space

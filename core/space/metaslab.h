@@ -102,14 +102,21 @@ class Metaslab {
   // any of it is not free.
   Status Claim(uint64_t off, uint64_t len, Txg txg) EXCLUDES(mu_);
 
-  // Appends txg's records to the space map. Returns true when the map
-  // changed (the caller stores space_map()).
+  // Appends txg's records not yet appended to the space map. Returns true
+  // when the map changed (the caller stores space_map()). May be called
+  // again for the same txg (the pool's sync passes): each call appends what
+  // the txg allocated and freed since the last. Condenses only on the first
+  // call of a txg.
   bool Sync(Txg txg) EXCLUDES(mu_);
   // Ends txg: frees of txg-2 become allocatable; frees of txg start waiting.
   void SyncDone(Txg txg) EXCLUDES(mu_);
 
   // The encoded space map, as of the last Sync.
   std::string space_map() const EXCLUDES(mu_);
+  // Bytes of space_map() that no later Sync will change (until a condense,
+  // which bumps map_generation()).
+  uint64_t space_map_frozen() const EXCLUDES(mu_);
+  uint64_t map_generation() const EXCLUDES(mu_);
 
   // Length of the largest free segment that allocation can use at once
   // (lock-free; refreshed after every change): the allocator's weight.
@@ -147,6 +154,9 @@ class Metaslab {
   RangeTree32 allocatable_ GUARDED_BY(mu_);
   std::array<RangeTree32, kTxgSize> allocs_ GUARDED_BY(mu_);
   std::array<RangeTree32, kTxgSize> frees_ GUARDED_BY(mu_);
+  // The part of frees_ not yet appended to the map (for repeated passes).
+  std::array<RangeTree32, kTxgSize> frees_unsynced_ GUARDED_BY(mu_);
+  uint64_t map_generation_ GUARDED_BY(mu_) = 0;
   std::array<RangeTree32, kTxgDeferSize> defer_ GUARDED_BY(mu_);
   DfCursors cursors_ GUARDED_BY(mu_){};
   uint64_t allocated_ GUARDED_BY(mu_) = 0;

@@ -157,3 +157,26 @@ TEST_CASE("Metaslab load refuses damaged bytes", "[metaslab]") {
 
 }  // namespace
 }  // namespace poolfs::core::space
+
+namespace poolfs::core::space {
+namespace {
+
+TEST_CASE("Metaslab appends a txg's later changes in further sync passes", "[metaslab]") {
+  Metaslab ms(0, 0, kStart, kSize, kShift, SpaceOptions{});
+  auto a = ms.Allocate(8192, Txg(1)).value();
+  REQUIRE(ms.Sync(Txg(1)));
+  REQUIRE_FALSE(ms.Sync(Txg(1)));  // nothing new
+  // A second pass of the same txg allocates and frees more.
+  auto b = ms.Allocate(4096, Txg(1)).value();
+  REQUIRE(ms.Free(a, 8192, Txg(1)).ok());
+  REQUIRE(ms.Sync(Txg(1)));
+  ms.SyncDone(Txg(1));
+  Metaslab twin(0, 0, kStart, kSize, kShift, SpaceOptions{});
+  REQUIRE(twin.Load(ms.space_map()).ok());
+  REQUIRE(twin.Stats().allocated == 4096);
+  REQUIRE(twin.Claim(b, 4096, Txg(2)).IsCorruption());
+  REQUIRE(twin.Claim(a, 8192, Txg(2)).ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::space
