@@ -195,7 +195,7 @@ bool ObjectSet::Dirty(Txg t) const {
          (!lists.dirty.empty() || lists.live_delta != 0 || lists.high_water != 0);
 }
 
-std::vector<std::function<Status()>> ObjectSet::SyncTasks(Txg t, size_t strands) {
+std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
   CHECK_GT(strands, 0u);
   std::vector<std::vector<Dnode*>> split(strands);
   {
@@ -205,10 +205,10 @@ std::vector<std::function<Status()>> ObjectSet::SyncTasks(Txg t, size_t strands)
     lists.synced.insert(lists.synced.end(), lists.dirty.begin(), lists.dirty.end());
     lists.dirty.clear();
   }
-  std::vector<std::function<Status()>> tasks;
+  std::vector<SyncTask> tasks;
   for (size_t i = 0; i < strands; i++) {
     if (split[i].empty()) continue;
-    tasks.push_back([this, t, i, list = std::move(split[i])]() -> Status {
+    tasks.push_back({i, [this, t, i, list = std::move(split[i])]() -> Status {
       std::vector<std::pair<uint64_t, DnodePhys>> out;
       out.reserve(list.size());
       for (Dnode* d : list) {
@@ -221,7 +221,7 @@ std::vector<std::function<Status()>> ObjectSet::SyncTasks(Txg t, size_t strands)
       results.insert(results.end(), std::make_move_iterator(out.begin()),
                      std::make_move_iterator(out.end()));
       return Status::Ok();
-    });
+    }});
   }
   return tasks;
 }

@@ -48,6 +48,12 @@ namespace poolfs::core::dmu {
 
 inline constexpr uint32_t kDefaultBlockSize = 128 * 1024;
 
+// A piece of a sync: writes one list of dirty dnodes through `allocator`.
+struct SyncTask {
+  size_t allocator = 0;
+  std::function<Status()> fn;
+};
+
 class ObjectSet {
  public:
   // A new, empty object set; its first FinishSync writes it.
@@ -77,7 +83,7 @@ class ObjectSet {
 
   // Sync context (see the theory comment).
   bool Dirty(Txg t) const EXCLUDES(dirty_mu_);
-  std::vector<std::function<Status()>> SyncTasks(Txg t, size_t strands) EXCLUDES(dirty_mu_);
+  std::vector<SyncTask> SyncTasks(Txg t, size_t strands) EXCLUDES(dirty_mu_);
   Result<zio::BlockPtr> FinishSync(Txg t, size_t allocator) EXCLUDES(dirty_mu_);
   void SyncDone(Txg t) EXCLUDES(dirty_mu_);
 

@@ -40,7 +40,7 @@ struct Fixture {
   zio::BlockPtr Sync() {
     Txg t(txgs.open.load());
     txgs.open++;
-    for (auto& task : os->SyncTasks(t, 2)) REQUIRE(task().ok());
+    for (auto& task : os->SyncTasks(t, 2)) REQUIRE(task.fn().ok());
     auto root = os->FinishSync(t, 0);
     INFO(root.status().ToString());
     REQUIRE(root.ok());
@@ -219,7 +219,7 @@ TEST_CASE("ObjectSet takes changes in the open txg while the previous one syncs"
       REQUIRE(tx.Assign().ok());
       for (auto id : ids) REQUIRE(f.os->Write(tx, id, round * 1000 + 500, Pattern(round + 100, 700)).ok());
     });
-    for (auto& task : f.os->SyncTasks(t, 2)) REQUIRE(task().ok());
+    for (auto& task : f.os->SyncTasks(t, 2)) REQUIRE(task.fn().ok());
     REQUIRE(f.os->FinishSync(t, 1).ok());
     writer.join();
     f.space.Sync(t, [](const space::Metaslab&) {});

@@ -1,0 +1,316 @@
+#include "pool/pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <set>
+
+#include "txg/inline_executor.h"
+#include "txg/thread_pool_executor.h"
+#include "util/check.h"
+#include "vdev/file_device.h"
+#include "vdev/label.h"
+
+namespace poolfs::core::pool {
+
+namespace {
+constexpr uint64_t kDirectoryObject = 1;
+constexpr uint32_t kMosBlockSize = 16 * 1024;
+
+uint64_t RandomGuid() {
+  static std::random_device rd;
+  uint64_t g = 0;
+  while (g == 0) g = (uint64_t(rd()) << 32) ^ rd();
+  return g;
+}
+}  // namespace
+
+Pool::~Pool() { Export().ok(); }
+
+void Pool::BuildIo() {
+  std::vector<space::VdevSpaceConfig> vdevs;
+  std::vector<zio::Zio::Vdev> zvdevs;
+  for (size_t i = 0; i < devs_.size(); i++) {
+    const VdevConfig& vc = config_.vdevs[i];
+    vdevs.push_back({uint32_t(i), layouts_[i].alloc_start, layouts_[i].alloc_size, vc.ashift,
+                     vc.ms_shift});
+    zvdevs.push_back({devs_[i], vc.ashift});
+  }
+  zio_.reset();
+  space_ = std::make_unique<space::SpaceManager>(vdevs, options_.space);
+  zio_ = std::make_unique<zio::Zio>(zvdevs, space_.get());
+}
+
+Status Pool::Create(const std::vector<std::string>& paths, uint64_t size,
+                    const CreateOptions& options) {
+  if (paths.empty()) return Status::InvalidArgument("a pool needs at least one vdev file");
+  std::vector<std::unique_ptr<vdev::FileDevice>> files;
+  std::vector<vdev::BlockDevice*> devs;
+  for (const std::string& path : paths) {
+    if (!options.force) {
+      // An existing pool is refused even when --force is needed to say so.
+      auto probe = vdev::FileDevice::Open(path, {true, false});
+      if (probe.ok() && vdev::ReadLabels(**probe).ok())
+        return Status::AlreadyExists(path + " already holds a poolfs pool (use --force to overwrite it)");
+    }
+    POOLFS_RETURN_IF_ERROR(vdev::FileDevice::CreateSparse(path, size, options.force));
+    POOLFS_ASSIGN_OR_RETURN(auto f, vdev::FileDevice::Open(path, {false, true}));
+    devs.push_back(f.get());
+    files.push_back(std::move(f));
+  }
+  return CreateOnDevices(devs, paths, options);
+}
+
+Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
+                             const std::vector<std::string>& paths, const CreateOptions& options) {
+  POOLFS_RETURN_IF_ERROR(ValidateDatasetName(options.name).WithContext("pool name"));
+  std::unique_ptr<Pool> p(new Pool());
+  p->devs_ = devs;
+  p->config_.name = options.name;
+  p->pool_guid_ = RandomGuid();
+  for (size_t i = 0; i < devs.size(); i++) {
+    POOLFS_ASSIGN_OR_RETURN(vdev::VdevLayout layout, vdev::ComputeVdevLayout(devs[i]->size()));
+    POOLFS_RETURN_IF_ERROR(vdev::WipeLabels(*devs[i], layout));
+    VdevConfig vc;
+    vc.guid = RandomGuid();
+    vc.ashift = options.ashift;
+    vc.ms_shift = space::ChooseMetaslabShift(layout.alloc_size, options.ashift);
+    vc.path = i < paths.size() ? paths[i] : devs[i]->name();
+    p->guid_sum_ += vc.guid;
+    p->config_.vdevs.push_back(vc);
+    p->layouts_.push_back(layout);
+  }
+  const std::string config = EncodePoolConfig(p->config_);
+  for (size_t i = 0; i < devs.size(); i++) {
+    vdev::LabelHeader h;
+    h.pool_guid = p->pool_guid_;
+    h.vdev_guid = p->config_.vdevs[i].guid;
+    h.vdev_index = uint32_t(i);
+    h.vdev_count = uint32_t(devs.size());
+    h.ashift = options.ashift;
+    h.vdev_size = p->layouts_[i].vdev_size;
+    h.config_txg = Txg(1);
+    POOLFS_RETURN_IF_ERROR(vdev::WriteLabels(*devs[i], h, config));
+    p->labels_.push_back(h);
+  }
+  p->BuildIo();
+  p->owned_executor_ = std::make_unique<txg::InlineExecutor>();
+  p->executor_ = p->owned_executor_.get();
+  // Txg 1: the MOS with its pool directory, and the pool's first dataset.
+  const Txg t(1);
+  p->mos_ = std::make_unique<dmu::ObjectSet>(p->zio_.get(), dmu::ObjsetType::kMos, "MOS");
+  dmu::Tx tx = dmu::Tx::ForSync(t);
+  POOLFS_ASSIGN_OR_RETURN(ObjectId dir, p->mos_->Create(tx, dmu::ObjectType::kPoolDirectory,
+                                                          kMosBlockSize));
+  CHECK_EQ(dir.value(), kDirectoryObject);
+  {
+    util::MutexLock l(&p->mu_);
+    auto ds = std::make_unique<Dataset>();
+    ds->entry.id = p->dir_.next_dataset_id++;
+    ds->entry.created = t;
+    ds->entry.name = options.name;
+    ds->os = std::make_unique<dmu::ObjectSet>(p->zio_.get(), dmu::ObjsetType::kDataset, options.name);
+    p->datasets_.emplace(options.name, std::move(ds));
+    p->dir_dirty_ = true;
+  }
+  POOLFS_RETURN_IF_ERROR(p->SyncTxg(t).WithContext("writing the new pool"));
+  p->exported_ = true;  // nothing more to sync: the destructor just closes
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Pool>> Pool::Import(const std::vector<std::string>& paths,
+                                           const PoolOptions& options) {
+  if (paths.empty()) return Status::InvalidArgument("no vdev files given");
+  std::vector<std::unique_ptr<vdev::BlockDevice>> owned;
+  std::vector<vdev::BlockDevice*> devs;
+  for (const std::string& path : paths) {
+    POOLFS_ASSIGN_OR_RETURN(auto f, vdev::FileDevice::Open(path, {false, true}));
+    devs.push_back(f.get());
+    owned.push_back(std::move(f));
+  }
+  return Open(devs, std::move(owned), options);
+}
+
+Result<std::unique_ptr<Pool>> Pool::ImportDevices(const std::vector<vdev::BlockDevice*>& devs,
+                                                  const PoolOptions& options) {
+  return Open(devs, {}, options);
+}
+
+Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
+                                         std::vector<std::unique_ptr<vdev::BlockDevice>> owned,
+                                         const PoolOptions& options) {
+  std::unique_ptr<Pool> p(new Pool());
+  p->options_ = options;
+  p->owned_devs_ = std::move(owned);
+  // Read every label; put the vdevs in pool order.
+  std::vector<vdev::VdevLabelInfo> infos(devs.size());
+  std::vector<vdev::BlockDevice*> ordered(devs.size(), nullptr);
+  for (size_t i = 0; i < devs.size(); i++) {
+    auto info = vdev::ReadLabels(*devs[i]);
+    if (!info.ok()) return info.status().WithContext(devs[i]->name() + " is not a usable poolfs vdev");
+    const vdev::LabelHeader& h = info->header;
+    if (i > 0 && h.pool_guid != infos[0].header.pool_guid)
+      return Status::InvalidArgument(devs[i]->name() + " belongs to another pool than " +
+                                     devs[0]->name());
+    if (h.vdev_count != devs.size())
+      return Status::InvalidArgument("the pool has " + std::to_string(h.vdev_count) +
+                                     " vdevs but " + std::to_string(devs.size()) +
+                                     " were given");
+    if (ordered[h.vdev_index])
+      return Status::InvalidArgument(devs[i]->name() + " and " + ordered[h.vdev_index]->name() +
+                                     " are the same vdev");
+    ordered[h.vdev_index] = devs[i];
+    infos[i] = std::move(info).value();
+  }
+  std::sort(infos.begin(), infos.end(), [](const auto& a, const auto& b) {
+    return a.header.vdev_index < b.header.vdev_index;
+  });
+  p->devs_ = ordered;
+  p->pool_guid_ = infos[0].header.pool_guid;
+  // The newest config any label holds.
+  const vdev::VdevLabelInfo* newest = &infos[0];
+  for (const auto& info : infos)
+    if (info.header.config_txg > newest->header.config_txg) newest = &info;
+  POOLFS_ASSIGN_OR_RETURN(p->config_, DecodePoolConfig(newest->config));
+  if (p->config_.vdevs.size() != devs.size())
+    return Status::Corruption("pool config lists " + std::to_string(p->config_.vdevs.size()) +
+                              " vdevs, the labels " + std::to_string(devs.size()));
+  for (size_t i = 0; i < infos.size(); i++) {
+    if (infos[i].header.vdev_guid != p->config_.vdevs[i].guid)
+      return Status::Corruption("vdev " + std::to_string(i) + " (" + p->devs_[i]->name() +
+                                ") is not the vdev the pool config names");
+    p->guid_sum_ += infos[i].header.vdev_guid;
+    p->labels_.push_back(infos[i].header);
+    p->layouts_.push_back(infos[i].layout);
+  }
+  // Every uberblock of this pool, newest first.
+  std::vector<vdev::Uberblock> candidates;
+  uint64_t max_txg = 0;
+  for (const auto& info : infos) {
+    for (const auto& f : info.uberblocks) {
+      max_txg = std::max(max_txg, f.ub.txg.value());
+      if (f.ub.pool_guid != p->pool_guid_ || f.ub.guid_sum != p->guid_sum_) continue;
+      if (std::find(candidates.begin(), candidates.end(), f.ub) == candidates.end())
+        candidates.push_back(f.ub);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.txg > b.txg; });
+  if (candidates.empty())
+    return Status::Corruption("pool '" + p->config_.name +
+                              "' has no uberblock: its creation never completed");
+  std::string errors;
+  bool opened = false;
+  for (const vdev::Uberblock& ub : candidates) {
+    p->BuildIo();
+    Status st = p->OpenAt(ub);
+    if (st.ok()) {
+      opened = true;
+      break;
+    }
+    errors += "\n  txg " + std::to_string(ub.txg.value()) + ": " + st.ToString();
+    util::MutexLock l(&p->mu_);
+    p->datasets_.clear();
+    p->maps_.clear();
+    p->mos_.reset();
+  }
+  if (!opened)
+    return Status::Corruption("pool '" + p->config_.name + "' has no uberblock whose tree verifies:" +
+                              errors);
+  if (options.executor) {
+    p->executor_ = options.executor;
+  } else {
+    p->owned_executor_ = std::make_unique<txg::ThreadPoolExecutor>(p->space_->allocator_count());
+    p->executor_ = p->owned_executor_.get();
+  }
+  Pool* raw = p.get();
+  p->txgs_ = std::make_unique<txg::TxgManager>(
+      Txg(max_txg + 1), [raw](Txg t) { return raw->SyncTxg(t); }, options.txg);
+  p->txgs_->Start();
+  return p;
+}
+
+Status Pool::OpenAt(const vdev::Uberblock& ub) {
+  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root));
+  POOLFS_ASSIGN_OR_RETURN(mos_, dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS"));
+  POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes,
+                          mos_->Read(ObjectId(kDirectoryObject), 0, uint64_t{1} << 32));
+  POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
+  util::MutexLock l(&mu_);
+  for (const SpaceMapEntry& m : dir.space_maps) {
+    std::string where = "space map of vdev " + std::to_string(m.vdev) + " metaslab " +
+                        std::to_string(m.metaslab);
+    auto bytes = mos_->Read(ObjectId(m.object), 0, uint64_t{1} << 40);
+    if (!bytes.ok()) return bytes.status().WithContext(where);
+    POOLFS_RETURN_IF_ERROR(space_->LoadMetaslab(m.vdev, m.metaslab, *bytes));
+    const space::Metaslab& ms = space_->group(m.vdev).metaslab(m.metaslab);
+    maps_[{m.vdev, m.metaslab}] = {m.object, ms.map_generation(), ms.space_map_frozen(),
+                                   bytes->size()};
+  }
+  for (const DatasetEntry& e : dir.datasets) {
+    auto os = dmu::ObjectSet::Open(zio_.get(), e.root, e.name);
+    if (!os.ok()) return os.status().WithContext("dataset '" + e.name + "'");
+    auto ds = std::make_unique<Dataset>();
+    ds->entry = e;
+    ds->os = std::move(os).value();
+    datasets_.emplace(e.name, std::move(ds));
+  }
+  dir_ = std::move(dir);
+  return Status::Ok();
+}
+
+Status Pool::Export() {
+  if (exported_) return Status::Ok();
+  exported_ = true;
+  Status st = txgs_ ? txgs_->Stop() : Status::Ok();
+  txgs_.reset();
+  owned_executor_.reset();
+  owned_devs_.clear();  // closes the files and drops their locks
+  return st;
+}
+
+dmu::ObjectSet* Pool::dataset(std::string_view name) {
+  util::MutexLock l(&mu_);
+  auto it = datasets_.find(name);
+  return it == datasets_.end() ? nullptr : it->second->os.get();
+}
+
+Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
+  POOLFS_RETURN_IF_ERROR(ValidateDatasetName(name));
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  if (datasets_.count(name)) return Status::AlreadyExists("dataset '" + std::string(name) + "' exists");
+  auto ds = std::make_unique<Dataset>();
+  ds->entry.id = dir_.next_dataset_id++;
+  ds->entry.created = tx.txg();
+  ds->entry.name = std::string(name);
+  ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, ds->entry.name);
+  dmu::ObjectSet* os = ds->os.get();
+  datasets_.emplace(std::string(name), std::move(ds));
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  return os;
+}
+
+std::vector<std::string> Pool::datasets() const {
+  util::MutexLock l(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, ds] : datasets_) names.push_back(name);
+  return names;
+}
+
+PoolStats Pool::Stats() const {
+  PoolStats s;
+  if (txgs_) {
+    s.last_synced = txgs_->last_synced();
+    s.open = txgs_->open_txg();
+    s.syncs = txgs_->stats().syncs;
+  }
+  s.space = space_->Stats();
+  for (size_t i = 0; i < devs_.size(); i++) s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
+  s.datasets = datasets();
+  return s;
+}
+
+}  // namespace poolfs::core::pool

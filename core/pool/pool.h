@@ -1,0 +1,172 @@
+// Pool: create, import and export a storage pool; its datasets; the sync of
+// every txg.
+//
+// Theory
+// ------
+// A pool is one or more vdevs (files or block devices) striped together.
+// Each vdev's labels hold the pool config and an uberblock ring; the newest
+// uberblock points at the MOS (meta object set), whose object 1, the pool
+// directory, lists the datasets (each an object set, by root pointer) and
+// the MOS objects holding each metaslab's space map.
+//
+// Sync of txg t (runs on the txg driver thread, TxgManager's callback):
+//   1. datasets: every dirty dataset's dnode tasks run on the executor, one
+//      strand per allocator, all datasets at once; then each dataset writes
+//      its metadnode and root block (FinishSync), again in parallel;
+//   2. the MOS, in passes: write the pool directory (new dataset roots),
+//      append t's allocations and frees to the space maps and store the
+//      changed maps in their MOS objects, sync the MOS. Writing the MOS
+//      allocates and frees blocks, which the next pass appends; from the
+//      second pass on, blocks born in t are rewritten in place, so the
+//      passes converge (a handful);
+//   3. flush every vdev, write the uberblock of t on every vdev, flush again.
+//      t is durable; blocks freed in t are reusable after 2 more txgs.
+// A failed sync suspends the pool (TxgManager): nothing half-written is ever
+// referenced by an uberblock.
+//
+// Import reads every vdev's labels, checks they form one pool, and tries the
+// uberblocks newest first: the first whose MOS, pool directory, space maps
+// and dataset roots all read and verify wins; an older one is used when the
+// newest is damaged. The txg after the newest uberblock seen anywhere is the
+// first one opened, so a txg number is never reused. Each vdev file is locked
+// (flock) for as long as the pool is imported: a second process is refused.
+//
+// Thread safety: dataset() and the object sets are used from any thread;
+// Export and CreateDataset from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dmu/objset.h"
+#include "pool/pool_phys.h"
+#include "poolfs/status.h"
+#include "space/allocator.h"
+#include "txg/executor.h"
+#include "txg/txg_manager.h"
+#include "util/mutex.h"
+#include "vdev/block_device.h"
+#include "vdev/label.h"
+#include "zio/zio.h"
+
+namespace poolfs::core::pool {
+
+struct PoolOptions {
+  space::SpaceOptions space;
+  txg::TxgOptions txg;
+  // Where sync work runs; nullptr: a pool-owned thread pool with one thread
+  // per allocator. Must outlive the pool.
+  txg::Executor* executor = nullptr;
+};
+
+struct CreateOptions {
+  std::string name = "pool";
+  uint32_t ashift = 12;
+  bool force = false;  // overwrite a non-empty file or an existing pool
+};
+
+struct PoolStats {
+  Txg last_synced;
+  Txg open;
+  space::SpaceStats space;
+  std::vector<uint64_t> checksum_errors;  // per vdev
+  std::vector<std::string> datasets;
+  uint64_t syncs = 0;
+};
+
+class Pool {
+ public:
+  // Creates a pool on files (each created sparse with `size` bytes; an
+  // existing non-empty file or pool is refused unless options.force) and
+  // writes its first txg. The pool is left exported.
+  static Status Create(const std::vector<std::string>& paths, uint64_t size,
+                       const CreateOptions& options);
+  // Imports the pool on `paths` (all its vdevs, any order).
+  static Result<std::unique_ptr<Pool>> Import(const std::vector<std::string>& paths,
+                                              const PoolOptions& options);
+
+  // The same over devices already open (tests, fault injection), which the
+  // caller keeps alive for as long as the pool is imported.
+  static Status CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
+                                const std::vector<std::string>& paths,
+                                const CreateOptions& options);
+  static Result<std::unique_ptr<Pool>> ImportDevices(const std::vector<vdev::BlockDevice*>& devs,
+                                                     const PoolOptions& options);
+
+  ~Pool();
+
+  // Syncs everything dirty, stops the txg driver and closes the vdevs (and
+  // their locks). Returns the final sync's status. Idempotent.
+  Status Export();
+
+  const std::string& name() const { return config_.name; }
+  // The dataset called `name`, or nullptr.
+  dmu::ObjectSet* dataset(std::string_view name) EXCLUDES(mu_);
+  // The dataset created with the pool, named after it.
+  dmu::ObjectSet* root_dataset() { return dataset(config_.name); }
+  // Creates a dataset (it reaches disk with the next txg).
+  Result<dmu::ObjectSet*> CreateDataset(std::string_view name) EXCLUDES(mu_);
+  std::vector<std::string> datasets() const EXCLUDES(mu_);
+
+  dmu::TxAssigner* assigner() { return txgs_.get(); }
+  txg::TxgManager& txgs() { return *txgs_; }
+  // Returns once txg (0: the open one) is durable.
+  Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
+  PoolStats Stats() const EXCLUDES(mu_);
+
+ private:
+  struct Dataset {
+    DatasetEntry entry;
+    std::unique_ptr<dmu::ObjectSet> os;
+  };
+  Pool() = default;
+  static Result<std::unique_ptr<Pool>> Open(std::vector<vdev::BlockDevice*> devs,
+                                            std::vector<std::unique_ptr<vdev::BlockDevice>> owned,
+                                            const PoolOptions& options);
+  // Builds space_ and zio_ for the vdevs (from scratch: before each import
+  // attempt).
+  void BuildIo();
+  // Tries to open the pool at `ub`.
+  Status OpenAt(const vdev::Uberblock& ub) EXCLUDES(mu_);
+  Status SyncTxg(Txg t) EXCLUDES(mu_);
+  Status SyncDatasets(Txg t) EXCLUDES(mu_);
+  // Runs tasks on the executor; returns the first failure.
+  Status RunTasks(std::vector<dmu::SyncTask> tasks);
+  Status StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) EXCLUDES(mu_);
+  Status WriteDirectory(dmu::Tx& tx) REQUIRES(mu_);
+  Status WriteUberblocks(Txg t, const zio::BlockPtr& mos_root);
+
+  PoolConfig config_;
+  std::vector<vdev::BlockDevice*> devs_;
+  std::vector<std::unique_ptr<vdev::BlockDevice>> owned_devs_;
+  std::vector<vdev::LabelHeader> labels_;
+  std::vector<vdev::VdevLayout> layouts_;
+  uint64_t pool_guid_ = 0;
+  uint64_t guid_sum_ = 0;
+  PoolOptions options_;
+  std::unique_ptr<txg::Executor> owned_executor_;
+  txg::Executor* executor_ = nullptr;
+  std::unique_ptr<space::SpaceManager> space_;
+  std::unique_ptr<zio::Zio> zio_;
+  std::unique_ptr<dmu::ObjectSet> mos_;
+  std::unique_ptr<txg::TxgManager> txgs_;
+  bool exported_ = false;
+
+  mutable util::Mutex mu_;
+  PoolDirectory dir_ GUARDED_BY(mu_);  // dataset roots as of the last sync
+  std::map<std::string, std::unique_ptr<Dataset>, std::less<>> datasets_ GUARDED_BY(mu_);
+  // Per metaslab (vdev, index): its MOS object and what was last stored.
+  struct StoredMap {
+    uint64_t object = 0;
+    uint64_t generation = 0;
+    uint64_t frozen = 0;
+    uint64_t length = 0;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, StoredMap> maps_ GUARDED_BY(mu_);
+  bool dir_dirty_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace poolfs::core::pool

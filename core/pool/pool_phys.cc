@@ -1,0 +1,196 @@
+#include "pool/pool_phys.h"
+
+#include <set>
+
+#include "util/endian.h"
+
+namespace poolfs::core::pool {
+
+namespace {
+constexpr uint64_t kConfigMagic = 0x31464e4f43534650ull;  // "PFSCONF1"
+constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
+constexpr uint32_t kDirVersion = 1;
+constexpr uint32_t kMaxVdevs = 4096;
+
+// A bounds-checked little-endian reader over a byte string.
+class Reader {
+ public:
+  Reader(std::string_view in, std::string what) : in_(in), what_(std::move(what)) {}
+  bool U16(uint16_t* v) { return Get(2, [&](const uint8_t* p) { *v = util::GetLE16(p); }); }
+  bool U32(uint32_t* v) { return Get(4, [&](const uint8_t* p) { *v = util::GetLE32(p); }); }
+  bool U64(uint64_t* v) { return Get(8, [&](const uint8_t* p) { *v = util::GetLE64(p); }); }
+  bool Bytes(size_t n, std::string* out) {
+    if (in_.size() - pos_ < n) return false;
+    out->assign(in_.substr(pos_, n));
+    pos_ += n;
+    return true;
+  }
+  const uint8_t* Raw(size_t n) {
+    if (in_.size() - pos_ < n) return nullptr;
+    auto* p = reinterpret_cast<const uint8_t*>(in_.data() + pos_);
+    pos_ += n;
+    return p;
+  }
+  size_t pos() const { return pos_; }
+  bool done() const { return pos_ == in_.size(); }
+  Status Bad(const std::string& why) const {
+    return Status::Corruption(what_ + " at byte " + std::to_string(pos_) + ": " + why);
+  }
+
+ private:
+  template <typename F>
+  bool Get(size_t n, F f) {
+    if (in_.size() - pos_ < n) return false;
+    f(reinterpret_cast<const uint8_t*>(in_.data() + pos_));
+    pos_ += n;
+    return true;
+  }
+  std::string_view in_;
+  std::string what_;
+  size_t pos_ = 0;
+};
+
+void PutU16(std::string* s, uint16_t v) {
+  uint8_t b[2];
+  util::PutLE16(b, v);
+  s->append(reinterpret_cast<char*>(b), 2);
+}
+}  // namespace
+
+Status ValidateDatasetName(std::string_view name) {
+  if (name.empty() || name.size() > 255)
+    return Status::InvalidArgument("dataset name must be 1 to 255 bytes");
+  if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos)
+    return Status::InvalidArgument("dataset name '" + std::string(name) +
+                                   "' contains '/' or NUL");
+  return Status::Ok();
+}
+
+std::string EncodePoolConfig(const PoolConfig& c) {
+  std::string s;
+  util::AppendLE64(&s, kConfigMagic);
+  util::AppendLE32(&s, uint32_t(c.vdevs.size()));
+  PutU16(&s, uint16_t(c.name.size()));
+  s += c.name;
+  for (const VdevConfig& v : c.vdevs) {
+    util::AppendLE64(&s, v.guid);
+    util::AppendLE32(&s, v.ashift);
+    util::AppendLE32(&s, v.ms_shift);
+    PutU16(&s, uint16_t(v.path.size()));
+    s += v.path;
+  }
+  return s;
+}
+
+Result<PoolConfig> DecodePoolConfig(std::string_view in) {
+  Reader r(in, "pool config");
+  uint64_t magic;
+  uint32_t count;
+  uint16_t name_len;
+  if (!r.U64(&magic) || magic != kConfigMagic) return r.Bad("bad magic");
+  if (!r.U32(&count) || count == 0 || count > kMaxVdevs) return r.Bad("bad vdev count");
+  PoolConfig c;
+  if (!r.U16(&name_len) || name_len == 0 || !r.Bytes(name_len, &c.name))
+    return r.Bad("bad pool name");
+  std::set<uint64_t> guids;
+  for (uint32_t i = 0; i < count; i++) {
+    VdevConfig v;
+    uint16_t path_len;
+    if (!r.U64(&v.guid) || !r.U32(&v.ashift) || !r.U32(&v.ms_shift) || !r.U16(&path_len) ||
+        !r.Bytes(path_len, &v.path))
+      return r.Bad("vdev " + std::to_string(i) + " is truncated");
+    if (v.guid == 0 || !guids.insert(v.guid).second)
+      return r.Bad("vdev " + std::to_string(i) + " has a zero or repeated GUID");
+    if (v.ashift < 9 || v.ashift > 16 || v.ms_shift < v.ashift || v.ms_shift > v.ashift + 32)
+      return r.Bad("vdev " + std::to_string(i) + " has ashift " + std::to_string(v.ashift) +
+                   ", metaslab shift " + std::to_string(v.ms_shift));
+    c.vdevs.push_back(std::move(v));
+  }
+  if (!r.done()) return r.Bad("trailing bytes");
+  return c;
+}
+
+std::string EncodePoolDirectory(const PoolDirectory& d) {
+  std::string s;
+  util::AppendLE64(&s, kDirMagic);
+  util::AppendLE32(&s, kDirVersion);
+  util::AppendLE32(&s, 0);
+  util::AppendLE64(&s, d.next_dataset_id);
+  util::AppendLE32(&s, uint32_t(d.datasets.size()));
+  util::AppendLE32(&s, uint32_t(d.space_maps.size()));
+  for (const DatasetEntry& e : d.datasets) {
+    util::AppendLE64(&s, e.id);
+    util::AppendLE64(&s, e.created.value());
+    uint8_t bp[zio::kBlockPtrSize];
+    zio::EncodeBlockPtr(e.root, bp);
+    s.append(reinterpret_cast<char*>(bp), sizeof bp);
+    PutU16(&s, uint16_t(e.name.size()));
+    s += e.name;
+  }
+  for (const SpaceMapEntry& m : d.space_maps) {
+    util::AppendLE32(&s, m.vdev);
+    util::AppendLE32(&s, 0);
+    util::AppendLE64(&s, m.metaslab);
+    util::AppendLE64(&s, m.object);
+  }
+  return s;
+}
+
+Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
+  Reader r(in, "pool directory");
+  uint64_t magic;
+  uint32_t version, reserved, ndatasets, nmaps;
+  PoolDirectory d;
+  if (!r.U64(&magic) || magic != kDirMagic) return r.Bad("bad magic");
+  if (!r.U32(&version) || version != kDirVersion) return r.Bad("unknown version");
+  if (!r.U32(&reserved) || reserved != 0) return r.Bad("nonzero reserved field");
+  if (!r.U64(&d.next_dataset_id) || !r.U32(&ndatasets) || !r.U32(&nmaps))
+    return r.Bad("truncated header");
+  // Each dataset entry takes at least 83 bytes, each space map 24: refuse
+  // counts the bytes cannot hold before reserving anything.
+  if (uint64_t(ndatasets) * 83 + uint64_t(nmaps) * 24 > in.size()) return r.Bad("counts too large");
+  std::set<uint64_t> ids;
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < ndatasets; i++) {
+    DatasetEntry e;
+    uint64_t created;
+    uint16_t name_len;
+    const uint8_t* bp;
+    if (!r.U64(&e.id) || !r.U64(&created) || !(bp = r.Raw(zio::kBlockPtrSize)) ||
+        !r.U16(&name_len) || !r.Bytes(name_len, &e.name))
+      return r.Bad("dataset " + std::to_string(i) + " is truncated");
+    e.created = Txg(created);
+    POOLFS_ASSIGN_OR_RETURN(e.root, zio::DecodeBlockPtr(bp, "dataset '" + e.name + "' root"));
+    if (!ValidateDatasetName(e.name).ok()) return r.Bad("dataset " + std::to_string(i) + " has a bad name");
+    if (e.id == 0 || e.id >= d.next_dataset_id || !ids.insert(e.id).second ||
+        !names.insert(e.name).second)
+      return r.Bad("dataset '" + e.name + "' has a bad or repeated id or name");
+    d.datasets.push_back(std::move(e));
+  }
+  std::set<std::pair<uint32_t, uint64_t>> maps;
+  for (uint32_t i = 0; i < nmaps; i++) {
+    SpaceMapEntry m;
+    uint32_t pad;
+    if (!r.U32(&m.vdev) || !r.U32(&pad) || !r.U64(&m.metaslab) || !r.U64(&m.object))
+      return r.Bad("space map entry " + std::to_string(i) + " is truncated");
+    if (pad != 0 || m.object == 0 || !maps.insert({m.vdev, m.metaslab}).second)
+      return r.Bad("space map entry " + std::to_string(i) + " is invalid or repeated");
+    d.space_maps.push_back(m);
+  }
+  if (!r.done()) return r.Bad("trailing bytes");
+  return d;
+}
+
+std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root) {
+  std::array<uint8_t, vdev::kUberblockRootSize> out{};
+  zio::EncodeBlockPtr(mos_root, out.data());
+  return out;
+}
+
+Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in) {
+  for (size_t i = zio::kBlockPtrSize; i < in.size(); i++)
+    if (in[i]) return Status::Corruption("uberblock root payload has nonzero reserved bytes");
+  return zio::DecodeBlockPtr(in.data(), "uberblock MOS root");
+}
+
+}  // namespace poolfs::core::pool

@@ -1,0 +1,79 @@
+// The pool layer's own on-disk records: the config payload of every vdev
+// label, the pool directory (MOS object 1), and the uberblock's root payload.
+//
+//   PoolConfig (in each label's config area; the label checksums it)
+//     0  u64 magic "PFSCONF1"   8 u32 vdev count   12 u16 name length
+//     14 name bytes, then per vdev: u64 guid, u32 ashift, u32 metaslab shift,
+//        u16 path length, path bytes (where the vdev was at creation;
+//        informational)
+//
+//   PoolDirectory (the data of MOS object 1, inside checksummed blocks)
+//     0  u64 magic "PFSPDIR1"   8 u32 version (1)   12 u32 reserved, zero
+//     16 u64 next dataset id    24 u32 dataset count   28 u32 space map count
+//     32 datasets, each: u64 id, u64 creation txg, 64 B root block pointer,
+//        u16 name length, name bytes (1..255, no '/' or NUL)
+//     then space maps, each: u32 vdev, u32 reserved (zero), u64 metaslab,
+//        u64 MOS object id
+//
+//   Root payload (the first 64 of the uberblock's 512 opaque bytes): the
+//   MOS root block pointer; the rest is zero.
+//
+// Every decoder refuses damage with Corruption saying what and where.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "poolfs/status.h"
+#include "poolfs/types.h"
+#include "vdev/uberblock.h"
+#include "zio/block_ptr.h"
+
+namespace poolfs::core::pool {
+
+struct VdevConfig {
+  uint64_t guid = 0;
+  uint32_t ashift = 12;
+  uint32_t ms_shift = 0;
+  std::string path;
+};
+
+struct PoolConfig {
+  std::string name;
+  std::vector<VdevConfig> vdevs;
+};
+
+std::string EncodePoolConfig(const PoolConfig& c);
+Result<PoolConfig> DecodePoolConfig(std::string_view in);
+
+struct DatasetEntry {
+  uint64_t id = 0;
+  Txg created;
+  zio::BlockPtr root;
+  std::string name;
+};
+
+struct SpaceMapEntry {
+  uint32_t vdev = 0;
+  uint64_t metaslab = 0;
+  uint64_t object = 0;
+};
+
+struct PoolDirectory {
+  uint64_t next_dataset_id = 1;
+  std::vector<DatasetEntry> datasets;
+  std::vector<SpaceMapEntry> space_maps;
+};
+
+std::string EncodePoolDirectory(const PoolDirectory& d);
+Result<PoolDirectory> DecodePoolDirectory(std::string_view in);
+
+// Returns OK for a dataset name poolfs accepts (1..255 bytes, no '/', NUL).
+Status ValidateDatasetName(std::string_view name);
+
+std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root);
+Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in);
+
+}  // namespace poolfs::core::pool
