@@ -14,8 +14,11 @@
 //
 // A txg moves open -> quiescing -> syncing -> synced, in txg order, each
 // txg number exactly once: the callback sees txgs N, N+1, N+2, ... with no
-// gaps and never two at once. The open txg is closed when it has had at
-// least one hold and one of these holds:
+// gaps and never two at once. One driver thread does both quiesce and sync,
+// so it quiesces T + 1 only after T's sync returned: quiescing and syncing
+// never overlap. (A quiesce waits for transactions already running, which
+// are short; overlapping it with a sync would buy little.) The open txg is closed when it has had
+// at least one hold and one of these holds:
 //   - txg.timeout_ms has passed since it opened;
 //   - its dirty bytes reached txg.dirty_sync_percent of txg.dirty_max_bytes;
 //   - the dirty total reached txg.dirty_max_bytes (writers are blocked);
@@ -105,7 +108,8 @@ class TxgManager : public dmu::TxAssigner {
   Status Stop();
 
   // Throttles, then joins the open txg and returns it. Fails when suspended
-  // (the sync failure) or stopping (Aborted).
+  // (the sync failure) or stopping (Aborted). `estimated_bytes` is not used
+  // yet: the throttle looks only at dirty data already released.
   Result<Txg> Hold(uint64_t estimated_bytes) override;
   // Leaves `txg` (returned by Hold, released exactly once, from any thread),
   // counting `dirtied_bytes` as its dirty data.
