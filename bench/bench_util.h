@@ -56,5 +56,6 @@ class JsonObject {
 
 int RunSpaceBench(int argc, char** argv);
 int RunAllocBench(int argc, char** argv);
+int RunPoolBench(int argc, char** argv);
 
 }  // namespace poolfs::bench
