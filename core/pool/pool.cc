@@ -206,6 +206,8 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     Status st = p->OpenAt(ub);
     if (st.ok()) {
       opened = true;
+      p->imported_txg_ = ub.txg;
+      p->imported_txg_ = ub.txg;
       break;
     }
     errors += "\n  txg " + std::to_string(ub.txg.value()) + ": " + st.ToString();
@@ -302,6 +304,7 @@ std::vector<std::string> Pool::datasets() const {
 
 PoolStats Pool::Stats() const {
   PoolStats s;
+  s.imported = imported_txg_;
   if (txgs_) {
     s.last_synced = txgs_->last_synced();
     s.open = txgs_->open_txg();

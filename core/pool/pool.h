@@ -69,6 +69,7 @@ struct CreateOptions {
 };
 
 struct PoolStats {
+  Txg imported;  // the txg the import opened
   Txg last_synced;
   Txg open;
   space::SpaceStats space;
@@ -111,11 +112,17 @@ class Pool {
   Result<dmu::ObjectSet*> CreateDataset(std::string_view name) EXCLUDES(mu_);
   std::vector<std::string> datasets() const EXCLUDES(mu_);
 
+  // The txg of the uberblock this import opened (0 for a pool not imported).
+  Txg imported_txg() const { return imported_txg_; }
   dmu::TxAssigner* assigner() { return txgs_.get(); }
   txg::TxgManager& txgs() { return *txgs_; }
   // Returns once txg (0: the open one) is durable.
   Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
   PoolStats Stats() const EXCLUDES(mu_);
+  // The txg of the uberblock this import opened: the pool's state as it
+  // was found on disk (after a crash, the txg it fell back to). Txg(0) for
+  // a pool being created.
+  Txg imported_txg() const { return imported_txg_; }
 
  private:
   struct Dataset {
@@ -154,6 +161,8 @@ class Pool {
   std::unique_ptr<dmu::ObjectSet> mos_;
   std::unique_ptr<txg::TxgManager> txgs_;
   bool exported_ = false;
+  Txg imported_txg_;
+  Txg imported_txg_;
 
   mutable util::Mutex mu_;
   PoolDirectory dir_ GUARDED_BY(mu_);  // dataset roots as of the last sync
