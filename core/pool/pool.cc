@@ -207,7 +207,6 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     if (st.ok()) {
       opened = true;
       p->imported_txg_ = ub.txg;
-      p->imported_txg_ = ub.txg;
       break;
     }
     errors += "\n  txg " + std::to_string(ub.txg.value()) + ": " + st.ToString();

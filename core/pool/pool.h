@@ -112,8 +112,6 @@ class Pool {
   Result<dmu::ObjectSet*> CreateDataset(std::string_view name) EXCLUDES(mu_);
   std::vector<std::string> datasets() const EXCLUDES(mu_);
 
-  // The txg of the uberblock this import opened (0 for a pool not imported).
-  Txg imported_txg() const { return imported_txg_; }
   dmu::TxAssigner* assigner() { return txgs_.get(); }
   txg::TxgManager& txgs() { return *txgs_; }
   // Returns once txg (0: the open one) is durable.
@@ -161,7 +159,6 @@ class Pool {
   std::unique_ptr<dmu::ObjectSet> mos_;
   std::unique_ptr<txg::TxgManager> txgs_;
   bool exported_ = false;
-  Txg imported_txg_;
   Txg imported_txg_;
 
   mutable util::Mutex mu_;
