@@ -262,7 +262,7 @@ TEST_CASE("Rewrite stores new contents at the same DVA in the same txg", "[zio]"
   REQUIRE(bp.ok());
   const auto allocated = pool.space().Stats().allocated;
 
-  std::string v2 = CompressibleBytes(16384, 2);
+  std::string v2 = CompressibleBytes(12000, 2);  // compresses to fewer bytes than v1
   auto bp2 = zio.Rewrite(*bp, props, v2, Txg(8));
   REQUIRE(bp2.ok());
   REQUIRE(bp2->dva == bp->dva);

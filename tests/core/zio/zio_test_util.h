@@ -35,9 +35,11 @@ inline std::string CompressibleBytes(size_t len, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::string s;
   s.reserve(len + 64);
-  while (s.size() < len)
-    s += "object " + std::to_string(rng() % 1000) + " offset " + std::to_string(rng() % 64) +
-         " txg 17\n";
+  while (s.size() < len) {
+    const uint64_t object = rng() % 1000;  // sequenced: the same bytes with any compiler
+    const uint64_t offset = rng() % 64;
+    s += "object " + std::to_string(object) + " offset " + std::to_string(offset) + " txg 17\n";
+  }
   s.resize(len);
   return s;
 }
