@@ -1,0 +1,134 @@
+// libFuzzer target for the pool layer's on-disk records
+// (core/pool/pool_phys.h): the pool config of the vdev labels, the pool
+// directory (MOS object 1) and the uberblock's root payload.
+//
+// Input: [selector byte][bytes...]. selector % 3 == 0: the bytes are a pool
+// config; 1: a pool directory; 2: a root payload (zero-padded or cut to
+// 512 bytes).
+//
+// Properties checked (a violation aborts):
+//   - decoding never crashes, allocates no more than the input justifies
+//     (libFuzzer's -malloc_limit_mb catches a count taken from the input
+//     that drives a reservation), and fails only with Corruption;
+//   - decoding is deterministic;
+//   - the encoding is canonical: whatever decodes re-encodes to exactly the
+//     input bytes;
+//   - what decodes obeys the rules of core/doc/on-disk-format.md, checked
+//     here with separate arithmetic: 1..4096 vdevs with distinct nonzero
+//     GUIDs, ashift 9..16 and a metaslab shift from ashift to ashift + 32;
+//     datasets with ids 1..next-1, distinct ids and names, names of 1..255
+//     bytes without '/' or NUL; space map entries with nonzero objects and
+//     distinct (vdev, metaslab); a root payload zero past its 64 bytes.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "pool/pool_phys.h"
+
+namespace {
+
+using namespace poolfs::core;
+using poolfs::Result;
+using poolfs::StatusCode;
+
+[[noreturn]] void Fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "pool_phys_fuzz: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+void CheckRefusal(const poolfs::Status& st) {
+  if (st.code() != StatusCode::kCorruption) Fail("unexpected status", st.ToString());
+}
+
+bool SameConfig(const pool::PoolConfig& a, const pool::PoolConfig& b) {
+  if (a.name != b.name || a.vdevs.size() != b.vdevs.size()) return false;
+  for (size_t i = 0; i < a.vdevs.size(); i++) {
+    const pool::VdevConfig &x = a.vdevs[i], &y = b.vdevs[i];
+    if (x.guid != y.guid || x.ashift != y.ashift || x.ms_shift != y.ms_shift || x.path != y.path)
+      return false;
+  }
+  return true;
+}
+
+bool SameDirectory(const pool::PoolDirectory& a, const pool::PoolDirectory& b) {
+  if (a.next_dataset_id != b.next_dataset_id || a.datasets.size() != b.datasets.size() ||
+      a.space_maps.size() != b.space_maps.size())
+    return false;
+  for (size_t i = 0; i < a.datasets.size(); i++) {
+    const pool::DatasetEntry &x = a.datasets[i], &y = b.datasets[i];
+    if (x.id != y.id || x.created != y.created || !(x.root == y.root) || x.name != y.name)
+      return false;
+  }
+  for (size_t i = 0; i < a.space_maps.size(); i++) {
+    const pool::SpaceMapEntry &x = a.space_maps[i], &y = b.space_maps[i];
+    if (x.vdev != y.vdev || x.metaslab != y.metaslab || x.object != y.object) return false;
+  }
+  return true;
+}
+
+void FuzzConfig(const std::string& in) {
+  Result<pool::PoolConfig> c = pool::DecodePoolConfig(in);
+  Result<pool::PoolConfig> again = pool::DecodePoolConfig(in);
+  if (c.ok() != again.ok() || (c.ok() && !SameConfig(*c, *again)))
+    Fail("config decoding is not deterministic", "");
+  if (!c.ok()) return CheckRefusal(c.status());
+  if (c->name.empty() || c->vdevs.empty() || c->vdevs.size() > 4096)
+    Fail("decoded config", "empty name or bad vdev count");
+  std::set<uint64_t> guids;
+  for (const pool::VdevConfig& v : c->vdevs) {
+    if (v.guid == 0 || !guids.insert(v.guid).second) Fail("decoded vdev GUID", "zero or repeated");
+    if (v.ashift < 9 || v.ashift > 16 || v.ms_shift < v.ashift || v.ms_shift - v.ashift > 32)
+      Fail("decoded vdev shifts", std::to_string(v.ashift) + " " + std::to_string(v.ms_shift));
+  }
+  if (pool::EncodePoolConfig(*c) != in) Fail("config re-encodes to other bytes", "");
+}
+
+void FuzzDirectory(const std::string& in) {
+  Result<pool::PoolDirectory> d = pool::DecodePoolDirectory(in);
+  Result<pool::PoolDirectory> again = pool::DecodePoolDirectory(in);
+  if (d.ok() != again.ok() || (d.ok() && !SameDirectory(*d, *again)))
+    Fail("directory decoding is not deterministic", "");
+  if (!d.ok()) return CheckRefusal(d.status());
+  std::set<uint64_t> ids;
+  std::set<std::string> names;
+  for (const pool::DatasetEntry& e : d->datasets) {
+    if (e.id == 0 || e.id >= d->next_dataset_id || !ids.insert(e.id).second)
+      Fail("decoded dataset id", std::to_string(e.id));
+    if (e.name.empty() || e.name.size() > 255 ||
+        e.name.find_first_of(std::string("/\0", 2)) != std::string::npos ||
+        !names.insert(e.name).second)
+      Fail("decoded dataset name", e.name);
+  }
+  std::set<std::pair<uint32_t, uint64_t>> maps;
+  for (const pool::SpaceMapEntry& m : d->space_maps)
+    if (m.object == 0 || !maps.insert({m.vdev, m.metaslab}).second)
+      Fail("decoded space map entry", std::to_string(m.object));
+  if (pool::EncodePoolDirectory(*d) != in) Fail("directory re-encodes to other bytes", "");
+}
+
+void FuzzRootPayload(const std::string& raw) {
+  std::array<uint8_t, vdev::kUberblockRootSize> in{};
+  for (size_t i = 0; i < in.size() && i < raw.size(); i++) in[i] = uint8_t(raw[i]);
+  Result<zio::BlockPtr> bp = pool::DecodeRootPayload(in);
+  Result<zio::BlockPtr> again = pool::DecodeRootPayload(in);
+  if (bp.ok() != again.ok() || (bp.ok() && !(*bp == *again)))
+    Fail("root payload decoding is not deterministic", "");
+  if (!bp.ok()) return CheckRefusal(bp.status());
+  if (pool::EncodeRootPayload(*bp) != in) Fail("root payload re-encodes to other bytes", "");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const std::string in(reinterpret_cast<const char*>(data + 1), size - 1);
+  switch (data[0] % 3) {
+    case 0: FuzzConfig(in); break;
+    case 1: FuzzDirectory(in); break;
+    default: FuzzRootPayload(in); break;
+  }
+  return 0;
+}
