@@ -108,9 +108,16 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
   uint64_t id;
   {
     util::MutexLock l(&alloc_mu_);
-    if (!free_ids_.empty()) {
-      id = free_ids_.back();
-      free_ids_.pop_back();
+    // An id freed in txg f may be reused only in txg f or later: a Tx still
+    // holding an older txg must not get it, or that txg would create the
+    // object while it still exists (it is freed only in f). The ids it
+    // must skip are the newest frees, at the back, so the search is short.
+    auto reusable = std::find_if(free_ids_.rbegin(), free_ids_.rend(), [&](const auto& f) {
+      return f.second <= tx.txg().value();
+    });
+    if (reusable != free_ids_.rend()) {
+      id = reusable->first;
+      free_ids_.erase(std::next(reusable).base());
     } else {
       if (next_object_ > kMaxObjectId) return Status::NoSpace(name_ + ": out of object ids");
       id = next_object_++;
@@ -135,7 +142,7 @@ Status ObjectSet::Free(Tx& tx, ObjectId id) {
   d->Free(tx.txg());
   {
     util::MutexLock l(&alloc_mu_);
-    free_ids_.push_back(id.value());
+    free_ids_.emplace_back(id.value(), tx.txg().value());
     live_objects_--;
   }
   util::MutexLock l(&dirty_mu_);

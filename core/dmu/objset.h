@@ -123,7 +123,7 @@ class ObjectSet {
   mutable util::Mutex alloc_mu_;
   uint64_t next_object_ GUARDED_BY(alloc_mu_) = 1;
   uint64_t live_objects_ GUARDED_BY(alloc_mu_) = 0;
-  std::vector<uint64_t> free_ids_ GUARDED_BY(alloc_mu_);
+  std::vector<std::pair<uint64_t, uint64_t>> free_ids_ GUARDED_BY(alloc_mu_);  // (id, txg freed)
 
   mutable util::Mutex dirty_mu_;
   std::array<TxgLists, Dnode::kTxgSlots> lists_ GUARDED_BY(dirty_mu_);
