@@ -26,6 +26,13 @@
 // issue replaces this with the backfill allocator). The counts in the root
 // block are those of the end of the txg it closes.
 //
+// Callers serialize their changes to one object across transactions: a
+// change made under a Tx of txg t after another under t+1 would be lost when
+// t+1's copy of the block (taken before it) lands. So whoever changes an
+// object holds its own lock from Tx::Assign to Commit (the POSIX layer's
+// per-file lock; ZFS's range locks): then one object's changes reach txgs
+// in the order they were made.
+//
 // Thread safety: open-context calls are thread-safe; the sync calls are made
 // by one thread at a time (tasks of one sync run in parallel).
 #pragma once
