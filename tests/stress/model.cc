@@ -1,0 +1,215 @@
+#include "stress/model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace poolfs::stress {
+
+namespace {
+
+Status Impossible(const OpRecord& r, const std::string& why) {
+  return Status::Corruption("impossible history at " + DescribeRecord(r) + ": " + why);
+}
+
+}  // namespace
+
+uint64_t Model::bytes_held() const {
+  uint64_t n = 0;
+  for (const auto& [id, o] : objects_) n += o.pages.size() * kPage;
+  return n;
+}
+
+Status Model::Replay(std::vector<OpRecord> records, uint64_t through_txg, uint64_t* bad_object) {
+  std::stable_sort(records.begin(), records.end(), [](const OpRecord& a, const OpRecord& b) {
+    return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
+  });
+  for (const OpRecord& r : records) {
+    if (r.kind == OpKind::kSynced || r.txg > through_txg) continue;
+    Status st = Apply(r);
+    if (!st.ok()) {
+      *bad_object = r.object;
+      return st;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Model::Apply(const OpRecord& r) {
+  if (r.kind == OpKind::kCreate) {
+    if (objects_.count(r.object))
+      return Impossible(r, "the DMU handed out an object id that is still allocated");
+    ModelObject o;
+    o.block_size = uint32_t(r.a);
+    o.compression = r.aux;
+    objects_.emplace(r.object, std::move(o));
+    return Status::Ok();
+  }
+  auto it = objects_.find(r.object);
+  if (it == objects_.end()) return Impossible(r, "the object does not exist");
+  ModelObject& o = it->second;
+  switch (r.kind) {
+    case OpKind::kWrite: {
+      WriteSpec w{r.object, r.a, r.b, r.txg, r.seq, Fill(r.aux)};
+      if (w.fill == Fill::kZeros)
+        ZeroBytes(o, w.off, w.len);
+      else
+        WriteBytes(o, w);
+      o.length = std::max(o.length, r.a + r.b);
+      break;
+    }
+    case OpKind::kTruncate:
+      if (r.a < o.length) {
+        o.pages.erase(o.pages.lower_bound((r.a + kPage - 1) / kPage), o.pages.end());
+        ZeroBytes(o, r.a, o.length - r.a);
+      }
+      o.length = r.a;
+      break;
+    case OpKind::kPunch:
+      if (r.a < o.length) ZeroBytes(o, r.a, std::min(r.b, o.length - r.a));
+      break;
+    case OpKind::kFree: objects_.erase(it); break;
+    case OpKind::kBonus:
+      o.bonus_type = r.aux;
+      o.bonus = BonusBytes(r.object, r.seq, r.a);
+      break;
+    default: return Impossible(r, "unknown record kind");
+  }
+  return Status::Ok();
+}
+
+void Model::WriteBytes(ModelObject& o, const WriteSpec& w) {
+  for (uint64_t pos = w.off; pos < w.off + w.len;) {
+    const uint64_t page = pos / kPage;
+    const uint64_t hi = std::min(w.off + w.len, (page + 1) * kPage);
+    std::string& p = o.pages[page];
+    if (p.empty()) p.assign(kPage, '\0');
+    FillStamped(w, pos, hi - pos, p.data() + (pos - page * kPage));
+    pos = hi;
+  }
+}
+
+void Model::ZeroBytes(ModelObject& o, uint64_t off, uint64_t len) {
+  const uint64_t end = off + len;
+  for (auto it = o.pages.lower_bound(off / kPage); it != o.pages.end() && it->first * kPage < end;
+       ++it) {
+    const uint64_t base = it->first * kPage;
+    const uint64_t lo = std::max(off, base), hi = std::min(end, base + kPage);
+    std::memset(it->second.data() + (lo - base), 0, hi - lo);
+  }
+}
+
+std::string Model::Expected(const ModelObject& o, uint64_t off, uint64_t n) {
+  std::string out(n, '\0');
+  const uint64_t end = off + n;
+  for (auto it = o.pages.lower_bound(off / kPage); it != o.pages.end() && it->first * kPage < end;
+       ++it) {
+    const uint64_t base = it->first * kPage;
+    const uint64_t lo = std::max(off, base), hi = std::min(end, base + kPage);
+    std::memcpy(out.data() + (lo - off), it->second.data() + (lo - base), hi - lo);
+  }
+  return out;
+}
+
+Status Model::CompareRange(dmu::ObjectSet* os, uint64_t id, const ModelObject& o, uint64_t off,
+                           uint64_t n, VerifyStats* stats) const {
+  constexpr uint64_t kPiece = 1 << 20;
+  for (uint64_t pos = off; pos < off + n; pos += kPiece) {
+    const uint64_t len = std::min(kPiece, off + n - pos);
+    auto got = os->Read(ObjectId(id), pos, len);
+    const std::string where = "object " + std::to_string(id) + " [" + std::to_string(pos) + ", +" +
+                              std::to_string(len) + ")";
+    if (!got.ok())
+      return Status::Corruption("read of " + where + " failed: " + got.status().ToString());
+    if (got->size() != len)
+      return Status::Corruption("read of " + where + " returned " + std::to_string(got->size()) +
+                                " bytes");
+    const std::string want = Expected(o, pos, len);
+    stats->bytes += len;
+    if (*got == want) continue;
+    uint64_t first = 0, last = 0, differ = 0;
+    for (uint64_t i = 0; i < len; i++) {
+      if ((*got)[i] == want[i]) continue;
+      if (differ++ == 0) first = i;
+      last = i;
+    }
+    const uint64_t at = pos + first;
+    const uint64_t chunk = at / kChunk * kChunk;
+    const uint64_t ci = chunk - pos;
+    const uint64_t cn = std::min<uint64_t>(kChunk, len - ci);
+    return Status::Corruption(
+        "object " + std::to_string(id) + " differs at offset " + std::to_string(at) + " (" +
+        std::to_string(differ) + " bytes differ in [" + std::to_string(pos + first) + ", " +
+        std::to_string(pos + last + 1) + "), block size " + std::to_string(o.block_size) +
+        ", length " + std::to_string(o.length) + "): expected " +
+        DescribeChunk(std::string_view(want).substr(ci, cn), chunk) + ", found " +
+        DescribeChunk(std::string_view(*got).substr(ci, cn), chunk));
+  }
+  return Status::Ok();
+}
+
+Status Model::Verify(dmu::ObjectSet* os, uint64_t seed, VerifyStats* stats,
+                     uint64_t* bad_object) const {
+  std::mt19937_64 rng(seed);
+  for (const auto& [id, o] : objects_) {
+    *bad_object = id;
+    const std::string name = "object " + std::to_string(id);
+    auto info = os->Stat(ObjectId(id));
+    if (!info.ok()) return Status::Corruption(name + " is missing: " + info.status().ToString());
+    if (info->type != dmu::ObjectType::kPlain || info->block_size != o.block_size ||
+        info->length != o.length)
+      return Status::Corruption(
+          name + ": expected a plain object of block size " + std::to_string(o.block_size) +
+          " and length " + std::to_string(o.length) + ", found type " +
+          std::string(dmu::ObjectTypeName(info->type)) + ", block size " +
+          std::to_string(info->block_size) + ", length " + std::to_string(info->length));
+    if (info->bonus_type != o.bonus_type || info->bonus != o.bonus)
+      return Status::Corruption(
+          name + ": bonus differs: expected type " + std::to_string(o.bonus_type) + " and " +
+          std::to_string(o.bonus.size()) + " bytes, found type " +
+          std::to_string(info->bonus_type) + " and " + std::to_string(info->bonus.size()) +
+          " bytes" + (info->bonus.size() == o.bonus.size() ? " (other bytes)" : ""));
+    if (o.length <= kFullReadLimit) {
+      POOLFS_RETURN_IF_ERROR(CompareRange(os, id, o, 0, o.length, stats));
+    } else {
+      for (const auto& [page, bytes] : o.pages) {
+        if (page * kPage >= o.length) break;
+        POOLFS_RETURN_IF_ERROR(
+            CompareRange(os, id, o, page * kPage, std::min(kPage, o.length - page * kPage), stats));
+      }
+      for (int i = 0; i < 16; i++) {
+        const uint64_t off = rng() % o.length;
+        POOLFS_RETURN_IF_ERROR(
+            CompareRange(os, id, o, off, std::min<uint64_t>(4096, o.length - off), stats));
+      }
+      const uint64_t tail = std::min<uint64_t>(4096, o.length);
+      POOLFS_RETURN_IF_ERROR(CompareRange(os, id, o, o.length - tail, tail, stats));
+    }
+    stats->objects++;
+  }
+  // No other object exists.
+  uint64_t limit = os->next_object();
+  if (!objects_.empty()) limit = std::max(limit, objects_.rbegin()->first + 1);
+  for (uint64_t id = 1; id < limit; id++) {
+    if (objects_.count(id)) continue;
+    auto info = os->Stat(ObjectId(id));
+    if (info.ok()) {
+      *bad_object = id;
+      return Status::Corruption("object " + std::to_string(id) +
+                                " exists but the model has no such object (length " +
+                                std::to_string(info->length) + ")");
+    }
+    if (info.status().code() != StatusCode::kNotFound) {
+      *bad_object = id;
+      return Status::Corruption("stat of free object " + std::to_string(id) +
+                                " failed: " + info.status().ToString());
+    }
+  }
+  *bad_object = 0;
+  if (os->live_objects() != objects_.size())
+    return Status::Corruption("the object set counts " + std::to_string(os->live_objects()) +
+                              " live objects, the model " + std::to_string(objects_.size()));
+  return Status::Ok();
+}
+
+}  // namespace poolfs::stress

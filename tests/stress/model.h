@@ -1,0 +1,79 @@
+// Model: what the stressed object set must hold, rebuilt from the op log.
+//
+// The model is the verified state of the root dataset after the last cycle
+// (empty for a new pool) plus the logged operations of the txgs that the
+// pool imported after the crash, replayed in (txg, seq) order (see
+// op_log.h). Object data is kept sparse, in 64 KiB pages; a missing page is
+// zeros, and bytes at or past an object's length are always zero (as in the
+// DMU).
+//
+// Verify compares the model with an imported object set: every object's
+// attributes, its bytes (all of them when the object is at most 16 MiB
+// long, otherwise every page the model holds plus random samples of the
+// holes and the tail), that no other object id is allocated, and the live
+// object count. A difference is reported with the object, the offset and the
+// expected and found stamps (stamp.h).
+//
+// Thread safety: none; one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dmu/objset.h"
+#include "poolfs/status.h"
+#include "stress/op_log.h"
+#include "stress/stamp.h"
+
+namespace poolfs::stress {
+
+namespace dmu = ::poolfs::core::dmu;
+
+struct ModelObject {
+  uint32_t block_size = 0;
+  uint8_t compression = 0;
+  uint64_t length = 0;
+  uint8_t bonus_type = 0;
+  std::string bonus;
+  std::map<uint64_t, std::string> pages;  // page index -> kPage bytes
+};
+
+struct VerifyStats {
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+};
+
+class Model {
+ public:
+  static constexpr uint64_t kPage = 64 * 1024;
+  static constexpr uint64_t kFullReadLimit = 16 << 20;
+
+  // Applies the records with txg <= `through_txg` (kSynced ones aside), in
+  // (txg, seq) order. Fails with Corruption naming the record when the
+  // history is impossible: a create of an allocated id (the DMU handed out an
+  // id still in use), or an operation on an object that does not exist.
+  // *bad_object is then the object concerned.
+  Status Replay(std::vector<OpRecord> records, uint64_t through_txg, uint64_t* bad_object);
+
+  // Compares the model with `os` (see above). Fails with Corruption saying
+  // what differs; *bad_object is the object concerned (0 for a count).
+  Status Verify(dmu::ObjectSet* os, uint64_t seed, VerifyStats* stats, uint64_t* bad_object) const;
+
+  const std::map<uint64_t, ModelObject>& objects() const { return objects_; }
+  uint64_t bytes_held() const;
+
+ private:
+  Status Apply(const OpRecord& r);
+  static void WriteBytes(ModelObject& o, const WriteSpec& w);
+  static void ZeroBytes(ModelObject& o, uint64_t off, uint64_t len);
+  // The bytes [off, off + n) of `o` as the model has them.
+  static std::string Expected(const ModelObject& o, uint64_t off, uint64_t n);
+  Status CompareRange(dmu::ObjectSet* os, uint64_t id, const ModelObject& o, uint64_t off,
+                      uint64_t n, VerifyStats* stats) const;
+
+  std::map<uint64_t, ModelObject> objects_;
+};
+
+}  // namespace poolfs::stress

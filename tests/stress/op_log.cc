@@ -1,0 +1,145 @@
+#include "stress/op_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "util/checksum.h"
+#include "util/endian.h"
+
+namespace poolfs::stress {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x474c504f;  // "OPLG"
+
+void Encode(const OpRecord& r, uint8_t* p) {
+  std::memset(p, 0, OpLog::kRecordSize);
+  util::PutLE32(p, kMagic);
+  p[4] = uint8_t(r.kind);
+  p[5] = r.aux;
+  util::PutLE64(p + 8, r.seq);
+  util::PutLE64(p + 16, r.txg);
+  util::PutLE64(p + 24, r.object);
+  util::PutLE64(p + 32, r.a);
+  util::PutLE64(p + 40, r.b);
+  util::PutLE64(p + 56, util::Xxh3_64(p, 56));
+}
+
+bool Decode(const uint8_t* p, OpRecord* r) {
+  if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kSynced)) return false;
+  r->kind = OpKind(p[4]);
+  r->aux = p[5];
+  r->seq = util::GetLE64(p + 8);
+  r->txg = util::GetLE64(p + 16);
+  r->object = util::GetLE64(p + 24);
+  r->a = util::GetLE64(p + 32);
+  r->b = util::GetLE64(p + 40);
+  return true;
+}
+
+Status Errno(const std::string& what) {
+  return Status::IOError(what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::string DescribeRecord(const OpRecord& r) {
+  std::string s = "seq " + std::to_string(r.seq) + " txg " + std::to_string(r.txg) + " ";
+  const std::string obj = " obj " + std::to_string(r.object);
+  switch (r.kind) {
+    case OpKind::kCreate:
+      return s + "create" + obj + " bs " + std::to_string(r.a) + " comp " + std::to_string(r.aux);
+    case OpKind::kWrite:
+      return s + "write" + obj + " [" + std::to_string(r.a) + ", +" + std::to_string(r.b) +
+             ") fill " + std::to_string(r.aux);
+    case OpKind::kTruncate: return s + "truncate" + obj + " to " + std::to_string(r.a);
+    case OpKind::kPunch:
+      return s + "punch" + obj + " [" + std::to_string(r.a) + ", +" + std::to_string(r.b) + ")";
+    case OpKind::kFree: return s + "free" + obj;
+    case OpKind::kBonus:
+      return s + "bonus" + obj + " type " + std::to_string(r.aux) + " len " + std::to_string(r.a);
+    case OpKind::kSynced: return s + "synced";
+  }
+  return s + "?";
+}
+
+int DumpLog(const std::string& path, uint64_t object) {
+  bool torn = false;
+  auto records = OpLog::Read(path, &torn);
+  if (!records.ok()) {
+    std::fprintf(stderr, "%s\n", records.status().ToString().c_str());
+    return 1;
+  }
+  std::stable_sort(records->begin(), records->end(), [](const OpRecord& a, const OpRecord& b) {
+    return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
+  });
+  for (const OpRecord& r : *records)
+    if (object == 0 || r.object == object || r.kind == OpKind::kSynced)
+      std::printf("%s\n", DescribeRecord(r).c_str());
+  if (torn) std::printf("(torn last record dropped)\n");
+  return 0;
+}
+
+Result<std::unique_ptr<OpLog>> OpLog::Open(const std::string& path, bool truncate) {
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  if (fd < 0) return Errno("open " + path);
+  return std::unique_ptr<OpLog>(new OpLog(fd));
+}
+
+OpLog::~OpLog() { ::close(fd_); }
+
+Status OpLog::Append(const OpRecord& r) {
+  uint8_t buf[kRecordSize];
+  Encode(r, buf);
+  ssize_t n;
+  do {
+    n = ::write(fd_, buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Errno("append to the op log");
+  if (size_t(n) != sizeof buf) return Status::IOError("short append to the op log");
+  return Status::Ok();
+}
+
+Result<std::vector<OpRecord>> OpLog::Read(const std::string& path, bool* torn) {
+  *torn = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open " + path);
+  std::string bytes;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status st = Errno("read " + path);
+      ::close(fd);
+      return st;
+    }
+    if (n == 0) break;
+    bytes.append(buf, size_t(n));
+  }
+  ::close(fd);
+  std::vector<OpRecord> out;
+  const size_t whole = bytes.size() / kRecordSize;
+  for (size_t i = 0; i < whole; i++) {
+    OpRecord r;
+    if (!Decode(reinterpret_cast<const uint8_t*>(bytes.data()) + i * kRecordSize, &r)) {
+      if (i + 1 == whole && bytes.size() % kRecordSize == 0) {
+        *torn = true;
+        break;
+      }
+      return Status::Corruption(path + ": record " + std::to_string(i) + " is damaged");
+    }
+    out.push_back(r);
+  }
+  if (bytes.size() % kRecordSize) *torn = true;
+  return out;
+}
+
+}  // namespace poolfs::stress

@@ -1,0 +1,88 @@
+// PowerRail: one power supply for all the vdevs of a pool under test.
+//
+// FaultInjectingDevice cuts the power of one device; a machine loses power
+// for all its disks at once. The rail wraps each FaultInjectingDevice in a
+// RailDevice that the pool uses: Cut() stops every I/O on every device at one
+// instant (it waits for I/Os in flight, then refuses new ones with IOError),
+// and then cuts each device's power with PowerCut::DropRandom, so each one
+// keeps, loses or tears its unflushed writes independently. ArmAfter(n) cuts
+// instead just before the n-th next write or flush, whichever device it
+// goes to, so the cut can land at any step of a txg sync.
+//
+// After a cut every I/O fails until On(); the devices are then as freshly
+// started over what survived.
+//
+// Thread safety: all methods from any thread; I/Os share a reader lock that
+// Cut takes exclusively.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "poolfs/status.h"
+#include "vdev/block_device.h"
+#include "vdev/fault_injecting_device.h"
+
+namespace poolfs::stress {
+
+class PowerRail {
+ public:
+  explicit PowerRail(std::vector<core::vdev::FaultInjectingDevice*> devs)
+      : devs_(std::move(devs)) {}
+
+  // Cuts the power of every device now (seeded DropRandom with torn-sector
+  // garbage). Returns the first device failure to take the surviving writes.
+  Status Cut(uint64_t seed);
+  // Cuts just before the n-th next write or flush (1 = the next one).
+  void ArmAfter(uint64_t n, uint64_t seed);
+  void On();
+  bool off() const { return off_.load(); }
+  uint64_t cuts() const { return cuts_.load(); }
+
+  // Runs one I/O under the rail (RailDevice's methods).
+  template <typename F>
+  Status Io(bool mutation, F&& io);
+
+ private:
+  std::vector<core::vdev::FaultInjectingDevice*> devs_;
+  std::shared_mutex mu_;
+  std::atomic<bool> off_{false};
+  std::atomic<int64_t> countdown_{-1};  // < 0: not armed
+  std::atomic<uint64_t> armed_seed_{0};
+  std::atomic<uint64_t> cuts_{0};
+};
+
+// A BlockDevice that passes I/O to a FaultInjectingDevice through a rail.
+class RailDevice final : public core::vdev::BlockDevice {
+ public:
+  RailDevice(PowerRail* rail, core::vdev::FaultInjectingDevice* dev) : rail_(rail), dev_(dev) {}
+  uint64_t size() const override { return dev_->size(); }
+  std::string name() const override { return dev_->name(); }
+  uint32_t sector_size() const override { return dev_->sector_size(); }
+  Status Read(uint64_t off, void* buf, size_t len) override;
+  Status Write(uint64_t off, const void* buf, size_t len) override;
+  Status Flush() override;
+
+ private:
+  PowerRail* const rail_;
+  core::vdev::FaultInjectingDevice* const dev_;
+};
+
+template <typename F>
+Status PowerRail::Io(bool mutation, F&& io) {
+  bool fire = false;
+  {
+    std::shared_lock l(mu_);
+    if (off_.load()) return Status::IOError("power is off");
+    if (mutation && countdown_.load() >= 0) fire = countdown_.fetch_sub(1) == 1;
+    if (!fire) return io();
+  }
+  // This I/O is the one the armed cut stops: it does not happen.
+  (void)Cut(armed_seed_.load());
+  return Status::IOError("power is off (cut before this I/O)");
+}
+
+}  // namespace poolfs::stress

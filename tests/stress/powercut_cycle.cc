@@ -1,0 +1,128 @@
+// Runner::PowercutCycle: the workload runs in this process on
+// FaultInjectingDevices behind one PowerRail, which is cut under it.
+#include <chrono>
+#include <thread>
+
+#include "stress/power_rail.h"
+#include "stress/runner.h"
+#include "stress/workload.h"
+#include "vdev/fault_injecting_device.h"
+#include "vdev/file_device.h"
+
+namespace poolfs::stress {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using core::pool::Pool;
+using core::vdev::FaultInjectingDevice;
+
+constexpr int kMaxObjectsPerThread = 12;
+
+int64_t MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+Status Runner::PowercutCycle(uint64_t cycle_seed) {
+  std::mt19937_64 rng(cycle_seed);
+  const core::pool::PoolOptions opts = RandomPoolOptions(rng);
+  // The vdev files under fault-injecting devices (not locked, so that the
+  // offline check can open them between cycles), all on one rail.
+  std::vector<std::unique_ptr<FaultInjectingDevice>> faults;
+  std::vector<FaultInjectingDevice*> fault_ptrs;
+  for (const std::string& path : paths_) {
+    auto f = core::vdev::FileDevice::Open(path, {false, false});
+    if (!f.ok()) return f.status();
+    faults.push_back(std::make_unique<FaultInjectingDevice>(std::move(f).value(), 512));
+    fault_ptrs.push_back(faults.back().get());
+  }
+  PowerRail rail(fault_ptrs);
+  std::vector<std::unique_ptr<RailDevice>> rail_devs;
+  std::vector<core::vdev::BlockDevice*> devs;
+  for (FaultInjectingDevice* f : fault_ptrs) {
+    rail_devs.push_back(std::make_unique<RailDevice>(&rail, f));
+    devs.push_back(rail_devs.back().get());
+  }
+
+  auto pool = Pool::ImportDevices(devs, opts);
+  if (!pool.ok()) return pool.status().WithContext("import before the workload");
+  if ((*pool)->imported_txg().value() != verified_txg_)
+    return Status::Corruption("a clean import opened txg " +
+                              std::to_string((*pool)->imported_txg().value()) + ", not txg " +
+                              std::to_string(verified_txg_) +
+                              " that the last cycle verified and exported");
+  auto log = OpLog::Open(log_path_, true);
+  if (!log.ok()) return log.status();
+  auto objects = ScanObjects((*pool)->root_dataset());
+  if (!objects.ok()) return objects.status();
+  WorkloadOptions wo;
+  wo.threads = options_.threads;
+  wo.seed = rng();
+  wo.max_objects_per_thread = kMaxObjectsPerThread;
+  Workload work(pool->get(), log->get(), wo, [&rail] { return rail.off(); });
+  const int64_t run_ms = int64_t(100 + rng() % 3000);
+  const bool armed = rng() % 2;
+  const uint64_t cut_seed = rng();
+  const uint64_t arm_after = 1 + rng() % 3000;
+  const auto start = Clock::now();
+  work.Start(*objects);
+  Status cut;
+  if (!armed) {
+    while (MsSince(start) < run_ms && !work.done())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    cut = rail.Cut(cut_seed);
+    cycle_note_ = ": cut after " + std::to_string(MsSince(start)) + " ms";
+  } else {
+    while (MsSince(start) < run_ms / 4 && !work.done())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    rail.ArmAfter(arm_after, cut_seed);
+    while (!rail.off() && MsSince(start) < run_ms + 5000 && !work.done())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool fired = rail.off();
+    cut = rail.Cut(cut_seed);
+    cycle_note_ = ": cut " +
+                  std::string(fired ? "before write/flush " : "(armed, not reached) after ") +
+                  (fired ? std::to_string(arm_after) : std::to_string(MsSince(start)) + " ms");
+  }
+  cycle_note_ += ", txg timeout " + std::to_string(opts.txg.timeout_ms) + " ms";
+  work.Stop();
+  if (!cut.ok()) return cut.WithContext("cutting the power");
+  if (!work.status().ok()) return work.status().WithContext("before the power cut");
+  const uint64_t last_synced = (*pool)->txgs().last_synced().value();
+  (void)(*pool)->Export();  // fails: the power is off
+  pool->reset();
+  log->reset();
+  rail.On();
+
+  bool torn = false;
+  auto records = OpLog::Read(log_path_, &torn);
+  if (!records.ok()) return records.status();
+  uint64_t logged = 0, ops = 0;
+  for (const OpRecord& r : *records) {
+    if (r.kind == OpKind::kSynced)
+      logged = std::max(logged, r.txg);
+    else
+      ops++;
+  }
+  stats_.ops += ops;
+  cycle_note_ += ", " + std::to_string(ops) + " ops, last synced " + std::to_string(last_synced);
+  if (logged > last_synced)
+    return Status::Corruption("the log says txg " + std::to_string(logged) +
+                              " synced but the txg manager's last_synced() is " +
+                              std::to_string(last_synced));
+  auto after = Pool::ImportDevices(devs, opts);
+  if (!after.ok()) return after.status().WithContext("import after the power cut");
+  POOLFS_RETURN_IF_ERROR(VerifyImport(after->get(), *records, last_synced, last_synced + 1));
+  POOLFS_RETURN_IF_ERROR((*after)->Export().WithContext("export after verifying"));
+  after->reset();
+  for (FaultInjectingDevice* f : fault_ptrs)
+    if (f->counters().pending_writes)
+      return Status::Corruption(f->name() + " has unflushed writes after a clean export");
+  rail_devs.clear();
+  faults.clear();
+  return CheckExported();
+}
+
+}  // namespace poolfs::stress

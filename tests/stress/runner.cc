@@ -1,0 +1,214 @@
+#include "stress/runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace poolfs::stress {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using core::pool::Pool;
+
+constexpr uint64_t kVdevSize = uint64_t{512} << 20;
+constexpr unsigned kCycleAlarmSeconds = 600;
+
+// The watchdog: a cycle that takes longer than kCycleAlarmSeconds is a hang.
+char g_alarm_message[512];
+void OnAlarm(int) {
+  ssize_t n = ::write(2, g_alarm_message, std::strlen(g_alarm_message));
+  (void)n;
+  _exit(1);
+}
+
+const char* ModeName(Mode m) {
+  return m == Mode::kKill ? "kill" : m == Mode::kPowercut ? "powercut" : "both";
+}
+
+}  // namespace
+
+Runner::Runner(const StressOptions& options) : options_(options), rng_(options.seed) {}
+
+core::pool::PoolOptions Runner::RandomPoolOptions(std::mt19937_64& rng) const {
+  core::pool::PoolOptions o;
+  o.txg.timeout_ms = 50 + rng() % 151;
+  o.txg.dirty_max_bytes = (16 + rng() % 113) << 20;
+  o.space.allocators = uint32_t(1 + rng() % 4);
+  return o;
+}
+
+std::string Runner::ReproCommand() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "poolfs-stress --dir %s.repro --seconds %.0f --threads %d --seed %llu --mode %s",
+                options_.dir.c_str(), options_.seconds, options_.threads,
+                static_cast<unsigned long long>(options_.seed), ModeName(options_.mode));
+  return buf;
+}
+
+std::string Runner::History(const std::vector<OpRecord>& records, uint64_t object) const {
+  std::vector<OpRecord> mine;
+  for (const OpRecord& r : records)
+    if (r.kind != OpKind::kSynced && r.object == object) mine.push_back(r);
+  std::stable_sort(mine.begin(), mine.end(), [](const OpRecord& a, const OpRecord& b) {
+    return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
+  });
+  std::string s = "  this cycle's log for object " + std::to_string(object) + " (" +
+                  std::to_string(mine.size()) + " records; '*': txg <= imported txg " +
+                  std::to_string(verified_txg_) + "):\n";
+  const size_t from = mine.size() > 40 ? mine.size() - 40 : 0;
+  if (from) s += "    ... " + std::to_string(from) + " older records\n";
+  for (size_t i = from; i < mine.size(); i++)
+    s += std::string("    ") + (mine[i].txg <= verified_txg_ ? "* " : "  ") +
+         DescribeRecord(mine[i]) + "\n";
+  auto it = model_.objects().find(object);
+  if (it != model_.objects().end())
+    s += "  the model has it with block size " + std::to_string(it->second.block_size) +
+         ", compression " + std::to_string(it->second.compression) + ", length " +
+         std::to_string(it->second.length) + "\n";
+  return s;
+}
+
+Status Runner::Setup() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.dir, ec);
+  if (ec) return Status::IOError("cannot create " + options_.dir + ": " + ec.message());
+  const int n = 1 + int(rng_() % 3);
+  core::pool::CreateOptions co;
+  co.name = "stress";
+  co.ashift = rng_() % 4 == 0 ? 9 : 12;
+  co.force = true;
+  for (int i = 0; i < n; i++) paths_.push_back(options_.dir + "/vdev" + std::to_string(i));
+  log_path_ = options_.dir + "/oplog";
+  std::printf("poolfs-stress: pool of %d x %llu MiB file vdevs, ashift %u, in %s\n", n,
+              static_cast<unsigned long long>(kVdevSize >> 20), co.ashift, options_.dir.c_str());
+  POOLFS_RETURN_IF_ERROR(Pool::Create(paths_, kVdevSize, co).WithContext("creating the pool"));
+  auto pool = Pool::Import(paths_, RandomPoolOptions(rng_));
+  if (!pool.ok()) return pool.status().WithContext("importing the new pool");
+  verified_txg_ = (*pool)->imported_txg().value();
+  uint64_t bad = 0;
+  VerifyStats vs;
+  POOLFS_RETURN_IF_ERROR(model_.Verify((*pool)->root_dataset(), rng_(), &vs, &bad));
+  return (*pool)->Export();
+}
+
+Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, uint64_t lower,
+                            uint64_t upper) {
+  const uint64_t imported = pool->imported_txg().value();
+  cycle_note_ += ", imported txg " + std::to_string(imported) +
+                 " (durable per log/manager >= " + std::to_string(lower) +
+                 (upper ? ", <= " + std::to_string(upper) : "") + ")";
+  if (imported < lower)
+    return Status::Corruption("the import opened txg " + std::to_string(imported) + " but txg " +
+                              std::to_string(lower) +
+                              " had synced before the crash: durable txgs lost");
+  if (upper && imported > upper)
+    return Status::Corruption("the import opened txg " + std::to_string(imported) +
+                              ", newer than any txg that could have reached disk (" +
+                              std::to_string(upper) + ")");
+  if (imported < verified_txg_)
+    return Status::Corruption("the import opened txg " + std::to_string(imported) +
+                              ", older than txg " + std::to_string(verified_txg_) +
+                              " verified in the previous cycle");
+  const uint64_t previous = verified_txg_;
+  verified_txg_ = imported;  // for History
+  uint64_t bad = 0;
+  Status st = model_.Replay(records, imported, &bad);
+  if (!st.ok()) {
+    failure_detail_ = History(records, bad);
+    return st.WithContext("replaying the op log through txg " + std::to_string(imported));
+  }
+  VerifyStats vs;
+  st = model_.Verify(pool->root_dataset(), rng_(), &vs, &bad);
+  if (!st.ok()) {
+    if (bad) failure_detail_ = History(records, bad);
+    return st.WithContext("verifying txg " + std::to_string(imported));
+  }
+  const auto ps = pool->Stats();
+  for (size_t i = 0; i < ps.checksum_errors.size(); i++)
+    if (ps.checksum_errors[i])
+      return Status::Corruption("vdev " + std::to_string(i) + " counted " +
+                                std::to_string(ps.checksum_errors[i]) +
+                                " checksum errors during import and verify");
+  stats_.txgs += imported - previous;
+  stats_.objects += vs.objects;
+  stats_.bytes += vs.bytes;
+  cycle_note_ += ", verified " + std::to_string(vs.objects) + " objects, " +
+                 std::to_string(vs.bytes >> 10) + " KiB";
+  return Status::Ok();
+}
+
+Status Runner::CheckExported() {
+  // TODO(poolfs check): call poolfs::CheckPool (core/include/poolfs/pool_admin.h)
+  // on paths_ once it lands, and fail the cycle on any problem it reports.
+  return Status::Ok();
+}
+
+int Runner::Run() {
+  std::printf("poolfs-stress: seed %llu, mode %s, %d threads, %.0f s\n",
+              static_cast<unsigned long long>(options_.seed), ModeName(options_.mode),
+              options_.threads, options_.seconds);
+  std::fflush(stdout);
+  const auto start = Clock::now();
+  Status st = Setup();
+  struct sigaction sa {};
+  sa.sa_handler = OnAlarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  Mode mode = options_.mode;
+  while (st.ok()) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (elapsed >= options_.seconds) break;
+    cycle_++;
+    const uint64_t cycle_seed = rng_();
+    mode =
+        options_.mode != Mode::kBoth ? options_.mode : (rng_() % 2 ? Mode::kKill : Mode::kPowercut);
+    cycle_note_.clear();
+    std::snprintf(g_alarm_message, sizeof g_alarm_message,
+                  "poolfs-stress: FAILED: cycle %llu (%s, cycle seed %llu) of run seed %llu "
+                  "hung for %u s; pool kept in %s\n",
+                  static_cast<unsigned long long>(cycle_), ModeName(mode),
+                  static_cast<unsigned long long>(cycle_seed),
+                  static_cast<unsigned long long>(options_.seed), kCycleAlarmSeconds,
+                  options_.dir.c_str());
+    alarm(kCycleAlarmSeconds);
+    st = mode == Mode::kKill ? KillCycle(cycle_seed) : PowercutCycle(cycle_seed);
+    alarm(0);
+    if (st.ok()) {
+      stats_.cycles++;
+      if (options_.verbose)
+        std::printf("cycle %llu %s%s\n", static_cast<unsigned long long>(cycle_), ModeName(mode),
+                    cycle_note_.c_str());
+      std::fflush(stdout);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!st.ok()) {
+    std::printf("poolfs-stress: FAILED in cycle %llu (%s) of run seed %llu:\n  %s\n",
+                static_cast<unsigned long long>(cycle_), ModeName(mode),
+                static_cast<unsigned long long>(options_.seed), st.ToString().c_str());
+    if (!cycle_note_.empty()) std::printf("  cycle:%s\n", cycle_note_.c_str());
+    std::printf("%s", failure_detail_.c_str());
+    std::printf("  pool and op log kept in %s\n  rerun: %s\n", options_.dir.c_str(),
+                ReproCommand().c_str());
+  }
+  std::printf(
+      "cycles: %llu, txgs: %llu, objects checked: %llu, bytes checked: %llu, seconds: %.0f\n",
+      static_cast<unsigned long long>(stats_.cycles), static_cast<unsigned long long>(stats_.txgs),
+      static_cast<unsigned long long>(stats_.objects),
+      static_cast<unsigned long long>(stats_.bytes), seconds);
+  std::fflush(stdout);
+  if (!st.ok()) return 1;
+  if (!options_.keep) {
+    for (const std::string& p : paths_) std::filesystem::remove(p);
+    std::filesystem::remove(log_path_);
+  }
+  return 0;
+}
+
+}  // namespace poolfs::stress

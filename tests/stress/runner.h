@@ -1,0 +1,103 @@
+// Runner: the cycles of poolfs-stress (see poolfs_stress.cc for the usage).
+//
+// Theory
+// ------
+// One pool lives in the run's directory for the whole run (1 to 3 file
+// vdevs, random ashift), with a Model of its root dataset that is the state
+// verified at the end of the last cycle. A cycle crashes the pool while a
+// Workload runs on it and checks what an import then finds:
+//
+//   kill      a forked child imports the pool, runs the workload (logging to
+//             an op log file) and is SIGKILLed at a random moment, or, one
+//             cycle in five, stops and exports cleanly;
+//   powercut  in this process, the pool runs on FaultInjectingDevices over
+//             the vdev files, behind one PowerRail; the rail is cut at a
+//             random moment or just before a random write or flush, every
+//             device dropping, keeping or tearing its unflushed writes.
+//
+// Then the parent imports the pool and requires:
+//   - the imported txg I is at least every txg the log says was durable
+//     (and, after a power cut, at most one past the last txg whose sync
+//     returned before the cut);
+//   - the model, advanced by replaying the log's operations of txgs <= I,
+//     matches the root dataset byte for byte, attributes, bonus, the set of
+//     allocated ids and the live count;
+//   - (TODO, when poolfs::CheckPool lands) the offline pool check is clean.
+// The model is then the verified state, the pool is exported, and the next
+// cycle continues on it. Any failure stops the run with everything needed
+// to reproduce it; the vdev files and the op log are kept.
+//
+// Thread safety: one thread drives a Runner.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pool/pool.h"
+#include "poolfs/status.h"
+#include "stress/model.h"
+#include "stress/op_log.h"
+
+namespace poolfs::stress {
+
+enum class Mode { kKill, kPowercut, kBoth };
+
+struct StressOptions {
+  std::string dir;
+  double seconds = 60;
+  int threads = 4;
+  uint64_t seed = 0;
+  Mode mode = Mode::kKill;
+  bool verbose = false;
+  bool keep = false;  // keep the pool files after a clean run
+};
+
+struct RunStats {
+  uint64_t cycles = 0;
+  uint64_t txgs = 0;
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+  uint64_t ops = 0;
+};
+
+class Runner {
+ public:
+  explicit Runner(const StressOptions& options);
+  // Runs cycles until the time is up. Returns 0 when every cycle verified,
+  // 1 after printing the first failure.
+  int Run();
+
+ private:
+  Status Setup();
+  Status KillCycle(uint64_t cycle_seed);
+  Status PowercutCycle(uint64_t cycle_seed);
+  // The child of a kill cycle; never returns.
+  [[noreturn]] void Child(const core::pool::PoolOptions& opts, uint64_t workload_seed,
+                          int64_t run_ms);
+  // Checks `pool` (just imported after a crash) against the model advanced
+  // by `records`: lower <= imported txg <= upper (upper 0: no bound). On
+  // success the model is the new verified state.
+  Status VerifyImport(core::pool::Pool* pool, const std::vector<OpRecord>& records, uint64_t lower,
+                      uint64_t upper);
+  // The offline pool check of the exported pool.
+  Status CheckExported();
+  core::pool::PoolOptions RandomPoolOptions(std::mt19937_64& rng) const;
+  std::string History(const std::vector<OpRecord>& records, uint64_t object) const;
+  std::string ReproCommand() const;
+
+  const StressOptions options_;
+  std::mt19937_64 rng_;
+  std::vector<std::string> paths_;
+  std::string log_path_;
+  Model model_;
+  uint64_t verified_txg_ = 0;  // the txg the model is the state of
+  uint64_t cycle_ = 0;
+  std::string cycle_note_;  // what the current cycle did, for --verbose and failures
+  std::string failure_detail_;
+  RunStats stats_;
+};
+
+}  // namespace poolfs::stress

@@ -1,0 +1,251 @@
+#include "stress/workload.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "stress/stamp.h"
+
+namespace poolfs::stress {
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+uint32_t PickBlockSize(std::mt19937_64& rng) {
+  const int r = int(rng() % 100);
+  if (r < 5) return 512;
+  if (r < 20) return 4096;
+  if (r < 35) return 16384;
+  if (r < 90) return 128 * 1024;
+  return 1024 * 1024;
+}
+
+util::Compression PickCompression(std::mt19937_64& rng) {
+  const int r = int(rng() % 10);
+  if (r < 3) return util::Compression::kOff;
+  if (r < 8) return util::Compression::kLz4;
+  return util::Compression::kZstd;
+}
+
+uint64_t PickWriteLength(std::mt19937_64& rng) {
+  const int r = int(rng() % 100);
+  if (r < 50) return 1 + rng() % 4096;
+  if (r < 80) return 4096 + rng() % (28 * 1024);
+  return 32 * 1024 + rng() % (224 * 1024);
+}
+
+uint64_t PickWriteOffset(std::mt19937_64& rng, const ObjectState& o) {
+  const int r = int(rng() % 100);
+  if (o.length > 4 * kMiB) return r < 70 ? rng() % kMiB : rng() % o.length;
+  if (r < 55 && o.length > 0) return rng() % o.length;
+  if (r < 85) return o.length + rng() % (64 * 1024);
+  if (r < 98) return rng() % kMiB;
+  return rng() % (uint64_t{1} << 34);  // far: more indirect levels
+}
+
+}  // namespace
+
+Result<std::vector<ObjectState>> ScanObjects(dmu::ObjectSet* os) {
+  std::vector<ObjectState> out;
+  const uint64_t limit = os->next_object();
+  for (uint64_t id = 1; id < limit; id++) {
+    auto info = os->Stat(ObjectId(id));
+    if (!info.ok()) {
+      if (info.status().code() == StatusCode::kNotFound) continue;
+      return info.status().WithContext("scanning object " + std::to_string(id));
+    }
+    out.push_back({id, info->length, info->block_size});
+  }
+  return out;
+}
+
+Workload::Workload(core::pool::Pool* pool, OpLog* log, const WorkloadOptions& options,
+                   std::function<bool()> failure_expected)
+    : pool_(pool),
+      os_(pool->root_dataset()),
+      log_(log),
+      options_(options),
+      failure_expected_(std::move(failure_expected)) {}
+
+Workload::~Workload() { Stop(); }
+
+void Workload::Start(const std::vector<ObjectState>& existing) {
+  std::vector<std::vector<ObjectState>> split(size_t(options_.threads));
+  for (const ObjectState& o : existing) split[o.id % split.size()].push_back(o);
+  running_ = options_.threads;
+  for (int i = 0; i < options_.threads; i++)
+    threads_.emplace_back(
+        [this, i, mine = std::move(split[size_t(i)])]() mutable { Run(i, std::move(mine)); });
+  watcher_ = std::thread([this] { Watch(); });
+}
+
+void Workload::Stop() {
+  stop_ = true;
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+Status Workload::status() const {
+  util::MutexLock l(&mu_);
+  return first_error_;
+}
+
+void Workload::Fail(int thread, const Status& st) {
+  if (stop_.load() && st.code() == StatusCode::kAborted) return;  // the pool is closing
+  if (failure_expected_ && failure_expected_()) return;
+  util::MutexLock l(&mu_);
+  if (first_error_.ok()) first_error_ = st.WithContext("workload thread " + std::to_string(thread));
+}
+
+void Workload::Watch() {
+  uint64_t logged = 0;
+  while (running_.load() > 0) {
+    const uint64_t t = pool_->txgs().last_synced().value();
+    if (t > logged) {
+      OpRecord r;
+      r.kind = OpKind::kSynced;
+      r.seq = log_->NextSeq();
+      r.txg = t;
+      if (!log_->Append(r).ok()) return;
+      logged = t;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Workload::Run(int thread, std::vector<ObjectState> mine) {
+  std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(thread));
+  while (!stop_.load()) {
+    dmu::Tx tx(pool_->assigner());
+    Status st = tx.Assign(256 * 1024);
+    if (!st.ok()) {
+      Fail(thread, st.WithContext("Assign"));
+      break;
+    }
+    const int n = 1 + int(rng() % 4);
+    for (int i = 0; i < n && st.ok(); i++) st = OneOp(tx, rng, mine);
+    const uint64_t txg = tx.txg().value();
+    tx.Commit();
+    if (!st.ok()) {
+      Fail(thread, st);
+      break;
+    }
+    uint64_t prev = max_txg_.load();
+    while (prev < txg && !max_txg_.compare_exchange_weak(prev, txg)) {
+    }
+    if (rng() % 50 == 0) {
+      st = pool_->WaitSynced(Txg(txg));
+      if (!st.ok()) {
+        Fail(thread, st.WithContext("WaitSynced(" + std::to_string(txg) + ")"));
+        break;
+      }
+      OpRecord r;
+      r.kind = OpKind::kSynced;
+      r.seq = log_->NextSeq();
+      r.txg = txg;
+      st = log_->Append(r);
+      if (!st.ok()) {
+        Fail(thread, st);
+        break;
+      }
+    }
+  }
+  running_--;
+}
+
+Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine) {
+  OpRecord r;
+  r.txg = tx.txg().value();
+  int kind = int(rng() % 100);
+  if (mine.empty() || (kind < 10 && int(mine.size()) < options_.max_objects_per_thread)) {
+    // Create: id handout, operation and record in one serial section.
+    util::MutexLock l(&log_->serial_mu());
+    r.kind = OpKind::kCreate;
+    r.seq = log_->NextSeq();
+    const uint32_t bs = PickBlockSize(rng);
+    const util::Compression comp = PickCompression(rng);
+    auto id = os_->Create(tx, dmu::ObjectType::kPlain, bs, comp);
+    if (!id.ok()) return id.status().WithContext("create");
+    r.object = id->value();
+    r.a = bs;
+    r.aux = uint8_t(comp);
+    POOLFS_RETURN_IF_ERROR(log_->Append(r));
+    mine.push_back({r.object, 0, bs});
+    ops_++;
+    return Status::Ok();
+  }
+  const size_t j = rng() % mine.size();
+  ObjectState& o = mine[j];
+  r.object = o.id;
+  Status st;
+  if (kind < 55) {
+    WriteSpec w;
+    w.object = o.id;
+    w.len = PickWriteLength(rng);
+    w.off = PickWriteOffset(rng, o);
+    if (rng() % 10 < 3) {  // whole blocks: the DMU need not read the old ones
+      w.off = w.off / o.block_size * o.block_size;
+      w.len = (w.len + o.block_size - 1) / o.block_size * o.block_size;
+    }
+    const int f = int(rng() % 10);
+    w.fill = f < 1 ? Fill::kZeros : f < 4 ? Fill::kCompressible : Fill::kRandom;
+    w.txg = r.txg;
+    w.seq = r.seq = log_->NextSeq();
+    st = os_->Write(tx, ObjectId(o.id), w.off, StampedData(w));
+    if (!st.ok()) return st.WithContext("write");
+    r.kind = OpKind::kWrite;
+    r.a = w.off;
+    r.b = w.len;
+    r.aux = uint8_t(w.fill);
+    o.length = std::max(o.length, w.off + w.len);
+  } else if (kind < 67) {
+    const int t = int(rng() % 10);
+    uint64_t len = t < 5   ? rng() % (o.length + 1)
+                   : t < 8 ? o.length + rng() % (128 * 1024)
+                   : t < 9 ? 0
+                           : o.length / o.block_size * o.block_size;
+    r.seq = log_->NextSeq();
+    st = os_->Truncate(tx, ObjectId(o.id), len);
+    if (!st.ok()) return st.WithContext("truncate");
+    r.kind = OpKind::kTruncate;
+    r.a = len;
+    o.length = len;
+  } else if (kind < 79) {
+    uint64_t off = rng() % (o.length + 4096);
+    uint64_t len = 1 + rng() % (512 * 1024);
+    if (rng() % 2) off = off / o.block_size * o.block_size;
+    r.seq = log_->NextSeq();
+    st = os_->Punch(tx, ObjectId(o.id), off, len);
+    if (!st.ok()) return st.WithContext("punch");
+    r.kind = OpKind::kPunch;
+    r.a = off;
+    r.b = len;
+  } else if (kind < 88) {
+    const uint64_t len = rng() % (dmu::kMaxBonus + 1);
+    const uint8_t type = uint8_t(rng());
+    r.seq = log_->NextSeq();
+    st = os_->SetBonus(tx, ObjectId(o.id), type, BonusBytes(o.id, r.seq, len));
+    if (!st.ok()) return st.WithContext("set bonus");
+    r.kind = OpKind::kBonus;
+    r.a = len;
+    r.aux = type;
+  } else if (kind < 94 && mine.size() > 2) {
+    util::MutexLock l(&log_->serial_mu());
+    r.kind = OpKind::kFree;
+    r.seq = log_->NextSeq();
+    st = os_->Free(tx, ObjectId(o.id));
+    if (!st.ok()) return st.WithContext("free");
+    POOLFS_RETURN_IF_ERROR(log_->Append(r));
+    mine.erase(mine.begin() + ptrdiff_t(j));
+    ops_++;
+    return Status::Ok();
+  } else {
+    return Status::Ok();  // an idle turn
+  }
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  ops_++;
+  return Status::Ok();
+}
+
+}  // namespace poolfs::stress

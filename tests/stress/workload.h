@@ -1,0 +1,94 @@
+// Workload: the random object operations poolfs-stress runs on a pool.
+//
+// Several threads, each owning a set of objects of the pool's root dataset
+// (objects it created, or found at start, spread by id), run Txs of one to
+// four random operations: create (random block size and compression), write
+// stamped data (stamp.h: overwrites, appends, sparse and far writes,
+// compressible and zero data), truncate (shrink or grow), punch a hole, set
+// the bonus, free. Each operation is logged with its txg before the Tx
+// commits (op_log.h). Now and then a thread waits for its txg to sync and
+// logs it as durable; a watcher thread logs every advance of last_synced().
+//
+// Failures. With `failure_expected` returning true (the power was cut), a
+// failed Assign, operation or WaitSynced just ends the thread; otherwise the
+// first failure is kept (status()) and ends the thread too.
+//
+// Thread safety: Start, Stop and the accessors from one controlling thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "pool/pool.h"
+#include "stress/op_log.h"
+#include "util/mutex.h"
+
+namespace poolfs::stress {
+
+namespace dmu = ::poolfs::core::dmu;
+
+struct WorkloadOptions {
+  int threads = 4;
+  uint64_t seed = 1;
+  int max_objects_per_thread = 12;
+};
+
+struct ObjectState {
+  uint64_t id = 0;
+  uint64_t length = 0;
+  uint32_t block_size = 0;
+};
+
+// The objects of `os` (ids below next_object() that Stat finds).
+Result<std::vector<ObjectState>> ScanObjects(dmu::ObjectSet* os);
+
+class Workload {
+ public:
+  Workload(core::pool::Pool* pool, OpLog* log, const WorkloadOptions& options,
+           std::function<bool()> failure_expected);
+  ~Workload();
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
+
+  // Starts the threads over the objects that exist now.
+  void Start(const std::vector<ObjectState>& existing);
+  // Asks the threads to finish their Tx and joins them.
+  void Stop();
+  // True once every worker thread has ended (by Stop or by a failure).
+  bool done() const { return running_.load() == 0; }
+
+  // OK, or the first unexpected failure (with the thread and operation).
+  Status status() const EXCLUDES(mu_);
+  uint64_t ops() const { return ops_.load(); }
+  // The newest txg any committed Tx used.
+  uint64_t max_txg() const { return max_txg_.load(); }
+
+ private:
+  void Run(int thread, std::vector<ObjectState> mine);
+  void Watch();
+  Status OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine);
+  // Ends the calling thread's work: records `st` unless expected.
+  void Fail(int thread, const Status& st) EXCLUDES(mu_);
+
+  core::pool::Pool* const pool_;
+  dmu::ObjectSet* const os_;
+  OpLog* const log_;
+  const WorkloadOptions options_;
+  const std::function<bool()> failure_expected_;
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int> running_{0};
+  std::atomic<uint64_t> ops_{0};
+  std::atomic<uint64_t> max_txg_{0};
+  std::vector<std::thread> threads_;
+  std::thread watcher_;
+  mutable util::Mutex mu_;
+  Status first_error_ GUARDED_BY(mu_);
+};
+
+}  // namespace poolfs::stress
