@@ -1,0 +1,151 @@
+// The public pool administration API (poolfs/pool_admin.h): CreatePool over
+// Pool::Create, CheckPool over CheckDevices with the files opened read-only
+// under a shared lock, and the report's summary.
+#include "poolfs/pool_admin.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+
+#include "pool/check.h"
+#include "pool/pool.h"
+#include "pool/pool_phys.h"
+#include "vdev/file_device.h"
+#include "vdev/vdev_layout.h"
+
+namespace poolfs {
+
+namespace {
+
+using core::vdev::ErrnoText;
+
+// A read-only descriptor holding a shared flock: imports (which take an
+// exclusive one) are refused while a check runs, other checks are not.
+class SharedLock {
+ public:
+  SharedLock() = default;
+  SharedLock(const SharedLock&) = delete;
+  SharedLock& operator=(const SharedLock&) = delete;
+  ~SharedLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  // Busy "<path> is in use by another process (pid N)" when an exclusive
+  // lock is held.
+  Status Take(const std::string& path) {
+    fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return Status::IOError("cannot open " + path + ": " + ErrnoText(errno));
+    while (flock(fd_, LOCK_SH | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK)
+        return Status::IOError("cannot lock " + path + ": " + ErrnoText(errno));
+      struct stat st;
+      int pid = fstat(fd_, &st) == 0 ? core::vdev::FindFlockHolder(st.st_dev, st.st_ino) : 0;
+      std::string who = pid == 0          ? "pid unknown"
+                        : pid == getpid() ? "pid " + std::to_string(pid) + ", this process"
+                                          : "pid " + std::to_string(pid);
+      return Status::Busy(path + " is in use by another process (" + who +
+                          "): export the pool before checking it");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string Bytes(uint64_t n) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = double(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    u++;
+  }
+  char buf[64];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s (%" PRIu64 " bytes)", v, kUnits[u], n);
+  return buf;
+}
+
+std::string Plural(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+Status CreatePool(const std::vector<std::string>& paths, uint64_t size_bytes,
+                  const CreatePoolOptions& options) {
+  if (paths.empty()) return Status::InvalidArgument("a pool needs at least one vdev file");
+  if (options.ashift < core::vdev::kMinAshift || options.ashift > core::vdev::kMaxAshift)
+    return Status::InvalidArgument("ashift " + std::to_string(options.ashift) +
+                                   " is outside 9..16");
+  POOLFS_RETURN_IF_ERROR(core::pool::ValidateDatasetName(options.name).WithContext("pool name"));
+  if (auto layout = core::vdev::ComputeVdevLayout(size_bytes); !layout.ok())
+    return Status::InvalidArgument("size " + std::to_string(size_bytes) + ": " +
+                                   layout.status().message());
+  // Which files exist already (a path named twice is refused, by name or by
+  // inode), so that a failure removes only the files this call created.
+  std::vector<bool> existed;
+  std::vector<std::pair<dev_t, ino_t>> ids;
+  for (size_t i = 0; i < paths.size(); i++) {
+    struct stat st;
+    const bool exists = stat(paths[i].c_str(), &st) == 0;
+    existed.push_back(exists);
+    for (size_t j = 0; j < i; j++) {
+      const bool same_inode =
+          exists && existed[j] && ids[j] == std::make_pair(st.st_dev, st.st_ino);
+      if (paths[i] == paths[j] || same_inode)
+        return Status::InvalidArgument(paths[j] + " and " + paths[i] + " are the same file");
+    }
+    ids.emplace_back(exists ? st.st_dev : 0, exists ? st.st_ino : 0);
+  }
+  core::pool::CreateOptions create;
+  create.name = options.name;
+  create.ashift = options.ashift;
+  create.force = options.force;
+  Status st = core::pool::Pool::Create(paths, size_bytes, create);
+  if (!st.ok())
+    for (size_t i = 0; i < paths.size(); i++)
+      if (!existed[i]) unlink(paths[i].c_str());
+  return st;
+}
+
+Result<CheckReport> CheckPool(const std::vector<std::string>& paths) {
+  if (paths.empty()) return Status::InvalidArgument("no vdev files given");
+  std::vector<std::unique_ptr<core::vdev::FileDevice>> files;
+  std::vector<std::unique_ptr<SharedLock>> locks;
+  std::vector<core::vdev::BlockDevice*> devs;
+  for (const std::string& path : paths) {
+    POOLFS_ASSIGN_OR_RETURN(auto f, core::vdev::FileDevice::Open(path, {true, false}));
+    locks.push_back(std::make_unique<SharedLock>());
+    POOLFS_RETURN_IF_ERROR(locks.back()->Take(path));
+    devs.push_back(f.get());
+    files.push_back(std::move(f));
+  }
+  return core::pool::CheckDevices(devs);
+}
+
+std::string CheckReport::Summary() const {
+  std::string s = "pool '" + pool + "', " + Plural(vdevs, "vdev", "vdevs") + ", checked at txg " +
+                  std::to_string(txg) + "\n";
+  s += "  " + Plural(datasets, "dataset", "datasets") + ", " +
+       Plural(objects, "object", "objects") + ", " + Plural(blocks, "block", "blocks") + "\n";
+  s += "  referenced " + Bytes(bytes_referenced) + "\n";
+  s += "  allocated by the space maps " + Bytes(bytes_allocated_by_maps) + "\n";
+  s += "  " + Plural(checksum_errors, "checksum error", "checksum errors") + ", " +
+       Plural(problems.size() + problems_omitted, "problem", "problems") + ", " +
+       Plural(warnings.size(), "warning", "warnings") + "\n";
+  s += ok() ? "pool is healthy\n" : "POOL IS DAMAGED\n";
+  return s;
+}
+
+}  // namespace poolfs

@@ -1,0 +1,246 @@
+// CheckDevices: steps 1 and 2 of the pool check (labels, the uberblock
+// import would pick), then the walk and the space check; see check.h.
+#include "pool/check.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "dmu/objset.h"
+#include "pool/check_space.h"
+#include "pool/check_walker.h"
+#include "pool/pool_phys.h"
+#include "space/allocator.h"
+#include "vdev/label.h"
+#include "vdev/vdev_layout.h"
+#include "zio/zio.h"
+
+namespace poolfs::core::pool {
+
+namespace {
+constexpr uint64_t kDirectoryObject = 1;
+// Import's reads of MOS objects, bounded so that a damaged length cannot
+// exhaust memory.
+constexpr uint64_t kMaxObjectRead = uint64_t{1} << 30;
+
+std::string U(uint64_t v) { return std::to_string(v); }
+
+// The pool as its labels describe it, vdevs in pool order.
+struct PoolOnDevices {
+  std::vector<vdev::BlockDevice*> devs;
+  PoolConfig config;
+  std::vector<vdev::VdevLayout> layouts;
+  std::vector<VdevGeometry> geometry;
+  std::vector<vdev::Uberblock> candidates;  // newest first, as import tries them
+};
+
+// Reads every device's labels and checks that they form one pool, with the
+// same rules as Pool::Open. Damaged label copies are problems; ring slots
+// that do not decode are warnings.
+Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, ProblemSink* sink) {
+  if (devs.empty()) return Status::InvalidArgument("no vdevs given");
+  std::vector<vdev::VdevLabelInfo> infos(devs.size());
+  PoolOnDevices p;
+  p.devs.assign(devs.size(), nullptr);
+  for (size_t i = 0; i < devs.size(); i++) {
+    auto info = vdev::ReadLabels(*devs[i]);
+    if (!info.ok())
+      return info.status().WithContext(devs[i]->name() + " is not a usable poolfs vdev");
+    const vdev::LabelHeader& h = info->header;
+    if (i > 0 && h.pool_guid != infos[0].header.pool_guid)
+      return Status::InvalidArgument(devs[i]->name() + " belongs to another pool than " +
+                                     devs[0]->name());
+    if (h.vdev_count != devs.size())
+      return Status::InvalidArgument("the pool has " + U(h.vdev_count) + " vdevs but " +
+                                     U(devs.size()) + " were given");
+    if (p.devs[h.vdev_index] != nullptr)
+      return Status::InvalidArgument(devs[i]->name() + " and " + p.devs[h.vdev_index]->name() +
+                                     " are the same vdev");
+    p.devs[h.vdev_index] = devs[i];
+    infos[i] = std::move(info).value();
+  }
+  std::sort(infos.begin(), infos.end(),
+            [](const auto& a, const auto& b) { return a.header.vdev_index < b.header.vdev_index; });
+  const vdev::VdevLabelInfo* newest = &infos[0];
+  for (const auto& info : infos)
+    if (info.header.config_txg > newest->header.config_txg) newest = &info;
+  POOLFS_ASSIGN_OR_RETURN(p.config, DecodePoolConfig(newest->config));
+  if (p.config.vdevs.size() != devs.size())
+    return Status::Corruption("pool config lists " + U(p.config.vdevs.size()) +
+                              " vdevs, the labels " + U(devs.size()));
+  const uint64_t pool_guid = infos[0].header.pool_guid;
+  uint64_t guid_sum = 0;
+  for (size_t i = 0; i < infos.size(); i++) {
+    const std::string name = "vdev " + U(i) + " (" + p.devs[i]->name() + ")";
+    const VdevConfig& vc = p.config.vdevs[i];
+    if (infos[i].header.vdev_guid != vc.guid)
+      return Status::Corruption(name + " is not the vdev the pool config names");
+    if (vc.ms_shift - vc.ashift >= 32)
+      return Status::Corruption(name + ": metaslab shift " + U(vc.ms_shift) +
+                                " is too large for ashift " + U(vc.ashift));
+    if (!vdev::ComputeVdevLayout(p.devs[i]->size()).ok())
+      return Status::Corruption(name + " is too small for a vdev");
+    guid_sum += vc.guid;
+    for (int l = 0; l < vdev::kLabelCount; l++)
+      if (!infos[i].label_status[l].ok())
+        sink->Add(name + " label " + U(uint64_t(l)), infos[i].label_status[l].message());
+    for (const std::string& e : infos[i].ring_errors) sink->Warn(name, e);
+    p.layouts.push_back(infos[i].layout);
+    p.geometry.push_back(
+        {infos[i].layout.alloc_start, infos[i].layout.alloc_size, vc.ashift, vc.ms_shift});
+  }
+  for (const auto& info : infos) {
+    for (const auto& f : info.uberblocks) {
+      if (f.ub.pool_guid != pool_guid || f.ub.guid_sum != guid_sum) continue;
+      if (std::find(p.candidates.begin(), p.candidates.end(), f.ub) == p.candidates.end())
+        p.candidates.push_back(f.ub);
+    }
+  }
+  std::stable_sort(p.candidates.begin(), p.candidates.end(),
+                   [](const auto& a, const auto& b) { return a.txg > b.txg; });
+  return p;
+}
+
+std::vector<zio::Zio::Vdev> ZioVdevs(const PoolOnDevices& p) {
+  std::vector<zio::Zio::Vdev> v;
+  for (size_t i = 0; i < p.devs.size(); i++) v.push_back({p.devs[i], p.config.vdevs[i].ashift});
+  return v;
+}
+
+// Import's test of an uberblock (Pool::OpenAt): the MOS, the pool
+// directory, every space map loaded into a metaslab, every dataset root.
+Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
+  std::vector<space::VdevSpaceConfig> vdevs;
+  for (size_t i = 0; i < p.devs.size(); i++)
+    vdevs.push_back({uint32_t(i), p.layouts[i].alloc_start, p.layouts[i].alloc_size,
+                     p.config.vdevs[i].ashift, p.config.vdevs[i].ms_shift});
+  space::SpaceOptions options;
+  options.allocators = 1;
+  space::SpaceManager space(vdevs, options);
+  zio::Zio zio(ZioVdevs(p), nullptr);
+  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root, DecodeRootPayload(ub.root));
+  POOLFS_ASSIGN_OR_RETURN(auto mos, dmu::ObjectSet::Open(&zio, root, "MOS"));
+  auto read = [&](uint64_t object, const std::string& what) -> Result<std::string> {
+    auto info = mos->Stat(ObjectId(object));
+    if (!info.ok()) return info.status().WithContext(what);
+    if (info->length > kMaxObjectRead)
+      return Status::Corruption(what + ": implausible length " + U(info->length));
+    auto bytes = mos->Read(ObjectId(object), 0, info->length);
+    if (!bytes.ok()) return bytes.status().WithContext(what);
+    return bytes;
+  };
+  POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes,
+                          read(kDirectoryObject, "pool directory (MOS object 1)"));
+  POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
+  for (const SpaceMapEntry& m : dir.space_maps) {
+    const std::string what = "space map of vdev " + U(m.vdev) + " metaslab " + U(m.metaslab) +
+                             " (MOS object " + U(m.object) + ")";
+    POOLFS_ASSIGN_OR_RETURN(std::string bytes, read(m.object, what));
+    POOLFS_RETURN_IF_ERROR(space.LoadMetaslab(m.vdev, m.metaslab, bytes).WithContext(what));
+  }
+  for (const DatasetEntry& e : dir.datasets) {
+    auto os = dmu::ObjectSet::Open(&zio, e.root, e.name);
+    if (!os.ok()) return os.status().WithContext("dataset '" + e.name + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
+                                 const BlockVisitor& visitor) {
+  CheckReport report;
+  ProblemSink sink(&report);
+  POOLFS_ASSIGN_OR_RETURN(PoolOnDevices p, ReadPool(devs, &sink));
+  report.pool = p.config.name;
+  report.vdevs = p.devs.size();
+  if (p.candidates.empty())
+    return Status::Corruption("pool '" + p.config.name +
+                              "' has no uberblock: its creation never completed");
+
+  // The uberblock import would pick.
+  const vdev::Uberblock* chosen = nullptr;
+  std::vector<std::pair<uint64_t, Status>> failed;
+  for (const vdev::Uberblock& ub : p.candidates) {
+    Status st = TryOpen(p, ub);
+    if (st.ok()) {
+      chosen = &ub;
+      break;
+    }
+    failed.emplace_back(ub.txg.value(), st);
+  }
+  if (chosen != nullptr) {
+    for (const auto& [txg, st] : failed)
+      sink.Add("uberblock of txg " + U(txg),
+               "its tree does not verify, so import falls back to txg " + U(chosen->txg.value()) +
+                   ": " + st.message());
+  } else {
+    std::string why;
+    for (const auto& [txg, st] : failed) why += "; txg " + U(txg) + ": " + st.message();
+    chosen = &p.candidates[0];
+    sink.Add("uberblocks",
+             "no uberblock's tree verifies, so import fails (walking the newest, txg " +
+                 U(chosen->txg.value()) + ")" + why);
+  }
+  report.txg = chosen->txg.value();
+
+  // The walk has a pipeline of its own: its checksum errors are the report's.
+  zio::Zio zio(ZioVdevs(p), nullptr);
+  CheckWalker walker(&zio, p.geometry, chosen->txg, &report, &sink, &visitor);
+  auto finish = [&] {
+    for (size_t v = 0; v < p.devs.size(); v++)
+      report.checksum_errors += zio.checksum_errors(uint32_t(v));
+    return report;
+  };
+  auto root = DecodeRootPayload(chosen->root);
+  if (!root.ok()) {
+    sink.Add("uberblock of txg " + U(report.txg), root.status().message());
+    return finish();
+  }
+  walker.WalkMos(*root);
+
+  const auto& mos = walker.mos_objects();
+  PoolDirectory dir;
+  bool have_dir = false;
+  const std::string dir_name = "pool directory (MOS object 1)";
+  const std::string unchecked = "; so the datasets and space maps it lists are not checked";
+  if (auto it = mos.find(kDirectoryObject); it == mos.end()) {
+    sink.Add(dir_name, walker.skipped_subtrees() > 0
+                           ? "not reached: the damage above hides it" + unchecked
+                           : "the MOS has no object 1" + unchecked);
+  } else if (it->second.type != dmu::ObjectType::kPoolDirectory) {
+    sink.Add(dir_name, "object 1 is a " + std::string(dmu::ObjectTypeName(it->second.type)) +
+                           " object" + unchecked);
+  } else if (!it->second.complete) {
+    sink.Add(dir_name, "not all of it could be read (see above)" + unchecked);
+  } else if (auto d = DecodePoolDirectory(it->second.bytes); !d.ok()) {
+    sink.Add(dir_name, d.status().message() + unchecked);
+  } else {
+    dir = std::move(d).value();
+    have_dir = true;
+  }
+  if (!have_dir) return finish();
+
+  report.datasets = dir.datasets.size();
+  for (const DatasetEntry& e : dir.datasets) {
+    if (e.created > chosen->txg)
+      sink.Add("dataset '" + e.name + "'",
+               "created in txg " + U(e.created.value()) + ", after the checked txg");
+    walker.WalkDataset(e.name, e.root);
+  }
+  std::set<uint64_t> named = {kDirectoryObject};
+  std::vector<SpaceMapInput> maps;
+  for (const SpaceMapEntry& m : dir.space_maps) {
+    named.insert(m.object);
+    auto it = mos.find(m.object);
+    maps.push_back({m.vdev, m.metaslab, m.object, it == mos.end() ? nullptr : &it->second});
+  }
+  for (const auto& [id, obj] : mos)
+    if (!named.count(id))
+      sink.Add("MOS object " + U(id) + " (" + std::string(dmu::ObjectTypeName(obj.type)) + ")",
+               "nothing in the pool directory names it (a leaked object)");
+  CheckSpace(walker, p.geometry, maps, &report, &sink);
+  return finish();
+}
+
+}  // namespace poolfs::core::pool

@@ -1,0 +1,86 @@
+// The offline pool verifier behind `poolfs check` (poolfs::CheckPool), in the
+// spirit of `zdb -b`.
+//
+// Theory
+// ------
+// 1. Labels. Every vdev's labels are read and must form one pool, exactly as
+//    import requires (the same pool GUID, every vdev once, the vdev GUIDs
+//    the config names). A damaged label copy is a problem; a ring slot that
+//    does not decode is only a warning (a power cut tears the slot being
+//    written, and import skips it).
+// 2. The uberblock. The candidates are tried newest first with import's own
+//    test (Pool::OpenAt's steps: the MOS root, the pool directory, every
+//    space map replayed, every dataset root), and the first that passes is
+//    checked. A newer one that fails is a problem (a txg was lost). When
+//    none passes, the newest is walked anyway, so the report names the
+//    damage.
+// 3. The walk (CheckWalker). From the MOS root: the MOS's metadnode, every
+//    MOS object, then every dataset's root, metadnode and objects; every
+//    block of every block tree is read through zio::Zio::Read (checksum
+//    verified, decompressed) and decoded with the refusing decoders. What
+//    cannot be read or decoded is a problem naming the dataset, object,
+//    level and block; the walk skips that subtree and goes on. Structural
+//    rules are checked on the way: levels and sizes as the parent says,
+//    birth txgs no later than the parent's and the uberblock's, indirect
+//    fill counts, each dnode's `used`, no block past an object's length,
+//    the object counts of each object set.
+// 4. Space, both ways (CheckSpace). Every stored block's extent (vdev,
+//    offset, asize) goes into a per-vdev map; an extent met twice or
+//    overlapping another is a problem. Each metaslab's space map (a MOS
+//    object the pool directory names) is replayed from all-free into its
+//    free set; a metaslab without a map is all free. Then every referenced
+//    extent must be allocated, and every allocated byte referenced.
+//
+// What "allocated" means at a synced txg T: the maps hold exactly the
+// blocks referenced by T's tree. Metaslab::Sync(T) appends T's allocations
+// and T's frees, both stamped T, so a block freed in T is free in the map as
+// of T even though the allocator keeps it out of use for kTxgDeferSize more
+// txgs (that deferral lives only in memory); the pool's MOS passes repeat
+// until a pass allocates and frees nothing, so the maps also cover the
+// blocks the MOS sync itself wrote. No slack is allowed either way.
+//
+// Nothing is ever written: the devices may be opened read-only.
+//
+// Thread safety: one call works on its own state; the devices must not be
+// written meanwhile (CheckPool holds a shared lock on every file).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dmu/dnode_phys.h"
+#include "poolfs/pool_admin.h"
+#include "poolfs/status.h"
+#include "vdev/block_device.h"
+#include "zio/block_ptr.h"
+
+namespace poolfs::core::pool {
+
+// CheckedBlock::object of an object set's root block.
+inline constexpr uint64_t kRootBlockObject = ~uint64_t{0};
+
+// One stored block the walk reached, before it is read.
+struct CheckedBlock {
+  bool mos = false;
+  std::string dataset;  // the dataset's name; empty for the MOS
+  uint64_t object = 0;  // 0: the metadnode; kRootBlockObject: the root block
+  dmu::ObjectType object_type = dmu::ObjectType::kNone;
+  uint8_t level = 0;
+  uint64_t blkid = 0;  // index of the block at its level
+  zio::BlockPtr bp;
+};
+
+using BlockVisitor = std::function<void(const CheckedBlock&)>;
+
+// Checks the pool on `devs` (all its vdevs, any order; only read). `visitor`,
+// when set, sees every stored block the walk reaches (tests use it to find
+// blocks to damage). Returns the report, or: InvalidArgument for the wrong
+// set of devices, Corruption for a device that is not a poolfs vdev or a pool
+// without any uberblock, NotSupported for another format version, IOError
+// when every label read fails.
+Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
+                                 const BlockVisitor& visitor = nullptr);
+
+}  // namespace poolfs::core::pool

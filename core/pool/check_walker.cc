@@ -1,0 +1,331 @@
+#include "pool/check_walker.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace poolfs::core::pool {
+
+namespace {
+constexpr uint64_t kFanout = uint64_t{1} << dmu::kIndirectShift;
+// A gathered MOS object longer than this is refused: a damaged length must
+// not exhaust memory.
+constexpr uint64_t kMaxGatheredBytes = uint64_t{1} << 30;
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+std::string U(uint64_t v) { return std::to_string(v); }
+}  // namespace
+
+void ProblemSink::Add(std::string where, std::string what) {
+  if (report_->problems.size() < CheckReport::kMaxListed)
+    report_->problems.push_back({std::move(where), std::move(what)});
+  else
+    report_->problems_omitted++;
+}
+
+void ProblemSink::Warn(std::string where, std::string what) {
+  if (report_->warnings.size() < CheckReport::kMaxListed)
+    report_->warnings.push_back({std::move(where), std::move(what)});
+}
+
+CheckWalker::CheckWalker(zio::Zio* zio, std::vector<VdevGeometry> vdevs, Txg txg,
+                         CheckReport* report, ProblemSink* sink, const BlockVisitor* visitor)
+    : zio_(zio),
+      vdevs_(std::move(vdevs)),
+      txg_(txg),
+      report_(report),
+      sink_(sink),
+      visitor_(visitor),
+      refs_(vdevs_.size()) {}
+
+std::string CheckWalker::Describe(const Origin& o) const {
+  std::string s = o.dataset < 0 ? "MOS" : "dataset '" + names_[size_t(o.dataset)] + "'";
+  if (o.object == kRootBlockObject) return s + " root block";
+  if (o.object == 0) {
+    s += " metadnode";
+  } else {
+    s += " object " + U(o.object);
+    if (o.dataset < 0) s += " (" + std::string(dmu::ObjectTypeName(o.type)) + ")";
+  }
+  return s + " L" + U(o.level) + " block " + U(o.blkid);
+}
+
+std::string CheckWalker::DescribeAt(const Origin& o, uint32_t vdev, uint64_t offset) const {
+  return Describe(o) + " (vdev " + U(vdev) + " offset " + Hex(offset) + ")";
+}
+
+void CheckWalker::Problem(const Origin& o, const zio::BlockPtr& bp, std::string what) {
+  sink_->Add(bp.IsHole() ? Describe(o) : DescribeAt(o, bp.dva.vdev, bp.dva.offset),
+             std::move(what));
+}
+
+void CheckWalker::Visit(const zio::BlockPtr& bp, const Origin& o) {
+  if (visitor_ == nullptr || !*visitor_) return;
+  CheckedBlock b;
+  b.mos = o.dataset < 0;
+  if (!b.mos) b.dataset = names_[size_t(o.dataset)];
+  b.object = o.object;
+  b.object_type = o.type;
+  b.level = o.level;
+  b.blkid = o.blkid;
+  b.bp = bp;
+  (*visitor_)(b);
+}
+
+CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o,
+                                        Txg parent_birth) {
+  if (bp.birth > txg_)
+    Problem(o, bp,
+            "born in txg " + U(bp.birth.value()) + ", after the checked txg " + U(txg_.value()));
+  else if (bp.birth > parent_birth)
+    Problem(o, bp,
+            "born in txg " + U(bp.birth.value()) + ", after the block that points to it (txg " +
+                U(parent_birth.value()) + ")");
+  const uint32_t vdev = bp.dva.vdev;
+  const uint64_t off = bp.dva.offset, size = bp.dva.size;
+  if (vdev >= vdevs_.size()) {
+    Problem(o, bp, "names vdev " + U(vdev) + "; the pool has " + U(vdevs_.size()));
+    return Ref::kInvalid;
+  }
+  const VdevGeometry& g = vdevs_[vdev];
+  if (off < g.alloc_start || size > g.alloc_size || off - g.alloc_start > g.alloc_size - size) {
+    Problem(o, bp,
+            "extent [" + Hex(off) + ", +" + U(size) + ") lies outside the allocatable area [" +
+                Hex(g.alloc_start) + ", " + Hex(g.alloc_start + g.alloc_size) + ")");
+    return Ref::kInvalid;
+  }
+  if (((off | size) & ((uint64_t{1} << g.ashift) - 1)) != 0) {
+    Problem(o, bp,
+            "extent [" + Hex(off) + ", +" + U(size) + ") is not aligned to the vdev's " +
+                U(uint64_t{1} << g.ashift) + "-byte sectors");
+    return Ref::kInvalid;
+  }
+  auto& m = refs_[vdev];
+  auto next = m.lower_bound(off);
+  if (next != m.end() && next->first == off && next->second.size == size) {
+    Problem(o, bp,
+            "is also referenced by " + Describe(next->second.origin) + ": one block, two pointers");
+    return Ref::kDuplicate;  // the same bytes: walking them again adds nothing
+  }
+  auto conflict = m.end();
+  if (next != m.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second.size > off) conflict = prev;
+  }
+  if (conflict == m.end() && next != m.end() && next->first < off + size) conflict = next;
+  if (conflict != m.end()) {
+    Problem(o, bp,
+            "extent [" + Hex(off) + ", +" + U(size) + ") overlaps " +
+                DescribeAt(conflict->second.origin, vdev, conflict->first) + " [" +
+                Hex(conflict->first) + ", +" + U(conflict->second.size) + ")");
+    return Ref::kWalk;  // a different block: still read and walk it
+  }
+  m.emplace_hint(next, off, RefExtent{size, o});
+  report_->bytes_referenced += size;
+  return Ref::kWalk;
+}
+
+void CheckWalker::WalkMos(const zio::BlockPtr& root) { WalkObjset(-1, root); }
+
+void CheckWalker::WalkDataset(const std::string& name, const zio::BlockPtr& root) {
+  names_.push_back(name);
+  WalkObjset(int32_t(names_.size() - 1), root);
+}
+
+void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
+  Origin ro;
+  ro.dataset = ds;
+  ro.object = kRootBlockObject;
+  if (root.IsHole()) {
+    sink_->Add(Describe(ro), "is a hole: the object set was never written");
+    skipped_++;
+    return;
+  }
+  Visit(root, ro);
+  report_->blocks++;
+  if (root.type != zio::BlockType::kObjset) {
+    Problem(
+        ro, root,
+        "points to a " + std::string(zio::BlockTypeName(root.type)) + " block, not an object set");
+    skipped_++;
+    return;
+  }
+  if (Ref r = Reference(root, ro, txg_); r != Ref::kWalk) {
+    if (r == Ref::kInvalid) skipped_++;
+    return;
+  }
+  auto bytes = zio_->Read(root);
+  if (!bytes.ok()) {
+    Problem(ro, root, bytes.status().message());
+    skipped_++;
+    return;
+  }
+  auto phys = dmu::DecodeObjset(*bytes, Describe(ro));
+  if (!phys.ok()) {
+    Problem(ro, root, phys.status().message());
+    skipped_++;
+    return;
+  }
+  const dmu::ObjsetType want = ds < 0 ? dmu::ObjsetType::kMos : dmu::ObjsetType::kDataset;
+  if (phys->type != want)
+    Problem(ro, root,
+            ds < 0 ? "is a dataset's object set, not the MOS"
+                   : "is the MOS's object set, not a dataset's");
+  if (root.fill != std::max<uint64_t>(phys->live_objects, 1))
+    Problem(ro, root,
+            "pointer has fill " + U(root.fill) + "; the object set has " + U(phys->live_objects) +
+                " objects");
+
+  uint64_t live = 0, max_id = 0;
+  TreeWalk w;
+  w.base.dataset = ds;
+  w.base.type = dmu::ObjectType::kMetadnode;
+  w.base.object = 0;
+  w.on_leaf = [&](uint64_t blkid, const std::string& data, const zio::BlockPtr& bp) {
+    Origin leaf = w.base;
+    leaf.blkid = blkid;
+    auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    for (uint64_t slot = 0; slot < dmu::kDnodesPerBlock; slot++) {
+      const uint64_t id = blkid * dmu::kDnodesPerBlock + slot;
+      auto d = dmu::DecodeDnode(p + slot * dmu::kDnodeSize, "object " + U(id));
+      if (!d.ok()) {
+        Problem(leaf, bp, d.status().message());
+        skipped_++;
+        continue;
+      }
+      if (d->free()) continue;
+      if (id == 0 || d->type == dmu::ObjectType::kMetadnode) {
+        Problem(leaf, bp,
+                "object " + U(id) + " is a " + std::string(dmu::ObjectTypeName(d->type)) +
+                    " dnode where none may be");
+        continue;
+      }
+      live++;
+      max_id = std::max(max_id, id);
+      WalkObject(ds, id, *d, bp.birth);
+    }
+  };
+  WalkTree(w, phys->metadnode, root.birth);
+  report_->objects += live;
+  if (w.damaged) return;  // the counts below cannot be judged
+  if (live != phys->live_objects)
+    Problem(ro, root,
+            "says " + U(phys->live_objects) + " objects are live; its metadnode holds " + U(live));
+  if (live > 0 && max_id >= phys->next_object)
+    Problem(ro, root,
+            "says every object id from " + U(phys->next_object) + " is free, but object " +
+                U(max_id) + " exists");
+}
+
+void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, Txg parent_birth) {
+  TreeWalk w;
+  w.base.dataset = ds;
+  w.base.type = d.type;
+  w.base.object = id;
+  GatheredObject* g = nullptr;
+  if (ds < 0) {
+    GatheredObject& obj = mos_objects_[id];
+    obj.type = d.type;
+    if (d.type == dmu::ObjectType::kPoolDirectory || d.type == dmu::ObjectType::kSpaceMap) {
+      if (d.length > kMaxGatheredBytes) {
+        sink_->Add(Describe(w.base), "is " + U(d.length) + " bytes long, implausibly long");
+      } else {
+        obj.bytes.assign(d.length, '\0');
+        obj.complete = true;
+        g = &obj;
+      }
+    }
+  }
+  if (g != nullptr) {
+    w.on_leaf = [g, &d](uint64_t blkid, const std::string& data, const zio::BlockPtr&) {
+      const uint64_t off = blkid * d.block_size;
+      if (off >= g->bytes.size()) return;
+      std::memcpy(g->bytes.data() + off, data.data(),
+                  std::min<uint64_t>(data.size(), g->bytes.size() - off));
+    };
+  }
+  WalkTree(w, d, parent_birth);
+  if (g != nullptr && w.damaged) g->complete = false;
+}
+
+void CheckWalker::WalkTree(TreeWalk& w, const dmu::DnodePhys& d, Txg parent_birth) {
+  w.block_size = d.block_size;
+  if (!d.bp.IsHole()) WalkBlock(w, d.bp, uint8_t(d.nlevels - 1), 0, parent_birth);
+  Origin top = w.base;
+  top.level = uint8_t(d.nlevels - 1);
+  std::string object = Describe(top);
+  object = object.substr(0, object.rfind(" L"));  // the object, without a block
+  if (w.leaves > 0 && w.last_leaf >= (d.length + d.block_size - 1) / d.block_size)
+    sink_->Add(object, "has block " + U(w.last_leaf) + " of " + U(d.block_size) +
+                           " bytes past its length of " + U(d.length) + " bytes");
+  if (!w.damaged && w.used != d.used)
+    sink_->Add(object,
+               "dnode says " + U(d.used) + " bytes are allocated; its blocks take " + U(w.used));
+}
+
+void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level, uint64_t index,
+                            Txg parent_birth) {
+  if (bp.IsHole()) return;
+  Origin o = w.base;
+  o.level = level;
+  o.blkid = index;
+  Visit(bp, o);
+  report_->blocks++;
+  // A block that hides others (an indirect block, a dnode block) and is not
+  // walked leaves the space check blind below it.
+  const bool hides = level > 0 || w.base.object == 0;
+  auto give_up = [&](std::string what) {
+    Problem(o, bp, std::move(what));
+    w.damaged = true;
+    if (hides) skipped_++;
+  };
+  if (bp.level != level)
+    return give_up("pointer says level " + U(bp.level) + "; the tree puts the block at level " +
+                   U(level));
+  const uint32_t lsize = level > 0 ? uint32_t(dmu::kIndirectBlockSize) : w.block_size;
+  if (bp.lsize != lsize)
+    return give_up("pointer says " + U(bp.lsize) + " bytes; blocks here are " + U(lsize));
+  if (bp.type == zio::BlockType::kObjset) return give_up("an object set block inside a block tree");
+  const Ref r = Reference(bp, o, parent_birth);
+  if (r == Ref::kInvalid) {
+    w.damaged = true;
+    if (hides) skipped_++;
+    return;
+  }
+  w.used += bp.dva.size;  // the dnode counts it, whoever else does
+  if (r == Ref::kDuplicate) return;
+  auto data = zio_->Read(bp);
+  if (!data.ok()) return give_up(data.status().message());
+  if (level == 0) {
+    w.leaves++;
+    w.last_leaf = index;
+    if (w.on_leaf) w.on_leaf(index, *data, bp);
+    return;
+  }
+  auto* p = reinterpret_cast<const uint8_t*>(data->data());
+  uint64_t fill = 0;
+  bool all_decoded = true;
+  for (uint64_t i = 0; i < kFanout; i++) {
+    auto child = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, "slot " + U(i));
+    if (!child.ok()) {
+      Problem(o, bp, child.status().message());
+      w.damaged = true;
+      all_decoded = false;
+      skipped_++;
+      continue;
+    }
+    fill += child->fill;
+    if (!child->IsHole()) WalkBlock(w, *child, uint8_t(level - 1), index * kFanout + i, bp.birth);
+  }
+  if (all_decoded && fill != bp.fill)
+    Problem(o, bp,
+            "pointer has fill " + U(bp.fill) + "; the block's children add up to " + U(fill));
+}
+
+}  // namespace poolfs::core::pool

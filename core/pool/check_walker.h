@@ -1,0 +1,134 @@
+// CheckWalker: step 3 of the pool check (see check.h): walks object sets
+// block by block, verifying and decoding everything, and records every
+// referenced extent for the space check.
+//
+// Thread safety: none; one check owns one walker.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dmu/dnode_phys.h"
+#include "pool/check.h"
+#include "poolfs/pool_admin.h"
+#include "poolfs/types.h"
+#include "zio/zio.h"
+
+namespace poolfs::core::pool {
+
+// Adds problems and warnings to a report, listing at most kMaxListed of
+// each (the rest are counted).
+class ProblemSink {
+ public:
+  explicit ProblemSink(CheckReport* report) : report_(report) {}
+  void Add(std::string where, std::string what);
+  void Warn(std::string where, std::string what);
+
+ private:
+  CheckReport* report_;
+};
+
+// Where a vdev's blocks may lie and how its metaslabs are cut.
+struct VdevGeometry {
+  uint64_t alloc_start = 0;
+  uint64_t alloc_size = 0;
+  uint32_t ashift = 12;
+  uint32_t ms_shift = 24;
+};
+
+// Who references a block, compactly (a pool has millions of blocks).
+struct Origin {
+  int32_t dataset = -1;  // index into the walker's dataset names; -1: the MOS
+  dmu::ObjectType type = dmu::ObjectType::kNone;
+  uint8_t level = 0;
+  uint64_t object = 0;  // kRootBlockObject: the object set's root block
+  uint64_t blkid = 0;
+};
+
+struct RefExtent {
+  uint64_t size = 0;
+  Origin origin;
+};
+// Per vdev: every referenced extent by offset (no two overlap).
+using RefMap = std::vector<std::map<uint64_t, RefExtent>>;
+
+// The content of a MOS object the walk gathered (the pool directory, space
+// maps).
+struct GatheredObject {
+  dmu::ObjectType type = dmu::ObjectType::kNone;
+  std::string bytes;      // length bytes; holes read as zeros
+  bool complete = false;  // every block of it read and verified
+};
+
+class CheckWalker {
+ public:
+  // `zio` reads (no space manager); `txg` is the uberblock's. `report`
+  // gets the counts, `sink` the problems.
+  CheckWalker(zio::Zio* zio, std::vector<VdevGeometry> vdevs, Txg txg, CheckReport* report,
+              ProblemSink* sink, const BlockVisitor* visitor);
+
+  // Walks the MOS from its root block pointer; gathers the content of its
+  // pool directory and space map objects (mos_objects()).
+  void WalkMos(const zio::BlockPtr& root);
+  // Walks dataset `name` from its root block pointer.
+  void WalkDataset(const std::string& name, const zio::BlockPtr& root);
+
+  // Every allocated MOS object: its type and, for the pool directory and
+  // space maps, its content.
+  const std::map<uint64_t, GatheredObject>& mos_objects() const { return mos_objects_; }
+  const RefMap& refs() const { return refs_; }
+  // Subtrees not walked because their root could not be read or decoded:
+  // the blocks below them are unknown to the space check.
+  uint64_t skipped_subtrees() const { return skipped_; }
+  const std::vector<std::string>& dataset_names() const { return names_; }
+
+  // "dataset 'tank' object 17 L0 block 3", "MOS metadnode L1 block 0",
+  // "dataset 'tank' root block".
+  std::string Describe(const Origin& o) const;
+  // Describe() plus " (vdev 0 offset 0x1234000)".
+  std::string DescribeAt(const Origin& o, uint32_t vdev, uint64_t offset) const;
+
+ private:
+  // One block tree being walked (an object's, or a metadnode's).
+  struct TreeWalk {
+    Origin base;  // dataset, object, type
+    uint32_t block_size = 0;
+    uint64_t used = 0;  // asize of every stored block found
+    uint64_t leaves = 0;
+    uint64_t last_leaf = 0;
+    bool damaged = false;  // some block of it could not be walked
+    std::function<void(uint64_t blkid, const std::string& data, const zio::BlockPtr& bp)> on_leaf;
+  };
+
+  void WalkObjset(int32_t dataset, const zio::BlockPtr& root);
+  void WalkObject(int32_t dataset, uint64_t id, const dmu::DnodePhys& d, Txg parent_birth);
+  // Walks the tree of `d` and checks the dnode against what it found.
+  void WalkTree(TreeWalk& w, const dmu::DnodePhys& d, Txg parent_birth);
+  void WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level, uint64_t index,
+                 Txg parent_birth);
+  enum class Ref {
+    kWalk,       // recorded (or overlapping another): read and walk it
+    kDuplicate,  // the very block another pointer reached: walked already
+    kInvalid,    // outside the pool or misaligned: cannot be read
+  };
+  // Checks the pointer's birth and place and records its extent.
+  Ref Reference(const zio::BlockPtr& bp, const Origin& o, Txg parent_birth);
+  void Visit(const zio::BlockPtr& bp, const Origin& o);
+  void Problem(const Origin& o, const zio::BlockPtr& bp, std::string what);
+
+  zio::Zio* zio_;
+  std::vector<VdevGeometry> vdevs_;
+  Txg txg_;
+  CheckReport* report_;
+  ProblemSink* sink_;
+  const BlockVisitor* visitor_;
+  RefMap refs_;
+  std::vector<std::string> names_;
+  std::map<uint64_t, GatheredObject> mos_objects_;
+  uint64_t skipped_ = 0;
+};
+
+}  // namespace poolfs::core::pool

@@ -1,0 +1,46 @@
+// The `poolfs` program's subcommands: each file cmd_<name>.cc defines
+// Add<Name>Command, which declares its arguments on the CLI11 app and returns
+// what runs it; main() lists them (one line per subcommand).
+//
+// Exit codes, for every subcommand:
+//   0  success (for `check`: the pool is healthy)
+//   1  the operation failed (for `check`: the pool is damaged, or is not a
+//      pool at all)
+//   2  usage: bad arguments, a file that does not exist, a pool in use
+//
+// Thread safety: main's thread only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "poolfs/status.h"
+
+namespace poolfs::daemon {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Command {
+  CLI::App* app = nullptr;   // the subcommand
+  std::function<int()> run;  // runs it once the command line parsed; the exit code
+};
+
+Command AddCreateCommand(CLI::App& parent);
+Command AddCheckCommand(CLI::App& parent);
+
+// Prints "poolfs <command>: <message>" to stderr and returns the exit code
+// for `st`: kExitUsage for InvalidArgument, NotFound, Busy and
+// PermissionDenied, kExitFailure otherwise.
+int ReportError(std::string_view command, const Status& st);
+
+// Parses a size: bytes ("1048576"), or a whole number with a binary suffix
+// K, M, G, T, P or E (any case, optionally followed by "iB" or "B": 512M,
+// 20G, 1TiB). InvalidArgument for anything else, zero, or an overflow.
+Result<uint64_t> ParseSize(std::string_view text);
+
+}  // namespace poolfs::daemon

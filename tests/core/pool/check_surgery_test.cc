@@ -1,0 +1,277 @@
+// The pool check against damage that every checksum agrees with: a space map
+// that allocates a block nothing references (a leak), and two pointers to
+// one block. A Surgeon edits the newest txg's tree in place, re-checksums
+// every block up the path, and commits it as a new uberblock.
+#include "pool/check.h"
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check_test_util.h"
+#include "dmu/dnode_phys.h"
+#include "pool/pool_phys.h"
+#include "space/metaslab.h"
+#include "util/compress.h"
+#include "vdev/label.h"
+#include "vdev/uberblock.h"
+#include "zio/zio.h"
+
+namespace poolfs::core::pool {
+namespace {
+
+using namespace check_test;
+
+// Edits an exported pool's newest tree in place (blocks keep their extents,
+// so the space maps stay true) and commits it as txg + 1.
+class Surgeon {
+ public:
+  struct Objset {
+    zio::BlockPtr root;
+    dmu::ObjsetPhys phys;
+  };
+
+  explicit Surgeon(const std::vector<std::string>& paths) {
+    for (const std::string& path : paths) {
+      auto f = vdev::FileDevice::Open(path, {false, false});
+      REQUIRE(f.ok());
+      auto info = vdev::ReadLabels(**f);
+      REQUIRE(info.ok());
+      REQUIRE(info->header.vdev_index == files_.size());  // created in this order
+      if (files_.empty()) config_ = DecodePoolConfig(info->config).value();
+      if (!info->uberblocks.empty() && info->uberblocks.front().ub.txg > ub_.txg)
+        ub_ = info->uberblocks.front().ub;
+      layouts_.push_back(info->layout);
+      files_.push_back(std::move(f).value());
+    }
+    std::vector<zio::Zio::Vdev> vdevs;
+    for (size_t i = 0; i < files_.size(); i++)
+      vdevs.push_back({files_[i].get(), config_.vdevs[i].ashift});
+    zio_ = std::make_unique<zio::Zio>(vdevs, nullptr);
+    mos_ = LoadObjset(DecodeRootPayload(ub_.root).value());
+  }
+
+  uint64_t txg() const { return ub_.txg.value(); }
+  const PoolConfig& config() const { return config_; }
+  const vdev::VdevLayout& layout(uint32_t vdev) const { return layouts_[vdev]; }
+  Objset& mos() { return mos_; }
+
+  PoolDirectory Directory() { return DecodePoolDirectory(ReadObject(mos_, 1)).value(); }
+  Objset Dataset(const std::string& name) {
+    for (const DatasetEntry& e : Directory().datasets)
+      if (e.name == name) return LoadObjset(e.root);
+    FAIL("no dataset " << name);
+    return {};
+  }
+
+  dmu::DnodePhys GetDnode(const Objset& os, uint64_t id) {
+    const dmu::DnodePhys& md = os.phys.metadnode;
+    std::string block = Leaf(md.bp, uint8_t(md.nlevels - 1), id / dmu::kDnodesPerBlock);
+    auto d = dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(block.data()) +
+                                  (id % dmu::kDnodesPerBlock) * dmu::kDnodeSize,
+                              "object " + std::to_string(id));
+    REQUIRE(d.ok());
+    return std::move(d).value();
+  }
+
+  // Rewrites the dnode's slot, the metadnode's path to it and the root.
+  void SetDnode(Objset& os, uint64_t id, const dmu::DnodePhys& d) {
+    dmu::DnodePhys& md = os.phys.metadnode;
+    md.bp = Replace(md.bp, uint8_t(md.nlevels - 1), id / dmu::kDnodesPerBlock, [&](std::string& s) {
+      dmu::EncodeDnode(
+          d, reinterpret_cast<uint8_t*>(s.data()) + (id % dmu::kDnodesPerBlock) * dmu::kDnodeSize);
+    });
+    os.root = Rewrite(os.root, dmu::EncodeObjset(os.phys));
+  }
+
+  std::string ReadObject(const Objset& os, uint64_t id) {
+    dmu::DnodePhys d = GetDnode(os, id);
+    std::string out;
+    for (uint64_t b = 0; b * d.block_size < d.length; b++) {
+      std::string block = Leaf(d.bp, uint8_t(d.nlevels - 1), b);
+      out += block.empty() ? std::string(d.block_size, '\0') : block;
+    }
+    out.resize(d.length);
+    return out;
+  }
+
+  // Replaces the content of an object that fits in its one block.
+  void RewriteSmallObject(Objset& os, uint64_t id, const std::string& content) {
+    dmu::DnodePhys d = GetDnode(os, id);
+    REQUIRE(d.nlevels == 1);
+    REQUIRE(content.size() <= d.block_size);
+    std::string block = content;
+    block.resize(d.block_size, '\0');
+    d.bp = Replace(d.bp, 0, 0, [&](std::string& s) { s = block; });
+    d.length = content.size();
+    SetDnode(os, id, d);
+  }
+
+  void SetDatasetRoot(const std::string& name, const zio::BlockPtr& root) {
+    PoolDirectory dir = Directory();
+    for (DatasetEntry& e : dir.datasets)
+      if (e.name == name) e.root = root;
+    RewriteSmallObject(mos_, 1, EncodePoolDirectory(dir));
+  }
+
+  // An uberblock of txg + 1 for the MOS as edited, on every vdev.
+  void Commit() {
+    vdev::Uberblock ub = ub_;
+    ub.txg = Txg(ub_.txg.value() + 1);
+    ub.root = EncodeRootPayload(mos_.root);
+    for (size_t i = 0; i < files_.size(); i++)
+      REQUIRE(vdev::WriteUberblock(*files_[i], layouts_[i], ub).ok());
+  }
+
+ private:
+  Objset LoadObjset(const zio::BlockPtr& root) {
+    auto bytes = zio_->Read(root);
+    REQUIRE(bytes.ok());
+    return {root, dmu::DecodeObjset(*bytes, "objset").value()};
+  }
+
+  // The level-0 block `blkid` under `bp` (at `level`); empty for a hole.
+  std::string Leaf(const zio::BlockPtr& bp, uint8_t level, uint64_t blkid) {
+    if (bp.IsHole()) return "";
+    auto data = zio_->Read(bp);
+    REQUIRE(data.ok());
+    if (level == 0) return std::move(data).value();
+    const uint64_t slot = (blkid >> (dmu::kIndirectShift * (level - 1))) & 2047;
+    auto child = zio::DecodeBlockPtr(
+        reinterpret_cast<const uint8_t*>(data->data()) + slot * zio::kBlockPtrSize, "");
+    REQUIRE(child.ok());
+    return Leaf(*child, uint8_t(level - 1), blkid);
+  }
+
+  // Edits level-0 block `blkid` under `bp` and rewrites the path in place;
+  // returns bp's new pointer.
+  zio::BlockPtr Replace(const zio::BlockPtr& bp, uint8_t level, uint64_t blkid,
+                        const std::function<void(std::string&)>& edit) {
+    REQUIRE_FALSE(bp.IsHole());
+    std::string data = zio_->Read(bp).value();
+    if (level == 0) {
+      edit(data);
+      return Rewrite(bp, data);
+    }
+    auto* p = reinterpret_cast<uint8_t*>(data.data()) +
+              ((blkid >> (dmu::kIndirectShift * (level - 1))) & 2047) * zio::kBlockPtrSize;
+    zio::BlockPtr child = zio::DecodeBlockPtr(p, "").value();
+    zio::EncodeBlockPtr(Replace(child, uint8_t(level - 1), blkid, edit), p);
+    return Rewrite(bp, data);
+  }
+
+  // Stores `data` as the block `old` names, compressed as it was if that
+  // still saves space, with a new checksum.
+  zio::BlockPtr Rewrite(const zio::BlockPtr& old, const std::string& data) {
+    zio::BlockPtr bp = old;
+    std::string stored = data;
+    bp.compression = util::Compression::kOff;
+    if (old.compression != util::Compression::kOff) {
+      std::string buf(util::CompressLimit(data.size()), '\0');
+      auto n = util::Compress(old.compression, data.data(), data.size(), buf.data(), buf.size());
+      if (n.ok()) {
+        stored = buf.substr(0, *n);
+        bp.compression = old.compression;
+      }
+    }
+    REQUIRE(stored.size() <= old.dva.size);  // the edit must fit where the block was
+    bp.psize = uint32_t(stored.size());
+    bp.checksum = util::Xxh3_128(stored.data(), stored.size());
+    REQUIRE(zio::ValidateBlockPtr(bp).ok());
+    stored.resize(old.dva.size, '\0');
+    REQUIRE(files_[old.dva.vdev]->Write(old.dva.offset, stored.data(), stored.size()).ok());
+    return bp;
+  }
+
+  std::vector<std::unique_ptr<vdev::FileDevice>> files_;
+  std::vector<vdev::VdevLayout> layouts_;
+  PoolConfig config_;
+  vdev::Uberblock ub_;
+  std::unique_ptr<zio::Zio> zio_;
+  Objset mos_;
+};
+
+TEST_CASE("Check names a leaked extent: allocated in a space map, referenced by nothing",
+          "[check]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  ChurnPool(paths);
+  Surgeon s(paths);
+  // A metaslab with a short map; the space layer allocates a sector in it
+  // (txg + 1) that no block pointer will name.
+  const SpaceMapEntry* m = nullptr;
+  PoolDirectory pd = s.Directory();
+  std::string map;
+  for (const SpaceMapEntry& e : pd.space_maps) {
+    map = s.ReadObject(s.mos(), e.object);
+    if (map.size() < 8000) {
+      m = &e;
+      break;
+    }
+  }
+  REQUIRE(m != nullptr);
+  const VdevConfig& vc = s.config().vdevs[m->vdev];
+  const vdev::VdevLayout& layout = s.layout(m->vdev);
+  const uint64_t ms_size = uint64_t{1} << vc.ms_shift, sector = uint64_t{1} << vc.ashift;
+  const uint64_t start = layout.alloc_start + m->metaslab * ms_size;
+  const uint64_t end = layout.alloc_start + (layout.alloc_size & ~(sector - 1));
+  space::Metaslab ms(m->vdev, m->metaslab, start, std::min(ms_size, end - start), vc.ashift,
+                     space::SpaceOptions{});
+  REQUIRE(ms.Load(map).ok());
+  const Txg t(s.txg() + 1);
+  auto leaked = ms.Allocate(sector, t);
+  REQUIRE(leaked.ok());
+  ms.Sync(t);
+  s.RewriteSmallObject(s.mos(), m->object, ms.space_map());
+  s.Commit();
+
+  CheckReport r = Check(paths);
+  INFO(Listing(r));
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.txg == t.value());
+  REQUIRE(r.checksum_errors == 0);
+  REQUIRE(r.problems.size() == 1);
+  REQUIRE(HasProblem(r,
+                     "vdev " + std::to_string(m->vdev) + " metaslab " +
+                         std::to_string(m->metaslab) + " offset " + Hex(*leaked),
+                     std::to_string(sector) + " bytes are allocated in the space map but "
+                                              "referenced by no block (leaked)"));
+  REQUIRE(r.bytes_allocated_by_maps == r.bytes_referenced + sector);
+}
+
+TEST_CASE("Check names a block two pointers share, and the block the second one dropped",
+          "[check]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  Known k = ChurnPool(paths);
+  Surgeon s(paths);
+  Surgeon::Objset a = s.Dataset("a");
+  dmu::DnodePhys x = s.GetDnode(a, k.x), y = s.GetDnode(a, k.y);
+  const zio::BlockPtr dropped = y.bp;
+  REQUIRE_FALSE(dropped.IsHole());
+  y.bp = x.bp;
+  y.used = x.used;
+  y.length = x.length;
+  s.SetDnode(a, k.y, y);
+  s.SetDatasetRoot("a", a.root);
+  s.Commit();
+
+  CheckReport r = Check(paths);
+  INFO(Listing(r));
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.txg == s.txg() + 1);
+  REQUIRE(r.checksum_errors == 0);
+  REQUIRE(r.problems.size() == 2);
+  REQUIRE(HasProblem(r, "dataset 'a' object " + std::to_string(k.y) + " L0 block 0",
+                     "is also referenced by dataset 'a' object " + std::to_string(k.x) +
+                         " L0 block 0: one block, two pointers"));
+  REQUIRE(HasProblem(r, "vdev " + std::to_string(dropped.dva.vdev) + " metaslab", "leaked"));
+  REQUIRE(HasProblem(r, "offset " + Hex(dropped.dva.offset), "leaked"));
+  REQUIRE(r.bytes_allocated_by_maps == r.bytes_referenced + dropped.dva.size);
+}
+
+}  // namespace
+}  // namespace poolfs::core::pool
