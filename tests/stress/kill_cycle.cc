@@ -42,13 +42,15 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   if (!log.ok()) die(3, log.status(), "opening the op log");
   auto pool = Pool::Import(paths_, opts);
   if (!pool.ok()) die(3, pool.status(), "import");
-  auto objects = ScanObjects((*pool)->root_dataset());
+  auto sets = Sets(pool->get());
+  if (!sets.ok()) die(3, sets.status(), "datasets");
+  auto objects = Existing(pool->get());
   if (!objects.ok()) die(3, objects.status(), "listing objects");
   WorkloadOptions wo;
   wo.threads = options_.threads;
   wo.seed = workload_seed;
   wo.max_objects_per_thread = kMaxObjectsPerThread;
-  Workload work(pool->get(), log->get(), wo, nullptr);
+  Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
   work.Start(*objects);
   while (!work.done() && (run_ms < 0 || MsSince(start) < run_ms))

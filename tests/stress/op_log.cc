@@ -22,6 +22,7 @@ void Encode(const OpRecord& r, uint8_t* p) {
   util::PutLE32(p, kMagic);
   p[4] = uint8_t(r.kind);
   p[5] = r.aux;
+  util::PutLE16(p + 6, r.dataset);
   util::PutLE64(p + 8, r.seq);
   util::PutLE64(p + 16, r.txg);
   util::PutLE64(p + 24, r.object);
@@ -35,6 +36,7 @@ bool Decode(const uint8_t* p, OpRecord* r) {
   if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kSynced)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
+  r->dataset = util::GetLE16(p + 6);
   r->seq = util::GetLE64(p + 8);
   r->txg = util::GetLE64(p + 16);
   r->object = util::GetLE64(p + 24);
@@ -51,7 +53,8 @@ Status Errno(const std::string& what) {
 
 std::string DescribeRecord(const OpRecord& r) {
   std::string s = "seq " + std::to_string(r.seq) + " txg " + std::to_string(r.txg) + " ";
-  const std::string obj = " obj " + std::to_string(r.object);
+  const std::string obj = (r.dataset ? " ds " + std::to_string(r.dataset) : std::string()) +
+                          " obj " + std::to_string(r.object);
   switch (r.kind) {
     case OpKind::kCreate:
       return s + "create" + obj + " bs " + std::to_string(r.a) + " comp " + std::to_string(r.aux);

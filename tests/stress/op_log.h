@@ -8,6 +8,9 @@
 // (WaitSynced returned, or last_synced() moved): the pool found after a crash
 // must be at least that new.
 //
+// Each operation record names its dataset (an index into the run's list) and
+// object.
+//
 // Order. Each record has a sequence number. Creates and frees take their
 // number, do the operation and append under one lock (SerialSection), so an
 // object id freed by one thread and reused by another is logged free-then-
@@ -46,6 +49,7 @@ enum class OpKind : uint8_t {
 struct OpRecord {
   OpKind kind = OpKind::kSynced;
   uint8_t aux = 0;
+  uint16_t dataset = 0;  // index into the run's dataset list
   uint64_t seq = 0;
   uint64_t txg = 0;
   uint64_t object = 0;
@@ -55,8 +59,9 @@ struct OpRecord {
 
 std::string DescribeRecord(const OpRecord& r);
 
-// Prints the log at `path` sorted by (txg, seq), only `object`'s records
-// (and kSynced ones) when object != 0. Returns an exit code.
+// Prints the log at `path` sorted by (txg, seq); when object != 0, only the
+// records of objects with that id (in any dataset) and the kSynced ones.
+// Returns an exit code.
 int DumpLog(const std::string& path, uint64_t object);
 
 class OpLog {

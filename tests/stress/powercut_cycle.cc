@@ -55,19 +55,19 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
                               " that the last cycle verified and exported");
   auto log = OpLog::Open(log_path_, true);
   if (!log.ok()) return log.status();
-  auto objects = ScanObjects((*pool)->root_dataset());
-  if (!objects.ok()) return objects.status();
+  POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool->get()));
+  POOLFS_ASSIGN_OR_RETURN(std::vector<ObjectState> objects, Existing(pool->get()));
   WorkloadOptions wo;
   wo.threads = options_.threads;
   wo.seed = rng();
   wo.max_objects_per_thread = kMaxObjectsPerThread;
-  Workload work(pool->get(), log->get(), wo, [&rail] { return rail.off(); });
+  Workload work(pool->get(), sets, log->get(), wo, [&rail] { return rail.off(); });
   const int64_t run_ms = int64_t(100 + rng() % 3000);
   const bool armed = rng() % 2;
   const uint64_t cut_seed = rng();
   const uint64_t arm_after = 1 + rng() % 3000;
   const auto start = Clock::now();
-  work.Start(*objects);
+  work.Start(objects);
   Status cut;
   if (!armed) {
     while (MsSince(start) < run_ms && !work.done())

@@ -9,6 +9,13 @@
 #include <cstring>
 #include <filesystem>
 
+#if __has_include("poolfs/pool_admin.h")
+#include "poolfs/pool_admin.h"
+#define POOLFS_STRESS_HAVE_CHECK 1
+#else
+#define POOLFS_STRESS_HAVE_CHECK 0
+#endif
+
 namespace poolfs::stress {
 
 namespace {
@@ -52,23 +59,42 @@ std::string Runner::ReproCommand() const {
   return buf;
 }
 
-std::string Runner::History(const std::vector<OpRecord>& records, uint64_t object) const {
+Result<std::vector<dmu::ObjectSet*>> Runner::Sets(Pool* pool) const {
+  std::vector<dmu::ObjectSet*> sets;
+  for (const std::string& name : dataset_names_) {
+    dmu::ObjectSet* os = pool->dataset(name);
+    if (!os) return Status::Corruption("dataset '" + name + "' is missing");
+    sets.push_back(os);
+  }
+  return sets;
+}
+
+Result<std::vector<ObjectState>> Runner::Existing(Pool* pool) const {
+  POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool));
+  std::vector<ObjectState> objects;
+  for (size_t i = 0; i < sets.size(); i++)
+    POOLFS_RETURN_IF_ERROR(ScanObjects(sets[i], uint16_t(i), &objects));
+  return objects;
+}
+
+std::string Runner::History(const std::vector<OpRecord>& records, uint16_t dataset,
+                            uint64_t object) const {
   std::vector<OpRecord> mine;
   for (const OpRecord& r : records)
-    if (r.kind != OpKind::kSynced && r.object == object) mine.push_back(r);
+    if (r.kind != OpKind::kSynced && r.dataset == dataset && r.object == object) mine.push_back(r);
   std::stable_sort(mine.begin(), mine.end(), [](const OpRecord& a, const OpRecord& b) {
     return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
   });
-  std::string s = "  this cycle's log for object " + std::to_string(object) + " (" +
-                  std::to_string(mine.size()) + " records; '*': txg <= imported txg " +
-                  std::to_string(verified_txg_) + "):\n";
+  std::string s = "  this cycle's log for dataset '" + dataset_names_[dataset] + "' object " +
+                  std::to_string(object) + " (" + std::to_string(mine.size()) +
+                  " records; '*': txg <= imported txg " + std::to_string(verified_txg_) + "):\n";
   const size_t from = mine.size() > 40 ? mine.size() - 40 : 0;
   if (from) s += "    ... " + std::to_string(from) + " older records\n";
   for (size_t i = from; i < mine.size(); i++)
     s += std::string("    ") + (mine[i].txg <= verified_txg_ ? "* " : "  ") +
          DescribeRecord(mine[i]) + "\n";
-  auto it = model_.objects().find(object);
-  if (it != model_.objects().end())
+  auto it = models_[dataset].objects().find(object);
+  if (it != models_[dataset].objects().end())
     s += "  the model has it with block size " + std::to_string(it->second.block_size) +
          ", compression " + std::to_string(it->second.compression) + ", length " +
          std::to_string(it->second.length) + "\n";
@@ -86,15 +112,32 @@ Status Runner::Setup() {
   co.force = true;
   for (int i = 0; i < n; i++) paths_.push_back(options_.dir + "/vdev" + std::to_string(i));
   log_path_ = options_.dir + "/oplog";
-  std::printf("poolfs-stress: pool of %d x %llu MiB file vdevs, ashift %u, in %s\n", n,
-              static_cast<unsigned long long>(kVdevSize >> 20), co.ashift, options_.dir.c_str());
+  const int datasets = 1 + int(rng_() % 3);
+  std::printf("poolfs-stress: pool of %d x %llu MiB file vdevs, ashift %u, %d datasets, in %s\n", n,
+              static_cast<unsigned long long>(kVdevSize >> 20), co.ashift, datasets,
+              options_.dir.c_str());
   POOLFS_RETURN_IF_ERROR(Pool::Create(paths_, kVdevSize, co).WithContext("creating the pool"));
+  {
+    auto pool = Pool::Import(paths_, RandomPoolOptions(rng_));
+    if (!pool.ok()) return pool.status().WithContext("importing the new pool");
+    dataset_names_.push_back((*pool)->root_dataset()->name());
+    for (int i = 1; i < datasets; i++) {
+      dataset_names_.push_back("ds" + std::to_string(i));
+      auto ds = (*pool)->CreateDataset(dataset_names_.back());
+      if (!ds.ok()) return ds.status().WithContext("creating a dataset");
+    }
+    POOLFS_RETURN_IF_ERROR((*pool)->Export());
+  }
+  models_.resize(dataset_names_.size());
   auto pool = Pool::Import(paths_, RandomPoolOptions(rng_));
   if (!pool.ok()) return pool.status().WithContext("importing the new pool");
   verified_txg_ = (*pool)->imported_txg().value();
-  uint64_t bad = 0;
-  VerifyStats vs;
-  POOLFS_RETURN_IF_ERROR(model_.Verify((*pool)->root_dataset(), rng_(), &vs, &bad));
+  POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool->get()));
+  for (size_t i = 0; i < sets.size(); i++) {
+    uint64_t bad = 0;
+    VerifyStats vs;
+    POOLFS_RETURN_IF_ERROR(models_[i].Verify(sets[i], rng_(), &vs, &bad));
+  }
   return (*pool)->Export();
 }
 
@@ -118,17 +161,26 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                               " verified in the previous cycle");
   const uint64_t previous = verified_txg_;
   verified_txg_ = imported;  // for History
-  uint64_t bad = 0;
-  Status st = model_.Replay(records, imported, &bad);
-  if (!st.ok()) {
-    failure_detail_ = History(records, bad);
-    return st.WithContext("replaying the op log through txg " + std::to_string(imported));
-  }
+  POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool));
   VerifyStats vs;
-  st = model_.Verify(pool->root_dataset(), rng_(), &vs, &bad);
-  if (!st.ok()) {
-    if (bad) failure_detail_ = History(records, bad);
-    return st.WithContext("verifying txg " + std::to_string(imported));
+  for (size_t i = 0; i < sets.size(); i++) {
+    const uint16_t ds = uint16_t(i);
+    std::vector<OpRecord> mine;
+    for (const OpRecord& r : records)
+      if (r.kind != OpKind::kSynced && r.dataset == ds) mine.push_back(r);
+    uint64_t bad = 0;
+    Status st = models_[i].Replay(std::move(mine), imported, &bad);
+    if (!st.ok()) {
+      failure_detail_ = History(records, ds, bad);
+      return st.WithContext("dataset '" + dataset_names_[i] +
+                            "': replaying the op log through txg " + std::to_string(imported));
+    }
+    st = models_[i].Verify(sets[i], rng_(), &vs, &bad);
+    if (!st.ok()) {
+      if (bad) failure_detail_ = History(records, ds, bad);
+      return st.WithContext("dataset '" + dataset_names_[i] + "': verifying txg " +
+                            std::to_string(imported));
+    }
   }
   const auto ps = pool->Stats();
   for (size_t i = 0; i < ps.checksum_errors.size(); i++)
@@ -145,9 +197,29 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
 }
 
 Status Runner::CheckExported() {
-  // TODO(poolfs check): call poolfs::CheckPool (core/include/poolfs/pool_admin.h)
-  // on paths_ once it lands, and fail the cycle on any problem it reports.
+#if POOLFS_STRESS_HAVE_CHECK
+  auto report = CheckPool(paths_);
+  if (!report.ok()) return report.status().WithContext("poolfs check of the exported pool");
+  cycle_note_ += ", check: " + std::to_string(report->blocks) + " blocks";
+  if (!report->warnings.empty())
+    cycle_note_ += " (" + std::to_string(report->warnings.size()) +
+                   " warnings, first: " + report->warnings[0].where + ": " +
+                   report->warnings[0].what + ")";
+  if (report->txg != verified_txg_)
+    return Status::Corruption("poolfs check looked at txg " + std::to_string(report->txg) +
+                              ", the import opened txg " + std::to_string(verified_txg_));
+  if (!report->ok()) {
+    std::string s = "poolfs check found damage:\n" + report->Summary();
+    for (size_t i = 0; i < std::min<size_t>(report->problems.size(), 10); i++)
+      s += "\n    " + report->problems[i].where + ": " + report->problems[i].what;
+    return Status::Corruption(s);
+  }
   return Status::Ok();
+#else
+  // TODO(poolfs check): poolfs::CheckPool (poolfs/pool_admin.h) is not in
+  // this tree yet; the cycle runs without the offline check.
+  return Status::Ok();
+#endif
 }
 
 int Runner::Run() {

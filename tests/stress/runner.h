@@ -3,8 +3,8 @@
 // Theory
 // ------
 // One pool lives in the run's directory for the whole run (1 to 3 file
-// vdevs, random ashift), with a Model of its root dataset that is the state
-// verified at the end of the last cycle. A cycle crashes the pool while a
+// vdevs, random ashift, 1 to 3 datasets), with a Model of each dataset that
+// is its state verified at the end of the last cycle. A cycle crashes the pool while a
 // Workload runs on it and checks what an import then finds:
 //
 //   kill      a forked child imports the pool, runs the workload (logging to
@@ -19,10 +19,11 @@
 //   - the imported txg I is at least every txg the log says was durable
 //     (and, after a power cut, at most one past the last txg whose sync
 //     returned before the cut);
-//   - the model, advanced by replaying the log's operations of txgs <= I,
-//     matches the root dataset byte for byte, attributes, bonus, the set of
+//   - the models, advanced by replaying the log's operations of txgs <= I,
+//     match the datasets byte for byte: attributes, bonus, the set of
 //     allocated ids and the live count;
-//   - (TODO, when poolfs::CheckPool lands) the offline pool check is clean.
+//   - once exported, the offline pool check (poolfs::CheckPool) finds no
+//     damage and looks at the same txg.
 // The model is then the verified state, the pool is exported, and the next
 // cycle continues on it. Any failure stops the run with everything needed
 // to reproduce it; the vdev files and the op log are kept.
@@ -40,6 +41,7 @@
 #include "poolfs/status.h"
 #include "stress/model.h"
 #include "stress/op_log.h"
+#include "stress/workload.h"
 
 namespace poolfs::stress {
 
@@ -84,15 +86,21 @@ class Runner {
                       uint64_t upper);
   // The offline pool check of the exported pool.
   Status CheckExported();
+  // The run's datasets in `pool`, in dataset index order.
+  Result<std::vector<dmu::ObjectSet*>> Sets(core::pool::Pool* pool) const;
+  // Their objects, for a workload's start.
+  Result<std::vector<ObjectState>> Existing(core::pool::Pool* pool) const;
   core::pool::PoolOptions RandomPoolOptions(std::mt19937_64& rng) const;
-  std::string History(const std::vector<OpRecord>& records, uint64_t object) const;
+  std::string History(const std::vector<OpRecord>& records, uint16_t dataset,
+                      uint64_t object) const;
   std::string ReproCommand() const;
 
   const StressOptions options_;
   std::mt19937_64 rng_;
   std::vector<std::string> paths_;
   std::string log_path_;
-  Model model_;
+  std::vector<std::string> dataset_names_;
+  std::vector<Model> models_;  // one per dataset
   uint64_t verified_txg_ = 0;  // the txg the model is the state of
   uint64_t cycle_ = 0;
   std::string cycle_note_;  // what the current cycle did, for --verbose and failures

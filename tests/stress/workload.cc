@@ -45,24 +45,23 @@ uint64_t PickWriteOffset(std::mt19937_64& rng, const ObjectState& o) {
 
 }  // namespace
 
-Result<std::vector<ObjectState>> ScanObjects(dmu::ObjectSet* os) {
-  std::vector<ObjectState> out;
+Status ScanObjects(dmu::ObjectSet* os, uint16_t dataset, std::vector<ObjectState>* out) {
   const uint64_t limit = os->next_object();
   for (uint64_t id = 1; id < limit; id++) {
     auto info = os->Stat(ObjectId(id));
     if (!info.ok()) {
       if (info.status().code() == StatusCode::kNotFound) continue;
-      return info.status().WithContext("scanning object " + std::to_string(id));
+      return info.status().WithContext(os->name() + ": scanning object " + std::to_string(id));
     }
-    out.push_back({id, info->length, info->block_size});
+    out->push_back({dataset, id, info->length, info->block_size});
   }
-  return out;
+  return Status::Ok();
 }
 
-Workload::Workload(core::pool::Pool* pool, OpLog* log, const WorkloadOptions& options,
-                   std::function<bool()> failure_expected)
+Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, OpLog* log,
+                   const WorkloadOptions& options, std::function<bool()> failure_expected)
     : pool_(pool),
-      os_(pool->root_dataset()),
+      sets_(std::move(sets)),
       log_(log),
       options_(options),
       failure_expected_(std::move(failure_expected)) {}
@@ -71,7 +70,7 @@ Workload::~Workload() { Stop(); }
 
 void Workload::Start(const std::vector<ObjectState>& existing) {
   std::vector<std::vector<ObjectState>> split(size_t(options_.threads));
-  for (const ObjectState& o : existing) split[o.id % split.size()].push_back(o);
+  for (const ObjectState& o : existing) split[(o.id + o.dataset) % split.size()].push_back(o);
   running_ = options_.threads;
   for (int i = 0; i < options_.threads; i++)
     threads_.emplace_back(
@@ -165,19 +164,22 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.seq = log_->NextSeq();
     const uint32_t bs = PickBlockSize(rng);
     const util::Compression comp = PickCompression(rng);
-    auto id = os_->Create(tx, dmu::ObjectType::kPlain, bs, comp);
-    if (!id.ok()) return id.status().WithContext("create");
+    r.dataset = uint16_t(rng() % sets_.size());
+    auto id = sets_[r.dataset]->Create(tx, dmu::ObjectType::kPlain, bs, comp);
+    if (!id.ok()) return id.status().WithContext(sets_[r.dataset]->name() + ": create");
     r.object = id->value();
     r.a = bs;
     r.aux = uint8_t(comp);
     POOLFS_RETURN_IF_ERROR(log_->Append(r));
-    mine.push_back({r.object, 0, bs});
+    mine.push_back({r.dataset, r.object, 0, bs});
     ops_++;
     return Status::Ok();
   }
   const size_t j = rng() % mine.size();
   ObjectState& o = mine[j];
+  r.dataset = o.dataset;
   r.object = o.id;
+  dmu::ObjectSet* const os = sets_[o.dataset];
   Status st;
   if (kind < 55) {
     WriteSpec w;
@@ -192,7 +194,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     w.fill = f < 1 ? Fill::kZeros : f < 4 ? Fill::kCompressible : Fill::kRandom;
     w.txg = r.txg;
     w.seq = r.seq = log_->NextSeq();
-    st = os_->Write(tx, ObjectId(o.id), w.off, StampedData(w));
+    st = os->Write(tx, ObjectId(o.id), w.off, StampedData(w));
     if (!st.ok()) return st.WithContext("write");
     r.kind = OpKind::kWrite;
     r.a = w.off;
@@ -206,7 +208,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
                    : t < 9 ? 0
                            : o.length / o.block_size * o.block_size;
     r.seq = log_->NextSeq();
-    st = os_->Truncate(tx, ObjectId(o.id), len);
+    st = os->Truncate(tx, ObjectId(o.id), len);
     if (!st.ok()) return st.WithContext("truncate");
     r.kind = OpKind::kTruncate;
     r.a = len;
@@ -216,7 +218,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     uint64_t len = 1 + rng() % (512 * 1024);
     if (rng() % 2) off = off / o.block_size * o.block_size;
     r.seq = log_->NextSeq();
-    st = os_->Punch(tx, ObjectId(o.id), off, len);
+    st = os->Punch(tx, ObjectId(o.id), off, len);
     if (!st.ok()) return st.WithContext("punch");
     r.kind = OpKind::kPunch;
     r.a = off;
@@ -225,7 +227,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     const uint64_t len = rng() % (dmu::kMaxBonus + 1);
     const uint8_t type = uint8_t(rng());
     r.seq = log_->NextSeq();
-    st = os_->SetBonus(tx, ObjectId(o.id), type, BonusBytes(o.id, r.seq, len));
+    st = os->SetBonus(tx, ObjectId(o.id), type, BonusBytes(o.id, r.seq, len));
     if (!st.ok()) return st.WithContext("set bonus");
     r.kind = OpKind::kBonus;
     r.a = len;
@@ -234,7 +236,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     util::MutexLock l(&log_->serial_mu());
     r.kind = OpKind::kFree;
     r.seq = log_->NextSeq();
-    st = os_->Free(tx, ObjectId(o.id));
+    st = os->Free(tx, ObjectId(o.id));
     if (!st.ok()) return st.WithContext("free");
     POOLFS_RETURN_IF_ERROR(log_->Append(r));
     mine.erase(mine.begin() + ptrdiff_t(j));

@@ -1,8 +1,9 @@
 // Workload: the random object operations poolfs-stress runs on a pool.
 //
-// Several threads, each owning a set of objects of the pool's root dataset
+// Several threads, each owning a set of objects of the run's datasets
 // (objects it created, or found at start, spread by id), run Txs of one to
-// four random operations: create (random block size and compression), write
+// four random operations: create (in a random dataset, with a random block
+// size and compression), write
 // stamped data (stamp.h: overwrites, appends, sparse and far writes,
 // compressible and zero data), truncate (shrink or grow), punch a hole, set
 // the bonus, free. Each operation is logged with its txg before the Tx
@@ -39,18 +40,21 @@ struct WorkloadOptions {
 };
 
 struct ObjectState {
+  uint16_t dataset = 0;  // index into the workload's object sets
   uint64_t id = 0;
   uint64_t length = 0;
   uint32_t block_size = 0;
 };
 
-// The objects of `os` (ids below next_object() that Stat finds).
-Result<std::vector<ObjectState>> ScanObjects(dmu::ObjectSet* os);
+// The objects of `os` (ids below next_object() that Stat finds), appended
+// to *out as dataset `dataset`.
+Status ScanObjects(dmu::ObjectSet* os, uint16_t dataset, std::vector<ObjectState>* out);
 
 class Workload {
  public:
-  Workload(core::pool::Pool* pool, OpLog* log, const WorkloadOptions& options,
-           std::function<bool()> failure_expected);
+  // Works on the object sets `sets` of `pool` (record dataset i is sets[i]).
+  Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, OpLog* log,
+           const WorkloadOptions& options, std::function<bool()> failure_expected);
   ~Workload();
   Workload(const Workload&) = delete;
   Workload& operator=(const Workload&) = delete;
@@ -76,7 +80,7 @@ class Workload {
   void Fail(int thread, const Status& st) EXCLUDES(mu_);
 
   core::pool::Pool* const pool_;
-  dmu::ObjectSet* const os_;
+  const std::vector<dmu::ObjectSet*> sets_;
   OpLog* const log_;
   const WorkloadOptions options_;
   const std::function<bool()> failure_expected_;
