@@ -47,7 +47,9 @@ step() { printf '\n=== %s\n' "$*"; }
 finish() {
   echo
   if [[ ${#failures[@]} -gt 0 ]]; then
-    echo "test.sh: FAILED: $(IFS=,; echo "${failures[*]}" | sed 's/,/, /g')"
+    local list
+    list=$(printf '%s, ' "${failures[@]}")
+    echo "test.sh: FAILED: ${list%, }"
   fi
   echo "$passed passed, $failed failed"
   if [[ ${#failures[@]} -gt 0 ]]; then
