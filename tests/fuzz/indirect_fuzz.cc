@@ -47,6 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -297,23 +298,40 @@ class RefReader {
       if (bp.IsHole()) return zio::BlockPtr{};
       if (bp.level != level || bp.lsize != 2048 * 64)
         return Status::Corruption("indirect pointer of the wrong level or size");
-      POOLFS_ASSIGN_OR_RETURN(std::string blk, zio_->Read(bp));
-      // Every pointer of an indirect block must decode and sit one level
-      // below it, or the whole block is refused.
-      std::vector<zio::BlockPtr> kids(kFanout);
-      for (uint64_t i = 0; i < kFanout; i++) {
-        POOLFS_ASSIGN_OR_RETURN(
-            kids[i], zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(blk.data()) + i * 64, "ref"));
-        if (!kids[i].IsHole() && kids[i].level != level - 1)
-          return Status::Corruption("child of the wrong level");
-      }
-      bp = kids[(b >> (11 * (level - 1))) & (kFanout - 1)];
+      POOLFS_ASSIGN_OR_RETURN(const std::vector<zio::BlockPtr>* kids, Children(bp));
+      bp = (*kids)[(b >> (11 * (level - 1))) & (kFanout - 1)];
     }
     return bp;
   }
 
+  // The 2048 pointers of the indirect block at bp (read once: the same
+  // pointer always names the same bytes).
+  Result<const std::vector<zio::BlockPtr>*> Children(const zio::BlockPtr& bp) {
+    uint8_t key[64];
+    zio::EncodeBlockPtr(bp, key);
+    auto [it, fresh] = indirect_.try_emplace(std::string(reinterpret_cast<char*>(key), 64),
+                                             Status::Corruption("unset"));
+    if (fresh) it->second = ReadChildren(bp);
+    if (!it->second.ok()) return it->second.status();
+    return &it->second.value();
+  }
+  Result<std::vector<zio::BlockPtr>> ReadChildren(const zio::BlockPtr& bp) {
+    POOLFS_ASSIGN_OR_RETURN(std::string blk, zio_->Read(bp));
+    // Every pointer of an indirect block must decode and sit one level
+    // below it, or the whole block is refused.
+    std::vector<zio::BlockPtr> kids(kFanout);
+    for (uint64_t i = 0; i < kFanout; i++) {
+      POOLFS_ASSIGN_OR_RETURN(
+          kids[i], zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(blk.data()) + i * 64, ""));
+      if (!kids[i].IsHole() && kids[i].level != bp.level - 1)
+        return Status::Corruption("child of the wrong level");
+    }
+    return kids;
+  }
+
   zio::Zio* zio_;
   dmu::ObjsetPhys os_;
+  std::map<std::string, Result<std::vector<zio::BlockPtr>>> indirect_;
 };
 
 std::string Code(const Status& st) { return std::to_string(int(st.code())); }
