@@ -11,7 +11,7 @@ namespace {
 constexpr uint64_t kFanout = uint64_t{1} << dmu::kIndirectShift;
 // A gathered MOS object longer than this is refused: a damaged length must
 // not exhaust memory.
-constexpr uint64_t kMaxGatheredBytes = uint64_t{1} << 30;
+constexpr uint64_t kMaxGatheredBytes = uint64_t{1} << 28;
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -244,6 +244,7 @@ void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, T
   }
   if (g != nullptr) {
     w.on_leaf = [g, &d](uint64_t blkid, const std::string& data, const zio::BlockPtr&) {
+      if (blkid >= g->bytes.size() / d.block_size + 1) return;  // past the length (reported)
       const uint64_t off = blkid * d.block_size;
       if (off >= g->bytes.size()) return;
       std::memcpy(g->bytes.data() + off, data.data(),
@@ -261,7 +262,8 @@ void CheckWalker::WalkTree(TreeWalk& w, const dmu::DnodePhys& d, Txg parent_birt
   top.level = uint8_t(d.nlevels - 1);
   std::string object = Describe(top);
   object = object.substr(0, object.rfind(" L"));  // the object, without a block
-  if (w.leaves > 0 && w.last_leaf >= (d.length + d.block_size - 1) / d.block_size)
+  const uint64_t blocks_in_length = d.length / d.block_size + (d.length % d.block_size != 0);
+  if (w.leaves > 0 && w.last_leaf >= blocks_in_length)
     sink_->Add(object, "has block " + U(w.last_leaf) + " of " + U(d.block_size) +
                            " bytes past its length of " + U(d.length) + " bytes");
   if (!w.damaged && w.used != d.used)

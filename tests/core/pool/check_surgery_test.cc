@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -117,13 +118,57 @@ class Surgeon {
     RewriteSmallObject(mos_, 1, EncodePoolDirectory(dir));
   }
 
+  // Edits level-0 block `blkid` of object `id` (0: the metadnode) in place,
+  // with every block up to the object set's root.
+  void EditLeaf(Objset& os, uint64_t id, uint64_t blkid,
+                const std::function<void(std::string&)>& edit) {
+    if (id == 0) {
+      dmu::DnodePhys& md = os.phys.metadnode;
+      md.bp = Replace(md.bp, uint8_t(md.nlevels - 1), blkid, edit);
+      os.root = Rewrite(os.root, dmu::EncodeObjset(os.phys));
+      return;
+    }
+    dmu::DnodePhys d = GetDnode(os, id);
+    d.bp = Replace(d.bp, uint8_t(d.nlevels - 1), blkid, edit);
+    SetDnode(os, id, d);
+  }
+  // Edits the raw bytes of the top block of object `id`'s tree.
+  void EditTop(Objset& os, uint64_t id, const std::function<void(std::string&)>& edit) {
+    dmu::DnodePhys d = GetDnode(os, id);
+    std::string bytes = zio_->Read(d.bp).value();
+    edit(bytes);
+    d.bp = Rewrite(d.bp, bytes);
+    SetDnode(os, id, d);
+  }
+  // Edits the raw bytes of the object set's root block.
+  void EditRoot(Objset& os, const std::function<void(std::string&)>& edit) {
+    std::string bytes = zio_->Read(os.root).value();
+    edit(bytes);
+    os.root = Rewrite(os.root, bytes);
+  }
+
   // An uberblock of txg + 1 for the MOS as edited, on every vdev.
   void Commit() {
     vdev::Uberblock ub = ub_;
     ub.txg = Txg(ub_.txg.value() + 1);
     ub.root = EncodeRootPayload(mos_.root);
-    for (size_t i = 0; i < files_.size(); i++)
+    for (size_t i = 0; i < files_.size(); i++) {
+      for (int l = 0; l < vdev::kLabelCount; l++)
+        Save(uint32_t(i), layouts_[i].SlotOffset(l, vdev::UberblockSlot(ub.txg)),
+             vdev::kUberblockSlotSize);
       REQUIRE(vdev::WriteUberblock(*files_[i], layouts_[i], ub).ok());
+    }
+  }
+
+  // False when an edited block no longer fitted its extent (nothing of it
+  // was written).
+  bool fitted() const { return fitted_; }
+
+  // Puts back every byte the surgeon wrote.
+  void Undo() {
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it)
+      REQUIRE(files_[it->vdev]->Write(it->offset, it->bytes.data(), it->bytes.size()).ok());
+    undo_.clear();
   }
 
  private:
@@ -177,15 +222,32 @@ class Surgeon {
         bp.compression = old.compression;
       }
     }
-    REQUIRE(stored.size() <= old.dva.size);  // the edit must fit where the block was
+    if (stored.size() > old.dva.size) {  // the edit does not fit where the block was
+      fitted_ = false;
+      return old;
+    }
     bp.psize = uint32_t(stored.size());
     bp.checksum = util::Xxh3_128(stored.data(), stored.size());
     REQUIRE(zio::ValidateBlockPtr(bp).ok());
     stored.resize(old.dva.size, '\0');
+    Save(old.dva.vdev, old.dva.offset, old.dva.size);
     REQUIRE(files_[old.dva.vdev]->Write(old.dva.offset, stored.data(), stored.size()).ok());
     return bp;
   }
 
+  void Save(uint32_t vdev, uint64_t offset, uint64_t len) {
+    Saved saved{vdev, offset, std::string(len, '\0')};
+    REQUIRE(files_[vdev]->Read(offset, saved.bytes.data(), len).ok());
+    undo_.push_back(std::move(saved));
+  }
+
+  struct Saved {
+    uint32_t vdev;
+    uint64_t offset;
+    std::string bytes;
+  };
+  std::vector<Saved> undo_;
+  bool fitted_ = true;
   std::vector<std::unique_ptr<vdev::FileDevice>> files_;
   std::vector<vdev::VdevLayout> layouts_;
   PoolConfig config_;
@@ -271,6 +333,68 @@ TEST_CASE("Check names a block two pointers share, and the block the second one 
   REQUIRE(HasProblem(r, "vdev " + std::to_string(dropped.dva.vdev) + " metaslab", "leaked"));
   REQUIRE(HasProblem(r, "offset " + Hex(dropped.dva.offset), "leaked"));
   REQUIRE(r.bytes_allocated_by_maps == r.bytes_referenced + dropped.dva.size);
+}
+
+TEST_CASE("Check survives structures garbled under valid checksums", "[check]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  Known k = ChurnPool(paths);
+  std::mt19937_64 rng(11);
+  // A few random bytes of `s` from `from` for `len` bytes set to random values.
+  auto garble = [&](std::string& s, size_t from, size_t len) {
+    for (int n = 1 + int(rng() % 4); n > 0; n--)
+      s[from + rng() % std::min(len, s.size() - from)] = char(rng());
+  };
+  int runs = 0, damaged = 0;
+  for (int iter = 0; iter < 60; iter++) {
+    Surgeon s(paths);
+    Surgeon::Objset a = s.Dataset("a");
+    switch (iter % 5) {
+      case 0: {  // a dataset dnode
+        uint64_t id = 1 + rng() % 12;
+        s.EditLeaf(a, 0, id / 32, [&](std::string& b) { garble(b, (id % 32) * 512, 512); });
+        s.SetDatasetRoot("a", a.root);
+        break;
+      }
+      case 1: {  // a MOS dnode
+        uint64_t id = 1 + rng() % 8;
+        s.EditLeaf(s.mos(), 0, id / 32, [&](std::string& b) { garble(b, (id % 32) * 512, 512); });
+        break;
+      }
+      case 2: {  // the pool directory
+        const size_t len = s.ReadObject(s.mos(), 1).size();
+        s.EditLeaf(s.mos(), 1, 0, [&](std::string& b) { garble(b, 0, len); });
+        break;
+      }
+      case 3:  // a dataset's root block
+        s.EditRoot(a, [&](std::string& b) { garble(b, 0, b.size()); });
+        s.SetDatasetRoot("a", a.root);
+        break;
+      default:  // the block pointers in an indirect block
+        REQUIRE(s.GetDnode(a, k.big).nlevels == 2);
+        s.EditTop(a, k.big, [&](std::string& b) { garble(b, 0, 4 * zio::kBlockPtrSize); });
+        s.SetDatasetRoot("a", a.root);
+        break;
+    }
+    if (!s.fitted()) {
+      s.Undo();
+      continue;
+    }
+    s.Commit();
+    auto r = CheckPool(paths);  // must not crash; a verdict or a clear error
+    if (r.ok()) {
+      runs++;
+      damaged += !r->ok();
+    } else {
+      REQUIRE_FALSE(r.status().message().empty());
+    }
+    s.Undo();
+  }
+  INFO(runs << " checks, " << damaged << " found damage");
+  REQUIRE(runs > 30);
+  REQUIRE(damaged > runs / 2);
+  // Every edit undone: the pool checks clean again.
+  REQUIRE(Check(paths).ok());
 }
 
 }  // namespace
