@@ -4,6 +4,28 @@
 
 namespace poolfs::stress {
 
+namespace {
+
+core::vdev::PowerCut CutFor(uint64_t seed, size_t dev) {
+  using core::vdev::PowerCut;
+  const uint64_t s = seed * 7919 + dev;
+  switch (seed % 5) {
+    case 0: return PowerCut::DropAll();
+    case 1: return PowerCut::GarbleAll(s);
+    default: return PowerCut::DropRandom(s, true);
+  }
+}
+
+}  // namespace
+
+const char* PowerRail::CutKind(uint64_t seed) {
+  switch (seed % 5) {
+    case 0: return "drop-all";
+    case 1: return "garble-all";
+    default: return "drop-random";
+  }
+}
+
 Status PowerRail::Cut(uint64_t seed) {
   std::unique_lock l(mu_);
   if (off_.load()) return Status::Ok();
@@ -12,7 +34,7 @@ Status PowerRail::Cut(uint64_t seed) {
   cuts_++;
   Status first;
   for (size_t i = 0; i < devs_.size(); i++) {
-    Status st = devs_[i]->CutPower(core::vdev::PowerCut::DropRandom(seed * 7919 + i, true));
+    Status st = devs_[i]->CutPower(CutFor(seed, i));
     if (first.ok() && !st.ok()) first = st;
   }
   return first;

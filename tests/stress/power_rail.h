@@ -4,8 +4,10 @@
 // for all its disks at once. The rail wraps each FaultInjectingDevice in a
 // RailDevice that the pool uses: Cut() stops every I/O on every device at one
 // instant (it waits for I/Os in flight, then refuses new ones with IOError),
-// and then cuts each device's power with PowerCut::DropRandom, so each one
-// keeps, loses or tears its unflushed writes independently. ArmAfter(n) cuts
+// and then cuts each device's power. The seed picks how: three cuts in five
+// are PowerCut::DropRandom with torn-sector garbage (each device keeps,
+// loses or tears each unflushed write independently), one DropAll, one
+// GarbleAll (every unflushed write lost, its sectors garbage). ArmAfter(n) cuts
 // instead just before the n-th next write or flush, whichever device it
 // goes to, so the cut can land at any step of a txg sync.
 //
@@ -33,9 +35,11 @@ class PowerRail {
   explicit PowerRail(std::vector<core::vdev::FaultInjectingDevice*> devs)
       : devs_(std::move(devs)) {}
 
-  // Cuts the power of every device now (seeded DropRandom with torn-sector
-  // garbage). Returns the first device failure to take the surviving writes.
+  // Cuts the power of every device now, as `seed` picks (see above).
+  // Returns the first device failure to take the surviving writes.
   Status Cut(uint64_t seed);
+  // "drop-random", "drop-all" or "garble-all": what Cut(seed) does.
+  static const char* CutKind(uint64_t seed);
   // Cuts just before the n-th next write or flush (1 = the next one).
   void ArmAfter(uint64_t n, uint64_t seed);
   void On();

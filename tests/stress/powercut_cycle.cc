@@ -86,7 +86,8 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
                   std::string(fired ? "before write/flush " : "(armed, not reached) after ") +
                   (fired ? std::to_string(arm_after) : std::to_string(MsSince(start)) + " ms");
   }
-  cycle_note_ += ", txg timeout " + std::to_string(opts.txg.timeout_ms) + " ms";
+  cycle_note_ += std::string(" (") + PowerRail::CutKind(cut_seed) + "), txg timeout " +
+                 std::to_string(opts.txg.timeout_ms) + " ms";
   work.Stop();
   if (!cut.ok()) return cut.WithContext("cutting the power");
   if (!work.status().ok()) return work.status().WithContext("before the power cut");
