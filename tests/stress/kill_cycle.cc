@@ -17,7 +17,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using core::pool::Pool;
 
-constexpr int kMaxObjectsPerThread = 12;
 constexpr int64_t kCleanExitGraceMs = 180000;
 
 std::string DescribeWait(int status) {
@@ -49,7 +48,7 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   WorkloadOptions wo;
   wo.threads = options_.threads;
   wo.seed = workload_seed;
-  wo.max_objects_per_thread = kMaxObjectsPerThread;
+  wo.max_objects_per_thread = objects_per_thread_;
   Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
   work.Start(*objects);

@@ -17,8 +17,6 @@ using Clock = std::chrono::steady_clock;
 using core::pool::Pool;
 using core::vdev::FaultInjectingDevice;
 
-constexpr int kMaxObjectsPerThread = 12;
-
 int64_t MsSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
@@ -60,7 +58,7 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
   WorkloadOptions wo;
   wo.threads = options_.threads;
   wo.seed = rng();
-  wo.max_objects_per_thread = kMaxObjectsPerThread;
+  wo.max_objects_per_thread = objects_per_thread_;
   Workload work(pool->get(), sets, log->get(), wo, [&rail] { return rail.off(); });
   const int64_t run_ms = int64_t(100 + rng() % 3000);
   const bool armed = rng() % 2;

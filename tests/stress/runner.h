@@ -3,7 +3,7 @@
 // Theory
 // ------
 // One pool lives in the run's directory for the whole run (1 to 3 file
-// vdevs, random ashift, 1 to 3 datasets), with a Model of each dataset that
+// vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets), with a Model of each dataset that
 // is its state verified at the end of the last cycle. A cycle crashes the pool while a
 // Workload runs on it and checks what an import then finds:
 //
@@ -98,6 +98,10 @@ class Runner {
   const StressOptions options_;
   std::mt19937_64 rng_;
   std::vector<std::string> paths_;
+  // Objects a workload thread may own (2 to 16): scaled to the pool's size
+  // so that live data stays well under a quarter of it (small pools reuse
+  // freed space within a few txgs, which tests the deferral of frees).
+  int objects_per_thread_ = 12;
   std::string log_path_;
   std::vector<std::string> dataset_names_;
   std::vector<Model> models_;  // one per dataset
