@@ -338,9 +338,16 @@ void IndirectSeeds(Tank& t, const std::string& dir) {
       }
     }
     if (s.size() == 131072) {  // an indirect block: a child of the wrong level
-      Image b2 = bad;
-      b2.blocks[j].logical[25] = char(b2.blocks[j].logical[25] + 1);
-      Write(dir + "/image-indirect-" + std::to_string(j) + "-child-level", Encode(b2, 1));
+      // Its first stored child becomes a valid indirect pointer one level
+      // too high, which only the tree's level rule refuses.
+      size_t k = 0;
+      while (k < 2048 && s[k * 64 + 4] == 0 && s[k * 64 + 5] == 0 && s[k * 64 + 6] == 0) k++;
+      if (k < 2048) {
+        Image b2 = bad;
+        b2.blocks[j].logical[k * 64 + 24] = char(zio::BlockType::kIndirect);
+        b2.blocks[j].logical[k * 64 + 25] = char(s[k * 64 + 25] + 1);
+        Write(dir + "/image-indirect-" + std::to_string(j) + "-child-level", Encode(b2, 1));
+      }
       // Part-1 seeds: the real indirect block at its level, and one level off.
       auto bp = zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(s.data()), "");
       if (bp.ok()) {
