@@ -1,0 +1,354 @@
+#include "config/tunables.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <type_traits>
+#include <vector>
+
+#include "config/units.h"
+
+namespace poolfs::config {
+namespace {
+
+template <auto Field>
+uint64_t GetField(const Tunables& t) {
+  return static_cast<uint64_t>(t.*Field);
+}
+
+template <auto Field>
+void SetField(Tunables& t, uint64_t v) {
+  using T = std::remove_reference_t<decltype(t.*Field)>;
+  t.*Field = static_cast<T>(v);
+}
+
+#define POOLFS_TUNABLE_FIELD(f) \
+  .get = &GetField<&Tunables::f>, .set = &SetField<&Tunables::f>
+
+constexpr uint64_t kKiB = uint64_t{1} << 10;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uint64_t kTiB = uint64_t{1} << 40;
+constexpr uint64_t kPiB = uint64_t{1} << 50;
+
+constexpr std::string_view kBackfillChoices[] = {"auto", "on", "off", "legacy"};
+constexpr std::string_view kLogLevelChoices[] = {"trace", "debug", "info",    "warn",
+                                                 "error", "critical", "off"};
+
+// The table. Keep the rows of one TOML table together; the order here is the
+// order of `poolfs tunables` and of packaging/poolfs.toml.
+constexpr TunableInfo kTable[] = {
+    // ---- txg ----
+    {.name = "txg.timeout_ms", .type = TunableType::kDuration, .applies = Applies::kLive,
+     .min = 1, .max = 600000,
+     .maps_to = "core: txg::TxgOptions::timeout_ms",
+     .doc = "A transaction group that holds changes syncs at the latest this long after it "
+            "opened. Shorter loses less unsynced work in a crash; longer makes fewer, larger "
+            "syncs.",
+     POOLFS_TUNABLE_FIELD(txg_timeout_ms)},
+    {.name = "txg.sync_threads", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 256, .zero_means = "one per allocator",
+     .maps_to = "daemon: threads of the Asio sync executor (core: pool::PoolOptions::executor)",
+     .doc = "Threads of the daemon's Asio pool that runs txg sync, with one strand per "
+            "allocator. Read by the daemon's mount (issue 4) once it lands; until then the "
+            "pool syncs on its own threads, one per allocator.",
+     POOLFS_TUNABLE_FIELD(txg_sync_threads)},
+    {.name = "txg.dirty_max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
+     .min = kMiB, .max = kTiB,
+     .maps_to = "core: txg::TxgOptions::dirty_max_bytes",
+     .doc = "Dirty data, summed over every txg not yet synced, at which writers block until a "
+            "sync completes. The write throttle delays them well before that.",
+     POOLFS_TUNABLE_FIELD(txg_dirty_max_bytes)},
+    {.name = "txg.dirty_sync_percent", .type = TunableType::kInteger, .applies = Applies::kLive,
+     .min = 1, .max = 100,
+     .maps_to = "core: txg::TxgOptions::dirty_sync_percent",
+     .doc = "A sync starts before txg.timeout_ms when the open txg alone holds this percentage "
+            "of txg.dirty_max_bytes.",
+     POOLFS_TUNABLE_FIELD(txg_dirty_sync_percent)},
+    {.name = "txg.delay_min_dirty_percent", .type = TunableType::kInteger,
+     .applies = Applies::kLive, .min = 0, .max = 100,
+     .maps_to = "core: txg::TxgOptions::delay_min_dirty_percent",
+     .doc = "The write throttle starts delaying writers when dirty data passes this percentage "
+            "of txg.dirty_max_bytes.",
+     POOLFS_TUNABLE_FIELD(txg_delay_min_dirty_percent)},
+    {.name = "txg.delay_scale_ns", .type = TunableType::kInteger, .applies = Applies::kLive,
+     .min = 1, .max = 1000000000,
+     .maps_to = "core: txg::TxgOptions::delay_scale_ns",
+     .doc = "Shape of the throttle's curve, in nanoseconds: a writer waits delay_scale_ns * "
+            "(dirty - start) / (max - dirty), so this long halfway between the start of "
+            "delays and txg.dirty_max_bytes.",
+     POOLFS_TUNABLE_FIELD(txg_delay_scale_ns)},
+    {.name = "txg.delay_max_ns", .type = TunableType::kInteger, .applies = Applies::kLive,
+     .min = 0, .max = 10000000000,
+     .maps_to = "core: txg::TxgOptions::delay_max_ns",
+     .doc = "No single writer is delayed longer than this many nanoseconds by the throttle. "
+            "0 disables the delays (writers then only block at txg.dirty_max_bytes).",
+     POOLFS_TUNABLE_FIELD(txg_delay_max_ns)},
+    // ---- alloc ----
+    {.name = "alloc.allocators", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 64, .zero_means = "from the core count, at most 8",
+     .maps_to = "core: space::SpaceOptions::allocators",
+     .doc = "Allocators, each with its own lock, its own active metaslab per vdev and its own "
+            "sync strand: more of them let more threads allocate at once.",
+     POOLFS_TUNABLE_FIELD(alloc_allocators)},
+    {.name = "alloc.size_tree_floor", .type = TunableType::kSize, .applies = Applies::kMount,
+     .min = 0, .max = 16 * kMiB,
+     .maps_to = "core: space::SpaceOptions::size_tree_floor",
+     .doc = "Free segments smaller than this stay out of a metaslab's size-sorted tree (they "
+            "remain in the offset-sorted one), which keeps that tree small on fragmented "
+            "space. 0 puts every segment in it.",
+     POOLFS_TUNABLE_FIELD(alloc_size_tree_floor)},
+    {.name = "alloc.df_max_search", .type = TunableType::kSize, .applies = Applies::kMount,
+     .min = 0, .max = 16 * kGiB,
+     .maps_to = "core: space::SpaceOptions::df_max_search",
+     .doc = "How far the first-fit cursor walks past its first candidate (and at least 100 "
+            "segments) before allocation falls back to the size-sorted tree.",
+     POOLFS_TUNABLE_FIELD(alloc_df_max_search)},
+    {.name = "alloc.aliquot", .type = TunableType::kSize, .applies = Applies::kMount,
+     .min = 4 * kKiB, .max = kGiB,
+     .maps_to = "core: space::SpaceOptions::aliquot",
+     .doc = "Bytes an allocator places on one vdev before it moves to the next, striping "
+            "large writes across vdevs.",
+     POOLFS_TUNABLE_FIELD(alloc_aliquot)},
+    // ---- dmu ----
+    {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
+     .choices = kBackfillChoices,
+     .maps_to = "core: the dmu object allocator's backfill policy (issue 5)",
+     .doc = "How the object allocator reuses freed object ids. auto: never while the workload "
+            "only creates, lowest free ids first once enough objects were freed; on: always "
+            "the lowest free id; off: ids only grow (fast, but the metadnode stays sparse "
+            "after deletes); legacy: the old probe-the-holes search, kept to reproduce and "
+            "measure its pathology. Read from issue 5 on; until then accepted and without "
+            "effect.",
+     POOLFS_TUNABLE_FIELD(dmu_metadnode_backfill)},
+    {.name = "dmu.alloc_chunk", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 65536,
+     .maps_to = "core: the dmu object allocator's per-thread chunk (issue 5)",
+     .doc = "Object ids handed to a thread at a time, so that creating threads do not share a "
+            "lock per create. Read from issue 5 on; until then accepted and without effect.",
+     POOLFS_TUNABLE_FIELD(dmu_alloc_chunk)},
+    // ---- arc ----
+    {.name = "arc.max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
+     .min = kMiB, .max = kPiB, .zero_means = "a share of RAM",
+     .maps_to = "core: the ARC's size bound (issue 6)",
+     .doc = "Hard bound on the data the block cache holds. Read from issue 6 on; until then "
+            "accepted and without effect.",
+     POOLFS_TUNABLE_FIELD(arc_max_bytes)},
+    {.name = "arc.sublists", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 1024, .zero_means = "one per core, at least 4",
+     .maps_to = "core: the ARC's sublists per list (issue 6)",
+     .doc = "Sublists each cache list is split into, picked by hash, each with its own lock. "
+            "Read from issue 6 on; until then accepted and without effect.",
+     POOLFS_TUNABLE_FIELD(arc_sublists)},
+    {.name = "arc.evict_batch", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 100000,
+     .maps_to = "core: the ARC evictor's batch (issue 6)",
+     .doc = "Buffers the evictor takes from one sublist before it moves to the next, and frees "
+            "together outside any list lock. Read from issue 6 on; until then accepted and "
+            "without effect.",
+     POOLFS_TUNABLE_FIELD(arc_evict_batch)},
+    // ---- fuse ----
+    {.name = "fuse.threads", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 1024, .zero_means = "chosen by the FUSE adapter",
+     .maps_to = "fuse: worker threads of the request loop",
+     .doc = "Threads answering FUSE requests. Read by the FUSE adapter (issue 4) once it "
+            "lands; until then accepted and without effect.",
+     POOLFS_TUNABLE_FIELD(fuse_threads)},
+    {.name = "fuse.writeback_cache", .type = TunableType::kBool, .applies = Applies::kMount,
+     .maps_to = "fuse: FUSE_CAP_WRITEBACK_CACHE",
+     .doc = "Let the kernel cache writes and send them in larger requests (FUSE's writeback "
+            "cache); the kernel then keeps file sizes and mtimes itself between requests. Read "
+            "by the FUSE adapter (issue 4) once it lands; until then accepted and without "
+            "effect.",
+     POOLFS_TUNABLE_FIELD(fuse_writeback_cache)},
+    // ---- log ----
+    {.name = "log.level", .type = TunableType::kEnum, .applies = Applies::kLive,
+     .choices = kLogLevelChoices,
+     .maps_to = "daemon: the spdlog level",
+     .doc = "Lowest level of the lines logged: mounts, unmounts and reloads are info, each txg "
+            "sync is debug, errors are error. Read by the daemon (issue 4) once it lands.",
+     POOLFS_TUNABLE_FIELD(log_level)},
+};
+
+#undef POOLFS_TUNABLE_FIELD
+
+constexpr std::string_view kTables[] = {"txg", "alloc", "dmu", "arc", "fuse", "log"};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Optimal string alignment distance (Levenshtein plus adjacent
+// transpositions), or limit + 1 once it must exceed `limit`.
+size_t EditDistance(std::string_view a, std::string_view b, size_t limit) {
+  const size_t n = a.size(), m = b.size();
+  if ((n > m ? n - m : m - n) > limit) return limit + 1;
+  std::vector<size_t> prev2(m + 1), prev(m + 1), cur(m + 1);
+  for (size_t j = 0; j <= m; j++) prev[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    cur[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
+    }
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
+  }
+  return std::min(prev[m], limit + 1);
+}
+
+std::string DecimalRange(uint64_t min, uint64_t max) {
+  return "from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+}  // namespace
+
+std::span<const TunableInfo> AllTunables() { return kTable; }
+
+std::span<const std::string_view> TunableTables() { return kTables; }
+
+const TunableInfo* FindTunable(std::string_view name) {
+  for (const TunableInfo& t : kTable) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+size_t TunableIndex(const TunableInfo& t) { return static_cast<size_t>(&t - kTable); }
+
+std::string_view TypeName(TunableType type) {
+  switch (type) {
+    case TunableType::kBool: return "bool";
+    case TunableType::kInteger: return "integer";
+    case TunableType::kSize: return "size";
+    case TunableType::kEnum: return "enum";
+    case TunableType::kDuration: return "duration";
+  }
+  return "?";
+}
+
+bool TunableInfo::Accepts(uint64_t v) const {
+  switch (type) {
+    case TunableType::kBool: return v <= 1;
+    case TunableType::kEnum: return v < choices.size();
+    case TunableType::kInteger:
+    case TunableType::kSize:
+    case TunableType::kDuration:
+      return (v >= min && v <= max) || (v == 0 && !zero_means.empty());
+  }
+  return false;
+}
+
+std::string TunableInfo::Expected() const {
+  std::string zero;
+  if (!zero_means.empty()) zero = "0 (" + std::string(zero_means) + ") or ";
+  switch (type) {
+    case TunableType::kBool: return "true or false";
+    case TunableType::kEnum: {
+      std::string out = "one of ";
+      for (size_t i = 0; i < choices.size(); i++) {
+        if (i > 0) out += ", ";
+        out += "\"" + std::string(choices[i]) + "\"";
+      }
+      return out;
+    }
+    case TunableType::kInteger: return zero + "an integer " + DecimalRange(min, max);
+    case TunableType::kDuration:
+      return zero + "an integer number of milliseconds " + DecimalRange(min, max);
+    case TunableType::kSize:
+      return zero + "a size from " + FormatSize(min) + " to " + FormatSize(max) +
+             ": a number of bytes, or a string with a unit (\"16KiB\", \"512M\", \"1GiB\")";
+  }
+  return "?";
+}
+
+std::string TunableInfo::RangeText() const {
+  std::string zero = zero_means.empty() ? "" : "0, ";
+  switch (type) {
+    case TunableType::kBool: return "true|false";
+    case TunableType::kEnum: {
+      std::string out;
+      for (size_t i = 0; i < choices.size(); i++) {
+        if (i > 0) out += "|";
+        out += choices[i];
+      }
+      return out;
+    }
+    case TunableType::kInteger: return zero + std::to_string(min) + ".." + std::to_string(max);
+    case TunableType::kDuration:
+      return zero + std::to_string(min) + ".." + std::to_string(max) + " ms";
+    case TunableType::kSize: return zero + FormatSize(min) + ".." + FormatSize(max);
+  }
+  return "?";
+}
+
+std::string TunableInfo::Format(uint64_t v) const {
+  switch (type) {
+    case TunableType::kBool: return v ? "true" : "false";
+    case TunableType::kEnum: return v < choices.size() ? std::string(choices[v]) : "?";
+    case TunableType::kInteger: return std::to_string(v);
+    case TunableType::kDuration: return std::to_string(v) + "ms";
+    case TunableType::kSize: return FormatSize(v);
+  }
+  return "?";
+}
+
+std::string TunableInfo::FormatToml(uint64_t v) const {
+  switch (type) {
+    case TunableType::kBool:
+    case TunableType::kInteger: return Format(v);
+    case TunableType::kDuration: return std::to_string(v);
+    case TunableType::kEnum: return "\"" + Format(v) + "\"";
+    case TunableType::kSize: {
+      std::string s = FormatSize(v);
+      const bool digits_only = s.find_first_not_of("0123456789") == std::string::npos;
+      return digits_only ? s : "\"" + s + "\"";
+    }
+  }
+  return "?";
+}
+
+std::string_view SuggestTunable(std::string_view name) {
+  const std::string lower = Lower(name);
+  const size_t dot = lower.find('.');
+  const std::string_view leaf =
+      dot == std::string::npos ? std::string_view(lower) : std::string_view(lower).substr(dot + 1);
+  std::string_view best;
+  size_t best_distance = SIZE_MAX;
+  for (const TunableInfo& t : kTable) {
+    const size_t limit = std::max<size_t>(2, t.name.size() / 4);
+    // A typo anywhere, or the right key in the wrong (or no) table.
+    size_t d = EditDistance(lower, t.name, limit);
+    const size_t d_leaf = EditDistance(leaf, t.key(), limit) + 1;
+    d = std::min(d, d_leaf);
+    // A key cut short ("timeout" for "timeout_ms").
+    if (leaf.size() >= 4 && t.key().substr(0, leaf.size()) == leaf) d = std::min<size_t>(d, 2);
+    if (d <= limit && d < best_distance) {
+      best = t.name;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string_view SuggestTable(std::string_view table) {
+  const std::string lower = Lower(table);
+  std::string_view best;
+  size_t best_distance = SIZE_MAX;
+  for (std::string_view t : kTables) {
+    const size_t limit = t.size() <= 3 ? 1 : 2;
+    const size_t d = EditDistance(lower, t, limit);
+    if (d <= limit && d < best_distance) {
+      best = t;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace poolfs::config
