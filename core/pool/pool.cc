@@ -16,6 +16,19 @@ namespace poolfs::core::pool {
 namespace {
 constexpr uint64_t kDirectoryObject = 1;
 constexpr uint32_t kMosBlockSize = 16 * 1024;
+// No MOS object (the pool directory, a space map) is anywhere near this
+// long; a dnode that says so is damaged (the same bound as poolfs check).
+constexpr uint64_t kMaxMosObjectBytes = uint64_t{1} << 30;
+
+// Reads MOS object `id` whole. Its length comes from its dnode, so a length
+// no MOS object can have is refused (Corruption) before it sizes the read.
+Result<std::string> ReadMosObject(dmu::ObjectSet& mos, uint64_t id) {
+  POOLFS_ASSIGN_OR_RETURN(dmu::ObjectInfo info, mos.Stat(ObjectId(id)));
+  if (info.length > kMaxMosObjectBytes)
+    return Status::Corruption("MOS object " + std::to_string(id) + " has an implausible length " +
+                              std::to_string(info.length));
+  return mos.Read(ObjectId(id), 0, info.length);
+}
 
 uint64_t RandomGuid() {
   static std::random_device rd;
@@ -234,14 +247,13 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
 Status Pool::OpenAt(const vdev::Uberblock& ub) {
   POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root));
   POOLFS_ASSIGN_OR_RETURN(mos_, dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS"));
-  POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes,
-                          mos_->Read(ObjectId(kDirectoryObject), 0, uint64_t{1} << 32));
+  POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes, ReadMosObject(*mos_, kDirectoryObject));
   POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
   util::MutexLock l(&mu_);
   for (const SpaceMapEntry& m : dir.space_maps) {
     std::string where = "space map of vdev " + std::to_string(m.vdev) + " metaslab " +
                         std::to_string(m.metaslab);
-    auto bytes = mos_->Read(ObjectId(m.object), 0, uint64_t{1} << 40);
+    auto bytes = ReadMosObject(*mos_, m.object);
     if (!bytes.ok()) return bytes.status().WithContext(where);
     POOLFS_RETURN_IF_ERROR(space_->LoadMetaslab(m.vdev, m.metaslab, *bytes));
     const space::Metaslab& ms = space_->group(m.vdev).metaslab(m.metaslab);
