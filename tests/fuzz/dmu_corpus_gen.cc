@@ -80,7 +80,9 @@ void Trace(const char* fmt, ...) {
   va_end(ap);
 }
 
-std::string Bytes(const uint8_t* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
+std::string Bytes(const uint8_t* p, size_t n) {
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
 std::string Trimmed(std::string s) {
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
@@ -113,8 +115,8 @@ void MakeTank(Tank& t) {
     Must(os->Write(tx, a, 0, "a small object"), "write 1");
     // 2: sparse, one 512-byte block at block 2053 (L2 slot 1, L1 slot 5): three
     // levels.
-    ObjectId b = Must(os->Create(tx, dmu::ObjectType::kPlain, 512, util::Compression::kOff),
-                      "create 2");
+    ObjectId b =
+        Must(os->Create(tx, dmu::ObjectType::kPlain, 512, util::Compression::kOff), "create 2");
     Must(os->Write(tx, b, 2053 * 512, std::string(512, 'S')), "write 2");
     // 3: a directory-typed object with a bonus and no data.
     Must(os->Create(tx, dmu::ObjectType::kDirectory, 16384, util::Compression::kLz4,
@@ -128,8 +130,8 @@ void MakeTank(Tank& t) {
     Must(os->Write(tx, d, 0, text), "write 4");
     Must(os->Write(tx, d, 128 * 1024, text), "write 4");
     // 5: the worked example's object.
-    ObjectId e = Must(os->Create(tx, dmu::ObjectType::kPlain, 4096, util::Compression::kOff),
-                      "create 5");
+    ObjectId e =
+        Must(os->Create(tx, dmu::ObjectType::kPlain, 4096, util::Compression::kOff), "create 5");
     if (e.value() != 5) Die("object 5 is " + std::to_string(e.value()));
     Must(os->Write(tx, e, 0, "Hello from object 5 of tank."), "write 5");
   }
@@ -153,8 +155,7 @@ struct Walker {
       const uint64_t slot = (blkid >> (11 * (level - 1))) & 2047;
       Trace("  %s L%u indirect block at vdev %u offset 0x%" PRIx64 " (%s): slot %" PRIu64
             " (byte %" PRIu64 ")\n",
-            who.c_str(), level, bp.dva.vdev, bp.dva.offset, bp.ToString().c_str(), slot,
-            slot * 64);
+            who.c_str(), level, bp.dva.vdev, bp.dva.offset, bp.ToString().c_str(), slot, slot * 64);
       bp = Must(zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(blk.data()) + slot * 64, ""),
                 "decode");
     }
@@ -170,9 +171,9 @@ struct Walker {
           " of the block)\n",
           who.c_str(), id, id / 32, id % 32, (id % 32) * 512);
     std::string blk = ReadBlock(os.metadnode, id / 32, who + " metadnode");
-    return Must(dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(blk.data()) + (id % 32) * 512,
-                                 who),
-                "dnode");
+    return Must(
+        dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(blk.data()) + (id % 32) * 512, who),
+        "dnode");
   }
   dmu::ObjsetPhys Objset(const zio::BlockPtr& root) {
     return Must(dmu::DecodeObjset(Must(zio->Read(root), "read objset"), "objset"), "objset");
@@ -321,17 +322,21 @@ void IndirectSeeds(Tank& t, const std::string& dir) {
     Image bad = tank;
     std::string& s = bad.blocks[j].logical;
     if (s.size() == 16384 && s[512] != 0) {  // the first dnode block: object 1 at 512
-      struct Patch { const char* name; size_t off; uint8_t value; };
+      struct Patch {
+        const char* name;
+        size_t off;
+        uint8_t value;
+      };
       for (const Patch& p : std::vector<Patch>{{"dnode-type-9", 512, 9},
-                                              {"dnode-levels-0", 513, 0},
-                                              {"dnode-levels-2", 513, 2},
-                                              {"dnode-bs-odd", 512 + 9, 0x11},
-                                              {"dnode-reserved", 512 + 40, 1},
-                                              {"dnode-length-huge", 512 + 23, 0x40},
-                                              {"dnode-bp-level-1", 512 + 64 + 25, 1},
-                                              {"dnode-bp-type-indirect", 512 + 64 + 24, 2},
-                                              {"dnode-bp-vdev-1", 512 + 64, 1},
-                                              {"dnode5-free-garbage", 5 * 512 + 1, 0}}) {
+                                               {"dnode-levels-0", 513, 0},
+                                               {"dnode-levels-2", 513, 2},
+                                               {"dnode-bs-odd", 512 + 9, 0x11},
+                                               {"dnode-reserved", 512 + 40, 1},
+                                               {"dnode-length-huge", 512 + 23, 0x40},
+                                               {"dnode-bp-level-1", 512 + 64 + 25, 1},
+                                               {"dnode-bp-type-indirect", 512 + 64 + 24, 2},
+                                               {"dnode-bp-vdev-1", 512 + 64, 1},
+                                               {"dnode5-free-garbage", 5 * 512 + 1, 0}}) {
         Image b2 = bad;
         b2.blocks[j].logical[p.off] = char(p.value);
         Write(dir + "/image-" + p.name, Encode(b2, 1));
@@ -377,7 +382,8 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
   dmu::ObjsetPhys mos = w.Objset(mos_root);
   std::string dnodes = w.ReadBlock(mos.metadnode, 0, "MOS metadnode");
   for (int i = 0; i < 4; i++)
-    Write(dir + "/dnode-mos-" + std::to_string(i), std::string(1, '\0') + dnodes.substr(i * 512, 512));
+    Write(dir + "/dnode-mos-" + std::to_string(i),
+          std::string(1, '\0') + dnodes.substr(i * 512, 512));
   dmu::DnodePhys dir_dn = w.Dnode(mos, 1, "MOS");
   std::string dir_bytes = w.ReadBlock(dir_dn, 0, "dir");
   dir_bytes.resize(dir_dn.length);
@@ -389,26 +395,31 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
     dmu::ObjsetPhys os = w.Objset(e.root);
     std::string blk = w.ReadBlock(os.metadnode, 0, "tank metadnode");
     for (int i = 1; i <= 5; i++)
-      Write(dir + "/dnode-tank-" + std::to_string(i), std::string(1, '\0') + blk.substr(i * 512, 512));
+      Write(dir + "/dnode-tank-" + std::to_string(i),
+            std::string(1, '\0') + blk.substr(i * 512, 512));
     // Damaged dnodes: each rule once.
     const std::string good = blk.substr(1 * 512, 512);
-    struct Patch { const char* name; size_t off; uint8_t value; };
+    struct Patch {
+      const char* name;
+      size_t off;
+      uint8_t value;
+    };
     for (const Patch& p : std::vector<Patch>{{"type-7", 0, 7},
-                                            {"levels-0", 1, 0},
-                                            {"levels-7", 1, 7},
-                                            {"compression-3", 2, 3},
-                                            {"bonus-385", 5, 1},
-                                            {"reserved-6", 6, 1},
-                                            {"reserved-12", 12, 1},
-                                            {"reserved-40", 40, 1},
-                                            {"reserved-63", 63, 1},
-                                            {"bs-not-pow2", 9, 0x11},
-                                            {"bs-256", 9, 1},
-                                            {"bs-2MiB", 10, 0x20},
-                                            {"bp-reserved", 64 + 28, 1},
-                                            {"bp-type-10", 64 + 24, 10},
-                                            {"past-bonus", 511, 1},
-                                            {"free-garbage", 0, 0}}) {
+                                             {"levels-0", 1, 0},
+                                             {"levels-7", 1, 7},
+                                             {"compression-3", 2, 3},
+                                             {"bonus-385", 5, 1},
+                                             {"reserved-6", 6, 1},
+                                             {"reserved-12", 12, 1},
+                                             {"reserved-40", 40, 1},
+                                             {"reserved-63", 63, 1},
+                                             {"bs-not-pow2", 9, 0x11},
+                                             {"bs-256", 9, 1},
+                                             {"bs-2MiB", 10, 0x20},
+                                             {"bp-reserved", 64 + 28, 1},
+                                             {"bp-type-10", 64 + 24, 10},
+                                             {"past-bonus", 511, 1},
+                                             {"free-garbage", 0, 0}}) {
       std::string d = good;
       d[p.off] = char(p.value);
       if (std::string(p.name) == "bonus-385") d[4] = char(0x81);
@@ -417,22 +428,31 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
       Write(dir + "/dnode-bad-" + p.name, std::string(1, '\0') + d);
     }
     // Damaged roots.
-    struct RootPatch { const char* name; size_t off; uint64_t value; int width; };
-    for (const RootPatch& p : std::vector<RootPatch>{{"magic", 0, 0x1234, 8},
-                                                    {"version-2", 8, 2, 4},
-                                                    {"type-3", 12, 3, 4},
-                                                    {"next-0", 16, 0, 8},
-                                                    {"next-2^48+2", 16, (uint64_t{1} << 48) + 2, 8},
-                                                    {"live-ge-next", 24, 1000, 8},
-                                                    {"reserved-32", 32, 1, 8},
-                                                    {"reserved-600", 600, 1, 8},
-                                                    {"metadnode-plain", 64, 2, 1},
-                                                    {"metadnode-bs-4k", 64 + 8, 4096, 4}}) {
+    struct RootPatch {
+      const char* name;
+      size_t off;
+      uint64_t value;
+      int width;
+    };
+    for (const RootPatch& p :
+         std::vector<RootPatch>{{"magic", 0, 0x1234, 8},
+                                {"version-2", 8, 2, 4},
+                                {"type-3", 12, 3, 4},
+                                {"next-0", 16, 0, 8},
+                                {"next-2^48+2", 16, (uint64_t{1} << 48) + 2, 8},
+                                {"live-ge-next", 24, 1000, 8},
+                                {"reserved-32", 32, 1, 8},
+                                {"reserved-600", 600, 1, 8},
+                                {"metadnode-plain", 64, 2, 1},
+                                {"metadnode-bs-4k", 64 + 8, 4096, 4}}) {
       std::string r = root;
       auto* q = reinterpret_cast<uint8_t*>(r.data()) + p.off;
-      if (p.width == 8) util::PutLE64(q, p.value);
-      else if (p.width == 4) util::PutLE32(q, uint32_t(p.value));
-      else *q = uint8_t(p.value);
+      if (p.width == 8)
+        util::PutLE64(q, p.value);
+      else if (p.width == 4)
+        util::PutLE32(q, uint32_t(p.value));
+      else
+        *q = uint8_t(p.value);
       Write(dir + "/objset-bad-" + p.name, "\x01" + r);
     }
     Write(dir + "/objset-short", "\x01" + root.substr(0, 1000));
@@ -450,27 +470,35 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
     three.vdevs.push_back({i * 0x1111, 12, 24, "/pools/v" + std::to_string(i) + ".pool"});
   const std::string c3 = pool::EncodePoolConfig(three);
   Write(dir + "/config-three", std::string(1, '\0') + c3);
-  struct Patch { const char* name; size_t off; uint64_t value; int width; };
+  struct Patch {
+    const char* name;
+    size_t off;
+    uint64_t value;
+    int width;
+  };
   // Offsets in c3: name at 14 (7 bytes), vdev 0 at 21: guid 21, ashift 29,
   // ms_shift 33, path length 37.
   for (const Patch& p : std::vector<Patch>{{"magic", 0, 1, 8},
-                                          {"count-0", 8, 0, 4},
-                                          {"count-5000", 8, 5000, 4},
-                                          {"count-4", 8, 4, 4},
-                                          {"name-0", 12, 0, 2},
-                                          {"name-long", 12, 60000, 2},
-                                          {"guid-0", 21, 0, 8},
-                                          {"guid-repeated", 21, 0x2222, 8},
-                                          {"ashift-8", 29, 8, 4},
-                                          {"ashift-17", 29, 17, 4},
-                                          {"ms-below-ashift", 33, 11, 4},
-                                          {"ms-above", 33, 45, 4},
-                                          {"path-long", 37, 1000, 2}}) {
+                                           {"count-0", 8, 0, 4},
+                                           {"count-5000", 8, 5000, 4},
+                                           {"count-4", 8, 4, 4},
+                                           {"name-0", 12, 0, 2},
+                                           {"name-long", 12, 60000, 2},
+                                           {"guid-0", 21, 0, 8},
+                                           {"guid-repeated", 21, 0x2222, 8},
+                                           {"ashift-8", 29, 8, 4},
+                                           {"ashift-17", 29, 17, 4},
+                                           {"ms-below-ashift", 33, 11, 4},
+                                           {"ms-above", 33, 45, 4},
+                                           {"path-long", 37, 1000, 2}}) {
     std::string c = c3;
     auto* q = reinterpret_cast<uint8_t*>(c.data()) + p.off;
-    if (p.width == 8) util::PutLE64(q, p.value);
-    else if (p.width == 4) util::PutLE32(q, uint32_t(p.value));
-    else util::PutLE16(q, uint16_t(p.value));
+    if (p.width == 8)
+      util::PutLE64(q, p.value);
+    else if (p.width == 4)
+      util::PutLE32(q, uint32_t(p.value));
+    else
+      util::PutLE16(q, uint16_t(p.value));
     Write(dir + "/config-bad-" + p.name, std::string(1, '\0') + c);
   }
   Write(dir + "/config-trailing", std::string(1, '\0') + c3 + "x");
@@ -497,24 +525,28 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   // Offsets: header 32 bytes; dataset 0 at 32: id 32, created 40, bp 48,
   // name length 112, name 114 ("tank").
   for (const Patch& p : std::vector<Patch>{{"magic", 0, 1, 8},
-                                          {"version-2", 8, 2, 4},
-                                          {"reserved", 12, 1, 4},
-                                          {"next-id-1", 16, 1, 8},
-                                          {"datasets-huge", 24, 0xffffffff, 4},
-                                          {"maps-huge", 28, 0x10000000, 4},
-                                          {"id-0", 32, 0, 8},
-                                          {"id-repeated", 32, second.id, 8},
-                                          {"bp-reserved", 48 + 28, 1, 4},
-                                          {"name-0", 112, 0, 2},
-                                          {"name-256", 112, 256, 2},
-                                          {"name-slash", 114, '/', 1},
-                                          {"name-nul", 115, 0, 1}}) {
+                                           {"version-2", 8, 2, 4},
+                                           {"reserved", 12, 1, 4},
+                                           {"next-id-1", 16, 1, 8},
+                                           {"datasets-huge", 24, 0xffffffff, 4},
+                                           {"maps-huge", 28, 0x10000000, 4},
+                                           {"id-0", 32, 0, 8},
+                                           {"id-repeated", 32, second.id, 8},
+                                           {"bp-reserved", 48 + 28, 1, 4},
+                                           {"name-0", 112, 0, 2},
+                                           {"name-256", 112, 256, 2},
+                                           {"name-slash", 114, '/', 1},
+                                           {"name-nul", 115, 0, 1}}) {
     std::string d = d2;
     auto* q = reinterpret_cast<uint8_t*>(d.data()) + p.off;
-    if (p.width == 8) util::PutLE64(q, p.value);
-    else if (p.width == 4) util::PutLE32(q, uint32_t(p.value));
-    else if (p.width == 2) util::PutLE16(q, uint16_t(p.value));
-    else *q = uint8_t(p.value);
+    if (p.width == 8)
+      util::PutLE64(q, p.value);
+    else if (p.width == 4)
+      util::PutLE32(q, uint32_t(p.value));
+    else if (p.width == 2)
+      util::PutLE16(q, uint16_t(p.value));
+    else
+      *q = uint8_t(p.value);
     Write(dir + "/directory-bad-" + p.name, "\x01" + d);
   }
   std::string d = d2;

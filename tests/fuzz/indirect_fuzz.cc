@@ -232,8 +232,8 @@ void Store(Chunk& c) {
   c.stored_as = util::Compression::kOff;
   if (c.compression == util::Compression::kOff || c.logical.empty()) return;
   std::string buf(c.logical.size(), '\0');
-  Result<size_t> n = util::Compress(c.compression, c.logical.data(), c.logical.size(), buf.data(),
-                                    buf.size());
+  Result<size_t> n =
+      util::Compress(c.compression, c.logical.data(), c.logical.size(), buf.data(), buf.size());
   if (!n.ok()) return;  // does not save 1/8: stored as is
   buf.resize(*n);
   c.stored = std::move(buf);
@@ -363,10 +363,10 @@ std::string Probe(zio::Zio* zio, const zio::BlockPtr& root, bool ref_check) {
       // The reference sees a free dnode where ObjectSet says NotFound.
       const bool ref_ok = rd.ok() && !rd->free();
       if (info.ok() != ref_ok)
-        Fail("Stat and the reference reader disagree",
-             "object " + std::to_string(id) + ": " +
-                 (info.ok() ? rd.ok() ? "free" : rd.status().ToString()
-                            : info.status().ToString()));
+        Fail(
+            "Stat and the reference reader disagree",
+            "object " + std::to_string(id) + ": " +
+                (info.ok() ? rd.ok() ? "free" : rd.status().ToString() : info.status().ToString()));
       if (!info.ok() && !rd.ok() && info.status().code() != rd.status().code())
         Fail("Stat and the reference reader fail differently",
              info.status().ToString() + " / " + rd.status().ToString());
