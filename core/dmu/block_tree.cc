@@ -49,9 +49,12 @@ Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
     POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(*slot));
     auto* p = reinterpret_cast<const uint8_t*>(data.data());
     for (uint64_t i = 0; i < kFanout; i++) {
-      POOLFS_ASSIGN_OR_RETURN(ind->bps[i], zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize,
-                                                               Where(level, index) + " slot " +
-                                                                   std::to_string(i)));
+      // The place is named only when a pointer is refused: building it for
+      // each of 2048 slots would cost more than decoding them.
+      auto bp = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, {});
+      if (!bp.ok())
+        return bp.status().WithContext(Where(level, index) + " slot " + std::to_string(i));
+      ind->bps[i] = *bp;
       if (!ind->bps[i].IsHole() && ind->bps[i].level != level - 1)
         return Status::Corruption(Where(level, index) + " slot " + std::to_string(i) +
                                   ": child at level " + std::to_string(ind->bps[i].level));
@@ -64,8 +67,18 @@ Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
 
 Result<BlockPtr> BlockTree::Lookup(uint64_t blkid) {
   if (blkid >= Capacity()) return BlockPtr{};
-  POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(0, blkid));
-  return *slot;
+  if (!top_.IsHole() && top_.level != nlevels_ - 1)
+    return Status::Corruption(name_ + ": top pointer is at level " + std::to_string(top_.level) +
+                              ", the dnode has " + std::to_string(nlevels_) + " levels");
+  // Down from the top; a hole on the way means zeros below, with nothing
+  // loaded or cached for it (only Set builds indirect blocks for holes).
+  BlockPtr bp = top_;
+  for (uint8_t level = nlevels_ - 1; level > 0; level--) {
+    if (bp.IsHole()) return BlockPtr{};
+    POOLFS_ASSIGN_OR_RETURN(Indirect * ind, Load(level, blkid >> (kIndirectShift * level)));
+    bp = ind->bps[(blkid >> (kIndirectShift * (level - 1))) & (kFanout - 1)];
+  }
+  return bp;
 }
 
 void BlockTree::Grow() {
