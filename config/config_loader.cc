@@ -70,6 +70,25 @@ std::string QuoteString(std::string_view s) {
   return out + "\"";
 }
 
+// `s` with control characters escaped, so that an error stays on one line
+// (toml++ quotes the offending text, newlines included).
+std::string OneLine(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // A key as the user would write it: bare when it can be, else quoted.
 std::string ShowKey(std::string_view key) { return IsBareKey(key) ? std::string(key) : QuoteString(key); }
 
@@ -88,6 +107,92 @@ std::string ShowValue(const toml::node& node) {
   return "<date/time>";
 }
 
+// toml++ 3.3.0 (Debian 12's) reaches __builtin_unreachable() in its check
+// for non-ASCII whitespace for some code points (U+00A7, U+00E9, ...; upstream
+// issues marzer/tomlplusplus#190 and #295, fixed by #305 after 3.4). No key
+// or value of poolfs.toml has a reason to be anything but ASCII, so toml++
+// never sees a non-ASCII byte: in comments and strings each becomes '?'
+// (comments are ignored; no accepted string value has one anyway), and one
+// anywhere else is our own error. The classification is a small lexer; if it
+// misjudges invalid TOML, the result is still pure ASCII, and toml++ reports
+// the invalid TOML.
+struct AsciiText {
+  std::string text;
+  uint32_t bad_line = 0;  // > 0: a non-ASCII byte outside comments and strings
+  uint32_t bad_column = 0;
+};
+
+AsciiText MakeAscii(std::string_view in) {
+  if (in.substr(0, 3) == "\xEF\xBB\xBF") in.remove_prefix(3);  // a UTF-8 byte order mark
+  enum class State { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+  AsciiText out;
+  out.text.reserve(in.size());
+  State state = State::kCode;
+  uint32_t line = 1, column = 1;
+  for (size_t i = 0; i < in.size(); i++) {
+    const char c = in[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      if (state == State::kCode) {
+        out.bad_line = line;
+        out.bad_column = column;
+        return out;
+      }
+      out.text += '?';
+      column++;
+      continue;
+    }
+    out.text += c;
+    column++;
+    if (c == '\n') {
+      line++;
+      column = 1;
+    }
+    const std::string_view rest = in.substr(i);
+    switch (state) {
+      case State::kCode:
+        if (c == '#') state = State::kComment;
+        if (c == '"') state = rest.substr(0, 3) == "\"\"\"" ? State::kMultiBasic : State::kBasic;
+        if (c == '\'') state = rest.substr(0, 3) == "'''" ? State::kMultiLiteral : State::kLiteral;
+        if (state == State::kMultiBasic || state == State::kMultiLiteral) {
+          out.text += in.substr(i + 1, 2);  // the rest of the opening quotes
+          column += 2;
+          i += 2;
+        }
+        break;
+      case State::kComment:
+        if (c == '\n') state = State::kCode;
+        break;
+      case State::kBasic:
+      case State::kMultiBasic:
+        if (c == '\\' && i + 1 < in.size() && static_cast<unsigned char>(in[i + 1]) < 0x80 &&
+            in[i + 1] != '\n') {
+          out.text += in[++i];  // an escaped character
+          column++;
+        } else if (state == State::kBasic && (c == '"' || c == '\n')) {
+          state = State::kCode;
+        } else if (state == State::kMultiBasic && rest.substr(0, 3) == "\"\"\"") {
+          out.text += in.substr(i + 1, 2);
+          column += 2;
+          i += 2;
+          state = State::kCode;
+        }
+        break;
+      case State::kLiteral:
+        if (c == '\'' || c == '\n') state = State::kCode;
+        break;
+      case State::kMultiLiteral:
+        if (rest.substr(0, 3) == "'''") {
+          out.text += in.substr(i + 1, 2);
+          column += 2;
+          i += 2;
+          state = State::kCode;
+        }
+        break;
+    }
+  }
+  return out;
+}
+
 class Walker {
  public:
   explicit Walker(std::string_view source) : source_(source) { config_.set_source(source_); }
@@ -95,7 +200,10 @@ class Walker {
   // Adds an error at `where`: "SOURCE:LINE: text" (or "SOURCE: text" when
   // the position is unknown).
   void Error(const toml::source_region& where, std::string text, bool with_column = false) {
-    const uint32_t line = where.begin.line, column = where.begin.column;
+    Error(where.begin.line, where.begin.column, std::move(text), with_column);
+  }
+
+  void Error(uint32_t line, uint32_t column, std::string text, bool with_column) {
     std::string prefix = source_;
     if (line > 0) {
       prefix += ":" + std::to_string(line);
@@ -251,10 +359,18 @@ class Walker {
 
 Result<Config> ParseConfig(std::string_view text, std::string_view source_name) {
   Walker walker(source_name);
-  toml::parse_result parsed = toml::parse(text, source_name);
+  const AsciiText ascii = MakeAscii(text);
+  if (ascii.bad_line > 0) {
+    walker.Error(ascii.bad_line, ascii.bad_column,
+                 "non-ASCII character outside a comment or string (keys and values of "
+                 "poolfs.toml are ASCII)",
+                 /*with_column=*/true);
+    return std::move(walker).Finish();
+  }
+  toml::parse_result parsed = toml::parse(ascii.text, source_name);
   if (!parsed) {
     const toml::parse_error& e = parsed.error();
-    walker.Error(e.source(), "TOML syntax error: " + std::string(e.description()),
+    walker.Error(e.source(), "TOML syntax error: " + OneLine(e.description()),
                  /*with_column=*/true);
     return std::move(walker).Finish();
   }

@@ -171,11 +171,30 @@ TEST_CASE("A quoted dotted key is explained, not silently accepted") {
   CHECK(Error("[txg]\n\"a b\" = 1").find("unknown key txg.\"a b\"") != std::string::npos);
 }
 
+TEST_CASE("Non-ASCII text is fine in comments and refused in keys and values") {
+  CHECK(Parse("# caf\xc3\xa9 \xc2\xa7\n[txg] # d\xc3\xa9j\xc3\xa0 vu\ntimeout_ms = 7\n")
+            .txg_timeout_ms == 7);
+  CHECK(Parse("\xEF\xBB\xBFtxg.timeout_ms = 7\n").txg_timeout_ms == 7);  // a byte order mark
+  CHECK(Error("[txg]\ntimeout_ms\xc2\xa0= 7\n") ==
+        "poolfs.toml:2:11: non-ASCII character outside a comment or string (keys and values "
+        "of poolfs.toml are ASCII)");
+  CHECK(Error("log.level = \"\xc3\xa9\"\n").find("log.level = \"??\": expected one of") !=
+        std::string::npos);
+  // toml++ 3.3.0 reached __builtin_unreachable() on these (upstream #190, #295).
+  CHECK(Error("s = \"\"\"\\\n\xc2\xa7\"\"\"\n").find("unknown key s") != std::string::npos);
+  CHECK(Error("\xcc\xaa").find("non-ASCII") != std::string::npos);
+  CHECK(Error("log.le_bytes = \"1GB\"\ntxg.dirtycaf\xc3\xa9\n").find("poolfs.toml:2:") == 0);
+}
+
 TEST_CASE("A TOML syntax error names the file, line and column") {
   const std::string e = Error("[txg]\ntimeout_ms = 5000\nsync_threads = = 2\n");
   CHECK(e.rfind("poolfs.toml:3:", 0) == 0);
   CHECK(e.find("TOML syntax error") != std::string::npos);
   CHECK(Error("[txg\n").rfind("poolfs.toml:1:", 0) == 0);
+  // toml++ quotes the text it choked on, a newline included: still one line.
+  const std::string nl = Error("a = tr\n");
+  CHECK(nl.find('\n') == std::string::npos);
+  CHECK(nl.find("\\n") != std::string::npos);
 }
 
 TEST_CASE("A duplicate key is an error, in either form") {
