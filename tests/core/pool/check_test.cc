@@ -14,6 +14,7 @@
 #include "pool/pool.h"
 #include "poolfs/pool_admin.h"
 #include "vdev/label.h"
+#include "vdev/memory_device.h"
 
 namespace poolfs::core::pool {
 namespace {
@@ -196,6 +197,67 @@ TEST_CASE("Check warns about a damaged ring slot but finds the pool healthy", "[
   REQUIRE(r.ok());
   REQUIRE(r.warnings.size() == 1);
   REQUIRE(r.warnings[0].what.find("label 0 slot 1") != std::string::npos);
+}
+
+TEST_CASE("Check finds every export clean through random churn of deep, sparse trees", "[check]") {
+  vdev::MemoryDevice a(96ull << 20, "a"), b(96ull << 20, "b");
+  REQUIRE(Pool::CreateOnDevices({&a, &b}, {"a", "b"}, CreateOptions{"deep"}).ok());
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> ids;
+  uint64_t checked = 0;
+  int max_level = 0;
+  for (int session = 0; session < 5; session++) {
+    auto p = Pool::ImportDevices({&a, &b}, QuietOptions());
+    INFO(p.status().ToString());
+    REQUIRE(p.ok());
+    dmu::ObjectSet* os = (*p)->root_dataset();
+    for (int round = 0; round < 6; round++) {
+      {
+        dmu::Tx tx((*p)->assigner());
+        REQUIRE(tx.Assign().ok());
+        for (int i = 0; i < 12; i++) {
+          const int op = ids.size() < 4 ? 0 : int(rng() % 6);
+          const uint64_t id = ids.empty() ? 0 : ids[rng() % ids.size()];
+          // Small blocks make deep trees cheaply: 512-byte blocks at offsets
+          // up to 2^33 need five levels.
+          const uint64_t off = rng() % 3 == 0 ? rng() % (uint64_t{1} << 33) : rng() % 400000;
+          switch (op) {
+            case 0: {
+              auto made = os->Create(tx, dmu::ObjectType::kPlain, 512u << (rng() % 9));
+              REQUIRE(made.ok());
+              ids.push_back(made->value());
+              REQUIRE(os->Write(tx, *made, off, Pattern(rng(), 1 + rng() % 20000)).ok());
+              break;
+            }
+            case 1:
+            case 2:
+              REQUIRE(os->Write(tx, ObjectId(id), off, Pattern(rng(), 1 + rng() % 9000)).ok());
+              break;
+            case 3: REQUIRE(os->Truncate(tx, ObjectId(id), rng() % 2 ? 0 : off / 2).ok()); break;
+            case 4:
+              REQUIRE(os->Punch(tx, ObjectId(id), off / 2, rng() % (uint64_t{1} << 32)).ok());
+              break;
+            default: {
+              REQUIRE(os->Free(tx, ObjectId(id)).ok());
+              ids.erase(std::find(ids.begin(), ids.end(), id));
+            }
+          }
+        }
+      }
+      REQUIRE((*p)->WaitSynced().ok());
+    }
+    REQUIRE((*p)->Export().ok());
+    auto r = CheckDevices(
+        {&a, &b}, [&](const CheckedBlock& c) { max_level = std::max<int>(max_level, c.level); });
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    INFO(Listing(*r));
+    REQUIRE(r->ok());
+    REQUIRE(r->bytes_referenced == r->bytes_allocated_by_maps);
+    checked += r->blocks;
+  }
+  REQUIRE(checked > 300);
+  REQUIRE(max_level >= 3);
 }
 
 }  // namespace
