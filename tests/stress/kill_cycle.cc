@@ -51,7 +51,7 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   wo.max_objects_per_thread = objects_per_thread_;
   Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
-  work.Start(*objects);
+  work.Start(*objects, models_);
   while (!work.done() && (run_ms < 0 || MsSince(start) < run_ms))
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   work.Stop();

@@ -148,27 +148,43 @@ Status Model::CompareRange(dmu::ObjectSet* os, uint64_t id, const ModelObject& o
   return Status::Ok();
 }
 
+Status Model::CheckAttributes(dmu::ObjectSet* os, uint64_t id, const ModelObject& o) {
+  const std::string name = "object " + std::to_string(id);
+  auto info = os->Stat(ObjectId(id));
+  if (!info.ok()) return Status::Corruption(name + " is missing: " + info.status().ToString());
+  if (info->type != dmu::ObjectType::kPlain || info->block_size != o.block_size ||
+      info->length != o.length)
+    return Status::Corruption(
+        name + ": expected a plain object of block size " + std::to_string(o.block_size) +
+        " and length " + std::to_string(o.length) + ", found type " +
+        std::string(dmu::ObjectTypeName(info->type)) + ", block size " +
+        std::to_string(info->block_size) + ", length " + std::to_string(info->length));
+  if (info->bonus_type != o.bonus_type || info->bonus != o.bonus)
+    return Status::Corruption(
+        name + ": bonus differs: expected type " + std::to_string(o.bonus_type) + " and " +
+        std::to_string(o.bonus.size()) + " bytes, found type " + std::to_string(info->bonus_type) +
+        " and " + std::to_string(info->bonus.size()) + " bytes" +
+        (info->bonus.size() == o.bonus.size() ? " (other bytes)" : ""));
+  return Status::Ok();
+}
+
+Status Model::CheckObject(dmu::ObjectSet* os, uint64_t id, uint64_t off, uint64_t n,
+                          VerifyStats* stats) const {
+  auto it = objects_.find(id);
+  if (it == objects_.end())
+    return Status::Corruption("object " + std::to_string(id) + " is not in the model");
+  const ModelObject& o = it->second;
+  POOLFS_RETURN_IF_ERROR(CheckAttributes(os, id, o));
+  if (off >= o.length) return Status::Ok();
+  return CompareRange(os, id, o, off, std::min(n, o.length - off), stats);
+}
+
 Status Model::Verify(dmu::ObjectSet* os, uint64_t seed, VerifyStats* stats,
                      uint64_t* bad_object) const {
   std::mt19937_64 rng(seed);
   for (const auto& [id, o] : objects_) {
     *bad_object = id;
-    const std::string name = "object " + std::to_string(id);
-    auto info = os->Stat(ObjectId(id));
-    if (!info.ok()) return Status::Corruption(name + " is missing: " + info.status().ToString());
-    if (info->type != dmu::ObjectType::kPlain || info->block_size != o.block_size ||
-        info->length != o.length)
-      return Status::Corruption(
-          name + ": expected a plain object of block size " + std::to_string(o.block_size) +
-          " and length " + std::to_string(o.length) + ", found type " +
-          std::string(dmu::ObjectTypeName(info->type)) + ", block size " +
-          std::to_string(info->block_size) + ", length " + std::to_string(info->length));
-    if (info->bonus_type != o.bonus_type || info->bonus != o.bonus)
-      return Status::Corruption(
-          name + ": bonus differs: expected type " + std::to_string(o.bonus_type) + " and " +
-          std::to_string(o.bonus.size()) + " bytes, found type " +
-          std::to_string(info->bonus_type) + " and " + std::to_string(info->bonus.size()) +
-          " bytes" + (info->bonus.size() == o.bonus.size() ? " (other bytes)" : ""));
+    POOLFS_RETURN_IF_ERROR(CheckAttributes(os, id, o));
     if (o.length <= kFullReadLimit) {
       POOLFS_RETURN_IF_ERROR(CompareRange(os, id, o, 0, o.length, stats));
     } else {

@@ -64,8 +64,18 @@ class Model {
   const std::map<uint64_t, ModelObject>& objects() const { return objects_; }
   uint64_t bytes_held() const;
 
- private:
+  // For a workload thread's own running model (the objects it owns):
+  // applies one record as it is made (Corruption as for Replay).
   Status Apply(const OpRecord& r);
+  // Takes `o` as object `id`.
+  void Adopt(uint64_t id, const ModelObject& o) { objects_[id] = o; }
+  // Compares object `id`'s attributes and bytes [off, off + n) (clipped to
+  // its length) with `os`, now. Corruption saying what differs.
+  Status CheckObject(dmu::ObjectSet* os, uint64_t id, uint64_t off, uint64_t n,
+                     VerifyStats* stats) const;
+
+ private:
+  static Status CheckAttributes(dmu::ObjectSet* os, uint64_t id, const ModelObject& o);
   static void WriteBytes(ModelObject& o, const WriteSpec& w);
   static void ZeroBytes(ModelObject& o, uint64_t off, uint64_t len);
   // The bytes [off, off + n) of `o` as the model has them.

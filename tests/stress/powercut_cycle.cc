@@ -65,7 +65,7 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
   const uint64_t cut_seed = rng();
   const uint64_t arm_after = 1 + rng() % 3000;
   const auto start = Clock::now();
-  work.Start(objects);
+  work.Start(objects, models_);
   Status cut;
   if (!armed) {
     while (MsSince(start) < run_ms && !work.done())
@@ -106,7 +106,8 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
       ops++;
   }
   stats_.ops += ops;
-  cycle_note_ += ", " + std::to_string(ops) + " ops, last synced " + std::to_string(last_synced);
+  cycle_note_ += ", " + std::to_string(ops) + " ops, " + std::to_string(work.reads_verified()) +
+                 " read-backs, last synced " + std::to_string(last_synced);
   if (logged > last_synced)
     return Status::Corruption("the log says txg " + std::to_string(logged) +
                               " synced but the txg manager's last_synced() is " +

@@ -68,13 +68,21 @@ Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, Op
 
 Workload::~Workload() { Stop(); }
 
-void Workload::Start(const std::vector<ObjectState>& existing) {
-  std::vector<std::vector<ObjectState>> split(size_t(options_.threads));
-  for (const ObjectState& o : existing) split[(o.id + o.dataset) % split.size()].push_back(o);
+void Workload::Start(const std::vector<ObjectState>& existing, const std::vector<Model>& models) {
+  const size_t n = size_t(options_.threads);
+  std::vector<std::vector<ObjectState>> split(n);
+  std::vector<std::vector<Model>> local(n, std::vector<Model>(sets_.size()));
+  for (const ObjectState& o : existing) {
+    const size_t t = (o.id + o.dataset) % n;
+    split[t].push_back(o);
+    auto it = models[o.dataset].objects().find(o.id);
+    if (it != models[o.dataset].objects().end()) local[t][o.dataset].Adopt(o.id, it->second);
+  }
   running_ = options_.threads;
-  for (int i = 0; i < options_.threads; i++)
-    threads_.emplace_back(
-        [this, i, mine = std::move(split[size_t(i)])]() mutable { Run(i, std::move(mine)); });
+  for (size_t i = 0; i < n; i++)
+    threads_.emplace_back([this, i, mine = std::move(split[i]), l = std::move(local[i])]() mutable {
+      Run(int(i), std::move(mine), std::move(l));
+    });
   watcher_ = std::thread([this] { Watch(); });
 }
 
@@ -113,7 +121,7 @@ void Workload::Watch() {
   }
 }
 
-void Workload::Run(int thread, std::vector<ObjectState> mine) {
+void Workload::Run(int thread, std::vector<ObjectState> mine, std::vector<Model> local) {
   std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(thread));
   while (!stop_.load()) {
     dmu::Tx tx(pool_->assigner());
@@ -123,7 +131,7 @@ void Workload::Run(int thread, std::vector<ObjectState> mine) {
       break;
     }
     const int n = 1 + int(rng() % 4);
-    for (int i = 0; i < n && st.ok(); i++) st = OneOp(tx, rng, mine);
+    for (int i = 0; i < n && st.ok(); i++) st = OneOp(tx, rng, mine, local);
     const uint64_t txg = tx.txg().value();
     tx.Commit();
     if (!st.ok()) {
@@ -153,7 +161,14 @@ void Workload::Run(int thread, std::vector<ObjectState> mine) {
   running_--;
 }
 
-Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine) {
+Status Workload::Record(const OpRecord& r, std::vector<Model>& local) {
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  ops_++;
+  return local[r.dataset].Apply(r).WithContext("the thread's own model");
+}
+
+Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine,
+                       std::vector<Model>& local) {
   OpRecord r;
   r.txg = tx.txg().value();
   int kind = int(rng() % 100);
@@ -170,10 +185,8 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.object = id->value();
     r.a = bs;
     r.aux = uint8_t(comp);
-    POOLFS_RETURN_IF_ERROR(log_->Append(r));
     mine.push_back({r.dataset, r.object, 0, bs});
-    ops_++;
-    return Status::Ok();
+    return Record(r, local);
   }
   const size_t j = rng() % mine.size();
   ObjectState& o = mine[j];
@@ -181,7 +194,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
   r.object = o.id;
   dmu::ObjectSet* const os = sets_[o.dataset];
   Status st;
-  if (kind < 55) {
+  if (kind < 45) {
     WriteSpec w;
     w.object = o.id;
     w.len = PickWriteLength(rng);
@@ -201,7 +214,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.b = w.len;
     r.aux = uint8_t(w.fill);
     o.length = std::max(o.length, w.off + w.len);
-  } else if (kind < 67) {
+  } else if (kind < 55) {
     const int t = int(rng() % 10);
     uint64_t len = t < 5   ? rng() % (o.length + 1)
                    : t < 8 ? o.length + rng() % (128 * 1024)
@@ -213,7 +226,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.kind = OpKind::kTruncate;
     r.a = len;
     o.length = len;
-  } else if (kind < 79) {
+  } else if (kind < 65) {
     uint64_t off = rng() % (o.length + 4096);
     uint64_t len = 1 + rng() % (512 * 1024);
     if (rng() % 2) off = off / o.block_size * o.block_size;
@@ -223,7 +236,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.kind = OpKind::kPunch;
     r.a = off;
     r.b = len;
-  } else if (kind < 88) {
+  } else if (kind < 72) {
     const uint64_t len = rng() % (dmu::kMaxBonus + 1);
     const uint8_t type = uint8_t(rng());
     r.seq = log_->NextSeq();
@@ -232,22 +245,30 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.kind = OpKind::kBonus;
     r.a = len;
     r.aux = type;
-  } else if (kind < 94 && mine.size() > 2) {
+  } else if (kind < 78 && mine.size() > 2) {
     util::MutexLock l(&log_->serial_mu());
     r.kind = OpKind::kFree;
     r.seq = log_->NextSeq();
     st = os->Free(tx, ObjectId(o.id));
     if (!st.ok()) return st.WithContext("free");
-    POOLFS_RETURN_IF_ERROR(log_->Append(r));
     mine.erase(mine.begin() + ptrdiff_t(j));
-    ops_++;
-    return Status::Ok();
+    return Record(r, local);
   } else {
-    return Status::Ok();  // an idle turn
+    // Read back a range (the whole object when small) and the attributes.
+    uint64_t off = 0, len = o.length;
+    if (o.length > 512 * 1024) {
+      off = rng() % o.length;
+      len = 1 + rng() % (256 * 1024);
+    }
+    VerifyStats vs;
+    st = local[o.dataset].CheckObject(os, o.id, off, len, &vs);
+    if (!st.ok())
+      return st.WithContext(os->name() + ": read-back in txg " + std::to_string(r.txg) +
+                            " (open context, while older txgs sync)");
+    reads_++;
+    return Status::Ok();
   }
-  POOLFS_RETURN_IF_ERROR(log_->Append(r));
-  ops_++;
-  return Status::Ok();
+  return Record(r, local);
 }
 
 }  // namespace poolfs::stress

@@ -7,8 +7,12 @@
 // stamped data (stamp.h: overwrites, appends, sparse and far writes,
 // compressible and zero data), truncate (shrink or grow), punch a hole, set
 // the bonus, free. Each operation is logged with its txg before the Tx
-// commits (op_log.h). Now and then a thread waits for its txg to sync and
-// logs it as durable; a watcher thread logs every advance of last_synced().
+// commits (op_log.h). Each thread also keeps a Model of its own objects
+// (seeded from the verified models) and reads back random ranges of them
+// while the pool syncs around it ("read your writes" across the dirty txgs
+// and the block tree); a difference is a failure. Now and then a thread
+// waits for its txg to sync and logs it as durable; a watcher thread logs
+// every advance of last_synced().
 //
 // Failures. With `failure_expected` returning true (the power was cut), a
 // failed Assign, operation or WaitSynced just ends the thread; otherwise the
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "pool/pool.h"
+#include "stress/model.h"
 #include "stress/op_log.h"
 #include "util/mutex.h"
 
@@ -59,8 +64,9 @@ class Workload {
   Workload(const Workload&) = delete;
   Workload& operator=(const Workload&) = delete;
 
-  // Starts the threads over the objects that exist now.
-  void Start(const std::vector<ObjectState>& existing);
+  // Starts the threads over the objects that exist now, whose contents
+  // are models[dataset] (copied: the caller may change them afterwards).
+  void Start(const std::vector<ObjectState>& existing, const std::vector<Model>& models);
   // Asks the threads to finish their Tx and joins them.
   void Stop();
   // True once every worker thread has ended (by Stop or by a failure).
@@ -69,13 +75,18 @@ class Workload {
   // OK, or the first unexpected failure (with the thread and operation).
   Status status() const EXCLUDES(mu_);
   uint64_t ops() const { return ops_.load(); }
+  // Read-backs that matched the thread's model.
+  uint64_t reads_verified() const { return reads_.load(); }
   // The newest txg any committed Tx used.
   uint64_t max_txg() const { return max_txg_.load(); }
 
  private:
-  void Run(int thread, std::vector<ObjectState> mine);
+  void Run(int thread, std::vector<ObjectState> mine, std::vector<Model> local);
   void Watch();
-  Status OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine);
+  Status OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine,
+               std::vector<Model>& local);
+  // Logs `r` and applies it to the thread's model.
+  Status Record(const OpRecord& r, std::vector<Model>& local);
   // Ends the calling thread's work: records `st` unless expected.
   void Fail(int thread, const Status& st) EXCLUDES(mu_);
 
@@ -88,6 +99,7 @@ class Workload {
   std::atomic<bool> stop_{false};
   std::atomic<int> running_{0};
   std::atomic<uint64_t> ops_{0};
+  std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> max_txg_{0};
   std::vector<std::thread> threads_;
   std::thread watcher_;
