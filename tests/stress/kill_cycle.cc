@@ -102,7 +102,8 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
     kill(pid, SIGKILL);
     waitpid(pid, &wstatus, 0);
   }
-  cycle_note_ = ": txg timeout " + std::to_string(opts.txg.timeout_ms) + " ms, child " +
+  cycle_note_ = ": txg timeout " + std::to_string(opts.txg.timeout_ms) + " ms, dirty max " +
+                std::to_string(opts.txg.dirty_max_bytes >> 20) + " MiB, child " +
                 (clean ? "ran " + std::to_string(run_ms) + " ms then exported"
                        : "killed after " + std::to_string(lived) + " ms");
   if (clean && !exited)

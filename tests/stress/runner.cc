@@ -46,9 +46,14 @@ const char* ModeName(Mode m) {
 Runner::Runner(const StressOptions& options) : options_(options), rng_(options.seed) {}
 
 core::pool::PoolOptions Runner::RandomPoolOptions(std::mt19937_64& rng) const {
+  // Mostly txgs every 50-200 ms and room for dirty data; one cycle in four
+  // has very short txgs, and one in four a dirty maximum small enough for
+  // the write throttle to delay and block writers.
   core::pool::PoolOptions o;
-  o.txg.timeout_ms = 50 + rng() % 151;
-  o.txg.dirty_max_bytes = (16 + rng() % 113) << 20;
+  o.txg.timeout_ms = rng() % 4 == 0 ? 5 + rng() % 16 : 50 + rng() % 151;
+  o.txg.dirty_max_bytes = (rng() % 4 == 0 ? 2 + rng() % 7 : 16 + rng() % 113) << 20;
+  o.txg.dirty_sync_percent = uint32_t(5 + rng() % 46);
+  o.txg.delay_min_dirty_percent = uint32_t(30 + rng() % 61);
   o.space.allocators = uint32_t(1 + rng() % 4);
   return o;
 }
