@@ -1,0 +1,59 @@
+#include "zap/zap_phys.h"
+
+#include <cstring>
+
+#include "util/checksum.h"
+#include "util/endian.h"
+
+namespace poolfs::core::zap {
+
+std::string BlockContext::Where(uint64_t block, std::string_view kind) const {
+  std::string s = "zap object " + std::to_string(object) + " block " + std::to_string(block);
+  s += " (";
+  s += kind;
+  s += ")";
+  return s;
+}
+
+uint64_t BlockChecksum(std::string_view block) {
+  return util::Xxh3_64(block.data() + 16, block.size() - 16);
+}
+
+void SealBlock(std::string* block) {
+  util::PutLE64(reinterpret_cast<uint8_t*>(block->data()) + 8, BlockChecksum(*block));
+}
+
+Status CheckBlock(std::string_view block, const BlockContext& ctx, uint64_t block_no,
+                  uint64_t magic, std::string_view kind) {
+  if (block.size() != ctx.block_size)
+    return Status::Corruption(ctx.Where(block_no, kind) + ": " + std::to_string(block.size()) +
+                              " bytes, the zap's blocks are " + std::to_string(ctx.block_size) +
+                              " (past the object's end?)");
+  const auto* p = reinterpret_cast<const uint8_t*>(block.data());
+  uint64_t got = util::GetLE64(p);
+  if (got != magic) {
+    std::string what = got == 0 ? "a hole or zeroed block"
+                                : "magic " + std::to_string(got) + ", not the expected kind";
+    return Status::Corruption(ctx.Where(block_no, kind) + ": " + what);
+  }
+  if (util::GetLE64(p + 8) != BlockChecksum(block))
+    return Status::Corruption(ctx.Where(block_no, kind) + ": checksum mismatch");
+  return Status::Ok();
+}
+
+bool BadDirectoryName(std::string_view name) {
+  return std::memchr(name.data(), '/', name.size()) != nullptr ||
+         std::memchr(name.data(), '\0', name.size()) != nullptr;
+}
+
+Status CheckName(std::string_view name, bool directory) {
+  if (name.empty()) return Status::InvalidArgument("empty name");
+  if (name.size() > kMaxNameLen)
+    return Status(StatusCode::kNameTooLong,
+                  "name of " + std::to_string(name.size()) + " bytes (at most 255)");
+  if (directory && BadDirectoryName(name))
+    return Status::InvalidArgument("a directory entry name may not contain '/' or NUL");
+  return Status::Ok();
+}
+
+}  // namespace poolfs::core::zap
