@@ -262,7 +262,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
   }
   for (const DatasetEntry& e : dir.datasets) {
     auto os = dmu::ObjectSet::Open(zio_.get(), e.root, e.name);
-    if (!os.ok()) return os.status().WithContext("dataset '" + e.name + "'");
+    if (!os.ok()) return os.status();  // Open names the dataset
     auto ds = std::make_unique<Dataset>();
     ds->entry = e;
     ds->os = std::move(os).value();
