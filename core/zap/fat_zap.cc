@@ -94,37 +94,42 @@ Status Zap::LoadFat(std::string block, uint64_t object_length) {
       for (uint64_t j = 0; j < count; j++) f.table.push_back(GetLE64(q + kTableHeaderSize + 8 * j));
     }
   }
+  POOLFS_RETURN_IF_ERROR(CheckTable(f));
   micro_form_ = false;
   fat_ = std::move(f);
-  return CheckTable();
+  header_ = std::move(block);
+  return Status::Ok();
 }
 
-Status Zap::CheckTable() const {
+Status Zap::CheckTable(const FatState& f) const {
   // Each leaf must own one aligned run of 2^k slots; ReadLeaf then checks
   // that the leaf's depth is depth - k.
-  const auto& t = fat_.table;
+  const auto& t = f.table;
   std::unordered_set<uint64_t> seen;
-  seen.reserve(std::min<uint64_t>(fat_.leaves, t.size()));
+  seen.reserve(std::min<uint64_t>(f.leaves, t.size()));
   for (uint64_t i = 0; i < t.size();) {
     const uint64_t blk = t[i];
     uint64_t j = i + 1;
     while (j < t.size() && t[j] == blk) j++;
     const uint64_t len = j - i;
     auto bad = [&](const std::string& what) {
-      return Status::Corruption(SlotWhere(i) + ": slots " + std::to_string(i) + ".." +
+      const std::string where =
+          f.table_block == 0
+              ? ctx_.Where(0, "fat header")
+              : ctx_.Where(f.table_block + i / TablePerBlock(ctx_.block_size), "table");
+      return Status::Corruption(where + ": slots " + std::to_string(i) + ".." +
                                 std::to_string(j - 1) + " point at block " +
                                 std::to_string(blk) + ", " + what);
     };
     if ((len & (len - 1)) != 0 || i % len != 0) return bad("not an aligned power-of-two run");
-    if (blk == 0 || blk >= fat_.next_block ||
-        (fat_.table_block != 0 && blk >= fat_.table_block &&
-         blk < fat_.table_block + fat_.table_blocks))
+    if (blk == 0 || blk >= f.next_block ||
+        (f.table_block != 0 && blk >= f.table_block && blk < f.table_block + f.table_blocks))
       return bad("which is not a leaf block");
     if (!seen.insert(blk).second) return bad("which other slots point at too");
     i = j;
   }
-  if (seen.size() != fat_.leaves)
-    return Status::Corruption(ctx_.Where(0, "fat header") + ": " + std::to_string(fat_.leaves) +
+  if (seen.size() != f.leaves)
+    return Status::Corruption(ctx_.Where(0, "fat header") + ": " + std::to_string(f.leaves) +
                               " leaves, the table points at " + std::to_string(seen.size()));
   return Status::Ok();
 }
@@ -287,6 +292,7 @@ void Zap::DoubleTable(Change& c) {
   for (size_t i = 0; i < fat_.table.size(); i++) t[2 * i] = t[2 * i + 1] = fat_.table[i];
   fat_.table.swap(t);
   fat_.depth++;
+  c.embedded_table = true;  // the header's depth changed: encode it afresh
   if (fat_.table.size() > EmbeddedTableCapacity(ctx_.block_size)) {
     // A new external table past every used block; the old one is freed.
     if (fat_.table_block != 0) c.freed.emplace_back(fat_.table_block, fat_.table_blocks);
@@ -294,7 +300,7 @@ void Zap::DoubleTable(Change& c) {
     fat_.table_blocks = (fat_.table.size() + per - 1) / per;
     fat_.table_block = fat_.next_block;
     fat_.next_block += fat_.table_blocks;
-    c.whole_table = true;
+    c.table_moved = true;
     c.table_blocks.clear();
   }
 }
@@ -306,7 +312,8 @@ void Zap::SplitLeaf(Change& c, Leaf& leaf) {
   const uint8_t shift = uint8_t(fat_.depth - hi.depth());
   const uint64_t first = hi.prefix() << shift, span = uint64_t{1} << shift;
   std::fill(fat_.table.begin() + first, fat_.table.begin() + first + span, nb);
-  if (fat_.table_block != 0 && !c.whole_table) {
+  if (fat_.table_block == 0) c.embedded_table = true;
+  if (fat_.table_block != 0 && !c.table_moved) {
     const uint64_t per = TablePerBlock(ctx_.block_size);
     for (uint64_t b = first / per; b <= (first + span - 1) / per; b++) c.table_blocks.insert(b);
   }
@@ -316,7 +323,7 @@ void Zap::SplitLeaf(Change& c, Leaf& leaf) {
 Status Zap::Commit(dmu::Tx& tx, Change& c, bool header) {
   for (auto& [blk, leaf] : c.leaves) POOLFS_RETURN_IF_ERROR(WriteBlock(tx, blk, leaf.Sealed()));
   if (fat_.table_block != 0) {
-    if (c.whole_table) {
+    if (c.table_moved) {
       for (uint64_t i = 0; i < fat_.table_blocks; i++)
         POOLFS_RETURN_IF_ERROR(WriteBlock(tx, fat_.table_block + i, EncodeTableBlock(i)));
     } else {
@@ -324,7 +331,19 @@ Status Zap::Commit(dmu::Tx& tx, Change& c, bool header) {
         POOLFS_RETURN_IF_ERROR(WriteBlock(tx, fat_.table_block + i, EncodeTableBlock(i)));
     }
   }
-  if (header) POOLFS_RETURN_IF_ERROR(WriteBlock(tx, 0, EncodeFatHeader()));
+  if (header) {
+    if (header_.empty() || c.table_moved || c.embedded_table) {
+      header_ = EncodeFatHeader();
+    } else {
+      // Only the counts changed: patch them into the block as last written.
+      auto* p = reinterpret_cast<uint8_t*>(header_.data());
+      PutLE64(p + offsetof(FatHeaderPhys, count), fat_.count);
+      PutLE64(p + offsetof(FatHeaderPhys, next_block), fat_.next_block);
+      PutLE64(p + offsetof(FatHeaderPhys, leaves), fat_.leaves);
+      SealBlock(&header_);
+    }
+    POOLFS_RETURN_IF_ERROR(WriteBlock(tx, 0, header_));
+  }
   const uint64_t bs = ctx_.block_size;
   for (const auto& [first, n] : c.freed) {
     Status s = os_->Punch(tx, id_, first * bs, n * bs);

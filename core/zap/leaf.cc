@@ -7,8 +7,6 @@
 
 namespace poolfs::core::zap {
 
-using util::GetLE16;
-using util::GetLE64;
 using util::PutLE16;
 using util::PutLE64;
 
@@ -29,26 +27,26 @@ Result<Leaf> Leaf::Decode(std::string bytes, const BlockContext& ctx, uint64_t b
   };
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const uint32_t bs = ctx.block_size;
-  uint64_t object = GetLE64(p + offsetof(LeafHeaderPhys, object));
+  uint64_t object = LoadLE64(p + offsetof(LeafHeaderPhys, object));
   if (object != ctx.object) return bad("belongs to object " + std::to_string(object));
-  uint64_t stored_block = GetLE64(p + offsetof(LeafHeaderPhys, block));
+  uint64_t stored_block = LoadLE64(p + offsetof(LeafHeaderPhys, block));
   if (stored_block != block) return bad("says it is block " + std::to_string(stored_block));
   Leaf l;
   l.ctx_ = ctx;
   l.block_ = block;
   l.depth_ = p[offsetof(LeafHeaderPhys, depth)];
-  l.prefix_ = GetLE64(p + offsetof(LeafHeaderPhys, prefix));
+  l.prefix_ = LoadLE64(p + offsetof(LeafHeaderPhys, prefix));
   if (l.depth_ > kMaxDepth) return bad("depth " + std::to_string(l.depth_) + " past 26");
   if ((l.prefix_ >> l.depth_) != 0)
     return bad("prefix " + std::to_string(l.prefix_) + " wider than its depth " +
                std::to_string(l.depth_));
   if (p[offsetof(LeafHeaderPhys, reserved0)] != 0 ||
-      GetLE16(p + offsetof(LeafHeaderPhys, reserved1)) != 0)
+      LoadLE16(p + offsetof(LeafHeaderPhys, reserved1)) != 0)
     return bad("nonzero reserved field");
   for (size_t i = offsetof(LeafHeaderPhys, reserved2); i < kLeafHeaderSize; i++)
     if (p[i] != 0) return bad("nonzero reserved field");
-  l.count_ = GetLE16(p + offsetof(LeafHeaderPhys, count));
-  l.heap_ = GetLE16(p + offsetof(LeafHeaderPhys, heap));
+  l.count_ = LoadLE16(p + offsetof(LeafHeaderPhys, count));
+  l.heap_ = LoadLE16(p + offsetof(LeafHeaderPhys, heap));
   if (kLeafHeaderSize + 2 * size_t{l.count_} > l.heap_ || l.heap_ > bs)
     return bad(std::to_string(l.count_) + " slots and a heap at " + std::to_string(l.heap_) +
                " do not fit");
@@ -59,13 +57,13 @@ Result<Leaf> Leaf::Decode(std::string bytes, const BlockContext& ctx, uint64_t b
     return bad("entry " + std::to_string(i) + " " + what);
   };
   for (uint32_t i = 0; i < l.count_; i++) {
-    uint32_t off = GetLE16(p + kLeafHeaderSize + 2 * i);
+    uint32_t off = LoadLE16(p + kLeafHeaderSize + 2 * i);
     if (off < l.heap_ || off + kLeafEntryFixed > bs)
       return bad_entry(i, "at " + std::to_string(off) + " is outside the heap");
     uint32_t len = p[off + 24];
     if (len == 0) return bad_entry(i, "has an empty name");
     if (off + LeafEntrySize(len) > bs) return bad_entry(i, "runs past the block");
-    uint64_t key = GetLE64(p + off);
+    uint64_t key = LoadLE64(p + off);
     if (key >= kKeyLimit) return bad_entry(i, "has a key past 2^62");
     if (i > 0 && key <= prev) return bad_entry(i, "is out of key order");
     if (l.depth_ > 0 && (KeyHash(key) >> shift) != l.prefix_)
@@ -84,14 +82,14 @@ Result<Leaf> Leaf::Decode(std::string bytes, const BlockContext& ctx, uint64_t b
 
 uint32_t Leaf::SlotOffset(uint32_t i) const {
   DCHECK(i < count_);
-  return GetLE16(bytes() + kLeafHeaderSize + 2 * i);
+  return LoadLE16(bytes() + kLeafHeaderSize + 2 * i);
 }
 
 uint32_t Leaf::EntrySizeAt(uint32_t offset) const {
   return uint32_t(LeafEntrySize(bytes()[offset + 24]));
 }
 
-uint64_t Leaf::KeyAt(uint32_t i) const { return GetLE64(bytes() + SlotOffset(i)); }
+uint64_t Leaf::KeyAt(uint32_t i) const { return LoadLE64(bytes() + SlotOffset(i)); }
 
 std::string_view Leaf::NameAt(uint32_t i) const {
   uint32_t off = SlotOffset(i);
@@ -100,7 +98,7 @@ std::string_view Leaf::NameAt(uint32_t i) const {
 
 Value Leaf::ValueAt(uint32_t i) const {
   const uint8_t* e = bytes() + SlotOffset(i);
-  return Value{GetLE64(e + 8), GetLE64(e + 16)};
+  return Value{LoadLE64(e + 8), LoadLE64(e + 16)};
 }
 
 uint32_t Leaf::LowerBound(uint64_t key) const {

@@ -84,7 +84,7 @@ Status Zap::LoadMicro(std::string block) {
   return Status::Ok();
 }
 
-uint64_t Zap::MicroKeyAt(uint32_t i) const { return GetLE64(EntryAt(micro_, i)); }
+uint64_t Zap::MicroKeyAt(uint32_t i) const { return LoadLE64(EntryAt(micro_, i)); }
 
 std::string_view Zap::MicroNameAt(uint32_t i) const {
   const uint8_t* e = EntryAt(micro_, i);
@@ -200,6 +200,7 @@ Status Zap::Upgrade(dmu::Tx& tx) {
     // Nothing was written (an insert failed) or the dmu refused a whole-block
     // write; either way block 0 is still the micro block we hold.
     fat_ = FatState();
+    header_.clear();
     micro_form_ = true;
     return s;
   }

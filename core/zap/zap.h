@@ -3,8 +3,8 @@
 //
 // Theory
 // ------
-// A zap is one dmu object whose data blocks (all of one size, 16 KiB by
-// default) hold its entries; core/doc/zap-format.md has every byte. A name
+// A zap is one dmu object whose data blocks (all of one size, 8 KiB by
+// default, see kDefaultBlockSize) hold its entries; core/doc/zap-format.md has every byte. A name
 // is 1..255 bytes. A kZap object takes any bytes; a kDirectory object also
 // refuses names holding '/' or NUL (the POSIX layer decides about "." and
 // ".."). A value is 16 bytes (Value: two words).
@@ -19,12 +19,12 @@
 //
 // Two forms:
 //   - micro: block 0 is a header and fixed 64-byte entries (names up to 39
-//     bytes) sorted by key; 255 entries in a 16 KiB block. The whole block
+//     bytes) sorted by key; 127 entries in an 8 KiB block. The whole block
 //     is kept in memory. An Add that finds it full, or a name longer than 39
 //     bytes, upgrades the zap to the fat form in the same transaction.
 //   - fat: extendible hashing. Block 0 is a header with a pointer table of
 //     2^depth leaf block numbers, indexed by the top `depth` bits of h; past
-//     what fits in block 0 (1,024 pointers in 16 KiB) the table moves to
+//     what fits in block 0 (512 pointers in 8 KiB) the table moves to
 //     blocks of its own. A leaf holds the entries whose h starts with its
 //     `ldepth`-bit prefix, so it is pointed at by 2^(depth - ldepth)
 //     consecutive table slots. A full leaf splits on the next bit of h into
@@ -174,7 +174,8 @@ class Zap {
   struct Change {
     std::map<uint64_t, Leaf> leaves;   // by block number: read, split off or new
     std::set<uint64_t> table_blocks;   // external table blocks to rewrite, by position
-    bool whole_table = false;          // the external table moved: write all of it
+    bool table_moved = false;          // a new external table: write all of it
+    bool embedded_table = false;       // the table in block 0 (or its depth) changed
     std::vector<std::pair<uint64_t, uint64_t>> freed;  // (first block, blocks) to punch
   };
 
@@ -203,7 +204,8 @@ class Zap {
 
   // Fat form (fat_zap.cc).
   Status LoadFat(std::string block, uint64_t object_length) REQUIRES(mu_);
-  Status CheckTable() const REQUIRES(mu_);
+  // Checks that every leaf owns one aligned power-of-two run of slots.
+  Status CheckTable(const FatState& f) const;
   std::string EncodeFatHeader() const REQUIRES_SHARED(mu_);
   std::string EncodeTableBlock(uint64_t i) const REQUIRES_SHARED(mu_);
   uint64_t TableIndex(uint64_t h) const REQUIRES_SHARED(mu_);
@@ -237,6 +239,7 @@ class Zap {
   std::string micro_ GUARDED_BY(mu_);  // block 0 in the micro form
   uint32_t micro_count_ GUARDED_BY(mu_) = 0;
   FatState fat_ GUARDED_BY(mu_);
+  std::string header_ GUARDED_BY(mu_);  // block 0 in the fat form, as last written
 };
 
 }  // namespace poolfs::core::zap

@@ -26,7 +26,7 @@ class ManualTxgs : public dmu::TxAssigner {
 };
 
 struct Fixture {
-  explicit Fixture(uint64_t dev_size = uint64_t{128} << 20)
+  explicit Fixture(uint64_t dev_size = uint64_t{64} << 20)
       : dev(dev_size),
         space({{0, 4 << 20, dev_size - (8 << 20), 12, 0}},
               [] {

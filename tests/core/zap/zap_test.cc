@@ -150,7 +150,7 @@ TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgr
   for (uint32_t bs : {4096u, 16384u}) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
       INFO("block size " << bs << " seed " << seed);
-      Fixture f(256 << 20);
+      Fixture f;
       std::mt19937_64 rng(seed);
       ZapOptions o;
       o.block_size = bs;
