@@ -3,9 +3,9 @@
 # shows what it can do today.
 #
 # Today that is the space layer (range trees in B-trees, metaslabs,
-# allocators), shown through its benchmarks. The filesystem steps (create a
-# pool, mount it, run createmany on it) arrive with the filesystem issue; their
-# place is marked below.
+# allocators), shown through its benchmarks, and a pool created in a file and
+# verified offline. The filesystem steps (mount it, run createmany on it)
+# arrive with the filesystem issue; their place is marked below.
 #
 # Usage: scripts/quickstart.sh
 # Environment: POOLFS_BUILD (build folder, default "build"), JOBS (default nproc).
@@ -36,8 +36,13 @@ say "3. space layer: RangeTree in B-trees vs two std::sets (memory, load, alloc+
 say "4. allocators: 2 threads sharing 1 allocator vs 1 allocator each (allocations/s)"
 "$BENCH" alloc --allocators 1,2 --threads 2
 
+say "5. create a pool in a file and verify it offline (poolfs create, poolfs check)"
+POOLDIR=$(mktemp -d "${TMPDIR:-/tmp}/poolfs-quickstart.XXXXXX")
+trap 'rm -rf "$POOLDIR"' EXIT
+"$BUILD/bin/poolfs" create "$POOLDIR/tank.pool" --size 1G --name tank
+"$BUILD/bin/poolfs" check "$POOLDIR/tank.pool"
+
 # --- Filesystem steps: added with the filesystem issue, once they work. ---
-# 5. create a pool in a file       (poolfs create <file> --size <N>)
 # 6. mount it as this user         (poolfs mount <file> <dir>)
 # 7. run createmany on the mount   (createmany -o -t <threads> -D <dir> <count>)
 # 8. unmount                       (poolfs unmount <dir>)
