@@ -125,9 +125,12 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   }
   stats_.ops += ops;
   cycle_note_ += ", " + std::to_string(ops) + " ops logged";
+  uint64_t rewind = 0;
+  POOLFS_RETURN_IF_ERROR(MaybeRewind(rng, &rewind));
   auto pool = Pool::Import(paths_, opts);
   if (!pool.ok()) return pool.status().WithContext("import after the kill");
-  POOLFS_RETURN_IF_ERROR(VerifyImport(pool->get(), *records, durable, 0));
+  POOLFS_RETURN_IF_ERROR(rewind ? VerifyImport(pool->get(), *records, rewind, rewind)
+                                : VerifyImport(pool->get(), *records, durable, 0));
   POOLFS_RETURN_IF_ERROR((*pool)->Export().WithContext("export after verifying"));
   pool->reset();
   return CheckExported();

@@ -113,9 +113,13 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
     return Status::Corruption("the log says txg " + std::to_string(logged) +
                               " synced but the txg manager's last_synced() is " +
                               std::to_string(last_synced));
+  uint64_t rewind = 0;
+  POOLFS_RETURN_IF_ERROR(MaybeRewind(rng, &rewind));
   auto after = Pool::ImportDevices(devs, opts);
   if (!after.ok()) return after.status().WithContext("import after the power cut");
-  POOLFS_RETURN_IF_ERROR(VerifyImport(after->get(), *records, last_synced, last_synced + 1));
+  POOLFS_RETURN_IF_ERROR(rewind
+                             ? VerifyImport(after->get(), *records, rewind, rewind)
+                             : VerifyImport(after->get(), *records, last_synced, last_synced + 1));
   POOLFS_RETURN_IF_ERROR((*after)->Export().WithContext("export after verifying"));
   after->reset();
   for (FaultInjectingDevice* f : fault_ptrs)

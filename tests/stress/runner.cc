@@ -160,6 +160,11 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
   cycle_note_ += ", imported txg " + std::to_string(imported) +
                  " (durable per log/manager >= " + std::to_string(lower) +
                  (upper ? ", <= " + std::to_string(upper) : "") + ")";
+  if (rewound_from_ && imported != lower)
+    return Status::Corruption("with the uberblock of txg " + std::to_string(rewound_from_) +
+                              " garbled on every vdev, the import should have fallen back to txg " +
+                              std::to_string(lower) + ", the newest older one, but it opened txg " +
+                              std::to_string(imported));
   if (imported < lower)
     return Status::Corruption("the import opened txg " + std::to_string(imported) + " but txg " +
                               std::to_string(lower) +
@@ -210,6 +215,20 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
       "% allocated";
   cycle_note_ += ", verified " + std::to_string(vs.objects) + " objects, " +
                  std::to_string(vs.bytes >> 10) + " KiB";
+  return Status::Ok();
+}
+
+Status Runner::MaybeRewind(std::mt19937_64& rng, uint64_t* expect) {
+  *expect = 0;
+  rewound_from_ = 0;
+  if (rng() % 5 != 0) return Status::Ok();
+  uint64_t newest = 0, previous = 0;
+  POOLFS_RETURN_IF_ERROR(DamageNewestUberblock(&newest, &previous).WithContext("rewinding"));
+  if (previous == 0) return Status::Ok();
+  cycle_note_ += ", rewound: uberblock " + std::to_string(newest) + " garbled, expecting " +
+                 std::to_string(previous);
+  *expect = previous;
+  rewound_from_ = newest;
   return Status::Ok();
 }
 

@@ -18,7 +18,9 @@
 // Then the parent imports the pool and requires:
 //   - the imported txg I is at least every txg the log says was durable
 //     (and, after a power cut, at most one past the last txg whose sync
-//     returned before the cut);
+//     returned before the cut); in one cycle in five the newest uberblock
+//     is garbled on every vdev first, and I must be exactly the newest
+//     older one (deferred frees keep its tree intact; rewind.cc);
 //   - the models, advanced by replaying the log's operations of txgs <= I,
 //     match the datasets byte for byte: attributes, bonus, the set of
 //     allocated ids and the live count;
@@ -84,6 +86,14 @@ class Runner {
   // success the model is the new verified state.
   Status VerifyImport(core::pool::Pool* pool, const std::vector<OpRecord>& records, uint64_t lower,
                       uint64_t upper);
+  // Garbles the newest uberblock (txg *newest) in every label of every vdev,
+  // so that an import must fall back to *previous, the newest older one
+  // (rewind.cc). Does nothing, and sets *previous to 0, when there is none.
+  Status DamageNewestUberblock(uint64_t* newest, uint64_t* previous);
+  // Before the import that verifies a crash: one cycle in five (by `rng`)
+  // damages the newest uberblock; then the import must open exactly
+  // *expect (0: no rewind, the usual bounds apply).
+  Status MaybeRewind(std::mt19937_64& rng, uint64_t* expect);
   // The offline pool check of the exported pool.
   Status CheckExported();
   // The run's datasets in `pool`, in dataset index order.
@@ -107,7 +117,8 @@ class Runner {
   std::vector<Model> models_;  // one per dataset
   uint64_t verified_txg_ = 0;  // the txg the model is the state of
   uint64_t cycle_ = 0;
-  std::string cycle_note_;  // what the current cycle did, for --verbose and failures
+  uint64_t rewound_from_ = 0;  // this cycle garbled that txg's uberblock (0: none)
+  std::string cycle_note_;     // what the current cycle did, for --verbose and failures
   std::string failure_detail_;
   RunStats stats_;
 };
