@@ -19,6 +19,14 @@ using util::PutLE64;
 
 namespace {
 
+// The pointer table may grow to 64 slots per leaf (or 2^16 slots, 512 KiB,
+// for a small zap). With a random salted hash the table stays within a few
+// slots per leaf; only names whose hashes agree on many leading bits (a
+// forced hash) would need more, and they get NoSpace instead of a table of
+// hundreds of MiB.
+constexpr uint64_t kTableSlotsPerLeaf = 64;
+constexpr uint64_t kSmallTableSlots = uint64_t{1} << 16;
+
 bool AllZero(const uint8_t* p, size_t from, size_t to) {
   for (size_t i = from; i < to; i++)
     if (p[i] != 0) return false;
@@ -204,7 +212,7 @@ Result<Leaf> Zap::ReadLeaf(uint64_t index) const {
 Result<Value> Zap::FatLookup(uint64_t h, std::string_view name) const {
   POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count()) return Status::NotFound("no entry with that name");
+  if (slot == leaf.count()) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   return leaf.ValueAt(slot);
 }
 
@@ -228,7 +236,7 @@ Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& 
 Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
   POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count()) return Status::NotFound("no entry with that name");
+  if (slot == leaf.count()) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   if (fat_.count == 0)
     return Status::Corruption(ctx_.Where(0, "fat header") + ": count 0, but " +
                               ctx_.Where(leaf.block(), "leaf") + " has entries");
@@ -242,7 +250,7 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
 Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
   POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count()) return Status::NotFound("no entry with that name");
+  if (slot == leaf.count()) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   leaf.SetValue(slot, v);
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));
@@ -281,7 +289,14 @@ Status Zap::FatInsert(Change& c, uint64_t key, std::string_view name, const Valu
     if (shared >= kMaxDepth)
       return Status::NoSpace(ctx_.Where(blk, "leaf") +
                              ": full of names whose hashes share their first 26 bits");
-    if (leaf.depth() == fat_.depth) DoubleTable(c);
+    if (leaf.depth() == fat_.depth) {
+      if (fat_.table.size() * 2 > std::max(kSmallTableSlots, kTableSlotsPerLeaf * fat_.leaves))
+        return Status::NoSpace(ctx_.Where(blk, "leaf") + ": full of names whose hashes share " +
+                               std::to_string(shared) + " leading bits; the table would grow to " +
+                               std::to_string(fat_.table.size() * 2) + " slots for " +
+                               std::to_string(fat_.leaves) + " leaves");
+      DoubleTable(c);
+    }
     SplitLeaf(c, leaf);
   }
 }

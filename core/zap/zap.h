@@ -139,9 +139,11 @@ class Zap {
 
   // Adds `name` -> `value` in tx's txg. AlreadyExists if the name is there;
   // InvalidArgument or NameTooLong for a bad name (CheckName); NoSpace when
-  // more than 65,536 names share one 46-bit hash, or more names than a leaf
-  // holds share 26 leading bits of it (neither happens without a forced
-  // hash); Corruption or IOError from reading the leaf (nothing changed).
+  // more than 65,536 names share one 46-bit hash, or a leaf is full of names
+  // whose hashes agree on so many leading bits that splitting it would take
+  // the table past 26 bits or 64 slots per leaf (none of which happens
+  // without a forced hash); Corruption or IOError from reading the leaf
+  // (nothing changed).
   Status Add(dmu::Tx& tx, std::string_view name, const Value& value) EXCLUDES(mu_);
   // The value of `name`. NotFound if absent; InvalidArgument or NameTooLong
   // for a bad name; Corruption or IOError from reading the leaf.

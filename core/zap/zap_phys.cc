@@ -47,17 +47,23 @@ bool HasZeroByte(uint64_t v) { return ((v - kOnes) & ~v & (kOnes << 7)) != 0; }
 }  // namespace
 
 bool BadDirectoryName(std::string_view name) {
-  // Eight bytes at a time: every leaf read checks every name.
+  // Eight bytes at a time (every leaf read checks every name); a name of 8
+  // bytes or more ends with a load of its last 8, overlapping the one before.
   const char* p = name.data();
-  size_t n = name.size();
-  for (; n >= 8; p += 8, n -= 8) {
+  const size_t n = name.size();
+  auto bad_word = [](const char* at) {
     uint64_t v;
-    std::memcpy(&v, p, 8);
-    if (HasZeroByte(v) || HasZeroByte(v ^ (kOnes * '/'))) return true;
+    std::memcpy(&v, at, 8);
+    return HasZeroByte(v) || HasZeroByte(v ^ (kOnes * '/'));
+  };
+  if (n < 8) {
+    for (size_t i = 0; i < n; i++)
+      if (p[i] == '/' || p[i] == '\0') return true;
+    return false;
   }
-  for (; n > 0; p++, n--)
-    if (*p == '/' || *p == '\0') return true;
-  return false;
+  for (size_t i = 0; i + 8 < n; i += 8)
+    if (bad_word(p + i)) return true;
+  return bad_word(p + n - 8);
 }
 
 Status CheckName(std::string_view name, bool directory) {
