@@ -67,7 +67,14 @@ Status Pool::SyncDatasets(Txg t) {
 
 Status Pool::WriteDirectory(dmu::Tx& tx) {
   dir_.datasets.clear();
-  for (const auto& [name, ds] : datasets_) dir_.datasets.push_back(ds->entry);
+  for (const auto& [name, ds] : datasets_) {
+    // A dataset created after SyncDatasets listed this txg's datasets (its
+    // Tx is in a later txg) has no root yet: it joins the directory of the
+    // txg that first writes it. Listing it now would leave a hole root in
+    // this txg's directory, which import refuses.
+    if (ds->entry.root.IsHole()) continue;
+    dir_.datasets.push_back(ds->entry);
+  }
   std::string bytes = EncodePoolDirectory(dir_);
   POOLFS_RETURN_IF_ERROR(mos_->Write(tx, ObjectId(kDirectoryObject), 0, bytes));
   POOLFS_ASSIGN_OR_RETURN(dmu::ObjectInfo info, mos_->Stat(ObjectId(kDirectoryObject)));
