@@ -88,7 +88,8 @@ Status Zap::LoadFat(std::string block, uint64_t object_length) {
       if (GetLE64(q + offsetof(TableHeaderPhys, object)) != ctx_.object)
         return tbad("belongs to another object");
       if (GetLE64(q + offsetof(TableHeaderPhys, block)) != blk)
-        return tbad("says it is block " + std::to_string(GetLE64(q + offsetof(TableHeaderPhys, block))));
+        return tbad("says it is block " +
+                    std::to_string(GetLE64(q + offsetof(TableHeaderPhys, block))));
       if (q[offsetof(TableHeaderPhys, depth)] != f.depth)
         return tbad("depth " + std::to_string(q[offsetof(TableHeaderPhys, depth)]) +
                     ", the header's is " + std::to_string(f.depth));
@@ -126,8 +127,8 @@ Status Zap::CheckTable(const FatState& f) const {
               ? ctx_.Where(0, "fat header")
               : ctx_.Where(f.table_block + i / TablePerBlock(ctx_.block_size), "table");
       return Status::Corruption(where + ": slots " + std::to_string(i) + ".." +
-                                std::to_string(j - 1) + " point at block " +
-                                std::to_string(blk) + ", " + what);
+                                std::to_string(j - 1) + " point at block " + std::to_string(blk) +
+                                ", " + what);
     };
     if ((len & (len - 1)) != 0 || i % len != 0) return bad("not an aligned power-of-two run");
     if (blk == 0 || blk >= f.next_block ||
@@ -156,7 +157,8 @@ std::string Zap::EncodeFatHeader() const {
   PutLE64(p + offsetof(FatHeaderPhys, table_block), fat_.table_block);
   PutLE64(p + offsetof(FatHeaderPhys, table_blocks), fat_.table_blocks);
   if (fat_.table_block == 0)
-    for (size_t i = 0; i < fat_.table.size(); i++) PutLE64(p + kFatHeaderSize + 8 * i, fat_.table[i]);
+    for (size_t i = 0; i < fat_.table.size(); i++)
+      PutLE64(p + kFatHeaderSize + 8 * i, fat_.table[i]);
   SealBlock(&b);
   return b;
 }
@@ -204,15 +206,16 @@ Result<Leaf> Zap::ReadLeaf(uint64_t index) const {
   const uint64_t span = uint64_t{1} << (d - ld), first = leaf.prefix() << (d - ld);
   if (t[first] != blk || t[first + span - 1] != blk || (first > 0 && t[first - 1] == blk) ||
       (first + span < t.size() && t[first + span] == blk))
-    return bad("but the table (" + SlotWhere(first) +
-               ") does not point at it from exactly its " + std::to_string(span) + " slots");
+    return bad("but the table (" + SlotWhere(first) + ") does not point at it from exactly its " +
+               std::to_string(span) + " slots");
   return leaf;
 }
 
 Result<Value> Zap::FatLookup(uint64_t h, std::string_view name) const {
   POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count()) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == leaf.count())
+    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   return leaf.ValueAt(slot);
 }
 
@@ -236,7 +239,8 @@ Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& 
 Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
   POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count()) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == leaf.count())
+    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   if (fat_.count == 0)
     return Status::Corruption(ctx_.Where(0, "fat header") + ": count 0, but " +
                               ctx_.Where(leaf.block(), "leaf") + " has entries");
@@ -250,7 +254,8 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
 Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
   POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count()) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == leaf.count())
+    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   leaf.SetValue(slot, v);
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));

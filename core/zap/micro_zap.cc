@@ -56,8 +56,7 @@ Status Zap::LoadMicro(std::string block) {
     if (p[i] != 0) return bad("nonzero reserved field");
   uint32_t count = GetLE32(p + offsetof(MicroHeaderPhys, count));
   const uint32_t cap = MicroCapacity(ctx_.block_size);
-  if (count > cap)
-    return bad(std::to_string(count) + " entries, room for " + std::to_string(cap));
+  if (count > cap) return bad(std::to_string(count) + " entries, room for " + std::to_string(cap));
   uint64_t prev = 0;
   for (uint32_t i = 0; i < count; i++) {
     const uint8_t* e = EntryAt(block, i);

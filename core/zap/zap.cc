@@ -41,9 +41,7 @@ Zap::Zap(dmu::ObjectSet* os, ObjectId id, const BlockContext& ctx, uint64_t salt
 
 Zap::~Zap() = default;
 
-uint64_t Zap::Hash(std::string_view name) const {
-  return hash_(salt_, name) >> (64 - kHashBits);
-}
+uint64_t Zap::Hash(std::string_view name) const { return hash_(salt_, name) >> (64 - kHashBits); }
 
 Result<std::string> Zap::ReadBlock(uint64_t block, std::string_view kind) const {
   auto r = os_->Read(id_, block * ctx_.block_size, ctx_.block_size);
@@ -65,8 +63,8 @@ Result<std::unique_ptr<Zap>> Zap::Create(dmu::Tx& tx, dmu::ObjectSet* os, dmu::O
   if (!GoodBlockSize(options.block_size))
     return Status::InvalidArgument("zap block size " + std::to_string(options.block_size) +
                                    " is not a power of two from 4 KiB to 32 KiB");
-  POOLFS_ASSIGN_OR_RETURN(ObjectId id, os->Create(tx, type, options.block_size,
-                                                  util::Compression::kLz4, bonus));
+  POOLFS_ASSIGN_OR_RETURN(ObjectId id,
+                          os->Create(tx, type, options.block_size, util::Compression::kLz4, bonus));
   BlockContext ctx{id.value(), options.block_size, type == dmu::ObjectType::kDirectory};
   uint64_t salt = options.salt ? options.salt : RandomSalt();
   std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options.hash));
@@ -79,8 +77,7 @@ Result<std::unique_ptr<Zap>> Zap::Create(dmu::Tx& tx, dmu::ObjectSet* os, dmu::O
   return z;
 }
 
-Result<std::unique_ptr<Zap>> Zap::Open(dmu::ObjectSet* os, ObjectId id,
-                                       const ZapOptions& options) {
+Result<std::unique_ptr<Zap>> Zap::Open(dmu::ObjectSet* os, ObjectId id, const ZapOptions& options) {
   POOLFS_ASSIGN_OR_RETURN(dmu::ObjectInfo info, os->Stat(id));
   if (!IsZapType(info.type))
     return Status::InvalidArgument("object " + std::to_string(id.value()) + " is a " +
@@ -127,7 +124,8 @@ Result<Value> Zap::Lookup(std::string_view name) const {
   ReaderLock l(&mu_);
   if (!micro_form_) return FatLookup(h, name);
   uint32_t slot = MicroFind(h, name, nullptr);
-  if (slot == micro_count_) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == micro_count_)
+    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   return MicroValueAt(slot);
 }
 
@@ -137,7 +135,8 @@ Status Zap::Remove(dmu::Tx& tx, std::string_view name) {
   WriterLock l(&mu_);
   if (!micro_form_) return FatRemove(tx, h, name);
   uint32_t slot = MicroFind(h, name, nullptr);
-  if (slot == micro_count_) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == micro_count_)
+    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   return MicroRemove(tx, slot);
 }
 
@@ -147,7 +146,8 @@ Status Zap::Update(dmu::Tx& tx, std::string_view name, const Value& value) {
   WriterLock l(&mu_);
   if (!micro_form_) return FatUpdate(tx, h, name, value);
   uint32_t slot = MicroFind(h, name, nullptr);
-  if (slot == micro_count_) return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == micro_count_)
+    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   return MicroUpdate(tx, slot, value);
 }
 

@@ -109,10 +109,10 @@ struct Entry {
 // What a zap looks like inside, for tests and status output.
 struct ZapShape {
   bool micro = true;
-  uint8_t depth = 0;          // fat: the table has 2^depth pointers
+  uint8_t depth = 0;  // fat: the table has 2^depth pointers
   bool external_table = false;
   uint64_t leaves = 0;
-  uint64_t blocks = 1;        // block numbers used (the next one to hand out)
+  uint64_t blocks = 1;  // block numbers used (the next one to hand out)
 };
 
 class Zap {
@@ -174,10 +174,10 @@ class Zap {
   };
   // The blocks one fat change touches, written together by Commit.
   struct Change {
-    std::map<uint64_t, Leaf> leaves;   // by block number: read, split off or new
-    std::set<uint64_t> table_blocks;   // external table blocks to rewrite, by position
-    bool table_moved = false;          // a new external table: write all of it
-    bool embedded_table = false;       // the table in block 0 (or its depth) changed
+    std::map<uint64_t, Leaf> leaves;  // by block number: read, split off or new
+    std::set<uint64_t> table_blocks;  // external table blocks to rewrite, by position
+    bool table_moved = false;         // a new external table: write all of it
+    bool embedded_table = false;      // the table in block 0 (or its depth) changed
     std::vector<std::pair<uint64_t, uint64_t>> freed;  // (first block, blocks) to punch
   };
 
@@ -199,8 +199,7 @@ class Zap {
   Status MicroAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Status MicroRemove(dmu::Tx& tx, uint32_t slot) REQUIRES(mu_);
   Status MicroUpdate(dmu::Tx& tx, uint32_t slot, const Value& v) REQUIRES(mu_);
-  void MicroIterate(uint64_t cookie, size_t n, std::vector<Entry>* out) const
-      REQUIRES_SHARED(mu_);
+  void MicroIterate(uint64_t cookie, size_t n, std::vector<Entry>* out) const REQUIRES_SHARED(mu_);
   // Rewrites the micro zap as a fat one, keys kept, in tx's txg.
   Status Upgrade(dmu::Tx& tx) REQUIRES(mu_);
 
@@ -217,11 +216,9 @@ class Zap {
   Result<Leaf> ReadLeaf(uint64_t index) const REQUIRES_SHARED(mu_);
   Status FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Status FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) REQUIRES(mu_);
-  Status FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v)
-      REQUIRES(mu_);
+  Status FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Result<Value> FatLookup(uint64_t h, std::string_view name) const REQUIRES_SHARED(mu_);
-  Status FatIterate(uint64_t cookie, size_t n, std::vector<Entry>* out) const
-      REQUIRES_SHARED(mu_);
+  Status FatIterate(uint64_t cookie, size_t n, std::vector<Entry>* out) const REQUIRES_SHARED(mu_);
   // Puts an entry with a known key into the leaves of `c`, splitting leaves
   // (and doubling the table) as needed.
   Status FatInsert(Change& c, uint64_t key, std::string_view name, const Value& v) REQUIRES(mu_);

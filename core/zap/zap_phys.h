@@ -95,13 +95,13 @@ struct Value {
 // Block 0 in the micro form. The entries follow at kMicroHeaderSize, sorted
 // by key (strictly increasing); bytes past the last entry are zero.
 struct MicroHeaderPhys {
-  uint64_t magic;        // kMicroMagic
-  uint64_t checksum;     // XXH3-64 of bytes [16, block size)
-  uint64_t object;       // the zap's object id
-  uint64_t salt;         // mixed into every name hash
-  uint8_t version;       // kFormatVersion
-  uint8_t reserved0[3];  // zero
-  uint32_t count;        // entries in use, <= MicroCapacity(block size)
+  uint64_t magic;         // kMicroMagic
+  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t object;        // the zap's object id
+  uint64_t salt;          // mixed into every name hash
+  uint8_t version;        // kFormatVersion
+  uint8_t reserved0[3];   // zero
+  uint32_t count;         // entries in use, <= MicroCapacity(block size)
   uint8_t reserved1[24];  // zero
 };
 static_assert(sizeof(MicroHeaderPhys) == 64);
@@ -110,11 +110,11 @@ static_assert(offsetof(MicroHeaderPhys, count) == 36);
 
 inline constexpr size_t kMicroMaxName = 39;
 struct MicroEntryPhys {
-  uint64_t key;                // (h << 16) | cd, < 2^62
-  uint64_t object;             // Value::object
-  uint64_t attrs;              // Value::attrs
-  uint8_t name_len;            // 1 .. 39
-  char name[kMicroMaxName];    // name_len bytes, then zeros
+  uint64_t key;              // (h << 16) | cd, < 2^62
+  uint64_t object;           // Value::object
+  uint64_t attrs;            // Value::attrs
+  uint8_t name_len;          // 1 .. 39
+  char name[kMicroMaxName];  // name_len bytes, then zeros
 };
 static_assert(sizeof(MicroEntryPhys) == 64);
 static_assert(offsetof(MicroEntryPhys, name_len) == 24);
@@ -161,14 +161,14 @@ inline constexpr uint64_t EmbeddedTableCapacity(uint32_t block_size) {
 // first_index + count) of the table, as u64 leaf block ids at
 // kTableHeaderSize; bytes past them are zero.
 struct TableHeaderPhys {
-  uint64_t magic;        // kTableMagic
-  uint64_t checksum;     // XXH3-64 of bytes [16, block size)
-  uint64_t object;       // the zap's object id
-  uint64_t block;        // this block's number in the object
-  uint8_t depth;         // the depth of the table this block belongs to
-  uint8_t reserved0[3];  // zero
-  uint32_t count;        // pointers in this block, 1 .. TablePerBlock
-  uint64_t first_index;  // index of its first pointer = i * TablePerBlock
+  uint64_t magic;         // kTableMagic
+  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t object;        // the zap's object id
+  uint64_t block;         // this block's number in the object
+  uint8_t depth;          // the depth of the table this block belongs to
+  uint8_t reserved0[3];   // zero
+  uint32_t count;         // pointers in this block, 1 .. TablePerBlock
+  uint64_t first_index;   // index of its first pointer = i * TablePerBlock
   uint8_t reserved1[16];  // zero
 };
 static_assert(sizeof(TableHeaderPhys) == 64);
@@ -186,16 +186,16 @@ inline constexpr uint64_t TablePerBlock(uint32_t block_size) {
 // `heap` is the lowest byte of the heap. An entry is
 //   key u64, object u64, attrs u64, name length u8 (1..255), name.
 struct LeafHeaderPhys {
-  uint64_t magic;        // kLeafMagic
-  uint64_t checksum;     // XXH3-64 of bytes [16, block size)
-  uint64_t object;       // the zap's object id
-  uint64_t block;        // this block's number in the object
-  uint64_t prefix;       // the hash prefix this leaf holds, < 2^depth
-  uint8_t depth;         // prefix bits, <= the table's depth
-  uint8_t reserved0;     // zero
-  uint16_t count;        // entries (slots)
-  uint16_t heap;         // start of the entry heap
-  uint16_t reserved1;    // zero
+  uint64_t magic;         // kLeafMagic
+  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t object;        // the zap's object id
+  uint64_t block;         // this block's number in the object
+  uint64_t prefix;        // the hash prefix this leaf holds, < 2^depth
+  uint8_t depth;          // prefix bits, <= the table's depth
+  uint8_t reserved0;      // zero
+  uint16_t count;         // entries (slots)
+  uint16_t heap;          // start of the entry heap
+  uint16_t reserved1;     // zero
   uint8_t reserved2[16];  // zero
 };
 static_assert(sizeof(LeafHeaderPhys) == 64);

@@ -130,14 +130,15 @@ void Exercise(zap::Zap& z, const std::map<std::string, zap::Value>* model,
     if (n++ == 300) break;
     auto got = z.Lookup(name);
     if (model && (!got.ok() || !(*got == v))) Fail("a listed name does not look up");
-    if (!got.ok()) Expect(got.status(), {StatusCode::kNotFound, StatusCode::kInvalidArgument}, "Lookup");
+    if (!got.ok())
+      Expect(got.status(), {StatusCode::kNotFound, StatusCode::kInvalidArgument}, "Lookup");
   }
   for (const std::string& p : probes) {
     auto got = z.Lookup(p);
     if (model) {
       auto it = model->find(p);
-      const bool absent_ok = got.status().IsNotFound() ||
-                             got.status().code() == StatusCode::kInvalidArgument;
+      const bool absent_ok =
+          got.status().IsNotFound() || got.status().code() == StatusCode::kInvalidArgument;
       if (it == model->end() ? !absent_ok : !(got.ok() && *got == it->second))
         Fail("a probe disagrees with the model");
     }

@@ -18,7 +18,8 @@ const BlockContext kCtx{42, 4096, false};
 // A key whose hash has `prefix` as its top `depth` bits.
 uint64_t KeyIn(std::mt19937_64& rng, uint64_t prefix, uint8_t depth, uint32_t cd = 0) {
   uint64_t h = rng() >> (64 - kHashBits);
-  if (depth > 0) h = (prefix << (kHashBits - depth)) | (h & ((uint64_t{1} << (kHashBits - depth)) - 1));
+  if (depth > 0)
+    h = (prefix << (kHashBits - depth)) | (h & ((uint64_t{1} << (kHashBits - depth)) - 1));
   return MakeKey(h, cd);
 }
 

@@ -48,15 +48,14 @@ class NameSet {
 
 struct Scenario {
   uint32_t block_size;
-  int initial;       // entries before the iteration starts
+  int initial;        // entries before the iteration starts
   int adds_per_step;  // adds between two Iterate calls
   int removes_per_step;
 };
 
 void RunIteration(const Scenario& sc, uint64_t seed) {
-  INFO("block size " << sc.block_size << " initial " << sc.initial << " adds "
-                     << sc.adds_per_step << " removes " << sc.removes_per_step << " seed "
-                     << seed);
+  INFO("block size " << sc.block_size << " initial " << sc.initial << " adds " << sc.adds_per_step
+                     << " removes " << sc.removes_per_step << " seed " << seed);
   Fixture f;
   std::mt19937_64 rng(seed);
   ZapOptions o;
@@ -117,12 +116,12 @@ void RunIteration(const Scenario& sc, uint64_t seed) {
 TEST_CASE("Zap iteration returns each entry present throughout exactly once, across changes",
           "[zap]") {
   const Scenario scenarios[] = {
-      {16384, 30, 3, 1},      // micro, slow growth
-      {16384, 200, 8, 2},     // micro -> fat upgrade during the iteration
-      {4096, 100, 40, 10},    // many splits, table doublings, an external table
-      {4096, 2000, 20, 20},   // fat from the start, churn
-      {8192, 3000, 60, 5},    // splits in bigger leaves
-      {16384, 500, 0, 30},    // removals only
+      {16384, 30, 3, 1},     // micro, slow growth
+      {16384, 200, 8, 2},    // micro -> fat upgrade during the iteration
+      {4096, 100, 40, 10},   // many splits, table doublings, an external table
+      {4096, 2000, 20, 20},  // fat from the start, churn
+      {8192, 3000, 60, 5},   // splits in bigger leaves
+      {16384, 500, 0, 30},   // removals only
   };
   uint64_t seed = 1;
   for (const Scenario& sc : scenarios)
@@ -137,7 +136,9 @@ TEST_CASE("Zap cookies resume at the same place in a reopened zap", "[zap]") {
   std::mt19937_64 rng(3);
   {
     auto tx = f.NewTx();
-    for (int i = 0; i < 3000; i++) REQUIRE(z->Add(*tx, testing::RandomName(rng, 1 + rng() % 40) + "/" + std::to_string(i), {}).ok());
+    for (int i = 0; i < 3000; i++)
+      REQUIRE(
+          z->Add(*tx, testing::RandomName(rng, 1 + rng() % 40) + "/" + std::to_string(i), {}).ok());
   }
   auto all = z->Iterate(0, 10000).value();
   REQUIRE(all.size() == 3000);

@@ -37,8 +37,8 @@ TEST_CASE("Zap fuzz corpus: raw images of real zaps", "[.corpus]") {
     size_t name_len;  // 0: short and varied
   };
   const Seed seeds[] = {
-      {"raw-micro-empty", false, 0, 0},   {"raw-micro-dir", true, 12, 0},
-      {"raw-micro-full", false, 63, 0},   {"raw-fat-dir", true, 300, 0},
+      {"raw-micro-empty", false, 0, 0},       {"raw-micro-dir", true, 12, 0},
+      {"raw-micro-full", false, 63, 0},       {"raw-fat-dir", true, 300, 0},
       {"raw-fat-long-names", false, 40, 200},
   };
   for (const Seed& s : seeds) {

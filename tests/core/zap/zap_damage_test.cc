@@ -212,8 +212,7 @@ TEST_CASE("Zap refuses structural damage under a good block checksum", "[zap]") 
     Structural(d, b, "reserved", [](uint8_t* p) { p[33] = 1; });
     Structural(d, b, "count", [](uint8_t* p) { util::PutLE32(p + 36, util::GetLE32(p + 36) - 1); });
     Structural(d, b, "first index", [](uint8_t* p) { PutLE64(p + 40, 1); });
-    Structural(d, b, "pointer to the table",
-               [&](uint8_t* p) { PutLE64(p + kTableHeaderSize, b); });
+    Structural(d, b, "pointer to the table", [&](uint8_t* p) { PutLE64(p + kTableHeaderSize, b); });
     Structural(d, b, "wrong kind", [](uint8_t* p) { PutLE64(p, kFatMagic); });
   }
   SECTION("leaf") {
@@ -236,7 +235,8 @@ TEST_CASE("Zap refuses structural damage under a good block checksum", "[zap]") 
     Structural(d, b, "heap past the block", [&](uint8_t* p) { PutLE16(p + 44, d.bs + 2); });
     Structural(d, b, "slot outside the heap", [&](uint8_t* p) { PutLE16(S(p, 0), 70); });
     Structural(d, b, "slot at the block's end", [&](uint8_t* p) { PutLE16(S(p, 0), d.bs - 10); });
-    Structural(d, b, "two slots on one entry", [&](uint8_t* p) { PutLE16(S(p, 1), GetLE16(S(p, 0))); });
+    Structural(d, b, "two slots on one entry",
+               [&](uint8_t* p) { PutLE16(S(p, 1), GetLE16(S(p, 0))); });
     Structural(d, b, "slots out of order", [&](uint8_t* p) {
       uint16_t a = GetLE16(S(p, 0));
       PutLE16(S(p, 0), GetLE16(S(p, 1)));
@@ -284,8 +284,7 @@ TEST_CASE("Zap changes that meet a damaged leaf fail and change nothing", "[zap]
   REQUIRE(z->Lookup(in_leaf[0]).ok());
 }
 
-TEST_CASE("Zap reports blocks damaged on the device as Corruption naming the zap block",
-          "[zap]") {
+TEST_CASE("Zap reports blocks damaged on the device as Corruption naming the zap block", "[zap]") {
   Damaged d(Damaged::kFatExternal);
   d.f.Reopen();
   REQUIRE(d.Exercise().ok());

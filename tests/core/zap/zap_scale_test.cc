@@ -25,8 +25,7 @@ TEST_CASE("Zap holds 200,000 entries in one directory across sync and reopen", "
   const ObjectId id = z->id();
   for (uint64_t i = 0; i < n;) {
     auto tx = f.NewTx();
-    for (uint64_t end = i + 20000; i < end; i++)
-      REQUIRE(z->Add(*tx, NameOf(i), Value{i, 1}).ok());
+    for (uint64_t end = i + 20000; i < end; i++) REQUIRE(z->Add(*tx, NameOf(i), Value{i, 1}).ok());
     tx->Commit();
     f.Sync();
   }
@@ -116,13 +115,12 @@ TEST_CASE("Zap benchmark: 1,000,000 entries in one directory", "[.bench]") {
   const double iter_s = Seconds(t4);
   REQUIRE(listed == n);
   std::printf("zap 1M, %u-byte blocks: depth %u, %llu leaves, %llu blocks\n", o.block_size,
-              unsigned(shape.depth),
-              (unsigned long long)shape.leaves, (unsigned long long)shape.blocks);
+              unsigned(shape.depth), (unsigned long long)shape.leaves,
+              (unsigned long long)shape.blocks);
   std::printf("  add (open context, %llu per tx): %.0f /s (%.2f s); syncs %.2f s\n",
               (unsigned long long)per_tx, n / add_s, add_s, sync_s);
   std::printf("  lookup, blocks dirty or just synced in this session: %.0f /s\n", n / warm_s);
-  std::printf("  open after reopen: %.3f s; lookup from the device: %.0f /s\n", open_s,
-              n / cold_s);
+  std::printf("  open after reopen: %.3f s; lookup from the device: %.0f /s\n", open_s, n / cold_s);
   std::printf("  iterate (4096 per call): %.0f entries/s\n", n / iter_s);
 }
 

@@ -242,8 +242,7 @@ TEST_CASE("Zap holds names of 255 bytes, many to a leaf split", "[zap]") {
 // Names with the same first byte collide on all 46 bits of the hash.
 uint64_t FirstByteHash(uint64_t, std::string_view name) { return uint64_t(uint8_t(name[0])) << 56; }
 
-TEST_CASE("Zap keeps names with the same hash apart by their collision differentiators",
-          "[zap]") {
+TEST_CASE("Zap keeps names with the same hash apart by their collision differentiators", "[zap]") {
   for (uint32_t bs : {4096u, 16384u}) {
     Fixture f;
     ZapOptions o;
