@@ -37,8 +37,11 @@ Status Pool::SyncDatasets(Txg t) {
   std::vector<Dataset*> dirty;
   {
     util::MutexLock l(&mu_);
-    for (auto& [name, ds] : datasets_)
+    for (auto& [name, ds] : datasets_) {
+      // A dataset created in a later txg (while t quiesced) waits for it.
+      if (ds->entry.created > t) continue;
       if (ds->os->Dirty(t) || ds->os->root().IsHole()) dirty.push_back(ds.get());
+    }
   }
   if (dirty.empty()) return Status::Ok();
   // Every dataset's dnode lists at once, one strand per allocator.

@@ -70,6 +70,46 @@ TEST_CASE("Pool keeps a txg importable when a dataset is created during its sync
   REQUIRE((*p)->Export().ok());
 }
 
+TEST_CASE("Pool does not write a dataset in a txg older than its creation", "[pool]") {
+  // "early" is created in t + 1 while t quiesces, before t's sync starts;
+  // t's sync must leave it to t + 1 (its directory entry says created in
+  // t + 1, and poolfs check refuses a dataset newer than the txg it is in).
+  vdev::MemoryDevice mem(128 << 20, "mem");
+  REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{"tank"}).ok());
+  vdev::FaultInjectingDevice dev(&mem);
+  PoolOptions opts;
+  opts.txg.timeout_ms = 3600 * 1000;
+  Txg t;
+  {
+    auto p = Pool::ImportDevices({&dev}, opts);
+    REQUIRE(p.ok());
+    Pool& pool = **p;
+    Status synced;
+    std::thread waiter;
+    {
+      dmu::Tx tx(pool.assigner());
+      REQUIRE(tx.Assign().ok());
+      t = tx.txg();
+      REQUIRE(pool.root_dataset()->Create(tx, dmu::ObjectType::kPlain).ok());
+      waiter = std::thread([&] { synced = pool.WaitSynced(t); });
+      while (pool.txgs().open_txg() == t) std::this_thread::yield();  // t is quiescing
+      auto early = pool.CreateDataset("early");                       // in t + 1
+      REQUIRE(early.ok());
+    }  // releases t: its sync starts
+    waiter.join();
+    REQUIRE(synced.ok());
+    dev.CutPowerAfter(0);  // crash before t + 1 reaches disk
+    (void)pool.Export();
+  }
+  dev.PowerOn();
+  auto p = Pool::ImportDevices({&dev}, opts);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  REQUIRE((*p)->imported_txg() == t);
+  REQUIRE((*p)->dataset("early") == nullptr);
+  REQUIRE((*p)->Export().ok());
+}
+
 TEST_CASE("Pool writes a dataset created during a sync with the next txg", "[pool]") {
   vdev::MemoryDevice mem(128 << 20, "mem");
   REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{"tank"}).ok());
