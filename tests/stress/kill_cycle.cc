@@ -49,6 +49,7 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   wo.threads = options_.threads;
   wo.seed = workload_seed;
   wo.max_objects_per_thread = objects_per_thread_;
+  wo.max_datasets = kMaxDatasets;
   Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
   work.Start(*objects, models_);

@@ -33,7 +33,7 @@ void Encode(const OpRecord& r, uint8_t* p) {
 
 bool Decode(const uint8_t* p, OpRecord* r) {
   if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
-  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kSynced)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kCreateDataset)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
   r->dataset = util::GetLE16(p + 6);
@@ -50,6 +50,8 @@ Status Errno(const std::string& what) {
 }
 
 }  // namespace
+
+std::string DatasetName(uint16_t index) { return "ds" + std::to_string(index); }
 
 std::string DescribeRecord(const OpRecord& r) {
   std::string s = "seq " + std::to_string(r.seq) + " txg " + std::to_string(r.txg) + " ";
@@ -68,6 +70,11 @@ std::string DescribeRecord(const OpRecord& r) {
     case OpKind::kBonus:
       return s + "bonus" + obj + " type " + std::to_string(r.aux) + " len " + std::to_string(r.a);
     case OpKind::kSynced: return s + "synced";
+    case OpKind::kCreateDataset:
+      return s +
+             (r.aux ? "created dataset "
+                    : "creating dataset (open txg " + std::to_string(r.a) + ") ") +
+             DatasetName(r.dataset);
   }
   return s + "?";
 }
@@ -83,7 +90,8 @@ int DumpLog(const std::string& path, uint64_t object) {
     return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
   });
   for (const OpRecord& r : *records)
-    if (object == 0 || r.object == object || r.kind == OpKind::kSynced)
+    if (object == 0 || r.object == object || r.kind == OpKind::kSynced ||
+        r.kind == OpKind::kCreateDataset)
       std::printf("%s\n", DescribeRecord(r).c_str());
   if (torn) std::printf("(torn last record dropped)\n");
   return 0;

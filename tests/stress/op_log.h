@@ -44,7 +44,16 @@ enum class OpKind : uint8_t {
   kFree = 5,      // object
   kBonus = 6,     // object; a = bonus length, aux = bonus type (bytes: BonusBytes)
   kSynced = 7,    // txg is durable
+  // Dataset `dataset` (named DatasetName(dataset)) is being created (aux 0,
+  // logged before the call; a = the open txg then, a lower bound of its txg)
+  // or was created (aux 1, logged after; txg = the open txg then, an upper
+  // bound).
+  kCreateDataset = 8,
 };
+
+// The name of the run's dataset `index` other than the first (the pool's
+// own): "ds<index>".
+std::string DatasetName(uint16_t index);
 
 struct OpRecord {
   OpKind kind = OpKind::kSynced;

@@ -43,6 +43,7 @@ class PowerRail {
   // Cuts just before the n-th next write or flush (1 = the next one).
   void ArmAfter(uint64_t n, uint64_t seed);
   void On();
+  bool armed() const { return countdown_.load() >= 0; }
   bool off() const { return off_.load(); }
   uint64_t cuts() const { return cuts_.load(); }
 

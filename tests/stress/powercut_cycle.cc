@@ -59,6 +59,14 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
   wo.threads = options_.threads;
   wo.seed = rng();
   wo.max_objects_per_thread = objects_per_thread_;
+  wo.max_datasets = kMaxDatasets;
+  // Half the time, a new dataset is followed by a cut within a few hundred
+  // I/Os: while it reaches disk.
+  const uint64_t dataset_cut_seed = rng();
+  wo.after_create_dataset = [&rail, dataset_cut_seed, n = uint64_t(0)]() mutable {
+    const uint64_t h = dataset_cut_seed + 0x9e3779b97f4a7c15ull * ++n;
+    if (h % 2 == 0 && !rail.armed()) rail.ArmAfter(1 + (h >> 8) % 300, h >> 16);
+  };
   Workload work(pool->get(), sets, log->get(), wo, [&rail] { return rail.off(); });
   const int64_t run_ms = int64_t(100 + rng() % 3000);
   const bool armed = rng() % 2;
@@ -68,7 +76,7 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
   work.Start(objects, models_);
   Status cut;
   if (!armed) {
-    while (MsSince(start) < run_ms && !work.done())
+    while (MsSince(start) < run_ms && !work.done() && !rail.off())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     cut = rail.Cut(cut_seed);
     cycle_note_ = ": cut after " + std::to_string(MsSince(start)) + " ms";

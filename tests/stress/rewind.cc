@@ -34,7 +34,12 @@ Status Runner::DamageNewestUberblock(uint64_t* newest, uint64_t* previous) {
     for (const FoundUberblock& f : info.uberblocks)
       if (f.ub.txg.value() < *newest) *previous = std::max(*previous, f.ub.txg.value());
   }
-  if (*previous == 0) return Status::Ok();  // nothing to fall back to: leave the pool alone
+  // Nothing to fall back to, or nothing synced since the last verified
+  // state (falling back would go behind the model): leave the pool alone.
+  if (*previous == 0 || *newest <= verified_txg_) {
+    *previous = 0;
+    return Status::Ok();
+  }
   uint8_t garbage[kUberblockSlotSize];
   for (size_t i = 0; i < sizeof garbage; i++) garbage[i] = uint8_t(0xA5 ^ (i * 7));
   const uint64_t slot = UberblockSlot(Txg(*newest));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "poolfs/pool_admin.h"
 
@@ -130,7 +131,7 @@ Status Runner::Setup() {
     if (!pool.ok()) return pool.status().WithContext("importing the new pool");
     dataset_names_.push_back((*pool)->root_dataset()->name());
     for (int i = 1; i < datasets; i++) {
-      dataset_names_.push_back("ds" + std::to_string(i));
+      dataset_names_.push_back(DatasetName(uint16_t(i)));
       auto ds = (*pool)->CreateDataset(dataset_names_.back());
       if (!ds.ok()) return ds.status().WithContext("creating a dataset");
     }
@@ -160,10 +161,22 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                               " garbled on every vdev, the import should have fallen back to txg " +
                               std::to_string(lower) + ", the newest older one, but it opened txg " +
                               std::to_string(imported));
-  if (imported < lower)
+  if (imported < lower) {
+    // Say why the import passed over the newer uberblocks, as the check sees it.
+    (void)pool->Export();
+    auto report = CheckPool(paths_);
+    if (report.ok()) {
+      failure_detail_ =
+          "  poolfs check of the pool as found (txg " + std::to_string(report->txg) + "):\n";
+      for (const CheckProblem& p : report->warnings)
+        failure_detail_ += "    warning: " + p.where + ": " + p.what + "\n";
+      for (const CheckProblem& p : report->problems)
+        failure_detail_ += "    problem: " + p.where + ": " + p.what + "\n";
+    }
     return Status::Corruption("the import opened txg " + std::to_string(imported) + " but txg " +
                               std::to_string(lower) +
                               " had synced before the crash: durable txgs lost");
+  }
   if (upper && imported > upper)
     return Status::Corruption("the import opened txg " + std::to_string(imported) +
                               ", newer than any txg that could have reached disk (" +
@@ -174,13 +187,15 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                               " verified in the previous cycle");
   const uint64_t previous = verified_txg_;
   verified_txg_ = imported;  // for History
+  POOLFS_RETURN_IF_ERROR(AdoptNewDatasets(pool, records, imported));
   POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool));
   VerifyStats vs;
   for (size_t i = 0; i < sets.size(); i++) {
     const uint16_t ds = uint16_t(i);
     std::vector<OpRecord> mine;
     for (const OpRecord& r : records)
-      if (r.kind != OpKind::kSynced && r.dataset == ds) mine.push_back(r);
+      if (r.kind != OpKind::kSynced && r.kind != OpKind::kCreateDataset && r.dataset == ds)
+        mine.push_back(r);
     uint64_t bad = 0;
     Status st = models_[i].Replay(std::move(mine), imported, &bad);
     if (!st.ok()) {
@@ -210,6 +225,59 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
       "% allocated";
   cycle_note_ += ", verified " + std::to_string(vs.objects) + " objects, " +
                  std::to_string(vs.bytes >> 10) + " KiB";
+  return Status::Ok();
+}
+
+Status Runner::AdoptNewDatasets(Pool* pool, const std::vector<OpRecord>& records,
+                                uint64_t imported) {
+  struct Bounds {
+    uint64_t lower = 0;
+    uint64_t upper = 0;  // 0: the creation never returned
+  };
+  std::map<uint16_t, Bounds> created;
+  for (const OpRecord& r : records) {
+    if (r.kind != OpKind::kCreateDataset) continue;
+    if (r.aux == 0)
+      created[r.dataset].lower = r.a;
+    else
+      created[r.dataset].upper = r.txg;
+  }
+  bool missing = false;  // a dataset did not make it: none after it may exist
+  for (const auto& [index, b] : created) {
+    const std::string name = DatasetName(index);
+    const bool exists = pool->dataset(name) != nullptr;
+    if (index < dataset_names_.size())
+      return Status::Corruption("the log creates dataset " + name + ", which existed before");
+    const std::string when = "created in a txg from " + std::to_string(b.lower) + " to " +
+                             (b.upper ? std::to_string(b.upper) : "(never returned)");
+    if (!exists) {
+      if (b.upper && imported >= b.upper)
+        return Status::Corruption("dataset '" + name + "' (" + when + ") is missing at txg " +
+                                  std::to_string(imported));
+      missing = true;
+      continue;
+    }
+    if (missing || index != dataset_names_.size())
+      return Status::Corruption("dataset '" + name + "' exists but an older new dataset does not");
+    if (imported < b.lower)
+      return Status::Corruption("dataset '" + name + "' (" + when + ") exists at txg " +
+                                std::to_string(imported) + ", before its creation");
+    dataset_names_.push_back(name);
+    models_.emplace_back();
+    cycle_note_ += ", +dataset " + name;
+  }
+  for (const OpRecord& r : records)
+    if (r.kind != OpKind::kSynced && r.kind != OpKind::kCreateDataset &&
+        r.dataset >= dataset_names_.size() && r.txg <= imported)
+      return Status::Corruption("dataset '" + DatasetName(r.dataset) + "' is missing at txg " +
+                                std::to_string(imported) + " but the log has " + DescribeRecord(r));
+  const std::vector<std::string> names = pool->datasets();
+  if (names.size() != dataset_names_.size()) {
+    std::string s;
+    for (const std::string& n : names) s += " " + n;
+    return Status::Corruption("the pool has " + std::to_string(names.size()) + " datasets (" + s +
+                              " ), the run expects " + std::to_string(dataset_names_.size()));
+  }
   return Status::Ok();
 }
 

@@ -3,7 +3,8 @@
 // Theory
 // ------
 // One pool lives in the run's directory for the whole run (1 to 3 file
-// vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets), with a Model of each dataset that
+// vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets, up to 24 as
+// the workload creates more), with a Model of each dataset that
 // is its state verified at the end of the last cycle. A cycle crashes the pool while a
 // Workload runs on it and checks what an import then finds:
 //
@@ -49,6 +50,9 @@ namespace poolfs::stress {
 
 enum class Mode { kKill, kPowercut, kBoth };
 
+// Datasets a run grows to (the workload creates them as it goes).
+inline constexpr int kMaxDatasets = 24;
+
 struct StressOptions {
   std::string dir;
   double seconds = 60;
@@ -86,9 +90,15 @@ class Runner {
   // success the model is the new verified state.
   Status VerifyImport(core::pool::Pool* pool, const std::vector<OpRecord>& records, uint64_t lower,
                       uint64_t upper);
+  // Adds the datasets the workload created that exist at txg `imported`
+  // (with empty models) to the run, checking each against the txgs its
+  // creation could have landed in, and that the pool has no others.
+  Status AdoptNewDatasets(core::pool::Pool* pool, const std::vector<OpRecord>& records,
+                          uint64_t imported);
   // Garbles the newest uberblock (txg *newest) in every label of every vdev,
   // so that an import must fall back to *previous, the newest older one
-  // (rewind.cc). Does nothing, and sets *previous to 0, when there is none.
+  // (rewind.cc). Does nothing, and sets *previous to 0, when there is none
+  // or when no txg synced since the last verified one.
   Status DamageNewestUberblock(uint64_t* newest, uint64_t* previous);
   // Before the import that verifies a crash: one cycle in five (by `rng`)
   // damages the newest uberblock; then the import must open exactly

@@ -71,7 +71,7 @@ Workload::~Workload() { Stop(); }
 void Workload::Start(const std::vector<ObjectState>& existing, const std::vector<Model>& models) {
   const size_t n = size_t(options_.threads);
   std::vector<std::vector<ObjectState>> split(n);
-  std::vector<std::vector<Model>> local(n, std::vector<Model>(sets_.size()));
+  std::vector<LocalModels> local(n);
   for (const ObjectState& o : existing) {
     const size_t t = (o.id + o.dataset) % n;
     split[t].push_back(o);
@@ -121,9 +121,47 @@ void Workload::Watch() {
   }
 }
 
-void Workload::Run(int thread, std::vector<ObjectState> mine, std::vector<Model> local) {
+dmu::ObjectSet* Workload::Set(uint16_t index) const {
+  util::MutexLock l(&sets_mu_);
+  return sets_[index];
+}
+
+size_t Workload::SetCount() const {
+  util::MutexLock l(&sets_mu_);
+  return sets_.size();
+}
+
+Status Workload::CreateDataset() {
+  OpRecord r;
+  r.kind = OpKind::kCreateDataset;
+  r.dataset = uint16_t(SetCount());
+  r.a = r.txg = pool_->txgs().open_txg().value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  auto os = pool_->CreateDataset(DatasetName(r.dataset));
+  if (!os.ok()) return os.status().WithContext("CreateDataset(" + DatasetName(r.dataset) + ")");
+  r.aux = 1;
+  r.txg = pool_->txgs().open_txg().value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  {
+    util::MutexLock l(&sets_mu_);
+    sets_.push_back(*os);
+  }
+  if (options_.after_create_dataset) options_.after_create_dataset();
+  return Status::Ok();
+}
+
+void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local) {
   std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(thread));
   while (!stop_.load()) {
+    if (thread == 0 && int(SetCount()) < options_.max_datasets && rng() % 150 == 0) {
+      Status st = CreateDataset();
+      if (!st.ok()) {
+        Fail(thread, st);
+        break;
+      }
+    }
     dmu::Tx tx(pool_->assigner());
     Status st = tx.Assign(256 * 1024);
     if (!st.ok()) {
@@ -161,14 +199,14 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, std::vector<Model>
   running_--;
 }
 
-Status Workload::Record(const OpRecord& r, std::vector<Model>& local) {
+Status Workload::Record(const OpRecord& r, LocalModels& local) {
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   ops_++;
   return local[r.dataset].Apply(r).WithContext("the thread's own model");
 }
 
 Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine,
-                       std::vector<Model>& local) {
+                       LocalModels& local) {
   OpRecord r;
   r.txg = tx.txg().value();
   int kind = int(rng() % 100);
@@ -179,9 +217,10 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.seq = log_->NextSeq();
     const uint32_t bs = PickBlockSize(rng);
     const util::Compression comp = PickCompression(rng);
-    r.dataset = uint16_t(rng() % sets_.size());
-    auto id = sets_[r.dataset]->Create(tx, dmu::ObjectType::kPlain, bs, comp);
-    if (!id.ok()) return id.status().WithContext(sets_[r.dataset]->name() + ": create");
+    r.dataset = uint16_t(rng() % SetCount());
+    dmu::ObjectSet* const os = Set(r.dataset);
+    auto id = os->Create(tx, dmu::ObjectType::kPlain, bs, comp);
+    if (!id.ok()) return id.status().WithContext(os->name() + ": create");
     r.object = id->value();
     r.a = bs;
     r.aux = uint8_t(comp);
@@ -192,7 +231,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
   ObjectState& o = mine[j];
   r.dataset = o.dataset;
   r.object = o.id;
-  dmu::ObjectSet* const os = sets_[o.dataset];
+  dmu::ObjectSet* const os = Set(o.dataset);
   Status st;
   if (kind < 45) {
     WriteSpec w;

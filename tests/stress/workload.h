@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <thread>
@@ -42,7 +43,16 @@ struct WorkloadOptions {
   int threads = 4;
   uint64_t seed = 1;
   int max_objects_per_thread = 12;
+  // Thread 0 now and then creates a dataset (DatasetName(next index))
+  // until there are this many.
+  int max_datasets = 0;
+  // Called right after each dataset creation (a power-cut cycle arms its
+  // rail, to crash while the new dataset reaches disk).
+  std::function<void()> after_create_dataset;
 };
+
+// A thread's running model of its own objects, per dataset index.
+using LocalModels = std::map<uint16_t, Model>;
 
 struct ObjectState {
   uint16_t dataset = 0;  // index into the workload's object sets
@@ -57,7 +67,8 @@ Status ScanObjects(dmu::ObjectSet* os, uint16_t dataset, std::vector<ObjectState
 
 class Workload {
  public:
-  // Works on the object sets `sets` of `pool` (record dataset i is sets[i]).
+  // Works on the object sets `sets` of `pool` (record dataset i is sets[i];
+  // datasets the workload creates are appended).
   Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, OpLog* log,
            const WorkloadOptions& options, std::function<bool()> failure_expected);
   ~Workload();
@@ -81,17 +92,22 @@ class Workload {
   uint64_t max_txg() const { return max_txg_.load(); }
 
  private:
-  void Run(int thread, std::vector<ObjectState> mine, std::vector<Model> local);
+  void Run(int thread, std::vector<ObjectState> mine, LocalModels local);
   void Watch();
   Status OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine,
-               std::vector<Model>& local);
+               LocalModels& local);
   // Logs `r` and applies it to the thread's model.
-  Status Record(const OpRecord& r, std::vector<Model>& local);
+  Status Record(const OpRecord& r, LocalModels& local);
+  // Creates the next dataset (outside any Tx), logged before and after.
+  Status CreateDataset() EXCLUDES(sets_mu_);
+  dmu::ObjectSet* Set(uint16_t index) const EXCLUDES(sets_mu_);
+  size_t SetCount() const EXCLUDES(sets_mu_);
   // Ends the calling thread's work: records `st` unless expected.
   void Fail(int thread, const Status& st) EXCLUDES(mu_);
 
   core::pool::Pool* const pool_;
-  const std::vector<dmu::ObjectSet*> sets_;
+  mutable util::Mutex sets_mu_;
+  std::vector<dmu::ObjectSet*> sets_ GUARDED_BY(sets_mu_);
   OpLog* const log_;
   const WorkloadOptions options_;
   const std::function<bool()> failure_expected_;
