@@ -5,7 +5,11 @@
 // I/O), fragmented the same seeded way (fill half, free a random half of
 // that, let the frees pass their defer txgs), then T threads allocate blocks
 // of 4 KiB–128 KiB through allocator (thread % allocators). The figure is
-// total allocations / wall time, median of several runs.
+// total allocations / wall time, median of several runs. Thread i is pinned
+// to CPU i (unless --no-pin) so both configurations really run in parallel.
+#include <pthread.h>
+#include <sched.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <random>
@@ -57,12 +61,23 @@ std::unique_ptr<SpaceManager> Fragmented(uint32_t allocators, uint64_t seed) {
   return sm;
 }
 
-double RunOnce(uint32_t allocators, int threads, uint64_t per_thread) {
+// Pins the calling thread to one CPU, so that every configuration really
+// runs its threads on different cores (otherwise the scheduler may stack
+// them on one core, where a shared lock costs nothing and proves nothing).
+void PinToCpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % std::max(1u, std::thread::hardware_concurrency()), &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+double RunOnce(uint32_t allocators, int threads, uint64_t per_thread, bool pin) {
   auto sm = Fragmented(allocators, 7);
   std::vector<std::thread> ts;
   double t0 = NowSeconds();
   for (int t = 0; t < threads; t++) {
     ts.emplace_back([&, t] {
+      if (pin) PinToCpu(t);
       std::mt19937_64 rng(100 + t);
       for (uint64_t i = 0; i < per_thread; i++)
         CHECK(sm->Allocate(size_t(t) % allocators, BlockSize(rng), Txg(5)).ok());
@@ -89,7 +104,8 @@ int RunAllocBench(int argc, char** argv) {
   std::string allocators_list = "1,2";
   int threads = 2, runs = 5;
   uint64_t per_thread = 400000;
-  bool json = false;
+  bool json = false, no_pin = false;
+  app.add_flag("--no-pin", no_pin, "let the scheduler place the threads (default: thread i on CPU i)");
   app.add_option("--allocators", allocators_list, "allocator counts to compare, e.g. 1,2");
   app.add_option("--threads", threads, "allocating threads");
   app.add_option("--count", per_thread, "allocations per thread per run");
@@ -106,7 +122,7 @@ int RunAllocBench(int argc, char** argv) {
   std::vector<std::vector<double>> rates(counts.size());
   for (int r = 0; r < runs; r++)
     for (size_t i = 0; i < counts.size(); i++)
-      rates[i].push_back(RunOnce(counts[i], threads, per_thread));
+      rates[i].push_back(RunOnce(counts[i], threads, per_thread, !no_pin));
   std::vector<double> med;
   for (auto& v : rates) med.push_back(Median(v));
   double speedup = med.back() / med.front();
@@ -125,8 +141,8 @@ int RunAllocBench(int argc, char** argv) {
     std::printf("%s\n", o.ToString().c_str());
     return 0;
   }
-  std::printf("%d threads allocating 4 KiB-128 KiB blocks from a fragmented 64 GiB vdev\n",
-              threads);
+  std::printf("%d threads%s allocating 4 KiB-128 KiB blocks from a fragmented 64 GiB vdev\n",
+              threads, no_pin ? "" : " (thread i on CPU i)");
   std::printf("%-12s %16s\n", "allocators", "allocs/s");
   for (size_t i = 0; i < counts.size(); i++) std::printf("%-12u %16.0f\n", counts[i], med[i]);
   std::printf("speedup (%u allocators vs %u): %.2fx; medians of %d runs, %llu allocs/thread\n",

@@ -75,13 +75,17 @@ Result<std::shared_ptr<const std::string>> Dnode::Content(uint64_t blkid, uint64
   return std::make_shared<const std::string>(std::move(data));
 }
 
-Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, bool whole, uint64_t* dirtied) {
+Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
+                                       uint64_t* dirtied) {
   Slot& s = SlotFor(t);
   auto it = s.blocks.find(blkid);
-  if (it != s.blocks.end()) return it->second.get();
+  if (it != s.blocks.end()) {
+    if (whole) it->second->assign(whole, live_.block_size);
+    return it->second.get();
+  }
   auto block = std::make_shared<std::string>();
   if (whole) {
-    block->assign(live_.block_size, '\0');
+    block->assign(whole, live_.block_size);  // the new contents, copied once
   } else {
     POOLFS_ASSIGN_OR_RETURN(auto base, Content(blkid, t.value()));
     if (base)
@@ -108,7 +112,7 @@ Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
   const uint64_t end = off + len;
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, false, dirtied));
+    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, nullptr, dirtied));
     std::memset(blk->data() + (lo - b * bs), 0, hi - lo);
   }
   return Status::Ok();
@@ -144,9 +148,13 @@ Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtie
     return Status::InvalidArgument(Name() + ": write past the largest object size");
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    bool whole = lo == b * bs && hi == (b + 1) * bs;
-    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, whole, dirtied));
-    std::memcpy(blk->data() + (lo - b * bs), data.data() + (lo - off), hi - lo);
+    const char* src = data.data() + (lo - off);
+    if (lo == b * bs && hi == (b + 1) * bs) {  // a whole block: no old contents needed
+      POOLFS_RETURN_IF_ERROR(DirtyBlock(t, b, src, dirtied).status());
+      continue;
+    }
+    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, nullptr, dirtied));
+    std::memcpy(blk->data() + (lo - b * bs), src, hi - lo);
   }
   live_.length = std::max(live_.length, end);
   Touch(SlotFor(t));

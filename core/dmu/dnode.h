@@ -119,7 +119,9 @@ class Dnode {
       REQUIRES(mu_) EXCLUDES(tree_mu_);
   Slot& SlotFor(Txg t) REQUIRES(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
-  Result<std::string*> DirtyBlock(Txg t, uint64_t blkid, bool whole, uint64_t* dirtied)
+  // Txg t's copy of block blkid, made on first use from `whole` (the whole
+  // new contents) or, when null, from the newest older version.
+  Result<std::string*> DirtyBlock(Txg t, uint64_t blkid, const char* whole, uint64_t* dirtied)
       REQUIRES(mu_);
   void FreeBlocks(Txg t, uint64_t first, uint64_t end) REQUIRES(mu_);
   Status ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) REQUIRES(mu_);
