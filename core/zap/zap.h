@@ -4,8 +4,8 @@
 // Theory
 // ------
 // A zap is one dmu object whose data blocks (all of one size, 8 KiB by
-// default, see kDefaultBlockSize) hold its entries; core/doc/zap-format.md has every byte. A name
-// is 1..255 bytes. A kZap object takes any bytes; a kDirectory object also
+// default, see kDefaultBlockSize) hold its entries; core/doc/zap-format.md
+// has every byte. A name is 1..255 bytes. A kZap object takes any bytes; a kDirectory object also
 // refuses names holding '/' or NUL (the POSIX layer decides about "." and
 // ".."). A value is 16 bytes (Value: two words).
 //
