@@ -51,6 +51,9 @@ struct Scenario {
   int initial;        // entries before the iteration starts
   int adds_per_step;  // adds between two Iterate calls
   int removes_per_step;
+  bool short_names;  // 1..20 bytes (micro-sized) rather than MixedName's up to 255
+  enum Expect { kAnything, kUpgrade, kTableGrowth } expect;
+  int grow_steps = 1 << 30;  // adds stop after this many steps
 };
 
 void RunIteration(const Scenario& sc, uint64_t seed) {
@@ -62,15 +65,19 @@ void RunIteration(const Scenario& sc, uint64_t seed) {
   o.block_size = sc.block_size;
   auto z = f.NewZap(dmu::ObjectType::kDirectory, o);
   const ObjectId id = z->id();
+  auto new_name = [&] {
+    return sc.short_names ? testing::RandomName(rng, 1 + rng() % 20) : MixedName(rng);
+  };
   NameSet present;
   {
     auto tx = f.NewTx();
     while (int(present.size()) < sc.initial) {
-      std::string n = MixedName(rng);
+      std::string n = new_name();
       if (present.Insert(n)) REQUIRE(z->Add(*tx, n, Value{1, 0}).ok());
     }
   }
   std::set<std::string> stable(present.names().begin(), present.names().end());
+  const ZapShape before = z->Shape();
   std::map<std::string, int> returned;
   uint64_t cookie = 0;
   int step = 0;
@@ -89,8 +96,8 @@ void RunIteration(const Scenario& sc, uint64_t seed) {
     // Change the zap between calls: add new names, remove some (stable ones
     // too, which then no longer count as present throughout).
     auto tx = f.NewTx();
-    for (int i = 0; i < sc.adds_per_step; i++) {
-      std::string name = MixedName(rng);
+    for (int i = 0; i < (step < sc.grow_steps ? sc.adds_per_step : 0); i++) {
+      std::string name = new_name();
       if (present.Insert(name)) REQUIRE(z->Add(*tx, name, Value{2, 0}).ok());
     }
     for (int i = 0; i < sc.removes_per_step && !present.empty(); i++) {
@@ -111,17 +118,27 @@ void RunIteration(const Scenario& sc, uint64_t seed) {
     REQUIRE(returned.count(name) == 1);
   }
   REQUIRE(step > 3);
+  // The changes this scenario is about happened while the iteration ran.
+  const ZapShape after = z->Shape();
+  if (sc.expect == Scenario::kUpgrade) REQUIRE((before.micro && !after.micro));
+  if (sc.expect == Scenario::kTableGrowth) {
+    REQUIRE(after.depth > before.depth);
+    REQUIRE(after.leaves > 2 * before.leaves);
+    REQUIRE((!before.external_table && after.external_table));
+  }
 }
 
 TEST_CASE("Zap iteration returns each entry present throughout exactly once, across changes",
           "[zap]") {
+  using S = Scenario;
   const Scenario scenarios[] = {
-      {16384, 30, 3, 1},     // micro, slow growth
-      {16384, 200, 8, 2},    // micro -> fat upgrade during the iteration
-      {4096, 100, 40, 10},   // many splits, table doublings, an external table
-      {4096, 2000, 20, 20},  // fat from the start, churn
-      {8192, 3000, 60, 5},   // splits in bigger leaves
-      {16384, 500, 0, 30},   // removals only
+      {16384, 30, 3, 1, true, S::kAnything},             // micro, slow growth
+      {16384, 200, 8, 2, true, S::kUpgrade},             // micro -> fat during the iteration
+      {4096, 40, 4, 1, true, S::kUpgrade},               // the same with 4 KiB blocks
+      {4096, 100, 300, 10, false, S::kTableGrowth, 40},  // splits, doublings, the table moves out
+      {4096, 2000, 20, 20, false, S::kAnything},         // fat from the start, churn
+      {8192, 3000, 60, 5, false, S::kAnything},          // splits in bigger leaves
+      {16384, 500, 0, 30, false, S::kAnything},          // removals only
   };
   uint64_t seed = 1;
   for (const Scenario& sc : scenarios)
