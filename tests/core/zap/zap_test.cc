@@ -76,7 +76,7 @@ TEST_CASE("Zap adds, looks up, updates and removes names", "[zap]") {
   REQUIRE(z->Lookup("beta").value() == V(2));
 }
 
-TEST_CASE("Zap refuses bad names; directories also refuse '/' and NUL", "[zap]") {
+TEST_CASE("Zap refuses bad names, and directories also '/' and NUL", "[zap]") {
   Fixture f;
   auto zap = f.NewZap(dmu::ObjectType::kZap);
   auto dir = f.NewZap(dmu::ObjectType::kDirectory);
