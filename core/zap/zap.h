@@ -115,6 +115,12 @@ struct ZapShape {
   uint64_t blocks = 1;  // block numbers used (the next one to hand out)
 };
 
+// One open zap object: the handle through which its entries are read and
+// changed (the theory comment above says how). It refers to `os`, which must
+// outlive it, and caches block 0 and the pointer table, so each object has
+// at most one Zap that changes it. Thread safety: as in the theory comment
+// (reads share an internal lock, changes take it alone; callers serialize
+// changes from Tx::Assign to Commit).
 class Zap {
  public:
   // Creates an empty zap (micro form) as a new object of `type` (kZap or
