@@ -70,12 +70,23 @@ Result<BlockPtr> BlockTree::Lookup(uint64_t blkid) {
   if (!top_.IsHole() && top_.level != nlevels_ - 1)
     return Status::Corruption(name_ + ": top pointer is at level " + std::to_string(top_.level) +
                               ", the dnode has " + std::to_string(nlevels_) + " levels");
-  // Down from the top; a hole on the way means zeros below, with nothing
-  // loaded or cached for it (only Set builds indirect blocks for holes).
+  // Down from the top. A cached indirect block is the current truth even
+  // when the pointer to it is a hole not yet written (a Set that grew the
+  // tree or refilled a freed range, before WriteDirty: readers see that
+  // state between the sync's calls). Otherwise a hole on the way means zeros
+  // below, with nothing loaded or cached for it (only Set builds indirect
+  // blocks for holes).
   BlockPtr bp = top_;
   for (uint8_t level = nlevels_ - 1; level > 0; level--) {
-    if (bp.IsHole()) return BlockPtr{};
-    POOLFS_ASSIGN_OR_RETURN(Indirect * ind, Load(level, blkid >> (kIndirectShift * level)));
+    const uint64_t index = blkid >> (kIndirectShift * level);
+    Indirect* ind;
+    auto it = cache_.find({level, index});
+    if (it != cache_.end()) {
+      ind = it->second.get();
+    } else {
+      if (bp.IsHole()) return BlockPtr{};
+      POOLFS_ASSIGN_OR_RETURN(ind, Load(level, index));
+    }
     bp = ind->bps[(blkid >> (kIndirectShift * (level - 1))) & (kFanout - 1)];
   }
   return bp;
