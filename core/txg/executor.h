@@ -1,31 +1,13 @@
-// Executor: where the txg sync runs its parallel work.
-//
-// The core never creates threads for sync itself: it hands lists of tasks to
-// an Executor. A task names a strand (an allocator index); tasks of one strand
-// never run at the same time, tasks of different strands may. The daemon
-// implements this with Boost.Asio (one io_context, txg.sync_threads threads,
-// one strand per allocator); tests use InlineExecutor or ThreadPoolExecutor.
-//
-// Thread safety: Run may be called from one thread at a time (the txg
-// driver); tasks run on the executor's threads.
+// The txg layer's name for the public Executor interface (poolfs/executor.h):
+// the daemon implements it with Asio strands, tests with InlineExecutor or
+// ThreadPoolExecutor.
 #pragma once
 
-#include <cstddef>
-#include <functional>
-#include <vector>
+#include "poolfs/executor.h"
 
 namespace poolfs::core::txg {
 
-struct StrandTask {
-  size_t strand = 0;
-  std::function<void()> fn;
-};
-
-class Executor {
- public:
-  virtual ~Executor() = default;
-  // Runs every task, honouring strands, and returns when all have finished.
-  virtual void Run(std::vector<StrandTask> tasks) = 0;
-};
+using poolfs::Executor;
+using poolfs::StrandTask;
 
 }  // namespace poolfs::core::txg

@@ -19,6 +19,14 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kNotADirectory: return "NotADirectory";
     case StatusCode::kIsADirectory: return "IsADirectory";
     case StatusCode::kAborted: return "Aborted";
+    case StatusCode::kNotPermitted: return "NotPermitted";
+    case StatusCode::kNoData: return "NoData";
+    case StatusCode::kFileTooLarge: return "FileTooLarge";
+    case StatusCode::kTooManyLinks: return "TooManyLinks";
+    case StatusCode::kReadOnly: return "ReadOnly";
+    case StatusCode::kRange: return "Range";
+    case StatusCode::kLoop: return "Loop";
+    case StatusCode::kStale: return "Stale";
   }
   return "Unknown";
 }

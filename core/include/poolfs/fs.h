@@ -1,0 +1,310 @@
+// Filesystem: a mounted pool seen as a POSIX filesystem — the one API the
+// FUSE adapter (fuse/) and the daemon (daemon/) use to reach the core.
+//
+// The implementation lives in core/posix (its theory comment says how files,
+// directories and attributes are stored); this header is the contract.
+//
+// Inodes: an inode number is the object id of the file in the pool's root
+// dataset, stable across mounts; the root directory is inode 1
+// (FUSE_ROOT_ID). Each inode also has a generation (the txg that created
+// it), so an (ino, generation) pair never names two files even when ids are
+// reused.
+//
+// Lookup counts (the kernel's "nlookup"): every call that returns an Attr
+// for a name — Lookup, Create, Mknod, Mkdir, Symlink, Link, and ReadDir
+// with plus for each entry it emits except "." and ".." — takes one
+// reference on the inode; Forget(ino, n) drops n. A file whose link count
+// reaches 0 while references remain stays readable and writable until the
+// last reference goes, then its object is freed. Such files are recorded on
+// disk (the unlinked set), so a crash or a kill leaks nothing: the next
+// mount frees them.
+//
+// Permissions: every call that takes Creds checks POSIX permissions itself
+// (owner/group/other mode bits, supplementary groups, the sticky bit, uid 0
+// overriding all but execute without any x bit), so the mount is correct
+// without the kernel's default_permissions. When MountOptions says the
+// kernel checks (`default_permissions`), the mode-bit checks are skipped and
+// only the rules the kernel leaves to the filesystem remain (sticky
+// directories, chown/chmod ownership, setuid/setgid clearing).
+//
+// Durability: a call returns once its change is in the open txg (memory);
+// Fsync and FsyncDir return once the txg holding the inode's last change is
+// durable. Unmount syncs everything and exports the pool.
+//
+// Errors: every failure is a Status whose code the adapter maps to errno
+// (NotFound → ENOENT, AlreadyExists → EEXIST, NotEmpty → ENOTEMPTY,
+// NotADirectory → ENOTDIR, IsADirectory → EISDIR, PermissionDenied →
+// EACCES, NotPermitted → EPERM, NameTooLong → ENAMETOOLONG, NoSpace →
+// ENOSPC, NoData → ENODATA, FileTooLarge → EFBIG, TooManyLinks → EMLINK,
+// ReadOnly → EROFS, Range → ERANGE, InvalidArgument → EINVAL, NotSupported
+// → EOPNOTSUPP, Loop → ELOOP, Stale → ESTALE, Busy → EBUSY, Corruption and
+// IOError → EIO), and whose message says what and where ("object 17 L0
+// block 3: checksum mismatch").
+//
+// Thread safety: every call may be made from any thread at any time between
+// Mount and Unmount; calls on one inode are serialized inside (the per-inode
+// lock the dmu's contract asks for), calls on different inodes run in
+// parallel. Unmount waits for calls in flight and refuses new ones
+// (Aborted).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "poolfs/executor.h"
+#include "poolfs/status.h"
+
+namespace poolfs {
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr size_t kNameMax = 255;
+
+// A point in time: seconds since the epoch (64-bit: dates past 2038 and
+// before 1970 work) and nanoseconds (0 .. 999,999,999).
+struct Timespec {
+  int64_t sec = 0;
+  uint32_t nsec = 0;
+  auto operator<=>(const Timespec&) const = default;
+};
+
+// What stat(2) reports.
+struct Attr {
+  uint64_t ino = 0;
+  uint64_t generation = 0;
+  uint32_t mode = 0;  // file type and permission bits, as in st_mode
+  uint32_t nlink = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t rdev = 0;    // device nodes: the device number (makedev)
+  uint64_t size = 0;    // bytes; a symlink's target length; a directory's entry count + 2
+  uint64_t blocks = 0;  // 512-byte units allocated (as of the last sync, plus dirty data)
+  uint32_t blksize = 0;  // preferred I/O size: the file's record size
+  Timespec atime, mtime, ctime, btime;
+};
+
+// Who is asking. Supplementary groups are fetched only when a check needs
+// them (the FUSE adapter reads them from /proc, which is not free).
+struct Creds {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::function<std::vector<uint32_t>()> supplementary_groups;  // may be empty
+};
+
+// setattr(2)-style changes; `valid` says which fields to apply.
+struct SetAttrRequest {
+  enum : uint32_t {
+    kMode = 1u << 0,
+    kUid = 1u << 1,
+    kGid = 1u << 2,
+    kSize = 1u << 3,
+    kAtime = 1u << 4,     // set atime to `atime`
+    kMtime = 1u << 5,     // set mtime to `mtime`
+    kAtimeNow = 1u << 6,  // set atime to the current time
+    kMtimeNow = 1u << 7,  // set mtime to the current time
+    kCtime = 1u << 8,     // set ctime to `ctime`
+  };
+  uint32_t valid = 0;
+  uint32_t mode = 0;  // permission bits only (07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  Timespec atime, mtime, ctime;
+};
+
+// One directory entry as ReadDir emits it. `next_cookie` resumes after
+// this entry; cookies stay valid while entries are added and removed (no
+// entry that stays in the directory is skipped or repeated).
+struct DirEntry {
+  std::string name;
+  uint64_t ino = 0;
+  uint32_t type = 0;  // the S_IFMT bits of the entry's mode
+  uint64_t next_cookie = 0;
+  Attr attr;  // filled only when ReadDir was asked for plus
+};
+
+// statfs(2).
+struct FsStats {
+  uint32_t block_size = 0;  // f_bsize and f_frsize
+  uint64_t blocks = 0;      // total, in block_size units
+  uint64_t blocks_free = 0;
+  uint64_t blocks_available = 0;  // free minus the pool's reserve for its own metadata
+  uint64_t files = 0;             // objects in use plus objects still creatable
+  uint64_t files_free = 0;
+  uint32_t name_max = kNameMax;
+};
+
+// Renaming flags (renameat2).
+enum RenameFlags : uint32_t {
+  kRenameNoReplace = 1u << 0,  // RENAME_NOREPLACE
+  kRenameExchange = 1u << 1,   // RENAME_EXCHANGE
+};
+
+// Xattr flags (setxattr(2)).
+enum XattrFlags : uint32_t {
+  kXattrCreate = 1u << 0,   // XATTR_CREATE: fail with AlreadyExists if present
+  kXattrReplace = 1u << 1,  // XATTR_REPLACE: fail with NoData if absent
+};
+
+// Fallocate modes (fallocate(2)).
+enum FallocateFlags : uint32_t {
+  kFallocKeepSize = 1u << 0,   // FALLOC_FL_KEEP_SIZE
+  kFallocPunchHole = 1u << 1,  // FALLOC_FL_PUNCH_HOLE (with kFallocKeepSize)
+  kFallocZeroRange = 1u << 2,  // FALLOC_FL_ZERO_RANGE
+};
+
+// The core tunables a mount takes (the daemon fills them from config/).
+struct MountOptions {
+  bool read_only = false;
+  bool kernel_checks_permissions = false;  // the mount has default_permissions
+  uint64_t txg_timeout_ms = 5000;
+  uint64_t dirty_max_bytes = 1ull << 30;
+  uint32_t dirty_sync_percent = 20;
+  uint32_t delay_min_dirty_percent = 60;
+  uint64_t delay_scale_ns = 500000;
+  uint64_t delay_max_ns = 100000000;
+  uint32_t allocators = 0;  // 0: from the core count
+  uint64_t size_tree_floor = 16 * 1024;
+  uint64_t df_max_search = 16 * 1024 * 1024;
+  uint64_t aliquot = 2 * 1024 * 1024;
+  // Where sync work runs (one strand per allocator); nullptr: a thread pool
+  // the core owns. Must outlive the Filesystem.
+  Executor* executor = nullptr;
+  // Called after each txg sync with (txg, sync time in ns, bytes written);
+  // from the txg driver thread, so it must not call back into the
+  // Filesystem. May be empty.
+  std::function<void(uint64_t, uint64_t, uint64_t)> on_txg_synced;
+};
+
+// The tunables that may change while mounted (config: "live").
+struct LiveTunables {
+  uint64_t txg_timeout_ms = 5000;
+  uint64_t dirty_max_bytes = 1ull << 30;
+  uint32_t dirty_sync_percent = 20;
+  uint32_t delay_min_dirty_percent = 60;
+  uint64_t delay_scale_ns = 500000;
+  uint64_t delay_max_ns = 100000000;
+  uint64_t df_max_search = 16 * 1024 * 1024;
+};
+
+// What `poolfs status` shows of a mounted pool.
+struct FsStatus {
+  std::string pool;
+  std::string state;  // "online", "suspended: <why>"
+  uint64_t imported_txg = 0;
+  uint64_t last_synced_txg = 0;
+  uint64_t open_txg = 0;
+  uint64_t syncs = 0;
+  uint64_t space_total = 0;
+  uint64_t space_allocated = 0;
+  uint64_t space_free = 0;
+  uint64_t checksum_errors = 0;  // all vdevs
+  std::vector<std::string> datasets;
+  uint64_t objects = 0;          // live objects in the root dataset
+  uint64_t unlinked_pending = 0;  // unlinked files still referenced
+};
+
+class Filesystem {
+ public:
+  // Imports the pool on `vdev_paths` and opens its root dataset as a
+  // filesystem (a pool whose root dataset has no root directory yet gets
+  // one: `poolfs create` leaves an empty dataset). Frees the files left in
+  // the unlinked set. Fails as the pool's import does (Busy when another
+  // process has it, Corruption for a file that is not a pool, NotSupported
+  // for another format version) and with ReadOnly when a read-only mount
+  // would have to write.
+  static Result<std::unique_ptr<Filesystem>> Mount(const std::vector<std::string>& vdev_paths,
+                                                   const MountOptions& options);
+  virtual ~Filesystem() = default;
+
+  // Waits for calls in flight, syncs everything and exports the pool; later
+  // calls fail with Aborted. Idempotent; the destructor unmounts too.
+  virtual Status Unmount() = 0;
+
+  // Names: NotFound, NotADirectory (the parent), NameTooLong (> 255
+  // bytes), InvalidArgument (empty, '/', or NUL in it), PermissionDenied
+  // (search permission on the parent).
+  virtual Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) = 0;
+  virtual void Forget(uint64_t ino, uint64_t nlookup) = 0;
+  virtual Result<Attr> GetAttr(uint64_t ino) = 0;
+  // Applies `req`: chmod (owner or root; clears setgid for a non-member),
+  // chown (root; the owner may change the group to one of its groups;
+  // clears setuid, and setgid when group-executable, on a non-directory,
+  // as Linux does),
+  // truncate (write permission), utimes (owner, or write permission for
+  // "now"). Updates ctime. Returns the new attributes.
+  virtual Result<Attr> SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest& req) = 0;
+
+  // Creates a regular file (mode's permission bits, already umasked).
+  // AlreadyExists when the name exists (the adapter maps O_EXCL; FUSE
+  // sends CREATE only when the kernel saw no entry).
+  virtual Result<Attr> Create(const Creds& c, uint64_t parent, std::string_view name,
+                              uint32_t mode) = 0;
+  // Regular files, fifos, sockets, character and block devices (root only
+  // for devices, as Linux: NotPermitted otherwise). mode includes S_IFMT.
+  virtual Result<Attr> Mknod(const Creds& c, uint64_t parent, std::string_view name,
+                             uint32_t mode, uint64_t rdev) = 0;
+  virtual Result<Attr> Mkdir(const Creds& c, uint64_t parent, std::string_view name,
+                             uint32_t mode) = 0;
+  virtual Result<Attr> Symlink(const Creds& c, uint64_t parent, std::string_view name,
+                               std::string_view target) = 0;
+  virtual Result<std::string> Readlink(uint64_t ino) = 0;
+  // Hard link: NotPermitted for a directory, TooManyLinks past the limit.
+  virtual Result<Attr> Link(const Creds& c, uint64_t ino, uint64_t new_parent,
+                            std::string_view new_name) = 0;
+  virtual Status Unlink(const Creds& c, uint64_t parent, std::string_view name) = 0;
+  virtual Status Rmdir(const Creds& c, uint64_t parent, std::string_view name) = 0;
+  // rename(2) and renameat2(2) (flags: RenameFlags), with POSIX's rules:
+  // a directory replaces only an empty directory, a non-directory only a
+  // non-directory, a directory is not moved below itself (InvalidArgument),
+  // renaming a name onto a hard link of the same file does nothing.
+  virtual Status Rename(const Creds& c, uint64_t parent, std::string_view name,
+                        uint64_t new_parent, std::string_view new_name, uint32_t flags) = 0;
+
+  // Checks that `c` may open `ino` with open(2) `flags` (O_ACCMODE,
+  // O_TRUNC); IsADirectory for writing a directory.
+  virtual Status Open(const Creds& c, uint64_t ino, int flags) = 0;
+  // access(2): mask of R_OK, W_OK, X_OK (F_OK: 0).
+  virtual Status Access(const Creds& c, uint64_t ino, int mask) = 0;
+  // Reads up to `len` bytes at `off` into `out` (resized to what was read:
+  // short at the end of the file).
+  virtual Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out) = 0;
+  // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
+  // setgid as Linux does for a write by a non-root caller; updates mtime and
+  // ctime. Returns the bytes written. FileTooLarge past the maximum size,
+  // NoSpace when the pool is full.
+  virtual Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off,
+                               std::string_view data) = 0;
+  virtual Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
+                           uint64_t len) = 0;
+  // Returns once ino's changes so far are durable.
+  virtual Status Fsync(uint64_t ino, bool datasync) = 0;
+
+  // Lists `ino` from `cookie` (0: the start; "." and ".." come first),
+  // calling `emit` for each entry until it returns false (the caller's
+  // buffer is full: that entry was not taken) or the directory ends. With
+  // `plus`, entries carry attributes and each taken one (except "." and
+  // "..") takes a lookup reference.
+  virtual Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
+                         const std::function<bool(const DirEntry&)>& emit) = 0;
+
+  // Extended attributes in the user.*, trusted.* (root only) and
+  // security.* namespaces; others NotSupported. Names up to 255 bytes,
+  // values up to 64 KiB (Range beyond, as Linux's XATTR_SIZE_MAX).
+  virtual Result<std::string> GetXattr(const Creds& c, uint64_t ino, std::string_view name) = 0;
+  virtual Status SetXattr(const Creds& c, uint64_t ino, std::string_view name,
+                          std::string_view value, uint32_t flags) = 0;
+  // The names the caller may see (trusted.* only for root).
+  virtual Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) = 0;
+  virtual Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) = 0;
+
+  virtual Result<FsStats> StatFs() = 0;
+  virtual FsStatus GetStatus() = 0;
+  // Applies changed live tunables at once.
+  virtual void SetLive(const LiveTunables& t) = 0;
+};
+
+}  // namespace poolfs
