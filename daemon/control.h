@@ -1,0 +1,63 @@
+// ControlServer and ControlCall: the control socket of a mount.
+//
+// Each mount serves a unix-domain stream socket whose path is derived from
+// the canonical mountpoint: <dir>/<hash>.sock, where <dir> is
+// $XDG_RUNTIME_DIR/poolfs (when set and absolute) or /tmp/poolfs-<uid>,
+// created with mode 0700 (an existing folder must belong to us and not be
+// reachable by others), and <hash> is a hex hash of the canonical
+// mountpoint (a path may be longer than sun_path allows).
+//
+// Protocol: one request per connection. The client writes the request and
+// shuts down its writing side; the server reads to EOF (at most 64 KiB),
+// calls the handler, writes its reply and closes. Peers are checked with
+// SO_PEERCRED: only the daemon's uid or root may talk; others get the reply
+// "error: permission denied" and the handler is not called.
+//
+// Thread safety: a ControlServer runs one thread that serves connections one
+// at a time; the handler runs on it. The destructor stops that thread and
+// removes the socket. ControlCall may be called from any thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "poolfs/status.h"
+
+namespace poolfs::daemon {
+
+// Returns the socket path for `mountpoint` (made canonical first). Fails
+// with NotFound when the mountpoint does not exist.
+poolfs::Result<std::string> ControlSocketPath(const std::string& mountpoint);
+
+class ControlServer {
+ public:
+  using Handler = std::function<std::string(std::string_view)>;
+
+  // Binds the socket for `mountpoint` and starts serving. A stale socket
+  // left by a dead daemon is replaced; Busy when a live server already
+  // answers there. IOError (naming the path) when the folder or socket
+  // cannot be created.
+  static poolfs::Result<std::unique_ptr<ControlServer>> Start(const std::string& mountpoint,
+                                                              Handler handler);
+  ~ControlServer();
+
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  const std::string& socket_path() const;
+
+ private:
+  struct Impl;
+  explicit ControlServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sends `request` to the daemon serving `mountpoint` and returns its reply.
+// Fails with NotFound ("no poolfs daemon serves MOUNTPOINT") when no daemon
+// answers there, PermissionDenied when the daemon refused us, IOError for
+// other socket failures.
+poolfs::Result<std::string> ControlCall(const std::string& mountpoint, std::string_view request);
+
+}  // namespace poolfs::daemon
