@@ -1,0 +1,114 @@
+// The adapter's shared helpers and the session's init handler.
+#include "adapter.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "status_errno.h"
+
+namespace poolfs::fuse {
+
+Creds CredsOf(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  Creds c;
+  c.uid = ctx->uid;
+  c.gid = ctx->gid;
+  c.supplementary_groups = [req]() {
+    std::vector<gid_t> groups(64);
+    for (;;) {
+      const int n = fuse_req_getgroups(req, int(groups.size()), groups.data());
+      if (n < 0) return std::vector<uint32_t>{};  // the caller is gone, or no /proc
+      if (size_t(n) <= groups.size())
+        return std::vector<uint32_t>(groups.begin(), groups.begin() + n);
+      groups.resize(size_t(n));
+    }
+  };
+  return c;
+}
+
+void FillStat(const Attr& a, struct stat* st) {
+  std::memset(st, 0, sizeof *st);
+  st->st_ino = a.ino;
+  st->st_mode = a.mode;
+  st->st_nlink = a.nlink;
+  st->st_uid = a.uid;
+  st->st_gid = a.gid;
+  st->st_rdev = a.rdev;
+  st->st_size = off_t(a.size);
+  st->st_blocks = blkcnt_t(a.blocks);
+  st->st_blksize = blksize_t(a.blksize);
+  st->st_atim = {time_t(a.atime.sec), long(a.atime.nsec)};
+  st->st_mtim = {time_t(a.mtime.sec), long(a.mtime.nsec)};
+  st->st_ctim = {time_t(a.ctime.sec), long(a.ctime.nsec)};
+}
+
+void ReplyEntry(fuse_req_t req, const Attr& a) {
+  const Adapter& ad = AdapterOf(req);
+  fuse_entry_param e{};
+  e.ino = a.ino;
+  e.generation = a.generation;
+  e.entry_timeout = ad.entry_timeout;
+  e.attr_timeout = ad.attr_timeout;
+  FillStat(a, &e.attr);
+  Filesystem* fs = ad.fs;
+  // The caller was interrupted: the kernel never takes the reference.
+  if (fuse_reply_entry(req, &e) == -ENOENT) fs->Forget(a.ino, 1);
+}
+
+void ReplyStatus(fuse_req_t req, const Status& st, const char* op, uint64_t ino) {
+  const int err = StatusToErrno(st);
+  if (IsServerError(st)) {
+    spdlog::error("fuse {} inode {}: {} (errno {})", op, ino, st.ToString(), err);
+  } else {
+    spdlog::debug("fuse {} inode {}: {}", op, ino, st.ToString());
+  }
+  fuse_reply_err(req, err);
+}
+
+void ReplyOkOr(fuse_req_t req, const Status& st, const char* op, uint64_t ino) {
+  if (st.ok()) {
+    fuse_reply_err(req, 0);
+  } else {
+    ReplyStatus(req, st, op, ino);
+  }
+}
+
+namespace {
+
+// Chooses the kernel features the adapter relies on. libfuse turns on
+// atomic O_TRUNC by default; Filesystem::Open only checks O_TRUNC, so the
+// kernel must send the truncation as a SETATTR: it is turned off.
+void Init(void* userdata, fuse_conn_info* conn) {
+  const Adapter& ad = *static_cast<const Adapter*>(userdata);
+  conn->want &= ~unsigned(FUSE_CAP_ATOMIC_O_TRUNC);
+  if (ad.writeback_cache) {
+    if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {
+      conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+    } else {
+      spdlog::warn("fuse: the kernel offers no writeback cache; fuse.writeback_cache ignored");
+    }
+  }
+  if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  spdlog::debug("fuse: kernel protocol {}.{}, capable {:#x}, want {:#x}", conn->proto_major,
+                conn->proto_minor, conn->capable, conn->want);
+}
+
+}  // namespace
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops{};
+  ops.init = Init;
+  AddLookupOps(ops);
+  AddAttrOps(ops);
+  AddDirOps(ops);
+  AddFileOps(ops);
+  AddLinkOps(ops);
+  AddXattrOps(ops);
+  return ops;
+}
+
+}  // namespace poolfs::fuse

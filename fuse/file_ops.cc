@@ -1,0 +1,111 @@
+// Regular files and other non-directories: CREATE, MKNOD, OPEN, READ,
+// WRITE, RELEASE, FSYNC, FALLOCATE. There is no FLUSH handler (it would
+// cost a round trip per close for nothing: the data is already in the
+// open txg) and no per-open state: RELEASE only answers.
+#include <fcntl.h>
+#include <linux/falloc.h>
+
+#include <string>
+#include <string_view>
+
+#include "adapter.h"
+
+namespace poolfs::fuse {
+namespace {
+
+void FillOpenFlags(const Adapter& ad, fuse_file_info* fi) {
+  fi->keep_cache = ad.keep_cache ? 1 : 0;
+  fi->noflush = 1;
+}
+
+void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  const Adapter& ad = AdapterOf(req);
+  const Creds c = CredsOf(req);
+  Result<Attr> a = ad.fs->Create(c, parent, name, mode & 07777);
+  // The kernel sends CREATE when it saw no entry; someone may have made
+  // one since. Without O_EXCL, open(2) then opens the existing file.
+  if (!a.ok() && a.status().code() == StatusCode::kAlreadyExists && !(fi->flags & O_EXCL)) {
+    a = ad.fs->Lookup(c, parent, name);
+    if (a.ok()) {
+      Status st = ad.fs->Open(c, a->ino, fi->flags);
+      if (!st.ok()) {
+        ad.fs->Forget(a->ino, 1);
+        return ReplyStatus(req, st, "create (open existing)", a->ino);
+      }
+    }
+  }
+  if (!a.ok()) return ReplyStatus(req, a.status(), "create", parent);
+  FillOpenFlags(ad, fi);
+  fuse_entry_param e{};
+  e.ino = a->ino;
+  e.generation = a->generation;
+  e.entry_timeout = ad.entry_timeout;
+  e.attr_timeout = ad.attr_timeout;
+  FillStat(*a, &e.attr);
+  Filesystem* fs = ad.fs;
+  // The caller was interrupted: the kernel never takes the reference.
+  if (fuse_reply_create(req, &e, fi) == -ENOENT) fs->Forget(a->ino, 1);
+}
+
+void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  Result<Attr> a = AdapterOf(req).fs->Mknod(CredsOf(req), parent, name, mode, rdev);
+  if (!a.ok()) return ReplyStatus(req, a.status(), "mknod", parent);
+  ReplyEntry(req, *a);
+}
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  const Adapter& ad = AdapterOf(req);
+  Status st = ad.fs->Open(CredsOf(req), ino, fi->flags);
+  if (!st.ok()) return ReplyStatus(req, st, "open", ino);
+  FillOpenFlags(ad, fi);
+  fuse_reply_open(req, fi);
+}
+
+void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  std::string out;
+  Status st = AdapterOf(req).fs->Read(ino, uint64_t(off), size, &out);
+  if (!st.ok()) return ReplyStatus(req, st, "read", ino);
+  fuse_reply_buf(req, out.data(), out.size());
+}
+
+void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+           fuse_file_info*) {
+  Result<size_t> n =
+      AdapterOf(req).fs->Write(CredsOf(req), ino, uint64_t(off), std::string_view(buf, size));
+  if (!n.ok()) return ReplyStatus(req, n.status(), "write", ino);
+  fuse_reply_write(req, *n);
+}
+
+void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
+  ReplyOkOr(req, AdapterOf(req).fs->Fsync(ino, datasync != 0), "fsync", ino);
+}
+
+void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, fuse_file_info*) {
+  uint32_t flags = 0;
+  if (mode & FALLOC_FL_KEEP_SIZE) flags |= kFallocKeepSize;
+  if (mode & FALLOC_FL_PUNCH_HOLE) flags |= kFallocPunchHole;
+  if (mode & FALLOC_FL_ZERO_RANGE) flags |= kFallocZeroRange;
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+    fuse_reply_err(req, EOPNOTSUPP);  // collapse, insert, unshare: not offered
+    return;
+  }
+  Status st = AdapterOf(req).fs->Fallocate(CredsOf(req), ino, flags, uint64_t(off), uint64_t(len));
+  ReplyOkOr(req, st, "fallocate", ino);
+}
+
+}  // namespace
+
+void AddFileOps(fuse_lowlevel_ops& ops) {
+  ops.create = Create;
+  ops.mknod = Mknod;
+  ops.open = Open;
+  ops.release = Release;
+  ops.read = Read;
+  ops.write = Write;
+  ops.fsync = Fsync;
+  ops.fallocate = Fallocate;
+}
+
+}  // namespace poolfs::fuse

@@ -1,0 +1,102 @@
+// FuseServer: a Filesystem served to the kernel through libfuse3's
+// low-level API.
+//
+// Theory. The kernel sends requests on /dev/fuse; a pool of libfuse worker
+// threads reads them and calls the adapter's handlers (adapter.h, one file
+// per family of operations), each of which makes one Filesystem call and
+// replies. The adapter keeps no state of its own: inode numbers are the
+// Filesystem's, directory offsets are its readdir cookies, and open files
+// carry no handle, so a handler needs nothing but the request.
+//
+// Request loop. fuse_session_loop_mt with a fixed number of workers
+// (FuseOptions::threads; 0 picks kDefaultThreads), built with
+// FUSE_USE_VERSION 312: below that, libfuse 3.14's loop config silently
+// spawns a thread per request. Workers may block in the Filesystem (the
+// write throttle, disk reads); they never wait for each other.
+//
+// Caching. Only this mount changes the pool, and every change goes
+// through the kernel, which updates or drops its cached names and
+// attributes as it sends the change. So names, attributes and "no such
+// name" may be cached for long (kDefaultEntryTimeout, ...): a timeout of
+// 0 costs a LOOKUP or GETATTR per access (measured: see the defaults).
+// There is no FLUSH handler (a round trip per close for nothing) and open
+// files keep their page cache across opens.
+//
+// Ending. The mount ends when the kernel's connection ends: `fusermount3
+// -u`, umount(8), or RequestUnmount (a lazy unmount, as `fusermount3 -u
+// -z` does, used for SIGTERM). Run then returns; the caller unmounts the
+// Filesystem (final sync, export) afterwards.
+//
+// Thread safety: Mount, Run and the destructor from one thread;
+// RequestUnmount from any thread (not from a signal handler).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "poolfs/fs.h"
+#include "poolfs/status.h"
+
+struct fuse_session;
+
+namespace poolfs::fuse {
+
+struct Adapter;
+
+struct FuseOptions {
+  // Measured with tests/mount/create_rate (see the commit that set them).
+  static constexpr uint32_t kDefaultThreads = 8;
+  static constexpr double kDefaultEntryTimeout = 60;
+  static constexpr double kDefaultAttrTimeout = 60;
+  static constexpr double kDefaultNegativeTimeout = 60;
+
+  std::string mountpoint;  // an existing empty directory
+  std::string fsname;      // the source /proc/mounts shows (the pool file)
+  // libfuse mount options, one per entry: allow_other, default_permissions,
+  // ro, ... (the subtype "poolfs" and fsname are added).
+  std::vector<std::string> mount_options;
+  uint32_t threads = 0;          // worker threads; 0: kDefaultThreads
+  bool single_threaded = false;  // fuse_session_loop instead (for measurements)
+  bool clone_fd = false;         // one /dev/fuse descriptor per worker
+  bool writeback_cache = false;  // fuse.writeback_cache
+  double entry_timeout = kDefaultEntryTimeout;
+  double attr_timeout = kDefaultAttrTimeout;
+  double negative_timeout = kDefaultNegativeTimeout;
+};
+
+class FuseServer {
+ public:
+  // Creates a FUSE session serving `fs` (which must outlive the server) and
+  // mounts it (through fusermount3 when not root). Fails with
+  // InvalidArgument when libfuse refuses an option, IOError when the mount
+  // fails; the message includes libfuse's own words.
+  static Result<std::unique_ptr<FuseServer>> Mount(Filesystem* fs, const FuseOptions& options);
+
+  // Unmounts if still mounted and frees the session.
+  ~FuseServer();
+  FuseServer(const FuseServer&) = delete;
+  FuseServer& operator=(const FuseServer&) = delete;
+
+  // Serves requests until the mount goes away. Returns OK then, IOError
+  // when the loop failed.
+  Status Run();
+
+  // Detaches the mount (lazily: processes inside it keep working until
+  // they leave), so that Run returns once the kernel lets go. Fails with
+  // IOError when umount2 or fusermount3 fails.
+  Status RequestUnmount();
+
+  const std::string& mountpoint() const { return options_.mountpoint; }
+
+ private:
+  FuseServer(Filesystem* fs, const FuseOptions& options);
+
+  FuseOptions options_;
+  std::unique_ptr<Adapter> adapter_;
+  fuse_session* session_ = nullptr;
+  bool mounted_ = false;
+};
+
+}  // namespace poolfs::fuse
