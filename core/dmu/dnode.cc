@@ -203,8 +203,10 @@ Status Dnode::Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
   uint64_t first_whole = (off + bs - 1) / bs, end_whole = end / bs;
   if (first_whole < end_whole) {
     FreeBlocks(t, first_whole, end_whole);
-    if (off < first_whole * bs) POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, first_whole * bs - off, dirtied));
-    if (end > end_whole * bs) POOLFS_RETURN_IF_ERROR(ZeroRange(t, end_whole * bs, end - end_whole * bs, dirtied));
+    if (off < first_whole * bs)
+      POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, first_whole * bs - off, dirtied));
+    if (end > end_whole * bs)
+      POOLFS_RETURN_IF_ERROR(ZeroRange(t, end_whole * bs, end - end_whole * bs, dirtied));
   } else {
     POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, end - off, dirtied));
   }
@@ -250,35 +252,59 @@ bool Dnode::DirtyIn(Txg t) const {
   return s.txg == t.value() && s.queued;
 }
 
+size_t Dnode::DirtyBlocks(Txg t) const {
+  util::MutexLock l(&mu_);
+  const Slot& s = slots_[t.value() % kTxgSlots];
+  return s.txg == t.value() ? s.blocks.size() : 0;
+}
+
 Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
-  Attrs attrs;
-  std::vector<std::pair<uint64_t, std::shared_ptr<std::string>>> blocks;
+  POOLFS_ASSIGN_OR_RETURN(SyncPlan plan, SyncBegin(t));
+  POOLFS_RETURN_IF_ERROR(SyncBlocks(t, plan, 0, plan.blocks.size(), allocator));
+  return SyncEnd(t, plan, allocator);
+}
+
+Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
+  SyncPlan plan;
   std::vector<std::pair<uint64_t, uint64_t>> frees;
   {
     util::MutexLock l(&mu_);
     Slot& s = slots_[t.value() % kTxgSlots];
     CHECK_EQ(s.txg, t.value());
-    attrs = s.attrs;
-    blocks.assign(s.blocks.begin(), s.blocks.end());
+    plan.attrs = s.attrs;
+    plan.blocks.assign(s.blocks.begin(), s.blocks.end());
     frees = s.frees;
     s.queued = false;
   }
-  {
-    util::MutexLock l(&tree_mu_);
-    for (const auto& [first, end] : frees) POOLFS_RETURN_IF_ERROR(tree_.FreeRange(first, end, t));
-  }
-  const zio::WriteProps props{zio::BlockType::kData, 0, util::Compression(attrs.compression), 1};
-  for (const auto& [blkid, data] : blocks) {
+  plan.frees = frees.size();
+  util::MutexLock l(&tree_mu_);
+  for (const auto& [first, end] : frees) POOLFS_RETURN_IF_ERROR(tree_.FreeRange(first, end, t));
+  return plan;
+}
+
+Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, size_t allocator) {
+  CHECK_LE(first, end);
+  CHECK_LE(end, plan.blocks.size());
+  const zio::WriteProps props{zio::BlockType::kData, 0, util::Compression(plan.attrs.compression),
+                              1};
+  for (size_t i = first; i < end; i++) {
+    const auto& [blkid, data] = plan.blocks[i];
     zio::BlockPtr old;
     {
       util::MutexLock l(&tree_mu_);
       POOLFS_ASSIGN_OR_RETURN(old, tree_.Lookup(blkid));
     }
+    // Compress, checksum and write outside the tree's lock: other ranges of
+    // this dnode are written at the same time.
     POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp,
                             BlockTree::WriteBlock(zio_, props, *data, old, t, allocator));
     util::MutexLock l(&tree_mu_);
     POOLFS_RETURN_IF_ERROR(tree_.Set(blkid, bp, t));
   }
+  return Status::Ok();
+}
+
+Result<DnodePhys> Dnode::SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) {
   DnodePhys phys;
   {
     util::MutexLock l(&tree_mu_);
@@ -292,12 +318,13 @@ Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
     // the same txg replaced a block meanwhile).
     util::MutexLock l(&mu_);
     Slot& s = slots_[t.value() % kTxgSlots];
-    for (const auto& [blkid, data] : blocks) {
+    for (const auto& [blkid, data] : plan.blocks) {
       auto it = s.blocks.find(blkid);
       if (it != s.blocks.end() && it->second == data) s.blocks.erase(it);
     }
-    s.frees.erase(s.frees.begin(), s.frees.begin() + std::min(frees.size(), s.frees.size()));
+    s.frees.erase(s.frees.begin(), s.frees.begin() + std::min(plan.frees, s.frees.size()));
   }
+  const Attrs& attrs = plan.attrs;
   if (attrs.type == ObjectType::kNone) return DnodePhys();
   phys.type = attrs.type;
   phys.compression = attrs.compression;

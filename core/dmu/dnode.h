@@ -86,17 +86,17 @@ class Dnode {
   // Sync context. True when txg t changed this dnode and it is not yet
   // written.
   bool DirtyIn(Txg t) const EXCLUDES(mu_);
+  // The number of blocks txg t dirtied that are not yet written.
+  size_t DirtyBlocks(Txg t) const EXCLUDES(mu_);
   // Writes txg t's changes through `allocator` and returns the dnode as it
-  // stands at the end of t.
+  // stands at the end of t: SyncBegin, SyncBlocks of every block, SyncEnd.
   Result<DnodePhys> Sync(Txg t, size_t allocator) EXCLUDES(mu_, tree_mu_);
-  // Forgets txg t's slot (after the txg is durable).
-  void SyncDone(Txg t) EXCLUDES(mu_);
 
-  // Set by the owner: called (with mu_ held) the first time a txg dirties
-  // this dnode, or dirties it again after a sync pass wrote it.
-  std::function<void(Dnode*, Txg)> on_dirty;
-
- private:
+  // The same in steps, so that several allocators can write the blocks of
+  // one large dnode at once: SyncBegin (once; applies t's frees), then
+  // SyncBlocks over disjoint ranges of plan.blocks, from any threads at
+  // once, then SyncEnd (once, after every range is written: writes the
+  // indirect blocks through `allocator`).
   struct Attrs {
     ObjectType type = ObjectType::kNone;
     uint8_t compression = 0;
@@ -106,8 +106,26 @@ class Dnode {
     uint64_t generation = 0;
     std::string bonus;
   };
+  struct SyncPlan {
+    Attrs attrs;
+    std::vector<std::pair<uint64_t, std::shared_ptr<std::string>>> blocks;  // by block id
+    size_t frees = 0;  // free ranges applied by SyncBegin
+  };
+  Result<SyncPlan> SyncBegin(Txg t) EXCLUDES(mu_, tree_mu_);
+  // Writes plan.blocks[first, end).
+  Status SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, size_t allocator)
+      EXCLUDES(tree_mu_);
+  Result<DnodePhys> SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) EXCLUDES(mu_, tree_mu_);
+  // Forgets txg t's slot (after the txg is durable).
+  void SyncDone(Txg t) EXCLUDES(mu_);
+
+  // Set by the owner: called (with mu_ held) the first time a txg dirties
+  // this dnode, or dirties it again after a sync pass wrote it.
+  std::function<void(Dnode*, Txg)> on_dirty;
+
+ private:
   struct Slot {
-    uint64_t txg = 0;  // 0: unused
+    uint64_t txg = 0;     // 0: unused
     bool queued = false;  // on the owner's dirty list for txg
     Attrs attrs;
     std::map<uint64_t, std::shared_ptr<std::string>> blocks;
@@ -115,8 +133,8 @@ class Dnode {
   };
   // A block's newest content before txg `t`'s own copy: nullptr for zeros,
   // or the bytes; reads the tree when no unsynced txg has it.
-  Result<std::shared_ptr<const std::string>> Content(uint64_t blkid, uint64_t t)
-      REQUIRES(mu_) EXCLUDES(tree_mu_);
+  Result<std::shared_ptr<const std::string>> Content(uint64_t blkid, uint64_t t) REQUIRES(mu_)
+      EXCLUDES(tree_mu_);
   Slot& SlotFor(Txg t) REQUIRES(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
   // Txg t's copy of block blkid, made on first use from `whole` (the whole

@@ -1,6 +1,8 @@
 #include "dmu/objset.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 
 #include "util/check.h"
 
@@ -112,9 +114,8 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
     // holding an older txg must not get it, or that txg would create the
     // object while it still exists (it is freed only in f). The ids it
     // must skip are the newest frees, at the back, so the search is short.
-    auto reusable = std::find_if(free_ids_.rbegin(), free_ids_.rend(), [&](const auto& f) {
-      return f.second <= tx.txg().value();
-    });
+    auto reusable = std::find_if(free_ids_.rbegin(), free_ids_.rend(),
+                                 [&](const auto& f) { return f.second <= tx.txg().value(); });
     if (reusable != free_ids_.rend()) {
       id = reusable->first;
       free_ids_.erase(std::next(reusable).base());
@@ -202,6 +203,17 @@ bool ObjectSet::Dirty(Txg t) const {
          (!lists.dirty.empty() || lists.live_delta != 0 || lists.high_water != 0);
 }
 
+namespace {
+
+// A dnode with at least this many dirty blocks has its blocks written by
+// every strand at once (each strand a contiguous share, through its own
+// allocator); smaller ones are written whole by one strand. 64 blocks of
+// the default 128 KiB record are 8 MiB: below that, splitting buys little
+// and scatters a file over more metaslabs.
+constexpr size_t kSplitBlocks = 64;
+
+}  // namespace
+
 std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
   CHECK_GT(strands, 0u);
   std::vector<std::vector<Dnode*>> split(strands);
@@ -213,22 +225,71 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
     lists.dirty.clear();
   }
   std::vector<SyncTask> tasks;
+  auto add_result = [this, t](uint64_t id, DnodePhys phys) {
+    util::MutexLock l(&dirty_mu_);
+    ListsFor(t.value()).results.emplace_back(id, std::move(phys));
+  };
+  // Large dnodes: SyncBegin here (it applies the frees, which must precede
+  // the block writes), then one task per strand writes its share of the
+  // blocks; whichever finishes last writes the indirect blocks (SyncEnd).
+  // No task waits for another, so any executor runs this.
+  for (size_t i = 0; i < strands && strands > 1; i++) {
+    auto& list = split[i];
+    auto keep = list.begin();
+    for (Dnode* d : list) {
+      if (d->DirtyBlocks(t) < kSplitBlocks) {
+        *keep++ = d;
+        continue;
+      }
+      struct Shared {
+        Dnode* d;
+        Dnode::SyncPlan plan;
+        std::atomic<size_t> remaining;
+        std::atomic<bool> failed{false};
+      };
+      Result<Dnode::SyncPlan> plan = d->SyncBegin(t);
+      if (!plan.ok()) {
+        tasks.push_back({i, [st = plan.status().WithContext(name_)] { return st; }});
+        continue;
+      }
+      auto sh = std::make_shared<Shared>(d, std::move(plan).value(), strands);
+      const size_t n = sh->plan.blocks.size();
+      for (size_t k = 0; k < strands; k++) {
+        tasks.push_back({k, [this, t, k, n, strands, sh, add_result]() -> Status {
+                           Status st = sh->d->SyncBlocks(t, sh->plan, n * k / strands,
+                                                         n * (k + 1) / strands, k);
+                           if (!st.ok()) {
+                             sh->failed = true;
+                             st = st.WithContext(name_);
+                           }
+                           // The last share to finish completes the dnode (not after a
+                           // failure: the whole sync fails then).
+                           if (sh->remaining.fetch_sub(1) != 1 || sh->failed) return st;
+                           Result<DnodePhys> phys = sh->d->SyncEnd(t, sh->plan, k);
+                           if (!phys.ok()) return phys.status().WithContext(name_);
+                           add_result(sh->d->id().value(), std::move(phys).value());
+                           return Status::Ok();
+                         }});
+      }
+    }
+    list.erase(keep, list.end());
+  }
   for (size_t i = 0; i < strands; i++) {
     if (split[i].empty()) continue;
     tasks.push_back({i, [this, t, i, list = std::move(split[i])]() -> Status {
-      std::vector<std::pair<uint64_t, DnodePhys>> out;
-      out.reserve(list.size());
-      for (Dnode* d : list) {
-        Result<DnodePhys> phys = d->Sync(t, i);
-        if (!phys.ok()) return phys.status().WithContext(name_);
-        out.emplace_back(d->id().value(), std::move(phys).value());
-      }
-      util::MutexLock l(&dirty_mu_);
-      auto& results = ListsFor(t.value()).results;
-      results.insert(results.end(), std::make_move_iterator(out.begin()),
-                     std::make_move_iterator(out.end()));
-      return Status::Ok();
-    }});
+                       std::vector<std::pair<uint64_t, DnodePhys>> out;
+                       out.reserve(list.size());
+                       for (Dnode* d : list) {
+                         Result<DnodePhys> phys = d->Sync(t, i);
+                         if (!phys.ok()) return phys.status().WithContext(name_);
+                         out.emplace_back(d->id().value(), std::move(phys).value());
+                       }
+                       util::MutexLock l(&dirty_mu_);
+                       auto& results = ListsFor(t.value()).results;
+                       results.insert(results.end(), std::make_move_iterator(out.begin()),
+                                      std::make_move_iterator(out.end()));
+                       return Status::Ok();
+                     }});
   }
   return tasks;
 }
@@ -258,8 +319,7 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   for (const auto& [id, d] : results) {
     EncodeDnode(d, slot);
     POOLFS_RETURN_IF_ERROR(metadnode_->Write(
-        t, id * kDnodeSize, std::string_view(reinterpret_cast<char*>(slot), kDnodeSize),
-        &ignored));
+        t, id * kDnodeSize, std::string_view(reinterpret_cast<char*>(slot), kDnodeSize), &ignored));
   }
   DnodePhys mphys;
   if (metadnode_->DirtyIn(t)) {

@@ -27,11 +27,12 @@ class ManualTxgs : public TxAssigner {
 struct Fixture {
   Fixture()
       : dev(256 << 20),
-        space({{0, 4 << 20, (256 << 20) - (8 << 20), 12, 0}}, [] {
-          space::SpaceOptions o;
-          o.allocators = 2;
-          return o;
-        }()),
+        space({{0, 4 << 20, (256 << 20) - (8 << 20), 12, 0}},
+              [] {
+                space::SpaceOptions o;
+                o.allocators = 2;
+                return o;
+              }()),
         zio({{&dev, 12}}, &space),
         os(std::make_unique<ObjectSet>(&zio, ObjsetType::kDataset, "test")) {}
 
@@ -126,7 +127,8 @@ TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens"
         } else if (what == 7) {
           uint64_t off = rng() % 60000, len = rng() % 30000;
           REQUIRE(f.os->Punch(tx, id, off, len).ok());
-          if (off < m.size()) std::fill(m.begin() + off, m.begin() + std::min<uint64_t>(m.size(), off + len), '\0');
+          if (off < m.size())
+            std::fill(m.begin() + off, m.begin() + std::min<uint64_t>(m.size(), off + len), '\0');
         } else if (what == 8 && model.size() > 3) {
           REQUIRE(f.os->Free(tx, id).ok());
           model.erase(it);
@@ -217,7 +219,8 @@ TEST_CASE("ObjectSet takes changes in the open txg while the previous one syncs"
     std::thread writer([&] {
       Tx tx(&f.txgs);
       REQUIRE(tx.Assign().ok());
-      for (auto id : ids) REQUIRE(f.os->Write(tx, id, round * 1000 + 500, Pattern(round + 100, 700)).ok());
+      for (auto id : ids)
+        REQUIRE(f.os->Write(tx, id, round * 1000 + 500, Pattern(round + 100, 700)).ok());
     });
     for (auto& task : f.os->SyncTasks(t, 2)) REQUIRE(task.fn().ok());
     REQUIRE(f.os->FinishSync(t, 1).ok());
@@ -238,6 +241,73 @@ TEST_CASE("ObjectSet takes changes in the open txg while the previous one syncs"
     }
     REQUIRE(f.os->Read(id, 0, 1 << 20).value() == m);
   }
+}
+
+TEST_CASE("ObjectSet writes a large object's blocks from every strand at once", "[dmu]") {
+  // 300 dirty 4 KiB blocks in one object (the split threshold is 64), plus a
+  // truncate in the same txg whose frees must land before the new blocks,
+  // and a few small objects; the tasks of each strand run on their own
+  // thread, both strands at once.
+  Fixture f;
+  ObjectId big, small[3];
+  std::string model;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    big = *f.os->Create(tx, ObjectType::kPlain, 4096);
+    model = Pattern(1, 200 * 4096);
+    REQUIRE(f.os->Write(tx, big, 0, model).ok());
+    for (auto& id : small) {
+      id = *f.os->Create(tx, ObjectType::kPlain, 4096);
+      REQUIRE(f.os->Write(tx, id, 0, Pattern(id.value(), 5000)).ok());
+    }
+  }
+  f.Sync();
+  for (int round = 0; round < 4; round++) {
+    Txg t(f.txgs.open.load());
+    {
+      Tx tx(&f.txgs);
+      REQUIRE(tx.Assign().ok());
+      REQUIRE(f.os->Truncate(tx, big, 50 * 4096 + round).ok());
+      model.resize(50 * 4096 + round);
+      std::string more = Pattern(10 + round, 300 * 4096);
+      REQUIRE(f.os->Write(tx, big, 40 * 4096, more).ok());
+      model.resize(40 * 4096);
+      model += more;
+      for (auto& id : small) REQUIRE(f.os->Write(tx, id, 100, Pattern(round, 64)).ok());
+    }
+    f.txgs.open++;
+    std::vector<SyncTask> tasks = f.os->SyncTasks(t, 2);
+    size_t per_strand[2] = {0, 0};
+    for (const SyncTask& task : tasks) per_strand[task.allocator]++;
+    REQUIRE(per_strand[0] >= 2);  // its share of the large object, and its small ones
+    REQUIRE(per_strand[1] >= 1);
+    std::vector<Status> failures[2];
+    std::vector<std::thread> threads;
+    for (size_t s = 0; s < 2; s++) {
+      threads.emplace_back([&, s] {
+        for (SyncTask& task : tasks)
+          if (task.allocator == s) {
+            Status st = task.fn();
+            if (!st.ok()) failures[s].push_back(st);
+          }
+      });
+    }
+    for (auto& th : threads) th.join();
+    REQUIRE(failures[0].empty());
+    REQUIRE(failures[1].empty());
+    REQUIRE(f.os->FinishSync(t, 0).ok());
+    f.space.Sync(t, [](const space::Metaslab&) {});
+    f.space.SyncDone(t);
+    f.os->SyncDone(t);
+    REQUIRE(f.os->Read(big, 0, 2 << 20).value() == model);
+  }
+  f.Reopen();
+  REQUIRE(f.os->Read(big, 0, 2 << 20).value() == model);
+  auto info = f.os->Stat(big);
+  REQUIRE(info->length == model.size());
+  REQUIRE(info->used >= model.size());
+  REQUIRE(info->used < model.size() + 40 * 4096);  // the freed blocks are not counted
 }
 
 }  // namespace
