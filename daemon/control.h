@@ -1,11 +1,15 @@
 // ControlServer and ControlCall: the control socket of a mount.
 //
 // Each mount serves a unix-domain stream socket whose path is derived from
-// the canonical mountpoint: <dir>/<hash>.sock, where <dir> is
+// the canonical mountpoint: <dir>/mnt-<hash>.sock, where <dir> is
 // $XDG_RUNTIME_DIR/poolfs (when set and absolute) or /tmp/poolfs-<uid>,
 // created with mode 0700 (an existing folder must belong to us and not be
 // reachable by others), and <hash> is a hex hash of the canonical
-// mountpoint (a path may be longer than sun_path allows).
+// mountpoint (a path may be longer than sun_path allows). The canonical
+// mountpoint is the real path of its parent folder plus its last component:
+// the mountpoint itself is never stat'ed, so a client is not stuck on a hung
+// or dead FUSE mount (a mountpoint that is itself a symlink must therefore
+// be named the same way by the daemon and its clients).
 //
 // Protocol: one request per connection. The client writes the request and
 // shuts down its writing side; the server reads to EOF (at most 64 KiB),
@@ -27,8 +31,8 @@
 
 namespace poolfs::daemon {
 
-// Returns the socket path for `mountpoint` (made canonical first). Fails
-// with NotFound when the mountpoint does not exist.
+// Returns the socket path for `mountpoint` (see above). Fails with NotFound
+// when the mountpoint's parent folder does not exist.
 poolfs::Result<std::string> ControlSocketPath(const std::string& mountpoint);
 
 class ControlServer {

@@ -19,6 +19,7 @@
 // other than the one that changes it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,8 +69,10 @@ class LiveConfig {
   void ApplyLocked(const config::Config& loaded, std::string_view what, std::string* note);
 
   mutable std::mutex mu_;
-  config::Config running_;   // guarded by mu_
-  config::Tunables wanted_;  // the last accepted values, at-mount ones included; mu_
+  config::Config running_;  // guarded by mu_
+  // The last accepted values, at-mount ones included: differs from running_
+  // only in at-mount tunables (the pending changes). Guarded by mu_.
+  config::Config wanted_;
   const std::string config_path_;
   poolfs::Filesystem* const fs_;
 };
@@ -80,6 +83,10 @@ class LiveConfig {
 // "error: <message>"; anything else "error: unknown request ...".
 std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
                                  std::string_view request);
+
+// Returns `bytes` for people, to 3 significant digits: "512B", "1.5KiB",
+// "20.0GiB".
+std::string FormatBytesHuman(uint64_t bytes);
 
 // Renders what `poolfs status` prints for a mounted pool: the FsStatus
 // fields, space in human units, the datasets, then the tunables in effect

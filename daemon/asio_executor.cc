@@ -1,0 +1,77 @@
+// AsioExecutor: see asio_executor.h. The only file of the project that
+// includes Boost.Asio.
+//
+// Run() posts every task to its strand and then waits on a countdown: each
+// task, when done, decrements the number of unfinished tasks under a mutex
+// and the last one wakes Run(). The io_context's threads never wait for
+// anything but the io_context itself, so one thread suffices for any number
+// of strands (tasks do not wait for each other, as executor.h requires).
+#include "asio_executor.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace poolfs::daemon {
+
+namespace asio = boost::asio;
+
+struct AsioExecutor::Impl {
+  using Strand = asio::strand<asio::io_context::executor_type>;
+
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+  std::vector<Strand> strands;
+  std::vector<std::thread> threads;
+
+  // The countdown of the Run in progress.
+  std::mutex mu;
+  std::condition_variable done_cv;
+  size_t unfinished = 0;  // guarded by mu
+};
+
+AsioExecutor::AsioExecutor(size_t threads, size_t strands) : impl_(std::make_unique<Impl>()) {
+  if (strands == 0) strands = 1;
+  if (threads == 0) threads = strands;
+  impl_->guard.emplace(asio::make_work_guard(impl_->io));
+  impl_->strands.reserve(strands);
+  for (size_t i = 0; i < strands; i++) impl_->strands.emplace_back(asio::make_strand(impl_->io));
+  impl_->threads.reserve(threads);
+  for (size_t i = 0; i < threads; i++) impl_->threads.emplace_back([this] { impl_->io.run(); });
+}
+
+AsioExecutor::~AsioExecutor() {
+  impl_->guard.reset();  // run() returns once no work is left (there is none while idle)
+  impl_->io.stop();
+  for (std::thread& t : impl_->threads) t.join();
+}
+
+void AsioExecutor::Run(std::vector<StrandTask> tasks) {
+  if (tasks.empty()) return;
+  Impl& impl = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(impl.mu);
+    impl.unfinished = tasks.size();
+  }
+  for (StrandTask& task : tasks) {
+    Impl::Strand& strand = impl.strands[task.strand % impl.strands.size()];
+    asio::post(strand, [&impl, fn = std::move(task.fn)]() mutable {
+      if (fn) fn();
+      fn = nullptr;  // release what the task holds before Run can return
+      std::lock_guard<std::mutex> lock(impl.mu);
+      if (--impl.unfinished == 0) impl.done_cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(impl.mu);
+  impl.done_cv.wait(lock, [&impl] { return impl.unfinished == 0; });
+}
+
+size_t AsioExecutor::threads() const { return impl_->threads.size(); }
+size_t AsioExecutor::strands() const { return impl_->strands.size(); }
+
+}  // namespace poolfs::daemon

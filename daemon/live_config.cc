@@ -1,0 +1,214 @@
+// LiveConfig: see live_config.h.
+#include "live_config.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "config/render.h"
+#include "logging.h"
+
+namespace poolfs::daemon {
+
+namespace {
+
+using config::Applies;
+using config::TunableInfo;
+
+std::string_view LogLevelName(const config::Config& c) {
+  auto level = c.GetEnum("log.level");
+  return level.ok() ? *level : std::string_view("info");
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
+  poolfs::LiveTunables live;
+  live.txg_timeout_ms = t.txg_timeout_ms;
+  live.dirty_max_bytes = t.txg_dirty_max_bytes;
+  live.dirty_sync_percent = t.txg_dirty_sync_percent;
+  live.delay_min_dirty_percent = t.txg_delay_min_dirty_percent;
+  live.delay_scale_ns = t.txg_delay_scale_ns;
+  live.delay_max_ns = t.txg_delay_max_ns;
+  live.df_max_search = t.alloc_df_max_search;
+  return live;
+}
+
+LiveConfig::LiveConfig(config::Config running, std::string config_path, poolfs::Filesystem* fs)
+    : running_(running),
+      wanted_(std::move(running)),
+      config_path_(std::move(config_path)),
+      fs_(fs) {}
+
+Status LiveConfig::Reload() {
+  config::Config loaded;  // no file: the defaults
+  if (!config_path_.empty()) {
+    auto result = config::LoadConfigFile(config_path_);
+    if (!result.ok()) {
+      spdlog::error("reload of {} refused, the running values stay: {}", config_path_,
+                    result.status().message());
+      return result.status();
+    }
+    loaded = std::move(result).value();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ApplyLocked(loaded,
+              config_path_.empty() ? std::string("reload (no config file: defaults)")
+                                   : "reload of " + config_path_,
+              nullptr);
+  return Status::Ok();
+}
+
+Status LiveConfig::Tune(std::string_view assignment, std::string* note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto result = config::ApplyAssignment(wanted_, TrimSpace(assignment), "poolfs tune");
+  if (!result.ok()) {
+    spdlog::error("poolfs tune {} refused: {}", assignment, result.status().message());
+    return result.status();
+  }
+  ApplyLocked(*result, "poolfs tune " + std::string(TrimSpace(assignment)), note);
+  return Status::Ok();
+}
+
+void LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view what,
+                             std::string* note) {
+  const config::ConfigDiff diff = config::Diff(running_.values(), loaded.values());
+  // Live changes go into effect: into running_, with the origin they have in `loaded`.
+  for (const config::TunableChange& c : diff.live) {
+    const Status st = running_.Set(*c.tunable, c.new_value, loaded.origin(*c.tunable));
+    if (!st.ok()) spdlog::error("{}: {}", what, st.message());  // loaded is valid: not reached
+  }
+  running_.set_source(loaded.source());
+  const config::Config previous_wanted = wanted_;
+  wanted_ = loaded;
+  bool level_changed = false;
+  for (const config::TunableChange& c : diff.live)
+    level_changed |= c.tunable->name == "log.level";
+  if (level_changed) SetLogLevel(LogLevelName(running_));
+  if (!diff.live.empty() && fs_ != nullptr) fs_->SetLive(ToLiveTunables(running_.values()));
+  for (const config::TunableChange& c : diff.live)
+    spdlog::info("{}: {} (live, now in effect)", what, c.ToString());
+  for (const config::TunableChange& c : diff.at_mount)
+    spdlog::info("{}: {} (pending: takes effect at the next mount)", what, c.ToString());
+  if (diff.empty()) spdlog::info("{}: nothing changed", what);
+  if (note != nullptr) {
+    note->clear();
+    for (const config::TunableChange& c : diff.at_mount) {
+      // Only the tuned key matters to the caller, not changes already pending.
+      if (c.tunable->get(previous_wanted.values()) == c.new_value) continue;
+      *note += c.ToString() + " (at the next mount; poolfs tune does not change the config file";
+      *note += config_path_.empty() ? ")" : ": set it in " + config_path_ + " to keep it)";
+      *note += "\n";
+    }
+  }
+}
+
+const config::Config& LiveConfig::running() const { return running_; }
+
+config::Config LiveConfig::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_;
+}
+
+std::string LiveConfig::Pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  config::ConfigDiff diff = config::Diff(running_.values(), wanted_.values());
+  diff.live.clear();  // none: live changes are applied at once
+  return diff.ToString();
+}
+
+std::string FormatBytesHuman(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + "B";
+  double v = double(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    unit++;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf,
+                v < 10    ? "%.2f%s"
+                : v < 100 ? "%.1f%s"
+                          : "%.0f%s",
+                v, kUnits[unit]);
+  return buf;
+}
+
+std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& running,
+                         std::string_view pending) {
+  std::string out;
+  auto line = [&out](std::string_view key, const std::string& value) {
+    out += std::string(key);
+    out.append(key.size() < 18 ? 18 - key.size() : 1, ' ');
+    out += value + "\n";
+  };
+  line("pool:", s.pool);
+  line("state:", s.state + " (mounted)");
+  line("last synced txg:", std::to_string(s.last_synced_txg) + " (open txg " +
+                               std::to_string(s.open_txg) + ", imported at txg " +
+                               std::to_string(s.imported_txg) + ", " + std::to_string(s.syncs) +
+                               " syncs since)");
+  line("space:", FormatBytesHuman(s.space_allocated) + " used, " + FormatBytesHuman(s.space_free) +
+                     " free, " + FormatBytesHuman(s.space_total) + " total");
+  line("checksum errors:", std::to_string(s.checksum_errors));
+  std::string datasets;
+  for (const std::string& d : s.datasets) datasets += (datasets.empty() ? "" : ", ") + d;
+  line("datasets:", std::to_string(s.datasets.size()) + (datasets.empty() ? "" : ": " + datasets));
+  line("objects:", std::to_string(s.objects) + " (" + std::to_string(s.unlinked_pending) +
+                       " unlinked, still open)");
+  out += "tunables in effect (" +
+         (running.source().empty() ? std::string("defaults, no config file")
+                                   : "from " + running.source()) +
+         "):\n";
+  const std::string table = config::RenderEffectiveTunables(running);
+  size_t start = 0;
+  while (start < table.size()) {
+    const size_t end = table.find('\n', start);
+    out += "  " + table.substr(start, end == std::string::npos ? end : end - start) + "\n";
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (!pending.empty()) {
+    out += "pending, at the next mount:\n";
+    start = 0;
+    while (start < pending.size()) {
+      const size_t end = pending.find('\n', start);
+      out += "  " +
+             std::string(pending.substr(start, end == std::string::npos ? end : end - start)) +
+             "\n";
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
+                                 std::string_view request) {
+  request = TrimSpace(request);
+  if (request == "status") return RenderStatus(fs.GetStatus(), live.Snapshot(), live.Pending());
+  if (request == "reload") {
+    const Status st = live.Reload();
+    return st.ok() ? "ok\n" : "error: " + st.message() + "\n";
+  }
+  if (request.starts_with("tune ")) {
+    std::string note;
+    const Status st = live.Tune(request.substr(5), &note);
+    return st.ok() ? "ok\n" + note : "error: " + st.message() + "\n";
+  }
+  spdlog::warn("control: unknown request '{}'", request);
+  return "error: unknown request '" + std::string(request) +
+         "' (expected status, reload or tune KEY=VALUE)\n";
+}
+
+}  // namespace poolfs::daemon
