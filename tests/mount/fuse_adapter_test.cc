@@ -1,0 +1,243 @@
+// The FUSE adapter through a real kernel mount of a FakeFilesystem: the
+// syscalls a program makes reach the Filesystem, and its Status comes back
+// as the errno fs.h lists. Needs /dev/fuse (the tests run as root).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "fuse/fuse_server.h"
+#include "fuse/status_errno.h"
+#include "mount/fake_filesystem.h"
+
+namespace poolfs {
+namespace {
+
+using testing::FakeFilesystem;
+
+// A FakeFilesystem mounted on a fresh temporary directory and served on a
+// thread until the destructor unmounts it.
+class FakeMount {
+ public:
+  explicit FakeMount(fuse::FuseOptions options = {}) {
+    char tmpl[] = "/tmp/poolfs-fuse-test.XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir_ = tmpl;
+    options.mountpoint = dir_;
+    options.fsname = "fake";
+    auto server = fuse::FuseServer::Mount(&fs_, options);
+    INFO(server.status().ToString());
+    REQUIRE(server.ok());
+    server_ = std::move(server).value();
+    thread_ = std::thread([this] { run_status_ = server_->Run(); });
+  }
+  ~FakeMount() {
+    Status st = server_->RequestUnmount();
+    thread_.join();
+    server_.reset();
+    CHECK(rmdir(dir_.c_str()) == 0);  // only once unmounted
+    CHECK(st.ok());
+    CHECK(run_status_.ok());
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  FakeFilesystem& fs() { return fs_; }
+
+ private:
+  FakeFilesystem fs_;
+  std::string dir_;
+  std::unique_ptr<fuse::FuseServer> server_;
+  std::thread thread_;
+  Status run_status_;
+};
+
+TEST_CASE("StatusToErrno maps each code to the errno fs.h lists") {
+  const std::pair<StatusCode, int> table[] = {
+      {StatusCode::kOk, 0},
+      {StatusCode::kNotFound, ENOENT},
+      {StatusCode::kAlreadyExists, EEXIST},
+      {StatusCode::kNotEmpty, ENOTEMPTY},
+      {StatusCode::kNotADirectory, ENOTDIR},
+      {StatusCode::kIsADirectory, EISDIR},
+      {StatusCode::kPermissionDenied, EACCES},
+      {StatusCode::kNotPermitted, EPERM},
+      {StatusCode::kNameTooLong, ENAMETOOLONG},
+      {StatusCode::kNoSpace, ENOSPC},
+      {StatusCode::kNoData, ENODATA},
+      {StatusCode::kFileTooLarge, EFBIG},
+      {StatusCode::kTooManyLinks, EMLINK},
+      {StatusCode::kReadOnly, EROFS},
+      {StatusCode::kRange, ERANGE},
+      {StatusCode::kInvalidArgument, EINVAL},
+      {StatusCode::kNotSupported, EOPNOTSUPP},
+      {StatusCode::kLoop, ELOOP},
+      {StatusCode::kStale, ESTALE},
+      {StatusCode::kBusy, EBUSY},
+      {StatusCode::kCorruption, EIO},
+      {StatusCode::kIOError, EIO},
+      {StatusCode::kAborted, ENOTCONN},
+  };
+  for (const auto& [code, err] : table) {
+    INFO(StatusCodeName(code));
+    CHECK(fuse::StatusToErrno(Status(code, "x")) == err);
+  }
+  CHECK(fuse::IsServerError(Status::Corruption("x")));
+  CHECK_FALSE(fuse::IsServerError(Status::NotFound("x")));
+}
+
+TEST_CASE("A file written through the mount reads back and fsync reaches the filesystem") {
+  FakeMount m;
+  const std::string p = m.Path("data");
+  int fd = open(p.c_str(), O_CREAT | O_EXCL | O_RDWR, 0644);
+  REQUIRE(fd >= 0);
+  std::string data(300 * 1024, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = char('a' + i % 23);
+  REQUIRE(pwrite(fd, data.data(), data.size(), 0) == ssize_t(data.size()));
+  CHECK(fsync(fd) == 0);
+  CHECK(m.fs().fsyncs() == 1);
+  std::string back(data.size(), '\0');
+  CHECK(pread(fd, back.data(), back.size(), 0) == ssize_t(back.size()));
+  CHECK(back == data);
+  close(fd);
+  struct stat st;
+  REQUIRE(stat(p.c_str(), &st) == 0);
+  CHECK(st.st_size == off_t(data.size()));
+  CHECK(S_ISREG(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0644);
+  // O_EXCL on an existing name, then truncation through open(O_TRUNC).
+  CHECK(open(p.c_str(), O_CREAT | O_EXCL | O_RDWR, 0644) == -1);
+  CHECK(errno == EEXIST);
+  fd = open(p.c_str(), O_WRONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  close(fd);
+  REQUIRE(stat(p.c_str(), &st) == 0);
+  CHECK(st.st_size == 0);
+}
+
+TEST_CASE("Names made through the mount are listed once each by readdir") {
+  FakeMount m;
+  std::set<std::string> made;
+  for (int i = 0; i < 300; i++) {
+    const std::string name = "a-rather-long-file-name-to-fill-readdir-buffers-" + std::to_string(i);
+    int fd = open(m.Path(name).c_str(), O_CREAT | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    close(fd);
+    made.insert(name);
+  }
+  REQUIRE(mkdir(m.Path("sub").c_str(), 0755) == 0);
+  made.insert("sub");
+  REQUIRE(symlink("data", m.Path("link").c_str()) == 0);
+  made.insert("link");
+  char target[64] = {};
+  CHECK(readlink(m.Path("link").c_str(), target, sizeof target - 1) == 4);
+  CHECK(std::string(target) == "data");
+
+  std::multiset<std::string> seen;
+  DIR* d = opendir(m.Path("").c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = readdir(d)) seen.insert(e->d_name);
+  closedir(d);
+  CHECK(seen.count(".") == 1);
+  CHECK(seen.count("..") == 1);
+  seen.erase(".");
+  seen.erase("..");
+  CHECK(std::set<std::string>(seen.begin(), seen.end()) == made);
+  CHECK(seen.size() == made.size());
+
+  CHECK(rmdir(m.Path("sub").c_str()) == 0);
+  CHECK(unlink(m.Path("link").c_str()) == 0);
+  CHECK(rename(m.Path("a-rather-long-file-name-to-fill-readdir-buffers-0").c_str(),
+               m.Path("renamed").c_str()) == 0);
+  struct stat st;
+  CHECK(stat(m.Path("renamed").c_str(), &st) == 0);
+  CHECK(stat(m.Path("sub").c_str(), &st) == -1);
+  CHECK(errno == ENOENT);
+}
+
+TEST_CASE("Extended attributes answer size queries and ERANGE through the mount") {
+  FakeMount m;
+  const std::string p = m.Path("x");
+  int fd = open(p.c_str(), O_CREAT | O_WRONLY, 0600);
+  REQUIRE(fd >= 0);
+  close(fd);
+  REQUIRE(setxattr(p.c_str(), "user.k", "value", 5, XATTR_CREATE) == 0);
+  CHECK(setxattr(p.c_str(), "user.k", "v", 1, XATTR_CREATE) == -1);
+  CHECK(errno == EEXIST);
+  CHECK(getxattr(p.c_str(), "user.k", nullptr, 0) == 5);
+  char small[2];
+  CHECK(getxattr(p.c_str(), "user.k", small, sizeof small) == -1);
+  CHECK(errno == ERANGE);
+  char buf[16] = {};
+  CHECK(getxattr(p.c_str(), "user.k", buf, sizeof buf) == 5);
+  CHECK(std::string(buf) == "value");
+  CHECK(listxattr(p.c_str(), buf, sizeof buf) == 7);  // "user.k\0"
+  CHECK(getxattr(p.c_str(), "user.none", buf, sizeof buf) == -1);
+  CHECK(errno == ENODATA);
+  CHECK(removexattr(p.c_str(), "user.k") == 0);
+  CHECK(removexattr(p.c_str(), "user.k") == -1);
+  CHECK(errno == ENODATA);
+}
+
+TEST_CASE("A Status from the filesystem reaches the caller as its errno") {
+  FakeMount m;
+  const std::string f = m.Path("f");
+  int fd = open(f.c_str(), O_CREAT | O_RDWR, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(mkdir(m.Path("d").c_str(), 0755) == 0);
+  struct stat st;
+
+  m.fs().FailNext("lookup", Status::Corruption("object 9 L0 block 0: checksum mismatch"));
+  CHECK(stat(m.Path("never-looked-up-1").c_str(), &st) == -1);
+  CHECK(errno == EIO);
+  m.fs().FailNext("lookup", Status(StatusCode::kPermissionDenied, "search"));
+  CHECK(stat(m.Path("never-looked-up-2").c_str(), &st) == -1);
+  CHECK(errno == EACCES);
+  m.fs().FailNext("create", Status::NoSpace("pool full"));
+  CHECK(open(m.Path("g").c_str(), O_CREAT | O_WRONLY, 0600) == -1);
+  CHECK(errno == ENOSPC);
+  m.fs().FailNext("mkdir", Status(StatusCode::kReadOnly, "ro"));
+  CHECK(mkdir(m.Path("e").c_str(), 0755) == -1);
+  CHECK(errno == EROFS);
+  m.fs().FailNext("write", Status(StatusCode::kFileTooLarge, "max size"));
+  CHECK(pwrite(fd, "x", 1, 0) == -1);
+  CHECK(errno == EFBIG);
+  m.fs().FailNext("link", Status(StatusCode::kTooManyLinks, "limit"));
+  CHECK(link(f.c_str(), m.Path("f2").c_str()) == -1);
+  CHECK(errno == EMLINK);
+  m.fs().FailNext("unlink", Status(StatusCode::kNotPermitted, "sticky"));
+  CHECK(unlink(f.c_str()) == -1);
+  CHECK(errno == EPERM);
+  m.fs().FailNext("setxattr", Status(StatusCode::kNotSupported, "namespace"));
+  CHECK(setxattr(f.c_str(), "user.a", "b", 1, 0) == -1);
+  CHECK(errno == EOPNOTSUPP);
+  m.fs().FailNext("fsync", Status::IOError("vdev 0: write failed"));
+  CHECK(fsync(fd) == -1);
+  CHECK(errno == EIO);
+  m.fs().FailNext("rmdir", Status(StatusCode::kNotEmpty, "d"));
+  CHECK(rmdir(m.Path("d").c_str()) == -1);
+  CHECK(errno == ENOTEMPTY);
+  close(fd);
+}
+
+TEST_CASE("RequestUnmount ends the request loop and unmounts") {
+  std::string dir;
+  {
+    FakeMount m;
+    dir = m.Path("");
+    int fd = open(m.Path("f").c_str(), O_CREAT | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    close(fd);
+  }  // the destructor checks that Run returned OK and removes the empty directory
+  CHECK(access(dir.c_str(), F_OK) == -1);
+  CHECK(errno == ENOENT);
+}
+
+}  // namespace
+}  // namespace poolfs
