@@ -1,0 +1,233 @@
+#include "dmu/object_allocator.h"
+
+#include <algorithm>
+
+#include "util/check.h"
+
+namespace poolfs::core::dmu {
+
+std::string_view BackfillModeName(BackfillMode m) {
+  switch (m) {
+    case BackfillMode::kAuto: return "auto";
+    case BackfillMode::kOn: return "on";
+    case BackfillMode::kOff: return "off";
+    case BackfillMode::kLegacy: return "legacy";
+  }
+  return "?";
+}
+
+Result<BackfillMode> ParseBackfillMode(std::string_view s) {
+  for (BackfillMode m :
+       {BackfillMode::kAuto, BackfillMode::kOn, BackfillMode::kOff, BackfillMode::kLegacy})
+    if (s == BackfillModeName(m)) return m;
+  return Status::InvalidArgument("backfill mode '" + std::string(s) +
+                                 "': expected auto, on, off or legacy");
+}
+
+ObjectAllocator::ObjectAllocator(BackfillMode mode, uint32_t chunk)
+    : mode_(mode), chunk_(std::max<uint32_t>(chunk, 1)), free_(0, kMaxId + 1, 0, 0, false) {}
+
+ObjectAllocator::~ObjectAllocator() = default;
+
+Status ObjectAllocator::Load(uint64_t high_water,
+                             const std::vector<std::pair<uint64_t, uint64_t>>& in_use) {
+  if (high_water < kFirstId || high_water > kMaxId + 1)
+    return Status::Corruption("object high-water mark " + std::to_string(high_water) +
+                              " out of range");
+  DrainSlots();
+  util::MutexLock l(&mu_);
+  free_.Clear();
+  pending_.clear();
+  uint64_t at = kFirstId, live = 0;
+  for (const auto& [first, end] : in_use) {
+    if (first < at || end <= first || end > high_water)
+      return Status::Corruption(
+          "objects in use [" + std::to_string(first) + ", " + std::to_string(end) +
+          ") out of order or past the high-water mark " + std::to_string(high_water));
+    if (first > at) free_.Add(at, first - at);
+    live += end - first;
+    at = end;
+  }
+  if (high_water > at) free_.Add(at, high_water - at);
+  high_water_ = high_water;
+  loaded_live_ = live;
+  backfilling_ = false;
+  return Status::Ok();
+}
+
+bool ObjectAllocator::Backfilling() {
+  switch (mode_) {
+    case BackfillMode::kOn: return free_.space() > 0;
+    case BackfillMode::kOff:
+    case BackfillMode::kLegacy: return false;
+    case BackfillMode::kAuto: break;
+  }
+  const uint64_t threshold = std::max<uint64_t>(kAutoMinFree, (high_water_ - kFirstId) / 8);
+  if (free_.space() == 0)
+    backfilling_ = false;
+  else if (free_.space() >= threshold)
+    backfilling_ = true;
+  return backfilling_;
+}
+
+Status ObjectAllocator::Refill(Slot& s) {
+  util::MutexLock l(&mu_);
+  if (Backfilling()) {
+    space::Range lowest;
+    free_.WalkFrom(0, [&](space::Range r) {
+      lowest = r;
+      return false;
+    });
+    const uint64_t n = std::min<uint64_t>(lowest.length, chunk_);
+    free_.Remove(lowest.offset, n);
+    s.next = lowest.offset;
+    s.end = lowest.offset + n;
+    s.reuse = true;
+    return Status::Ok();
+  }
+  if (high_water_ > kMaxId) return Status::NoSpace("out of object ids (2^48 used)");
+  const uint64_t n = std::min<uint64_t>(chunk_, kMaxId + 1 - high_water_);
+  s.next = high_water_;
+  s.end = high_water_ + n;
+  s.reuse = false;
+  high_water_ += n;
+  return Status::Ok();
+}
+
+Result<ObjectId> ObjectAllocator::Allocate(size_t slot_hint) {
+  Slot& s = slots_[slot_hint % kSlots];
+  util::MutexLock l(&s.mu);
+  if (s.next == s.end) POOLFS_RETURN_IF_ERROR(Refill(s));
+  const uint64_t id = s.next++;
+  s.allocated++;
+  if (s.reuse) s.reused++;
+  return ObjectId(id);
+}
+
+void ObjectAllocator::Free(ObjectId id, Txg f) {
+  CHECK_GE(id.value(), kFirstId);
+  util::MutexLock l(&mu_);
+  CHECK_LT(id.value(), high_water_);
+  pending_.emplace_back(f.value(), id.value());
+  freed_++;
+}
+
+void ObjectAllocator::Release(Txg t) {
+  util::MutexLock l(&mu_);
+  auto ready = std::partition(pending_.begin(), pending_.end(),
+                              [&](const auto& p) { return p.first > t.value(); });
+  for (auto it = ready; it != pending_.end(); ++it) free_.Add(it->second, 1);
+  pending_.erase(ready, pending_.end());
+}
+
+Status ObjectAllocator::Take(ObjectId id) {
+  const uint64_t v = id.value();
+  if (v < kFirstId || v > kMaxId)
+    return Status::InvalidArgument("object id " + std::to_string(v) + " out of range");
+  util::MutexLock l(&mu_);
+  if (v >= high_water_) {
+    if (v > high_water_) free_.Add(high_water_, v - high_water_);
+    high_water_ = v + 1;
+  } else if (free_.Contains(v, 1)) {
+    free_.Remove(v, 1);
+  } else {
+    return Status::InvalidArgument("object id " + std::to_string(v) + " is not free");
+  }
+  taken_++;
+  return Status::Ok();
+}
+
+bool ObjectAllocator::IsFree(ObjectId id) const {
+  const uint64_t v = id.value();
+  for (const Slot& s : slots_) {
+    util::MutexLock l(&const_cast<Slot&>(s).mu);
+    if (v >= s.next && v < s.end) return false;  // reserved by a slot
+  }
+  util::MutexLock l(&mu_);
+  return v >= high_water_ || free_.Contains(v, 1);
+}
+
+void ObjectAllocator::DrainSlots() {
+  for (Slot& s : slots_) {
+    util::MutexLock sl(&s.mu);
+    if (s.next == s.end) continue;
+    util::MutexLock l(&mu_);
+    free_.Add(s.next, s.end - s.next);
+    s.next = s.end = 0;
+  }
+}
+
+void ObjectAllocator::SetMode(BackfillMode mode) {
+  {
+    util::MutexLock l(&mu_);
+    if (mode_ == mode) return;
+    mode_ = mode;
+    backfilling_ = false;
+  }
+  DrainSlots();
+}
+
+void ObjectAllocator::SetChunk(uint32_t chunk) {
+  util::MutexLock l(&mu_);
+  chunk_ = std::max<uint32_t>(chunk, 1);
+}
+
+uint64_t ObjectAllocator::high_water() const { return Stats().high_water; }
+
+size_t ObjectAllocator::free_segments() const {
+  util::MutexLock l(&mu_);
+  return free_.segment_count();
+}
+
+ObjectAllocStats ObjectAllocator::Stats() const {
+  ObjectAllocStats st;
+  uint64_t allocated = 0, reused = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> unused;  // [first, end): cached in slots, or free
+  for (const Slot& s : slots_) {
+    auto& m = const_cast<Slot&>(s);
+    util::MutexLock l(&m.mu);
+    allocated += m.allocated;
+    reused += m.reused;
+    if (m.next < m.end) unused.emplace_back(m.next, m.end);
+  }
+  util::MutexLock l(&mu_);
+  st.mode = mode_;
+  st.allocated = allocated + taken_;
+  st.freed = freed_;
+  st.reused = reused;
+  st.failed_holds = failed_holds_.load(std::memory_order_relaxed);
+  st.live = loaded_live_ + allocated + taken_ - freed_;
+  st.backfilling = backfilling_;
+  free_.ForEach([&](space::Range r) { unused.emplace_back(r.offset, r.end()); });
+  std::sort(unused.begin(), unused.end());
+  std::vector<std::pair<uint64_t, uint64_t>> runs;  // merged
+  for (const auto& r : unused) {
+    if (!runs.empty() && r.first <= runs.back().second)
+      runs.back().second = std::max(runs.back().second, r.second);
+    else
+      runs.push_back(r);
+  }
+  // The high-water mark: one past the highest id in use (ids reserved by a
+  // slot or free at the top do not count).
+  uint64_t hw = high_water_;
+  if (!runs.empty() && runs.back().second >= hw) {
+    hw = runs.back().first;
+    runs.pop_back();
+  }
+  st.high_water = std::max(hw, kFirstId);
+  // Free ids below it, and dnode blocks with no live id in it.
+  uint64_t empty_blocks = 0;
+  for (const auto& [a, b] : runs) {
+    st.free_below_high_water += b - a;
+    for (uint64_t blk = a / kIdsPerBlock; blk * kIdsPerBlock < b; blk++) {
+      const uint64_t lo = std::max(blk * kIdsPerBlock, kFirstId);
+      const uint64_t hi = std::min((blk + 1) * kIdsPerBlock, st.high_water);
+      if (a <= lo && hi <= b) empty_blocks++;
+    }
+  }
+  const uint64_t blocks = (st.high_water + kIdsPerBlock - 1) / kIdsPerBlock;
+  st.dnode_blocks_in_use = blocks - std::min(blocks, empty_blocks);
+  return st;
+}
+
+}  // namespace poolfs::core::dmu
