@@ -1,0 +1,259 @@
+// Parity scenarios for file data and directories: open, read, write,
+// truncate, fallocate, fsync, statfs, readdir.
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "parity/scenario.h"
+
+namespace poolfs::e2e {
+namespace {
+
+void WriteRead(Sys& s) {
+  int fd = s.Open("f", O_CREAT | O_RDWR, 0644);
+  s.Write(fd, "hello");
+  s.Lseek(fd, 0, SEEK_CUR);
+  s.Lseek(fd, 0, SEEK_END);
+  s.Pread(fd, 100, 0);
+  s.Pwrite(fd, "sparse", 100000);  // a hole from 5 to 100000
+  s.Fstat(fd);
+  s.Pread(fd, 20, 0);
+  s.Pread(fd, 10, 99995);
+  s.Pread(fd, 10, 200000);  // past the end: 0 bytes
+  s.Lseek(fd, 0, SEEK_SET);
+  s.Read(fd, 3);
+  s.Read(fd, 3);
+  s.Lseek(fd, -1, SEEK_SET);  // EINVAL
+  s.Close(fd);
+  fd = s.Open("f", O_RDONLY);
+  s.Write(fd, "x");  // EBADF
+  s.Close(fd);
+  fd = s.Open("f", O_WRONLY);
+  s.Read(fd, 1);      // EBADF
+  s.Write(fd, "HE");  // overwrites at offset 0
+  s.Close(fd);
+  Cat(s, "f", 10);
+  s.Stat("f");
+}
+
+void LargeUnalignedWrites(Sys& s) {
+  int fd = s.Open("big", O_CREAT | O_RDWR, 0644);
+  s.Pwrite(fd, Pattern(1 << 20, 1), 0);
+  s.Pwrite(fd, Pattern(300000, 2), 12345);          // across record boundaries
+  s.Pwrite(fd, Pattern(4096, 3), (1 << 20) - 100);  // straddles the end
+  s.Pwrite(fd, Pattern(1, 4), 131071);
+  s.Pwrite(fd, Pattern(1, 5), 131072);
+  s.Pwrite(fd, Pattern(70000, 6), 5 << 20);  // far past the end: a hole
+  s.Fstat(fd);
+  s.Pread(fd, 1 << 20, 0);
+  s.Pread(fd, 300000, 12345);
+  s.Pread(fd, 8192, (1 << 20) - 4096);
+  s.Pread(fd, 1 << 20, 2 << 20);  // inside the hole: zeros
+  s.Pread(fd, 100000, 5 << 20);
+  s.Fsync(fd);
+  s.Close(fd);
+  // Many small appends.
+  fd = s.Open("log", O_CREAT | O_WRONLY | O_APPEND, 0644);
+  for (int i = 0; i < 200; ++i) s.Write(fd, Pattern(333, 100 + i));
+  s.Close(fd);
+  s.Stat("log");
+  Cat(s, "log");
+}
+
+void AppendMode(Sys& s) {
+  Touch(s, "f", "start");
+  int fd = s.Open("f", O_WRONLY | O_APPEND);
+  s.Write(fd, "+one");
+  s.Lseek(fd, 0, SEEK_SET);
+  s.Write(fd, "+two");        // still at the end
+  s.Pwrite(fd, "+three", 0);  // Linux: pwrite on O_APPEND appends too
+  s.Lseek(fd, 0, SEEK_CUR);
+  s.Close(fd);
+  Cat(s, "f");
+}
+
+void TruncateSizes(Sys& s) {
+  Touch(s, "f", Pattern(8192, 7));
+  s.Truncate("f", 5000);  // inside a block
+  s.Truncate("f", 8192);  // grows again: 5000..8192 must read zeros
+  Cat(s, "f");
+  s.Truncate("f", 3 << 20);
+  s.Stat("f");
+  Cat(s, "f", 4 << 20);
+  s.Truncate("f", 10);
+  Cat(s, "f");
+  s.Truncate("f", 0);
+  s.Stat("f");
+  s.Truncate("f", -1);  // EINVAL
+  s.Mkdir("d", 0755);
+  s.Truncate("d", 0);        // EISDIR
+  s.Truncate("missing", 0);  // ENOENT
+  int fd = s.Open("f", O_RDONLY);
+  s.Ftruncate(fd, 5);  // EINVAL or EBADF: not open for writing
+  s.Close(fd);
+  Touch(s, "t", "abcdefgh");
+  fd = s.Open("t", O_RDWR | O_TRUNC);
+  s.Fstat(fd);
+  s.Write(fd, "xy");
+  s.Ftruncate(fd, 100);
+  s.Pread(fd, 200, 0);
+  s.Close(fd);
+  s.MarkTimes("t", "before");
+  s.Truncate("t", 100);  // same size: Linux still updates mtime and ctime
+  s.TimesSince("t", "before");
+}
+
+void OpenFlags(Sys& s) {
+  Touch(s, "f", "data");
+  s.Mkdir("d", 0755);
+  s.Open("f", O_RDONLY | O_DIRECTORY);  // ENOTDIR
+  s.Open("d", O_WRONLY);                // EISDIR
+  s.Open("d", O_RDWR);                  // EISDIR
+  int fd = s.Open("d", O_RDONLY | O_DIRECTORY);
+  s.Read(fd, 10);  // EISDIR
+  s.Fsync(fd);     // fsyncdir
+  s.Close(fd);
+  fd = s.Open("f", O_RDONLY | O_TRUNC);  // Linux truncates (it is unspecified)
+  s.Close(fd);
+  s.Stat("f");
+  s.Open("missing", O_RDONLY);  // ENOENT
+  s.Open("f/", O_RDONLY);       // ENOTDIR
+  fd = s.Open("f", O_PATH);
+  s.Read(fd, 1);  // EBADF
+  s.Close(fd);
+}
+
+void FallocateModes(Sys& s) {
+  int fd = s.Open("f", O_CREAT | O_RDWR, 0644);
+  s.Fallocate(fd, 0, 0, 1 << 20);  // extends the size
+  s.Fstat(fd);
+  s.Pread(fd, 1 << 20, 0);                                 // zeros
+  s.Fallocate(fd, FALLOC_FL_KEEP_SIZE, 1 << 20, 1 << 20);  // beyond the end, size kept
+  s.Fstat(fd);
+  s.Pwrite(fd, Pattern(256 << 10, 8), 0);
+  s.Fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 8192);
+  s.Fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100000, 1000);  // unaligned
+  s.Pread(fd, 256 << 10, 0);
+  s.Fstat(fd);
+  s.Fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096);  // EOPNOTSUPP: punching needs KEEP_SIZE
+  s.Fallocate(fd, 0, 0, 0);                        // EINVAL: empty range
+  s.Fallocate(fd, 0, -1, 10);                      // EINVAL
+  // FALLOC_FL_ZERO_RANGE is left out: tmpfs does not support it
+  // (EOPNOTSUPP), ext4 and poolfs do; it is not a POSIX call.
+  s.Close(fd);
+  fd = s.Open("f", O_RDONLY);
+  s.Fallocate(fd, 0, 0, 10);  // EBADF
+  s.Close(fd);
+  s.Stat("f");
+}
+
+void FsyncCalls(Sys& s) {
+  int fd = s.Open("f", O_CREAT | O_RDWR, 0644);
+  s.Write(fd, Pattern(100000, 9));
+  s.Fsync(fd);
+  s.Fdatasync(fd);
+  s.Close(fd);
+  fd = s.Open("f", O_RDONLY);
+  s.Fsync(fd);  // allowed on a read-only fd
+  s.Close(fd);
+  s.Mkdir("d", 0755);
+  fd = s.Open("d", O_RDONLY | O_DIRECTORY);
+  s.Fsync(fd);  // fsyncdir
+  s.Fdatasync(fd);
+  s.Close(fd);
+  fd = s.Open(".", O_RDONLY | O_DIRECTORY);
+  s.Fsync(fd);
+  s.Close(fd);
+}
+
+void StatFsFigures(Sys& s) {
+  s.StatFs(".");
+  long long before = s.FreeBlocks(".");
+  int fd = s.Open("f", O_CREAT | O_WRONLY, 0644);
+  s.Write(fd, Pattern(8 << 20, 10));
+  s.Fsync(fd);
+  s.Close(fd);
+  long long after = s.FreeBlocks(".");
+  // The figures differ between filesystems; that 8 MiB of data used at
+  // least 4 MiB of the free space once fsync'ed does not.
+  s.Note(std::string("statfs: free space went down by at least 4 MiB: ") +
+         (before - after >= (4 << 20) ? "yes" : "no"));
+  s.StatFs(".");
+  s.StatFs("f");
+}
+
+void ReadDirMany(Sys& s) {
+  s.Mkdir("d", 0755);
+  s.ReadDir("d");  // only "." and ".."
+  for (int i = 0; i < 400; ++i) {
+    std::string name = "entry-" + std::to_string(i) + std::string(i % 50, 'x');
+    if (i % 10 == 0)
+      s.Mkdir("d/" + name, 0755);
+    else if (i % 10 == 1)
+      s.Symlink("target", "d/" + name);
+    else
+      Touch(s, "d/" + name);
+  }
+  Touch(s, "d/" + std::string(255, 'L'));
+  s.ReadDir("d");
+  for (int i = 0; i < 400; i += 3) {
+    std::string name = "entry-" + std::to_string(i) + std::string(i % 50, 'x');
+    if (i % 10 == 0)
+      s.Rmdir("d/" + name);
+    else
+      s.Unlink("d/" + name);
+  }
+  s.ReadDir("d");
+  s.Stat("d");
+  s.ReadDir("missing");  // ENOENT
+  Touch(s, "file");
+  s.ReadDir("file");  // ENOTDIR
+}
+
+void ReadDirTypes(Sys& s) {
+  s.Mkdir("d", 0755);
+  Touch(s, "d/reg");
+  s.Mkdir("d/dir", 0755);
+  s.Symlink("reg", "d/lnk");
+  s.Mknod("d/fifo", S_IFIFO | 0644, 0);
+  s.Mknod("d/sock", S_IFSOCK | 0644, 0);
+  s.ReadDir("d");  // d_type of each
+}
+
+void DataTimes(Sys& s) {
+  Touch(s, "f", "data");
+  s.MarkTimes("f", "created");
+  int fd = s.Open("f", O_WRONLY);
+  s.Write(fd, "more");
+  s.Close(fd);
+  s.TimesSince("f", "created");  // mtime, ctime later
+  s.MarkTimes("f", "written");
+  Cat(s, "f");
+  // relatime: atime moves when it is older than mtime.
+  s.TimesSince("f", "written");
+  s.MarkTimes(".", "dir");
+  Touch(s, "g");
+  s.TimesSince(".", "dir");  // a new entry: mtime and ctime later
+  s.MarkTimes(".", "dir2");
+  s.Unlink("g");
+  s.TimesSince(".", "dir2");
+}
+
+}  // namespace
+
+void AddDataScenarios(std::vector<Scenario>* out) {
+  out->push_back({"write_read", WriteRead});
+  out->push_back({"large_unaligned_writes", LargeUnalignedWrites});
+  out->push_back({"append_mode", AppendMode});
+  out->push_back({"truncate_sizes", TruncateSizes});
+  out->push_back({"open_flags", OpenFlags});
+  out->push_back({"fallocate_modes", FallocateModes});
+  out->push_back({"fsync_calls", FsyncCalls});
+  out->push_back({"statfs_figures", StatFsFigures});
+  out->push_back({"readdir_many", ReadDirMany});
+  out->push_back({"readdir_types", ReadDirTypes});
+  out->push_back({"data_times", DataTimes});
+}
+
+}  // namespace poolfs::e2e
