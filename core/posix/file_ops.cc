@@ -1,0 +1,180 @@
+// PosixFs: file contents and attributes — read, write, truncate, setattr,
+// fallocate.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "posix/posix_fs.h"
+
+namespace poolfs::core::posix {
+namespace {
+
+Status NotRegular(uint64_t ino, uint32_t mode) {
+  if (S_ISDIR(mode))
+    return Status(StatusCode::kIsADirectory, "inode " + std::to_string(ino) + " is a directory");
+  return Status::InvalidArgument("inode " + std::to_string(ino) + " is not a regular file");
+}
+
+// Linux's rule for a write or truncate by a caller without CAP_FSETID:
+// setuid goes, setgid goes when group-executable.
+void KillSuid(ZnodePhys& z) {
+  z.mode &= ~uint32_t(S_ISUID);
+  if (z.mode & S_IXGRP) z.mode &= ~uint32_t(S_ISGID);
+}
+
+Status Stale(uint64_t ino) {
+  return Status(StatusCode::kStale, "inode " + std::to_string(ino) + " was freed");
+}
+
+bool Freed(Inode& in) {
+  util::MutexLock l(&in.mu);
+  return in.freed;
+}
+
+}  // namespace
+
+Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  const ZnodePhys z = in->Snapshot();
+  if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
+  out->clear();
+  if (off >= z.size || len == 0) return Status::Ok();
+  const uint64_t n = std::min<uint64_t>(len, z.size - off);
+  POOLFS_ASSIGN_OR_RETURN(*out, os_->Read(ObjectId(ino), off, n));
+  if (out->size() < n) out->resize(n, '\0');
+  return Status::Ok();
+}
+
+Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  if (in->is_dir()) return NotRegular(ino, S_IFDIR);
+  if (off > kMaxFileSize || data.size() > kMaxFileSize - off)
+    return Status(StatusCode::kFileTooLarge, "write at " + std::to_string(off) + " of " +
+                                                 std::to_string(data.size()) +
+                                                 " bytes passes the maximum file size 2^50");
+  if (data.empty()) return size_t{0};
+  std::lock_guard<std::mutex> op(in->op_mu);
+  if (Freed(*in)) return Stale(ino);
+  ZnodePhys z = in->Snapshot();
+  if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
+  POOLFS_RETURN_IF_ERROR(ReserveSpace(data.size()));
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(data.size() + 1024));
+  POOLFS_RETURN_IF_ERROR(os_->Write(tx, ObjectId(ino), off, data));
+  z.size = std::max(z.size, off + data.size());
+  z.mtime = z.ctime = Now();
+  if (c.uid != 0) KillSuid(z);
+  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  Note(tx, {in.get()});
+  return data.size();
+}
+
+Status PosixFs::Truncate(dmu::Tx& tx, Inode& in, ZnodePhys& z, uint64_t size) {
+  POOLFS_RETURN_IF_ERROR(os_->Truncate(tx, ObjectId(in.ino), size));
+  z.size = size;
+  return Status::Ok();
+}
+
+Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest& req) {
+  using R = SetAttrRequest;
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  std::lock_guard<std::mutex> op(in->op_mu);
+  if (Freed(*in)) return Stale(ino);
+  ZnodePhys z = in->Snapshot();
+  const bool root = c.uid == 0;
+  const bool owner = root || c.uid == z.uid;
+  auto not_permitted = [&](const char* what) {
+    return Status(StatusCode::kNotPermitted, std::string(what) + " of inode " +
+                                                 std::to_string(ino) + " by uid " +
+                                                 std::to_string(c.uid));
+  };
+  // Check everything first: a Tx cannot be rolled back.
+  if ((req.valid & R::kMode) && !owner) return not_permitted("chmod");
+  if (req.valid & R::kUid) {
+    if (!root && !(c.uid == z.uid && req.uid == z.uid)) return not_permitted("chown");
+  }
+  if (req.valid & R::kGid) {
+    if (!root && !(c.uid == z.uid && (req.gid == z.gid || InGroup(c, req.gid))))
+      return not_permitted("chgrp");
+  }
+  if (req.valid & R::kSize) {
+    if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
+    if (req.size > kMaxFileSize)
+      return Status(StatusCode::kFileTooLarge,
+                    "size " + std::to_string(req.size) + " passes the maximum file size 2^50");
+    POOLFS_RETURN_IF_ERROR(CheckAccess(c, z, W_OK));
+  }
+  if ((req.valid & (R::kAtime | R::kMtime)) && !owner) return not_permitted("setting times");
+  if ((req.valid & (R::kAtimeNow | R::kMtimeNow)) && !owner)
+    POOLFS_RETURN_IF_ERROR(CheckAccess(c, z, W_OK));
+
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
+  const Timespec now = Now();
+  if (req.valid & R::kMode) {
+    z.mode = (z.mode & S_IFMT) | (req.mode & 07777);
+    if (!root && !InGroup(c, z.gid)) z.mode &= ~uint32_t(S_ISGID);
+  }
+  if (req.valid & (R::kUid | R::kGid)) {
+    if (req.valid & R::kUid) z.uid = req.uid;
+    if (req.valid & R::kGid) z.gid = req.gid;
+    if (!S_ISDIR(z.mode)) KillSuid(z);
+  }
+  if (req.valid & R::kSize) {
+    POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, req.size));
+    z.mtime = now;
+    if (!root) KillSuid(z);
+  }
+  if (req.valid & R::kAtime) z.atime = req.atime;
+  if (req.valid & R::kAtimeNow) z.atime = now;
+  if (req.valid & R::kMtime) z.mtime = req.mtime;
+  if (req.valid & R::kMtimeNow) z.mtime = now;
+  z.ctime = (req.valid & R::kCtime) ? req.ctime : now;
+  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  Note(tx, {in.get()});
+  return MakeAttr(*in, z);
+}
+
+Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
+                          uint64_t len) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  const uint32_t known = kFallocKeepSize | kFallocPunchHole | kFallocZeroRange;
+  if (flags & ~known) return Status::NotSupported("fallocate mode " + std::to_string(flags));
+  if ((flags & kFallocPunchHole) && (!(flags & kFallocKeepSize) || (flags & kFallocZeroRange)))
+    return Status::InvalidArgument("punching a hole needs KEEP_SIZE (and not ZERO_RANGE)");
+  if (len == 0) return Status::InvalidArgument("fallocate of 0 bytes");
+  if (off > kMaxFileSize || len > kMaxFileSize - off)
+    return Status(StatusCode::kFileTooLarge, "fallocate past the maximum file size 2^50");
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  std::lock_guard<std::mutex> op(in->op_mu);
+  if (Freed(*in)) return Stale(ino);
+  ZnodePhys z = in->Snapshot();
+  if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
+  const uint64_t end = off + len;
+  const bool punch = flags & (kFallocPunchHole | kFallocZeroRange);
+  // Copy-on-write cannot reserve blocks ahead; a plain fallocate checks
+  // that the range would fit now and extends the size.
+  if (!punch) POOLFS_RETURN_IF_ERROR(ReserveSpace(end > z.size ? end - std::min(off, z.size) : 0));
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
+  if (punch && off < z.size) POOLFS_RETURN_IF_ERROR(os_->Punch(tx, ObjectId(ino), off, len));
+  if (!(flags & kFallocKeepSize) && end > z.size) POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, end));
+  const Timespec now = Now();
+  if (punch) z.mtime = now;
+  z.ctime = now;
+  if (c.uid != 0 && punch) KillSuid(z);
+  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  Note(tx, {in.get()});
+  return Status::Ok();
+}
+
+}  // namespace poolfs::core::posix

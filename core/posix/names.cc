@@ -1,0 +1,356 @@
+// PosixFs: names — lookup, create, mknod, mkdir, symlink, readlink, link,
+// unlink, rmdir, readdir (rename is rename.cc).
+#include <sys/stat.h>
+
+#include "posix/posix_fs.h"
+
+namespace poolfs::core::posix {
+namespace {
+
+uint64_t Type(uint32_t mode) { return mode & S_IFMT; }
+
+}  // namespace
+
+Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view name) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_RETURN_IF_ERROR(CheckName(name));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(parent));
+  const ZnodePhys pz = p->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckAccess(c, pz, X_OK));
+  InodeRef in;
+  if (name == ".") {
+    in = p;
+  } else if (name == "..") {
+    POOLFS_ASSIGN_OR_RETURN(in, Get(pz.parent));
+  } else {
+    auto v = p->dir->Lookup(name);
+    if (!v.ok()) {
+      if (v.status().IsNotFound())
+        return Status::NotFound("'" + std::string(name) + "' not in directory " +
+                                std::to_string(parent));
+      return v.status();
+    }
+    POOLFS_ASSIGN_OR_RETURN(in, Get(v->object, false));
+  }
+  ZnodePhys z;
+  {
+    util::MutexLock l(&in->mu);
+    if (in->freed) return Status::NotFound("'" + std::string(name) + "' was just removed");
+    in->lookups++;
+    z = in->z;
+  }
+  return MakeAttr(*in, z);
+}
+
+Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view name,
+                               uint32_t mode, uint64_t rdev, std::string_view target) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  POOLFS_RETURN_IF_ERROR(CheckName(name));
+  if (name == "." || name == "..")
+    return Status::AlreadyExists("'" + std::string(name) + "' always exists");
+  const bool is_dir = S_ISDIR(mode);
+  POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(parent));
+  LockSet locks({p.get()});
+  ZnodePhys pz = p->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckDirWrite(c, pz));
+  if (is_dir && pz.nlink >= kLinkMax)
+    return Status(StatusCode::kTooManyLinks,
+                  "directory " + std::to_string(parent) + " has too many subdirectories");
+  auto existing = p->dir->Lookup(name);
+  if (existing.ok())
+    return Status::AlreadyExists("'" + std::string(name) + "' exists in directory " +
+                                 std::to_string(parent));
+  if (!existing.status().IsNotFound()) return existing.status();
+  POOLFS_RETURN_IF_ERROR(ReserveSpace(4096 + target.size()));
+
+  ZnodePhys z;
+  z.mode = mode;
+  z.uid = c.uid;
+  z.gid = c.gid;
+  if (pz.mode & S_ISGID) {  // BSD group semantics below a setgid directory
+    z.gid = pz.gid;
+    if (is_dir) z.mode |= S_ISGID;
+  }
+  if (!is_dir && (z.mode & S_ISGID) && (z.mode & S_IXGRP) && c.uid != 0 && !InGroup(c, z.gid))
+    z.mode &= ~S_ISGID;
+  z.nlink = is_dir ? 2 : 1;
+  z.rdev = rdev;
+  z.parent = parent;
+  z.atime = z.mtime = z.ctime = z.btime = Now();
+  if (S_ISLNK(mode)) {
+    z.size = target.size();
+    if (target.size() <= kMaxInlineTarget) z.inline_target = std::string(target);
+  }
+
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(2048 + target.size()));
+  auto in = std::make_shared<Inode>(0);
+  ObjectId id;
+  if (is_dir) {
+    POOLFS_ASSIGN_OR_RETURN(auto zap, zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory));
+    id = zap->id();
+    in = std::make_shared<Inode>(id.value());
+    in->dir = std::move(zap);
+  } else {
+    POOLFS_ASSIGN_OR_RETURN(id, os_->Create(tx, dmu::ObjectType::kPlain, kRecordSize));
+    in = std::make_shared<Inode>(id.value());
+  }
+  in->generation = tx.txg().value();
+  Status st = os_->SetBonus(tx, id, kZnodeBonus, EncodeZnode(z));
+  if (st.ok() && S_ISLNK(mode) && z.inline_target.empty()) st = os_->Write(tx, id, 0, target);
+  if (st.ok()) st = p->dir->Add(tx, name, zap::Value{id.value(), Type(mode)});
+  if (!st.ok()) {
+    (void)os_->Free(tx, id);
+    return st;
+  }
+  {
+    util::MutexLock l(&in->mu);
+    in->z = z;
+    in->lookups = 1;
+  }
+  table_.Replace(in);
+  pz.mtime = pz.ctime = z.ctime;
+  if (is_dir) pz.nlink++;
+  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *p, pz));
+  Note(tx, {p.get(), in.get()});
+  return MakeAttr(*in, z);
+}
+
+Result<Attr> PosixFs::Create(const Creds& c, uint64_t parent, std::string_view name,
+                             uint32_t mode) {
+  return MakeNode(c, parent, name, S_IFREG | (mode & 07777), 0, {});
+}
+
+Result<Attr> PosixFs::Mknod(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
+                            uint64_t rdev) {
+  switch (mode & S_IFMT) {
+    case 0: mode |= S_IFREG; [[fallthrough]];
+    case S_IFREG:
+    case S_IFIFO:
+    case S_IFSOCK: rdev = 0; break;
+    case S_IFCHR:
+    case S_IFBLK:
+      if (c.uid != 0) return Status(StatusCode::kNotPermitted, "only root may create device nodes");
+      break;
+    default: return Status::InvalidArgument("mknod of file type " + std::to_string(mode & S_IFMT));
+  }
+  return MakeNode(c, parent, name, mode & (S_IFMT | 07777), rdev, {});
+}
+
+Result<Attr> PosixFs::Mkdir(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode) {
+  return MakeNode(c, parent, name, S_IFDIR | (mode & 07777), 0, {});
+}
+
+Result<Attr> PosixFs::Symlink(const Creds& c, uint64_t parent, std::string_view name,
+                              std::string_view target) {
+  if (target.empty()) return Status::NotFound("empty symlink target");
+  if (target.size() > kMaxSymlinkTarget)
+    return Status(StatusCode::kNameTooLong,
+                  "symlink target of " + std::to_string(target.size()) + " bytes (at most 4095)");
+  return MakeNode(c, parent, name, S_IFLNK | 0777, 0, target);
+}
+
+Result<std::string> PosixFs::Readlink(uint64_t ino) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  const ZnodePhys z = in->Snapshot();
+  if (!S_ISLNK(z.mode))
+    return Status::InvalidArgument("inode " + std::to_string(ino) + " is not a symlink");
+  if (!z.inline_target.empty()) return z.inline_target;
+  POOLFS_ASSIGN_OR_RETURN(std::string t, os_->Read(ObjectId(ino), 0, z.size));
+  if (t.size() != z.size)
+    return Status::Corruption("object " + std::to_string(ino) + ": symlink target of " +
+                              std::to_string(t.size()) + " bytes, znode says " +
+                              std::to_string(z.size));
+  return t;
+}
+
+Result<Attr> PosixFs::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
+                           std::string_view new_name) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  POOLFS_RETURN_IF_ERROR(CheckName(new_name));
+  if (new_name == "." || new_name == "..")
+    return Status::AlreadyExists("'" + std::string(new_name) + "' always exists");
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  if (in->is_dir())
+    return Status(StatusCode::kNotPermitted, "cannot hard-link directory " + std::to_string(ino));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(new_parent));
+  LockSet locks({p.get(), in.get()});
+  ZnodePhys pz = p->Snapshot();
+  ZnodePhys z = in->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckDirWrite(c, pz));
+  if (z.nlink == 0) return Status::NotFound("inode " + std::to_string(ino) + " was removed");
+  if (z.nlink >= kLinkMax)
+    return Status(StatusCode::kTooManyLinks,
+                  "inode " + std::to_string(ino) + " has " + std::to_string(z.nlink) + " links");
+  auto existing = p->dir->Lookup(new_name);
+  if (existing.ok())
+    return Status::AlreadyExists("'" + std::string(new_name) + "' exists in directory " +
+                                 std::to_string(new_parent));
+  if (!existing.status().IsNotFound()) return existing.status();
+  POOLFS_RETURN_IF_ERROR(ReserveSpace(1024));
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(2048));
+  POOLFS_RETURN_IF_ERROR(p->dir->Add(tx, new_name, zap::Value{ino, Type(z.mode)}));
+  z.nlink++;
+  z.ctime = Now();
+  pz.mtime = pz.ctime = z.ctime;
+  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *p, pz));
+  Note(tx, {p.get(), in.get()});
+  {
+    util::MutexLock l(&in->mu);
+    in->lookups++;
+  }
+  return MakeAttr(*in, z);
+}
+
+Status PosixFs::DropLink(dmu::Tx& tx, Inode& in, ZnodePhys& z, bool dir) {
+  z.ctime = Now();
+  z.nlink = dir ? 0 : z.nlink - 1;
+  if (z.nlink > 0) return SaveZnode(tx, in, z);
+  uint64_t lookups;
+  {
+    util::MutexLock l(&in.mu);
+    lookups = in.lookups;
+  }
+  if (lookups == 0) {
+    POOLFS_RETURN_IF_ERROR(FreeObject(tx, in.ino, z.xattr));
+    {
+      util::MutexLock l(&in.mu);
+      in.z = z;
+      in.freed = true;
+    }
+    table_.Erase(in.ino);
+    return Status::Ok();
+  }
+  POOLFS_RETURN_IF_ERROR(unlinked_->Add(tx, UnlinkedKey(in.ino), zap::Value{in.ino, 0}));
+  return SaveZnode(tx, in, z);
+}
+
+Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  POOLFS_RETURN_IF_ERROR(CheckName(name));
+  if (name == ".")
+    return dir ? Status::InvalidArgument("cannot remove '.'")
+               : Status(StatusCode::kIsADirectory, "'.' is a directory");
+  if (name == "..")
+    return dir ? Status(StatusCode::kNotEmpty, "cannot remove '..'")
+               : Status(StatusCode::kIsADirectory, "'..' is a directory");
+  POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(parent));
+  for (;;) {
+    auto v = p->dir->Lookup(name);
+    if (!v.ok()) {
+      if (v.status().IsNotFound())
+        return Status::NotFound("'" + std::string(name) + "' not in directory " +
+                                std::to_string(parent));
+      return v.status();
+    }
+    POOLFS_ASSIGN_OR_RETURN(InodeRef child, Get(v->object, false));
+    LockSet locks({p.get(), child.get()});
+    auto again = p->dir->Lookup(name);
+    if (!again.ok() || again->object != v->object) continue;  // changed meanwhile
+    {
+      util::MutexLock l(&child->mu);
+      if (child->freed) continue;
+    }
+    ZnodePhys pz = p->Snapshot();
+    ZnodePhys z = child->Snapshot();
+    POOLFS_RETURN_IF_ERROR(CheckDirWrite(c, pz));
+    POOLFS_RETURN_IF_ERROR(CheckSticky(c, pz, z));
+    if (dir) {
+      if (!child->is_dir())
+        return Status(StatusCode::kNotADirectory, "'" + std::string(name) + "' is not a directory");
+      if (child->ino == kRootIno) return Status::Busy("cannot remove the root directory");
+      if (child->dir->Count() != 0)
+        return Status(StatusCode::kNotEmpty, "directory '" + std::string(name) + "' is not empty");
+    } else if (child->is_dir()) {
+      return Status(StatusCode::kIsADirectory, "'" + std::string(name) + "' is a directory");
+    }
+    std::unique_lock<std::mutex> ul(unlinked_mu_, std::defer_lock);
+    if (dir || z.nlink <= 1) ul.lock();
+    dmu::Tx tx(pool_->assigner());
+    POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
+    POOLFS_RETURN_IF_ERROR(p->dir->Remove(tx, name));
+    pz.mtime = pz.ctime = Now();
+    if (dir) pz.nlink--;
+    POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *p, pz));
+    POOLFS_RETURN_IF_ERROR(DropLink(tx, *child, z, dir));
+    Note(tx, {p.get(), child.get()});
+    return Status::Ok();
+  }
+}
+
+Status PosixFs::Unlink(const Creds& c, uint64_t parent, std::string_view name) {
+  return RemoveName(c, parent, name, false);
+}
+
+Status PosixFs::Rmdir(const Creds& c, uint64_t parent, std::string_view name) {
+  return RemoveName(c, parent, name, true);
+}
+
+Status PosixFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
+                        const std::function<bool(const DirEntry&)>& emit) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(ino));
+  const ZnodePhys pz = p->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckAccess(c, pz, R_OK));
+  DirEntry d;
+  if (cookie == 0) {
+    d.name = ".";
+    d.ino = ino;
+    d.type = S_IFDIR;
+    d.next_cookie = 1;
+    if (plus) d.attr = MakeAttr(*p, pz);
+    if (!emit(d)) return Status::Ok();
+    cookie = 1;
+  }
+  if (cookie == 1) {
+    d.name = "..";
+    d.ino = pz.parent;
+    d.type = S_IFDIR;
+    d.next_cookie = 2;
+    if (plus) {
+      auto pp = Get(pz.parent);
+      if (pp.ok()) d.attr = MakeAttr(**pp);
+    }
+    if (!emit(d)) return Status::Ok();
+    cookie = 2;
+  }
+  constexpr size_t kBatch = 128;
+  uint64_t zc = cookie - 2;
+  for (;;) {
+    POOLFS_ASSIGN_OR_RETURN(auto entries, p->dir->Iterate(zc, kBatch));
+    for (const zap::Entry& e : entries) {
+      zc = e.cookie;
+      d.name = e.name;
+      d.ino = e.value.object;
+      d.type = uint32_t(e.value.attrs);
+      d.next_cookie = e.cookie + 2;
+      InodeRef child;
+      if (plus) {
+        auto r = Get(d.ino, false);
+        if (!r.ok()) {
+          if (r.status().IsNotFound()) continue;  // removed since the iteration read it
+          return r.status();
+        }
+        child = *r;
+        d.attr = MakeAttr(*child);
+      }
+      if (!emit(d)) return Status::Ok();
+      if (plus) {
+        util::MutexLock l(&child->mu);
+        child->lookups++;
+      }
+    }
+    if (entries.size() < kBatch) return Status::Ok();
+  }
+}
+
+}  // namespace poolfs::core::posix

@@ -1,0 +1,504 @@
+// PosixFs: mount, unmount, inodes, space, statfs, fsync, forget.
+//
+// Theory
+// ------
+// Objects. A filesystem is the root dataset of a pool. Every file is one
+// object whose id is its inode number and whose creation txg (the dnode's
+// generation) is its generation. Its POSIX attributes are a ZnodePhys in
+// the dnode's bonus buffer (znode_phys.h). Regular files keep their bytes
+// as the object's data in 128 KiB records; directories are zap objects of
+// type kDirectory whose entries map a name to Value{ino, S_IFMT bits}, so
+// readdir needs no dnode read; symlinks keep their target in the bonus when
+// it fits (256 bytes), else as the object's data. Fixed objects: 1 the root
+// directory, 2 the master zap ("VERSION" -> {1, 0}, "UNLINKED" -> {3, 0}),
+// 3 the unlinked set. The first mount of a dataset with no objects creates
+// the three, in that order, so they get ids 1, 2, 3; a dataset with objects
+// but no root is refused (Corruption). Extended attributes live in a plain
+// object per file (znode.xattr), one encoded table (xattr.cc).
+//
+// Changes. Each change takes the op_mu of every inode it changes in ino
+// order (a cross-directory rename of a directory first takes rename_mu_,
+// so the "not below itself" walk up the ".." chain sees a stable tree),
+// then opens a Tx and assigns it with an estimate of the bytes it dirties,
+// makes every change, commits, and records the txg on each inode (Fsync
+// waits for it). Locks are taken before Assign: a Tx waiting for a lock
+// would hold its txg open and could keep the sync that the lock holder's
+// throttled Assign waits for from ever quiescing. Everything is checked
+// before the first change, because a Tx cannot be rolled back.
+//
+// The create path (Lookup of an absent name, then Create) touches only the
+// parent's inode (its op_mu, its zap), the object allocator and the new
+// dnode, all in memory: no disk I/O (until the zap outgrows what the dmu
+// holds dirty or cached) and no filesystem-wide lock; the inode table is
+// sharded by ino. The teardown lock that lets Unmount wait for calls in
+// flight is striped by thread.
+//
+// Links and the unlinked set. Directories count links as POSIX does (2 +
+// subdirectories). When a file's last link goes: if the kernel holds no
+// lookup reference it is freed in the same Tx; otherwise it is recorded in
+// the unlinked set in that Tx and freed by the Forget that drops the last
+// reference (taking op_mu, so it sees the final link count). Mount frees
+// whatever the set still lists (a crash, or an unmount with references
+// left), so nothing leaks. A removed directory keeps working for readers
+// but refuses new entries (NotFound).
+//
+// Space. The dmu accepts changes in memory and only the sync allocates, so
+// a full pool must be caught before a change: ReserveSpace compares the
+// change with the free space of the last synced txg minus a slop (1/32 of
+// the pool, at least 1 MiB, as ZFS keeps for its own metadata) and, when
+// that margin is thin, minus the dirty bytes not yet synced; it refuses
+// with NoSpace rather than let a sync fail (which would suspend the pool).
+// Removals and truncations are always allowed (they use a little space to
+// free a lot).
+//
+// Read-only mounts. The pool import itself writes nothing (labels are
+// written only by create; an empty txg is never synced, and Export syncs
+// only txgs that had holds), so a read-only mount writes nothing as long as
+// every change is refused (ReadOnly, in Enter) and mount has nothing to do:
+// a dataset without a root directory or with a non-empty unlinked set
+// cannot be mounted read-only (ReadOnly). The vdev files are still opened
+// read-write and locked (the pool layer has no read-only import).
+//
+// Timestamps are 64-bit seconds and nanoseconds; atime is set at creation
+// and by SetAttr only (as with noatime).
+#include "posix/posix_fs.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+
+#include "dmu/tx.h"
+
+namespace poolfs {
+
+Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::string>& vdev_paths,
+                                                      const MountOptions& options) {
+  core::pool::PoolOptions po;
+  po.txg.timeout_ms = options.txg_timeout_ms;
+  po.txg.dirty_max_bytes = options.dirty_max_bytes;
+  po.txg.dirty_sync_percent = options.dirty_sync_percent;
+  po.txg.delay_min_dirty_percent = options.delay_min_dirty_percent;
+  po.txg.delay_scale_ns = options.delay_scale_ns;
+  po.txg.delay_max_ns = options.delay_max_ns;
+  po.space.allocators = options.allocators;
+  po.space.size_tree_floor = options.size_tree_floor;
+  po.space.df_max_search = options.df_max_search;
+  po.space.aliquot = options.aliquot;
+  po.executor = options.executor;
+  POOLFS_RETURN_IF_ERROR(core::txg::ValidateTxgOptions(po.txg));
+  POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::Import(vdev_paths, po));
+  POOLFS_ASSIGN_OR_RETURN(auto fs, core::posix::PosixFs::Open(std::move(pool), options));
+  return std::unique_ptr<Filesystem>(std::move(fs));
+}
+
+}  // namespace poolfs
+
+namespace poolfs::core::posix {
+
+PosixFs::PosixFs(std::unique_ptr<pool::Pool> pool, const MountOptions& options)
+    : pool_(std::move(pool)), opts_(options) {}
+
+PosixFs::~PosixFs() { (void)Unmount(); }
+
+Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::unique_ptr<pool::Pool> pool,
+                                               const MountOptions& options) {
+  std::unique_ptr<PosixFs> fs(new PosixFs(std::move(pool), options));
+  Status st = fs->Init();
+  if (!st.ok()) {
+    fs->table_.Clear();
+    fs->unlinked_.reset();
+    (void)fs->pool_->Export();
+    fs->unmounted_ = true;
+    return st;
+  }
+  return fs;
+}
+
+Status PosixFs::Init() {
+  os_ = pool_->root_dataset();
+  if (!os_) return Status::Corruption("pool '" + pool_->name() + "' has no root dataset");
+  auto root = os_->Stat(ObjectId(kRootIno));
+  if (!root.ok() && root.status().IsNotFound()) {
+    if (os_->next_object() != 1)
+      return Status::Corruption("dataset '" + os_->name() +
+                                "' holds objects but no root directory (object 1)");
+    if (opts_.read_only)
+      return Status(StatusCode::kReadOnly, "dataset '" + os_->name() +
+                                               "' has no root directory yet and the mount "
+                                               "is read-only");
+    POOLFS_RETURN_IF_ERROR(CreateRoot());
+  } else if (!root.ok()) {
+    return root.status();
+  }
+  POOLFS_ASSIGN_OR_RETURN(auto master, zap::Zap::Open(os_, ObjectId(kMasterObject)));
+  auto version = master->Lookup("VERSION");
+  if (!version.ok()) return version.status().WithContext("master object 2");
+  if (version->object != kFsVersion)
+    return Status::NotSupported("filesystem version " + std::to_string(version->object) +
+                                " (this build reads version " + std::to_string(kFsVersion) + ")");
+  auto unlinked = master->Lookup("UNLINKED");
+  if (!unlinked.ok()) return unlinked.status().WithContext("master object 2");
+  POOLFS_ASSIGN_OR_RETURN(unlinked_, zap::Zap::Open(os_, ObjectId(unlinked->object)));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef r, Get(kRootIno));
+  if (!r->is_dir()) return Status::Corruption("object 1 (the root) is not a directory");
+  return FreeUnlinkedSet();
+}
+
+Status PosixFs::CreateRoot() {
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(64 * 1024));
+  ZnodePhys z;
+  z.mode = S_IFDIR | 0755;
+  z.uid = getuid();
+  z.gid = getgid();
+  z.nlink = 2;
+  z.parent = kRootIno;
+  z.atime = z.mtime = z.ctime = z.btime = Now();
+  POOLFS_ASSIGN_OR_RETURN(auto root, zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory));
+  POOLFS_ASSIGN_OR_RETURN(auto master, zap::Zap::Create(tx, os_, dmu::ObjectType::kZap));
+  POOLFS_ASSIGN_OR_RETURN(auto unlinked, zap::Zap::Create(tx, os_, dmu::ObjectType::kZap));
+  if (root->id().value() != kRootIno || master->id().value() != kMasterObject ||
+      unlinked->id().value() != kUnlinkedObject)
+    return Status::Corruption("dataset '" + os_->name() + "': new root objects got ids " +
+                              std::to_string(root->id().value()) + ", " +
+                              std::to_string(master->id().value()) + ", " +
+                              std::to_string(unlinked->id().value()) + " (expected 1, 2, 3)");
+  POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, root->id(), kZnodeBonus, EncodeZnode(z)));
+  POOLFS_RETURN_IF_ERROR(master->Add(tx, "VERSION", zap::Value{kFsVersion, 0}));
+  POOLFS_RETURN_IF_ERROR(master->Add(tx, "UNLINKED", zap::Value{kUnlinkedObject, 0}));
+  return Status::Ok();
+}
+
+std::string PosixFs::UnlinkedKey(uint64_t ino) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string k(16, '0');
+  for (int i = 15; i >= 0; i--, ino >>= 4) k[i] = kHex[ino & 15];
+  return k;
+}
+
+Status PosixFs::FreeUnlinkedSet() {
+  POOLFS_ASSIGN_OR_RETURN(auto entries, unlinked_->Iterate(0, size_t(1) << 40));
+  if (entries.empty()) return Status::Ok();
+  if (opts_.read_only)
+    return Status(StatusCode::kReadOnly,
+                  std::to_string(entries.size()) +
+                      " unlinked files wait to be freed and the mount is read-only");
+  for (size_t i = 0; i < entries.size();) {
+    dmu::Tx tx(pool_->assigner());
+    POOLFS_RETURN_IF_ERROR(tx.Assign(64 * 1024));
+    for (size_t n = 0; n < 256 && i < entries.size(); n++, i++) {
+      const uint64_t ino = entries[i].value.object;
+      uint64_t xattr = 0;
+      auto info = os_->Stat(ObjectId(ino));
+      if (info.ok()) {
+        auto z = DecodeZnode(info->bonus, ino);
+        if (z.ok()) xattr = z->xattr;
+        POOLFS_RETURN_IF_ERROR(FreeObject(tx, ino, xattr));
+      } else if (!info.status().IsNotFound()) {
+        return info.status();
+      }
+      POOLFS_RETURN_IF_ERROR(unlinked_->Remove(tx, entries[i].name));
+    }
+  }
+  return Status::Ok();
+}
+
+Status PosixFs::FreeObject(dmu::Tx& tx, uint64_t ino, uint64_t xattr_object) {
+  if (xattr_object != 0) {
+    Status st = os_->Free(tx, ObjectId(xattr_object));
+    if (!st.ok() && !st.IsNotFound()) return st;
+  }
+  return os_->Free(tx, ObjectId(ino));
+}
+
+Status PosixFs::Unmount() {
+  std::lock_guard<std::mutex> l(unmount_mu_);
+  if (unmounted_.exchange(true)) return unmount_status_;
+  // Wait for calls in flight; later ones see unmounted_ and leave.
+  for (Stripe& s : stripes_) {
+    s.mu.lock();
+    s.mu.unlock();
+  }
+  table_.Clear();
+  unlinked_.reset();
+  unmount_status_ = pool_->Export();
+  return unmount_status_;
+}
+
+Status PosixFs::Enter(CallGuard* g, bool change) {
+  static thread_local size_t stripe =
+      std::hash<std::thread::id>()(std::this_thread::get_id()) % kStripes;
+  std::shared_mutex& mu = stripes_[stripe].mu;
+  mu.lock_shared();
+  if (unmounted_.load(std::memory_order_acquire)) {
+    mu.unlock_shared();
+    return Status(StatusCode::kAborted, "filesystem is unmounted");
+  }
+  g->mu = &mu;
+  if (change && opts_.read_only)
+    return Status(StatusCode::kReadOnly, "filesystem is mounted read-only");
+  return Status::Ok();
+}
+
+Result<InodeRef> PosixFs::Load(uint64_t ino) {
+  auto info = os_->Stat(ObjectId(ino));
+  if (!info.ok()) return info.status();
+  if (info->bonus_type != kZnodeBonus)
+    return Status::Corruption("object " + std::to_string(ino) + " is not a file (bonus type " +
+                              std::to_string(info->bonus_type) + ")");
+  POOLFS_ASSIGN_OR_RETURN(ZnodePhys z, DecodeZnode(info->bonus, ino));
+  const bool is_dir = (z.mode & S_IFMT) == S_IFDIR;
+  if (is_dir != (info->type == dmu::ObjectType::kDirectory))
+    return Status::Corruption("object " + std::to_string(ino) + ": znode type " +
+                              std::to_string(z.mode & S_IFMT) + " on a " +
+                              std::string(dmu::ObjectTypeName(info->type)) + " object");
+  auto in = std::make_shared<Inode>(ino);
+  in->generation = info->generation;
+  if (is_dir) {
+    POOLFS_ASSIGN_OR_RETURN(in->dir, zap::Zap::Open(os_, ObjectId(ino)));
+  }
+  {
+    util::MutexLock l(&in->mu);
+    in->z = std::move(z);
+  }
+  return in;
+}
+
+Result<InodeRef> PosixFs::Get(uint64_t ino, bool stale) {
+  if (InodeRef in = table_.Find(ino)) {
+    util::MutexLock l(&in->mu);
+    if (!in->freed) return in;
+  } else {
+    auto loaded = Load(ino);
+    if (loaded.ok()) return table_.InsertIfAbsent(std::move(*loaded));
+    if (!loaded.status().IsNotFound()) return loaded.status();
+  }
+  std::string what = "inode " + std::to_string(ino) + " does not exist";
+  return stale ? Status(StatusCode::kStale, what) : Status::NotFound(what);
+}
+
+Result<InodeRef> PosixFs::GetDir(uint64_t ino) {
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  if (!in->is_dir())
+    return Status(StatusCode::kNotADirectory,
+                  "inode " + std::to_string(ino) + " is not a directory");
+  return in;
+}
+
+Attr PosixFs::MakeAttr(const Inode& in) { return MakeAttr(in, in.Snapshot()); }
+
+Attr PosixFs::MakeAttr(const Inode& in, const ZnodePhys& z) {
+  Attr a;
+  a.ino = in.ino;
+  a.generation = in.generation;
+  a.mode = z.mode;
+  a.nlink = z.nlink;
+  a.uid = z.uid;
+  a.gid = z.gid;
+  a.rdev = z.rdev;
+  a.atime = z.atime;
+  a.mtime = z.mtime;
+  a.ctime = z.ctime;
+  a.btime = z.btime;
+  a.blksize = 4096;
+  switch (z.mode & S_IFMT) {
+    case S_IFDIR:
+      a.size = in.dir->Count() + 2;
+      a.blocks = (a.size * 64 + 511) / 512;
+      break;
+    case S_IFREG: {
+      a.size = z.size;
+      a.blksize = kRecordSize;
+      auto info = os_->Stat(ObjectId(in.ino));
+      uint64_t used = info.ok() ? info->used : 0;
+      // Dirty data is not allocated yet: count it at its logical size.
+      a.blocks = (std::max(used, std::min(z.size, used + z.size)) + 511) / 512;
+      if (used == 0) a.blocks = (z.size + 511) / 512;
+      break;
+    }
+    default: a.size = z.size; a.blocks = 0;
+  }
+  return a;
+}
+
+Status PosixFs::SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z) {
+  POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, ObjectId(in.ino), kZnodeBonus, EncodeZnode(z)));
+  util::MutexLock l(&in.mu);
+  in.z = z;
+  return Status::Ok();
+}
+
+void PosixFs::Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes) {
+  const uint64_t t = tx.txg().value();
+  for (Inode* in : inodes)
+    if (in) in->NoteTxg(t);
+  uint64_t cur = newest_txg_.load(std::memory_order_relaxed);
+  while (cur < t && !newest_txg_.compare_exchange_weak(cur, t)) {
+  }
+}
+
+PosixFs::LockSet::LockSet(std::vector<Inode*> inodes) : inodes_(std::move(inodes)) {
+  std::sort(inodes_.begin(), inodes_.end(), [](Inode* a, Inode* b) { return a->ino < b->ino; });
+  inodes_.erase(std::unique(inodes_.begin(), inodes_.end()), inodes_.end());
+  for (Inode* in : inodes_) in->op_mu.lock();
+}
+
+PosixFs::LockSet::~LockSet() {
+  for (auto it = inodes_.rbegin(); it != inodes_.rend(); ++it) (*it)->op_mu.unlock();
+}
+
+Status PosixFs::ReserveSpace(uint64_t bytes) {
+  const uint64_t synced = pool_->txgs().last_synced().value();
+  if (space_synced_txg_.load(std::memory_order_acquire) != synced) {
+    std::lock_guard<std::mutex> l(space_mu_);
+    if (space_synced_txg_.load() != synced) {
+      auto stats = pool_->Stats();
+      space_free_ = stats.space.free;
+      space_capacity_ = stats.space.capacity;
+      space_synced_txg_ = synced;
+    }
+  }
+  const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
+  const uint64_t slop = std::max<uint64_t>(capacity / 32, 1 << 20);
+  uint64_t free = space_free_.load(std::memory_order_relaxed);
+  free = free > slop ? free - slop : 0;
+  // Only when the margin is thin is the dirty total (a locked read) worth it.
+  if (free < bytes + 2 * opts_.dirty_max_bytes + (64u << 20)) {
+    uint64_t dirty = pool_->txgs().stats().dirty_bytes;
+    // Each dirty byte may cost its block again in metadata (indirect blocks,
+    // dnode blocks, space maps): count it twice.
+    free = free > 2 * dirty ? free - 2 * dirty : 0;
+    if (bytes > free)
+      return Status::NoSpace("pool '" + pool_->name() + "' is full: " + std::to_string(bytes) +
+                             " bytes asked, " + std::to_string(free) + " available");
+  }
+  return Status::Ok();
+}
+
+Result<FsStats> PosixFs::StatFs() {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  auto stats = pool_->Stats();
+  FsStats s;
+  s.block_size = 4096;
+  s.blocks = stats.space.capacity / s.block_size;
+  s.blocks_free = stats.space.free / s.block_size;
+  const uint64_t slop = std::max<uint64_t>(stats.space.capacity / 32, 1 << 20);
+  s.blocks_available = stats.space.free > slop ? (stats.space.free - slop) / s.block_size : 0;
+  const uint64_t live = os_->live_objects();
+  // Each new file costs at least a 512-byte dnode.
+  const uint64_t by_ids = dmu::kMaxObjectId - std::min(os_->next_object(), dmu::kMaxObjectId);
+  s.files_free =
+      std::min(s.blocks_available * (s.block_size / dmu::kDnodeSize),
+               by_ids + (os_->next_object() - 1 - std::min(live, os_->next_object() - 1)));
+  s.files = live + s.files_free;
+  s.name_max = kNameMax;
+  return s;
+}
+
+FsStatus PosixFs::GetStatus() {
+  FsStatus s;
+  CallGuard g;
+  if (!Enter(&g, false).ok()) {
+    s.state = "unmounted";
+    return s;
+  }
+  auto stats = pool_->Stats();
+  s.pool = pool_->name();
+  s.state = "online";
+  s.imported_txg = stats.imported.value();
+  s.last_synced_txg = stats.last_synced.value();
+  s.open_txg = stats.open.value();
+  s.syncs = stats.syncs;
+  s.space_total = stats.space.capacity;
+  s.space_allocated = stats.space.allocated;
+  s.space_free = stats.space.free;
+  for (uint64_t e : stats.checksum_errors) s.checksum_errors += e;
+  s.datasets = stats.datasets;
+  s.objects = os_->live_objects();
+  s.unlinked_pending = unlinked_->Count();
+  return s;
+}
+
+void PosixFs::SetLive(const LiveTunables& t) {
+  CallGuard g;
+  if (!Enter(&g, false).ok()) return;
+  txg::TxgOptions o;
+  o.timeout_ms = t.txg_timeout_ms;
+  o.dirty_max_bytes = t.dirty_max_bytes;
+  o.dirty_sync_percent = t.dirty_sync_percent;
+  o.delay_min_dirty_percent = t.delay_min_dirty_percent;
+  o.delay_scale_ns = t.delay_scale_ns;
+  o.delay_max_ns = t.delay_max_ns;
+  if (!txg::ValidateTxgOptions(o).ok()) return;
+  pool_->txgs().SetOptions(o);
+  opts_.dirty_max_bytes = t.dirty_max_bytes;
+}
+
+Result<Attr> PosixFs::GetAttr(uint64_t ino) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  return MakeAttr(*in);
+}
+
+uint64_t PosixFs::lookups(uint64_t ino) {
+  InodeRef in = table_.Find(ino);
+  if (!in) return 0;
+  util::MutexLock l(&in->mu);
+  return in->lookups;
+}
+
+void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
+  CallGuard g;
+  if (!Enter(&g, false).ok()) return;
+  InodeRef in = table_.Find(ino);
+  if (!in) return;
+  {
+    util::MutexLock l(&in->mu);
+    in->lookups -= std::min(in->lookups, nlookup);
+    if (in->lookups != 0 || in->freed) return;
+  }
+  if (opts_.read_only) {
+    table_.TryEvict(in);
+    return;
+  }
+  // The last reference: an unlinked file goes now. op_mu makes the link
+  // count final (an Unlink in progress has committed or not started).
+  std::lock_guard<std::mutex> op(in->op_mu);
+  ZnodePhys z;
+  {
+    util::MutexLock l(&in->mu);
+    if (in->lookups != 0 || in->freed) return;
+    z = in->z;
+  }
+  if (z.nlink != 0) {
+    table_.TryEvict(in);
+    return;
+  }
+  std::lock_guard<std::mutex> ul(unlinked_mu_);
+  dmu::Tx tx(pool_->assigner());
+  if (!tx.Assign(4096).ok()) return;  // the pool is suspended: the next mount frees it
+  if (!FreeObject(tx, ino, z.xattr).ok()) return;
+  (void)unlinked_->Remove(tx, UnlinkedKey(ino));
+  {
+    util::MutexLock l(&in->mu);
+    in->freed = true;
+  }
+  Note(tx, {in.get()});
+  table_.Erase(ino);
+}
+
+Status PosixFs::Fsync(uint64_t ino, bool /*datasync*/) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  InodeRef in = table_.Find(ino);
+  uint64_t t = in ? in->last_txg.load() : newest_txg_.load();
+  if (t == 0) return Status::Ok();
+  return pool_->WaitSynced(Txg(t));
+}
+
+}  // namespace poolfs::core::posix

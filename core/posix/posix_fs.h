@@ -1,0 +1,194 @@
+// PosixFs: poolfs::Filesystem over the root dataset of an imported pool.
+// The design (objects, locks, the unlinked set, space, fsync) is the theory
+// comment of posix_fs.cc; the byte layout is core/doc/posix-format.md.
+//
+// Thread safety: as poolfs::Filesystem says — any call from any thread;
+// changes to one inode are serialized by its op_mu (inode_table.h).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmu/objset.h"
+#include "pool/pool.h"
+#include "poolfs/fs.h"
+#include "posix/inode_table.h"
+#include "posix/znode_phys.h"
+#include "zap/zap.h"
+
+namespace poolfs::core::posix {
+
+// Fixed objects of a poolfs dataset.
+inline constexpr uint64_t kMasterObject = 2;    // kZap: "VERSION", "UNLINKED"
+inline constexpr uint64_t kUnlinkedObject = 3;  // kZap: 16 hex digits of ino -> {ino, 0}
+inline constexpr uint64_t kFsVersion = 1;
+// Largest file: 2^50 bytes (1 PiB), well inside what 128 KiB records and
+// six block-tree levels address.
+inline constexpr uint64_t kMaxFileSize = uint64_t{1} << 50;
+inline constexpr uint32_t kLinkMax = 65000;  // as ext4
+inline constexpr uint32_t kRecordSize = 128 * 1024;
+inline constexpr size_t kMaxXattrValue = 64 * 1024;
+inline constexpr size_t kMaxXattrTotal = 1024 * 1024;  // per file, encoded
+
+class PosixFs final : public Filesystem {
+ public:
+  // Opens the filesystem in `pool`'s root dataset (see Filesystem::Mount).
+  static Result<std::unique_ptr<PosixFs>> Open(std::unique_ptr<pool::Pool> pool,
+                                               const MountOptions& options);
+  ~PosixFs() override;
+
+  Status Unmount() override;
+  Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) override;
+  void Forget(uint64_t ino, uint64_t nlookup) override;
+  Result<Attr> GetAttr(uint64_t ino) override;
+  Result<Attr> SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest& req) override;
+  Result<Attr> Create(const Creds& c, uint64_t parent, std::string_view name,
+                      uint32_t mode) override;
+  Result<Attr> Mknod(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
+                     uint64_t rdev) override;
+  Result<Attr> Mkdir(const Creds& c, uint64_t parent, std::string_view name,
+                     uint32_t mode) override;
+  Result<Attr> Symlink(const Creds& c, uint64_t parent, std::string_view name,
+                       std::string_view target) override;
+  Result<std::string> Readlink(uint64_t ino) override;
+  Result<Attr> Link(const Creds& c, uint64_t ino, uint64_t new_parent,
+                    std::string_view new_name) override;
+  Status Unlink(const Creds& c, uint64_t parent, std::string_view name) override;
+  Status Rmdir(const Creds& c, uint64_t parent, std::string_view name) override;
+  Status Rename(const Creds& c, uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, uint32_t flags) override;
+  Status Open(const Creds& c, uint64_t ino, int flags) override;
+  Status Access(const Creds& c, uint64_t ino, int mask) override;
+  Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out) override;
+  Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
+  Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
+                   uint64_t len) override;
+  Status Fsync(uint64_t ino, bool datasync) override;
+  Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
+                 const std::function<bool(const DirEntry&)>& emit) override;
+  Result<std::string> GetXattr(const Creds& c, uint64_t ino, std::string_view name) override;
+  Status SetXattr(const Creds& c, uint64_t ino, std::string_view name, std::string_view value,
+                  uint32_t flags) override;
+  Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) override;
+  Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
+  Result<FsStats> StatFs() override;
+  FsStatus GetStatus() override;
+  void SetLive(const LiveTunables& t) override;
+
+  // For tests: inodes in memory, and the lookup count of one (0 if absent).
+  uint64_t cached_inodes() { return table_.size(); }
+  uint64_t lookups(uint64_t ino);
+
+ private:
+  // Holds one stripe of the teardown lock for a call (see Enter).
+  struct CallGuard {
+    std::shared_mutex* mu = nullptr;
+    ~CallGuard() {
+      if (mu) mu->unlock_shared();
+    }
+  };
+  // The op_mu of several inodes, taken in ino order, released in reverse.
+  class LockSet {
+   public:
+    explicit LockSet(std::vector<Inode*> inodes);
+    ~LockSet();
+    LockSet(const LockSet&) = delete;
+    LockSet& operator=(const LockSet&) = delete;
+
+   private:
+    std::vector<Inode*> inodes_;
+  };
+
+  PosixFs(std::unique_ptr<pool::Pool> pool, const MountOptions& options);
+  Status Init();
+  Status CreateRoot();
+  Status FreeUnlinkedSet();
+
+  // Starts a call: Aborted after Unmount, ReadOnly for a change on a
+  // read-only mount.
+  Status Enter(CallGuard* g, bool change);
+  // The Inode of `ino`, loaded if need be: NotFound (Stale when `stale`)
+  // for a free object, Corruption for one that is not a file.
+  Result<InodeRef> Get(uint64_t ino, bool stale = true);
+  Result<InodeRef> Load(uint64_t ino);
+  // A directory's Inode: NotADirectory otherwise.
+  Result<InodeRef> GetDir(uint64_t ino);
+  Attr MakeAttr(const Inode& in) EXCLUDES(in.mu);
+  Attr MakeAttr(const Inode& in, const ZnodePhys& z);
+  // Writes `z` as `in`'s znode in tx, then caches it.
+  Status SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z);
+  // After the changes of a Tx: every touched inode remembers its txg.
+  void Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes);
+
+  // Permissions (permissions.cc).
+  bool InGroup(const Creds& c, uint32_t gid) const;
+  // PermissionDenied unless `c` may access `z` for mask (R_OK|W_OK|X_OK).
+  Status CheckAccess(const Creds& c, const ZnodePhys& z, int mask) const;
+  // NotPermitted when the sticky bit of `dir` keeps `c` from removing or
+  // renaming `file`.
+  Status CheckSticky(const Creds& c, const ZnodePhys& dir, const ZnodePhys& file) const;
+  // Changing entries of `dir`: write and search permission, not deleted.
+  Status CheckDirWrite(const Creds& c, const ZnodePhys& dir) const;
+  static Status CheckName(std::string_view name);
+
+  // NoSpace unless about `bytes` more can be stored (posix_fs.cc).
+  Status ReserveSpace(uint64_t bytes);
+
+  // Names (names.cc).
+  Result<Attr> MakeNode(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
+                        uint64_t rdev, std::string_view target);
+  Status RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir);
+  // Drops one link of `in` (whose z is `z`, updated) in tx: at zero links,
+  // frees it now when nobody holds a lookup, else puts it in the unlinked
+  // set. Requires in.op_mu, and unlinked_mu_ when z.nlink may reach zero.
+  Status DropLink(dmu::Tx& tx, Inode& in, ZnodePhys& z, bool dir);
+  // Frees the object `ino` and its xattr object in tx.
+  Status FreeObject(dmu::Tx& tx, uint64_t ino, uint64_t xattr_object);
+  static std::string UnlinkedKey(uint64_t ino);
+  Status RenameLocked(const Creds& c, Inode& p1, std::string_view name, Inode& p2,
+                      std::string_view new_name, uint32_t flags, Inode& src, Inode* dst,
+                      bool* retry);
+  // Whether `ancestor` is `dir` or one of its ancestors (rename_mu_ held).
+  Result<bool> IsAncestor(uint64_t ancestor, uint64_t dir);
+  Status Truncate(dmu::Tx& tx, Inode& in, ZnodePhys& z, uint64_t size);
+
+  // Xattrs (xattr.cc).
+  Status LoadXattrs(Inode& in, const ZnodePhys& z);
+  Status StoreXattrs(dmu::Tx& tx, Inode& in, ZnodePhys& z);
+  Status CheckXattrAccess(const Creds& c, const ZnodePhys& z, std::string_view name,
+                          bool write) const;
+
+  std::unique_ptr<pool::Pool> pool_;
+  dmu::ObjectSet* os_ = nullptr;
+  MountOptions opts_;
+  InodeTable table_;
+  std::mutex rename_mu_;  // cross-directory directory renames
+  std::mutex unlinked_mu_;
+  std::unique_ptr<zap::Zap> unlinked_;
+  std::atomic<uint64_t> newest_txg_{0};  // newest change of any inode (Fsync fallback)
+
+  // Space: free bytes as of the last sync seen (ReserveSpace).
+  std::mutex space_mu_;
+  std::atomic<uint64_t> space_synced_txg_{~uint64_t{0}};
+  std::atomic<uint64_t> space_free_{0};
+  std::atomic<uint64_t> space_capacity_{0};
+
+  // Teardown: each call holds one stripe shared; Unmount takes them all.
+  static constexpr size_t kStripes = 16;
+  struct alignas(64) Stripe {
+    std::shared_mutex mu;
+  };
+  std::array<Stripe, kStripes> stripes_;
+  std::atomic<bool> unmounted_{false};
+  std::mutex unmount_mu_;
+  Status unmount_status_;
+};
+
+}  // namespace poolfs::core::posix
