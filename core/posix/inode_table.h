@@ -50,7 +50,7 @@ struct Inode {
   std::mutex op_mu;
   // Extended attributes, loaded on first use (guarded by op_mu).
   bool xattrs_loaded = false;
-  std::map<std::string, std::string, std::less<>> xattrs;
+  XattrMap xattrs;
 
   mutable util::Mutex mu;
   ZnodePhys z GUARDED_BY(mu);

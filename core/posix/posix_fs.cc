@@ -341,6 +341,7 @@ void PosixFs::Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes) {
 }
 
 PosixFs::LockSet::LockSet(std::vector<Inode*> inodes) : inodes_(std::move(inodes)) {
+  std::erase(inodes_, nullptr);
   std::sort(inodes_.begin(), inodes_.end(), [](Inode* a, Inode* b) { return a->ino < b->ino; });
   inodes_.erase(std::unique(inodes_.begin(), inodes_.end()), inodes_.end());
   for (Inode* in : inodes_) in->op_mu.lock();

@@ -1,19 +1,186 @@
-// PosixFs: extended attributes.
+// PosixFs: extended attributes (user.*, trusted.*, security.*).
+//
+// A file's xattrs are one encoded table (znode_phys.h) in a plain object
+// of their own, named by znode.xattr (0: none, so a GetXattr on a file
+// without any answers NoData without a read). The table is loaded into the
+// Inode on first use and rewritten whole on each change, under op_mu.
+// Access follows Linux: user.* only on regular files and directories, with
+// the file's read/write permission (and the sticky-directory rule for
+// writes); trusted.* only for root (others see NoData, or NotPermitted when
+// writing); security.* readable by all, writable by root.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "posix/posix_fs.h"
 
 namespace poolfs::core::posix {
+namespace {
 
-Result<std::string> PosixFs::GetXattr(const Creds&, uint64_t, std::string_view) {
-  return Status::NotSupported("xattrs: not yet");
+enum class Ns { kUser, kTrusted, kSecurity };
+
+Result<Ns> Namespace(std::string_view name) {
+  if (name.size() > kNameMax)
+    return Status(StatusCode::kRange, "xattr name of " + std::to_string(name.size()) + " bytes");
+  if (name.starts_with("user.") && name.size() > 5) return Ns::kUser;
+  if (name.starts_with("trusted.") && name.size() > 8) return Ns::kTrusted;
+  if (name.starts_with("security.") && name.size() > 9) return Ns::kSecurity;
+  return Status::NotSupported("xattr namespace of '" + std::string(name) + "'");
 }
-Status PosixFs::SetXattr(const Creds&, uint64_t, std::string_view, std::string_view, uint32_t) {
-  return Status::NotSupported("xattrs: not yet");
+
+}  // namespace
+
+Status PosixFs::CheckXattrAccess(const Creds& c, const ZnodePhys& z, std::string_view name,
+                                 bool write) const {
+  POOLFS_ASSIGN_OR_RETURN(Ns ns, Namespace(name));
+  const bool root = c.uid == 0;
+  switch (ns) {
+    case Ns::kTrusted:
+      if (root) return Status::Ok();
+      if (write) return Status(StatusCode::kNotPermitted, "trusted.* xattrs are root's");
+      return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "'");
+    case Ns::kSecurity:
+      if (write && !root) return Status(StatusCode::kNotPermitted, "security.* xattrs are root's");
+      return Status::Ok();
+    case Ns::kUser:
+      if (!S_ISREG(z.mode) && !S_ISDIR(z.mode)) {
+        if (write) return Status(StatusCode::kNotPermitted, "user.* xattrs on a special file");
+        return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "'");
+      }
+      if (write && S_ISDIR(z.mode) && (z.mode & S_ISVTX) && !root && c.uid != z.uid)
+        return Status(StatusCode::kNotPermitted, "user.* xattrs of a sticky directory");
+      return CheckAccess(c, z, write ? W_OK : R_OK);
+  }
+  return Status::Ok();
 }
-Result<std::vector<std::string>> PosixFs::ListXattr(const Creds&, uint64_t) {
-  return Status::NotSupported("xattrs: not yet");
+
+Status PosixFs::LoadXattrs(Inode& in, const ZnodePhys& z) {
+  if (in.xattrs_loaded) return Status::Ok();
+  in.xattrs.clear();
+  if (z.xattr != 0) {
+    POOLFS_ASSIGN_OR_RETURN(std::string bytes, os_->Read(ObjectId(z.xattr), 0, kMaxXattrTotal + 1));
+    POOLFS_ASSIGN_OR_RETURN(in.xattrs, DecodeXattrs(bytes, z.xattr));
+  }
+  in.xattrs_loaded = true;
+  return Status::Ok();
 }
-Status PosixFs::RemoveXattr(const Creds&, uint64_t, std::string_view) {
-  return Status::NotSupported("xattrs: not yet");
+
+Status PosixFs::StoreXattrs(dmu::Tx& tx, Inode& in, ZnodePhys& z) {
+  if (in.xattrs.empty()) {
+    if (z.xattr != 0) POOLFS_RETURN_IF_ERROR(os_->Free(tx, ObjectId(z.xattr)));
+    z.xattr = 0;
+    return Status::Ok();
+  }
+  const std::string bytes = EncodeXattrs(in.xattrs);
+  if (z.xattr == 0) {
+    POOLFS_ASSIGN_OR_RETURN(ObjectId id, os_->Create(tx, dmu::ObjectType::kPlain, 16 * 1024));
+    z.xattr = id.value();
+  } else {
+    POOLFS_RETURN_IF_ERROR(os_->Truncate(tx, ObjectId(z.xattr), bytes.size()));
+  }
+  return os_->Write(tx, ObjectId(z.xattr), 0, bytes);
+}
+
+Result<std::string> PosixFs::GetXattr(const Creds& c, uint64_t ino, std::string_view name) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  ZnodePhys z = in->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, false));
+  auto none = [&] { return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "'"); };
+  if (z.xattr == 0) return none();
+  std::lock_guard<std::mutex> op(in->op_mu);
+  z = in->Snapshot();
+  POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
+  auto it = in->xattrs.find(name);
+  if (it == in->xattrs.end()) return none();
+  return it->second;
+}
+
+Status PosixFs::SetXattr(const Creds& c, uint64_t ino, std::string_view name,
+                         std::string_view value, uint32_t flags) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  if (value.size() > kMaxXattrValue)
+    return Status(StatusCode::kRange,
+                  "xattr value of " + std::to_string(value.size()) + " bytes (at most 64 KiB)");
+  if ((flags & kXattrCreate) && (flags & kXattrReplace))
+    return Status::InvalidArgument("XATTR_CREATE with XATTR_REPLACE");
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  std::lock_guard<std::mutex> op(in->op_mu);
+  ZnodePhys z = in->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, true));
+  POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
+  auto it = in->xattrs.find(name);
+  if (it != in->xattrs.end() && (flags & kXattrCreate))
+    return Status::AlreadyExists("xattr '" + std::string(name) + "' exists");
+  if (it == in->xattrs.end() && (flags & kXattrReplace))
+    return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "' to replace");
+  size_t total = EncodeXattrs(in->xattrs).size() + 6 + name.size() + value.size();
+  if (it != in->xattrs.end()) total -= 6 + name.size() + it->second.size();
+  if (total > kMaxXattrTotal)
+    return Status::NoSpace("xattrs of inode " + std::to_string(ino) + " would take " +
+                           std::to_string(total) + " bytes (at most 1 MiB)");
+  POOLFS_RETURN_IF_ERROR(ReserveSpace(total));
+  XattrMap before = in->xattrs;
+  in->xattrs[std::string(name)] = std::string(value);
+  dmu::Tx tx(pool_->assigner());
+  Status st = tx.Assign(total + 4096);
+  if (st.ok()) st = StoreXattrs(tx, *in, z);
+  if (st.ok()) {
+    z.ctime = Now();
+    st = SaveZnode(tx, *in, z);
+  }
+  if (!st.ok()) {
+    in->xattrs = std::move(before);
+    in->xattrs_loaded = false;  // reread what the object holds now
+    return st;
+  }
+  Note(tx, {in.get()});
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> PosixFs::ListXattr(const Creds& c, uint64_t ino) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  std::vector<std::string> names;
+  ZnodePhys z = in->Snapshot();
+  if (z.xattr == 0) return names;
+  std::lock_guard<std::mutex> op(in->op_mu);
+  z = in->Snapshot();
+  POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
+  for (const auto& [name, value] : in->xattrs)
+    if (c.uid == 0 || !name.starts_with("trusted.")) names.push_back(name);
+  return names;
+}
+
+Status PosixFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, true));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  std::lock_guard<std::mutex> op(in->op_mu);
+  ZnodePhys z = in->Snapshot();
+  POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, true));
+  POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
+  auto it = in->xattrs.find(name);
+  if (it == in->xattrs.end())
+    return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "'");
+  XattrMap before = in->xattrs;
+  in->xattrs.erase(it);
+  dmu::Tx tx(pool_->assigner());
+  Status st = tx.Assign(4096);
+  if (st.ok()) st = StoreXattrs(tx, *in, z);
+  if (st.ok()) {
+    z.ctime = Now();
+    st = SaveZnode(tx, *in, z);
+  }
+  if (!st.ok()) {
+    in->xattrs = std::move(before);
+    in->xattrs_loaded = false;
+    return st;
+  }
+  Note(tx, {in.get()});
+  return Status::Ok();
 }
 
 }  // namespace poolfs::core::posix

@@ -107,4 +107,50 @@ Result<ZnodePhys> DecodeZnode(std::string_view bonus, uint64_t object) {
   return z;
 }
 
+std::string EncodeXattrs(const XattrMap& xattrs) {
+  std::string out;
+  util::AppendLE32(&out, kXattrMagic);
+  util::AppendLE32(&out, uint32_t(xattrs.size()));
+  for (const auto& [name, value] : xattrs) {
+    uint8_t len[2];
+    util::PutLE16(len, uint16_t(name.size()));
+    out.append(reinterpret_cast<const char*>(len), 2);
+    util::AppendLE32(&out, uint32_t(value.size()));
+    out += name;
+    out += value;
+  }
+  return out;
+}
+
+Result<XattrMap> DecodeXattrs(std::string_view bytes, uint64_t object) {
+  auto bad = [&](const std::string& what) {
+    return Status::Corruption("object " + std::to_string(object) + " xattrs: " + what);
+  };
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < 8) return bad("shorter than its header");
+  if (util::GetLE32(p) != kXattrMagic) return bad("bad magic");
+  const uint32_t count = util::GetLE32(p + 4);
+  XattrMap out;
+  size_t off = 8;
+  for (uint32_t i = 0; i < count; i++) {
+    if (bytes.size() - off < 6) return bad("entry " + std::to_string(i) + " runs past the end");
+    const uint16_t name_len = util::GetLE16(p + off);
+    const uint32_t value_len = util::GetLE32(p + off + 2);
+    off += 6;
+    if (name_len == 0 || name_len > 255)
+      return bad("entry " + std::to_string(i) + ": bad name length");
+    if (value_len > 65536) return bad("entry " + std::to_string(i) + ": value over 64 KiB");
+    if (bytes.size() - off < size_t{name_len} + value_len)
+      return bad("entry " + std::to_string(i) + " runs past the end");
+    std::string name(bytes.substr(off, name_len));
+    if (!out.empty() && !(out.rbegin()->first < name))
+      return bad("entry " + std::to_string(i) + " out of order");
+    out.emplace_hint(out.end(), std::move(name),
+                     std::string(bytes.substr(off + name_len, value_len)));
+    off += name_len + value_len;
+  }
+  if (off != bytes.size()) return bad("bytes after the last entry");
+  return out;
+}
+
 }  // namespace poolfs::core::posix

@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -64,6 +66,21 @@ Result<ZnodePhys> DecodeZnode(std::string_view bonus, uint64_t object);
 // True for the file types a znode may hold (S_IFREG, S_IFDIR, S_IFLNK,
 // S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK).
 bool ValidFileType(uint32_t mode);
+
+// A file's extended attributes, stored as the data of its xattr object
+// (znode.xattr):
+//     0  u32  magic 0x31415850 ("PXA1")      4  u32  entry count
+//     8  entries in strictly increasing name order, each
+//          u16 name length (1..255), u32 value length (<= 65536),
+//          the name, the value
+// and nothing after the last entry.
+using XattrMap = std::map<std::string, std::string, std::less<>>;
+inline constexpr uint32_t kXattrMagic = 0x31415850;  // "PXA1"
+std::string EncodeXattrs(const XattrMap& xattrs);
+// Refuses a bad magic, a count or length that runs past the end, an empty
+// or too long name, a value over 64 KiB, names out of order or repeated,
+// and trailing bytes, with Corruption naming `object`.
+Result<XattrMap> DecodeXattrs(std::string_view bytes, uint64_t object);
 
 // The current time (CLOCK_REALTIME).
 Timespec Now();
