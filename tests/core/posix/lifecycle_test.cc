@@ -1,0 +1,191 @@
+// PosixFs: lookup references and the unlinked set, read-only mounts,
+// statfs figures, a full pool.
+#include <fcntl.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "posix_fixture.h"
+
+namespace poolfs::core::posix::testing {
+namespace {
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Random(uint64_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    memcpy(&s[i], &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+TEST_CASE("An unlinked file stays usable until Forget drops its last reference",
+          "[posix][unlinked]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f");
+  f.MustWrite(a.ino, 0, "still readable");
+  const uint64_t objects = f.fs->GetStatus().objects;
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f").ok());
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 1);
+  REQUIRE(Code(f.fs->Lookup(RootCreds(), kRootIno, "f")) == StatusCode::kNotFound);
+  REQUIRE(f.MustGetAttr(a.ino).nlink == 0);
+  REQUIRE(f.MustRead(a.ino, 0, 100) == "still readable");
+  f.MustWrite(a.ino, 0, "STILL");
+  f.fs->Forget(a.ino, 1);
+  REQUIRE(Code(f.fs->GetAttr(a.ino)) == StatusCode::kStale);
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 0);
+  REQUIRE(f.fs->GetStatus().objects == objects - 1);
+}
+
+TEST_CASE("A file unlinked without references is freed at once", "[posix][unlinked]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f");
+  f.fs->Forget(a.ino, 1);
+  const uint64_t objects = f.fs->GetStatus().objects;
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f").ok());
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 0);
+  REQUIRE(f.fs->GetStatus().objects == objects - 1);
+  REQUIRE(Code(f.fs->GetAttr(a.ino)) == StatusCode::kStale);
+}
+
+TEST_CASE("Forget of a linked file evicts it and a later lookup reloads it", "[posix][unlinked]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f");
+  const uint64_t cached = f.posix()->cached_inodes();
+  f.fs->Forget(a.ino, 1);
+  REQUIRE(f.posix()->cached_inodes() == cached - 1);
+  auto again = f.fs->Lookup(RootCreds(), kRootIno, "f");
+  REQUIRE(again.ok());
+  REQUIRE(again->generation == a.generation);
+}
+
+TEST_CASE("The unlinked set survives an unmount without Forget and is freed at the next mount",
+          "[posix][unlinked]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f");
+  f.MustWrite(a.ino, 0, std::string(500000, 'u'));
+  Attr d = f.MustMkdir(kRootIno, "d");
+  REQUIRE(f.fs->SetXattr(RootCreds(), a.ino, "user.k", "v", 0).ok());
+  const uint64_t objects = f.fs->GetStatus().objects;
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f").ok());
+  REQUIRE(f.fs->Rmdir(RootCreds(), kRootIno, "d").ok());
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 2);
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 0);
+  REQUIRE(f.fs->GetStatus().objects == objects - 3);  // file, its xattrs, directory
+  REQUIRE(Code(f.fs->GetAttr(a.ino)) == StatusCode::kStale);
+  REQUIRE(Code(f.fs->GetAttr(d.ino)) == StatusCode::kStale);
+}
+
+TEST_CASE("A read-only mount refuses every change and writes nothing", "[posix][readonly]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f");
+  f.MustWrite(a.ino, 0, "data");
+  f.Unmount();
+  const std::string before = FileBytes(f.path);
+  f.options.read_only = true;
+  f.Mount();
+  auto l = f.fs->Lookup(RootCreds(), kRootIno, "f");
+  REQUIRE(l.ok());
+  REQUIRE(f.MustRead(a.ino, 0, 10) == "data");
+  REQUIRE(Code(f.fs->Create(RootCreds(), kRootIno, "g", 0644)) == StatusCode::kReadOnly);
+  REQUIRE(Code(f.fs->Write(RootCreds(), a.ino, 0, "x")) == StatusCode::kReadOnly);
+  REQUIRE(Code(f.fs->Unlink(RootCreds(), kRootIno, "f")) == StatusCode::kReadOnly);
+  REQUIRE(Code(f.fs->Open(RootCreds(), a.ino, O_WRONLY)) == StatusCode::kReadOnly);
+  REQUIRE(Code(f.fs->SetXattr(RootCreds(), a.ino, "user.a", "b", 0)) == StatusCode::kReadOnly);
+  f.fs->Forget(a.ino, 1);
+  REQUIRE(f.fs->Fsync(a.ino, false).ok());
+  f.Unmount();
+  REQUIRE(FileBytes(f.path) == before);
+}
+
+TEST_CASE("A read-only mount that would have to write fails with ReadOnly", "[posix][readonly]") {
+  SECTION("no root directory yet") {
+    char tmpl[] = "/tmp/posix-ro-XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    std::string path = std::string(tmpl) + "/pool";
+    REQUIRE(CreatePool({path}, 64 << 20, {}).ok());
+    MountOptions o = FastOptions();
+    o.read_only = true;
+    auto r = Filesystem::Mount({path}, o);
+    REQUIRE(Code(r) == StatusCode::kReadOnly);
+    o.read_only = false;
+    REQUIRE(Filesystem::Mount({path}, o).ok());  // the pool was exported again
+    std::filesystem::remove_all(tmpl);
+  }
+  SECTION("unlinked files to free") {
+    FsFixture f;
+    f.MustCreate(kRootIno, "f");
+    REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f").ok());
+    f.Unmount();
+    f.options.read_only = true;
+    REQUIRE(Code(Filesystem::Mount({f.path}, f.options)) == StatusCode::kReadOnly);
+  }
+}
+
+TEST_CASE("StatFs reports the pool's space and object figures", "[posix][statfs]") {
+  FsFixture f;
+  auto s = f.fs->StatFs();
+  REQUIRE(s.ok());
+  REQUIRE(s->block_size == 4096);
+  REQUIRE(s->blocks > (200u << 20) / 4096);
+  REQUIRE(s->blocks <= (256u << 20) / 4096);
+  REQUIRE(s->blocks_free <= s->blocks);
+  REQUIRE(s->blocks_available < s->blocks_free);
+  REQUIRE(s->files > s->files_free);
+  REQUIRE(s->name_max == 255);
+  Attr a = f.MustCreate(kRootIno, "f");
+  f.MustWrite(a.ino, 0, Random(1, 8 << 20));
+  REQUIRE(f.fs->Fsync(a.ino, false).ok());
+  auto t = f.fs->StatFs();
+  REQUIRE(t.ok());
+  REQUIRE(t->blocks_free + (8 << 20) / 4096 <= s->blocks_free);
+  REQUIRE(t->files_free < s->files_free);
+}
+
+TEST_CASE("A full pool refuses writes with NoSpace and keeps what it stored", "[posix][nospace]") {
+  MountOptions o = FastOptions();
+  o.dirty_max_bytes = 16 << 20;
+  FsFixture f(96 << 20, o);
+  std::vector<std::pair<uint64_t, std::string>> stored;
+  Status last;
+  for (int i = 0; i < 200; i++) {
+    auto a = f.fs->Create(RootCreds(), kRootIno, "f" + std::to_string(i), 0644);
+    if (!a.ok()) {
+      last = a.status();
+      break;
+    }
+    std::string data = Random(i, 1 << 20);
+    auto w = f.fs->Write(RootCreds(), a->ino, 0, data);
+    if (!w.ok()) {
+      last = w.status();
+      break;
+    }
+    stored.emplace_back(a->ino, data);
+  }
+  INFO(last.ToString());
+  REQUIRE(last.code() == StatusCode::kNoSpace);
+  REQUIRE(stored.size() > 40);
+  // Removing makes room again.
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f0").ok());
+  f.fs->Forget(stored[0].first, 1);
+  stored.erase(stored.begin());
+  f.Remount();
+  for (auto& [ino, data] : stored) {
+    INFO(ino);
+    REQUIRE(f.MustRead(ino, 0, data.size()) == data);
+  }
+}
+
+}  // namespace
+}  // namespace poolfs::core::posix::testing
