@@ -32,6 +32,8 @@ struct Command {
 
 Command AddCreateCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
+Command AddMountCommand(CLI::App& parent);
+Command AddUnmountCommand(CLI::App& parent);
 
 // Prints "poolfs <command>: <message>" to stderr and returns the exit code
 // for `st`: kExitUsage for InvalidArgument, NotFound, Busy and

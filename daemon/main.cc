@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       AddCreateCommand(app),
       AddCheckCommand(app),
+      AddMountCommand(app),
+      AddUnmountCommand(app),
   };
   try {
     app.parse(argc, argv);

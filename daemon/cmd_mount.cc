@@ -1,0 +1,196 @@
+// `poolfs mount POOLFILE MOUNTPOINT [-o OPTIONS] [--config FILE] [-f]`:
+// imports the pool and serves it through FUSE until it is unmounted.
+//
+// The daemon's life, in order:
+//   1. PlanMount: arguments, config file, pool file and mount point checks
+//      (mount_plan.h); errors go straight to stderr.
+//   2. In the background (default) fork; the parent waits for the daemon's
+//      report and exits with it (mount_detach.h).
+//   3. Logging (daemon/logging.h), the Asio sync executor (txg.sync_threads
+//      threads, one strand per allocator), Filesystem::Mount, the FUSE
+//      mount, the control socket (`poolfs status/tune`); then the report
+//      "mounted", and the request loop.
+//   4. A signal thread: SIGHUP reloads the config (LiveConfig), SIGTERM and
+//      SIGINT detach the mount so the loop ends.
+//   5. When the loop ends (signal, `fusermount3 -u`, `poolfs unmount`):
+//      Filesystem::Unmount (final sync, export), then the control socket
+//      closes, which is what `poolfs unmount` waits for.
+//
+// Threads: main (the FUSE loop's owner), the FUSE workers, the signal
+// thread, the control thread, the Asio sync pool and the core's own. The
+// signals are blocked in all of them but the signal thread's sigtimedwait.
+#include <signal.h>
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "asio_executor.h"
+#include "command.h"
+#include "control.h"
+#include "live_config.h"
+#include "logging.h"
+#include "mount_detach.h"
+#include "mount_plan.h"
+
+namespace poolfs::daemon {
+namespace {
+
+int ExitCodeFor(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kBusy:
+    case StatusCode::kPermissionDenied: return kExitUsage;
+    default: return kExitFailure;
+  }
+}
+
+std::string JoinOptions(const std::vector<std::string>& opts) {
+  std::string s;
+  for (const std::string& o : opts) s += (s.empty() ? "" : ",") + o;
+  return s.empty() ? "defaults" : s;
+}
+
+// Serves signals until `stop` is set: SIGHUP reloads, SIGTERM and SIGINT
+// detach the mount.
+void SignalLoop(const sigset_t& set, std::atomic<bool>& stop, fuse::FuseServer& server,
+                LiveConfig& live) {
+  const timespec tick{0, 200 * 1000 * 1000};
+  while (!stop.load()) {
+    const int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGHUP) {
+      spdlog::info("SIGHUP: reloading {}",
+                   live.config_path().empty() ? "(no config file: defaults)" : live.config_path());
+      Status st = live.Reload();
+      if (!st.ok()) spdlog::error("reload failed, running values kept: {}", st.ToString());
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("{}: unmounting {} (final sync and export follow)",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT", server.mountpoint());
+      Status st = server.RequestUnmount();
+      if (!st.ok()) spdlog::error("unmount on signal failed: {}", st.ToString());
+    }
+  }
+}
+
+// Steps 3 to 5 above, in the daemon (or the foreground process).
+int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
+  auto fail = [&](const Status& st, const char* what) {
+    spdlog::error("mount of {} on {} failed ({}): {}", plan.pool_file, plan.mountpoint, what,
+                  st.ToString());
+    report.Failed(ExitCodeFor(st), st.message());
+    return ExitCodeFor(st);
+  };
+  const config::TunableInfo* log_level = config::FindTunable("log.level");
+  const std::string level = log_level->Format(plan.config.raw(*log_level));
+  Status st = SetupLogging(foreground, plan.pool_name, level);
+  if (!st.ok()) {
+    report.Failed(kExitFailure, "logging: " + st.message());
+    return kExitFailure;
+  }
+
+  AsioExecutor executor(plan.sync_threads, plan.strands);
+  MountOptions core = plan.core;
+  core.executor = &executor;
+  core.on_txg_synced = [](uint64_t txg, uint64_t ns, uint64_t bytes) {
+    spdlog::debug("txg {} synced in {:.1f} ms, {} bytes written", txg, double(ns) / 1e6, bytes);
+  };
+  auto fs = Filesystem::Mount({plan.pool_file}, core);
+  if (!fs.ok()) return fail(fs.status(), "import");
+
+  auto server = fuse::FuseServer::Mount(fs->get(), plan.fuse);
+  if (!server.ok()) {
+    Status ust = (*fs)->Unmount();
+    if (!ust.ok()) spdlog::error("export after the failed mount: {}", ust.ToString());
+    return fail(server.status(), "FUSE mount");
+  }
+
+  LiveConfig live(plan.config, plan.config_path, fs->get());
+  std::atomic<bool> closing{false};
+  Filesystem& filesystem = **fs;
+  auto control = ControlServer::Start(plan.mountpoint, [&](std::string_view request) {
+    if (request == "ping") return std::string("pong");
+    if (closing.load()) return std::string("error: unmounting");
+    return HandleControlRequest(live, filesystem, request);
+  });
+  if (!control.ok()) {
+    spdlog::warn("no control socket for {} (poolfs status/tune will not reach it): {}",
+                 plan.mountpoint, control.status().ToString());
+  }
+
+  spdlog::info(
+      "mounted pool {} on {} (options {}; config {}; {} FUSE threads, {} sync threads, "
+      "{} strands)",
+      plan.pool_file, plan.mountpoint, JoinOptions(plan.fuse.mount_options),
+      plan.config_path.empty() ? "defaults" : plan.config_path,
+      plan.fuse.threads ? plan.fuse.threads : fuse::FuseOptions::kDefaultThreads,
+      executor.threads(), executor.strands());
+  report.Succeeded();
+
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  std::atomic<bool> stop{false};
+  std::thread signals([&] { SignalLoop(set, stop, **server, live); });
+
+  Status run = (*server)->Run();
+  if (!run.ok()) spdlog::error("{}", run.ToString());
+  stop.store(true);
+  signals.join();
+  server->reset();
+
+  closing.store(true);
+  Status ust = (*fs)->Unmount();
+  if (ust.ok()) {
+    spdlog::info("unmounted {}: pool {} synced and exported", plan.mountpoint, plan.pool_file);
+  } else {
+    spdlog::error("unmount of {}: final sync or export of {} failed: {}", plan.mountpoint,
+                  plan.pool_file, ust.ToString());
+  }
+  if (control.ok()) control->reset();  // `poolfs unmount` waits for the socket to go
+  return ust.ok() && run.ok() ? kExitOk : kExitFailure;
+}
+
+int RunMount(const MountArgs& args) {
+  auto plan = PlanMount(args);
+  if (!plan.ok()) return ReportError("mount", plan.status());
+  // Every thread inherits this mask; the signal thread takes them with
+  // sigtimedwait, so a signal during the start waits for it.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  StartupReport report;
+  if (!args.foreground) {
+    if (std::optional<int> parent_exit = report.Detach()) return *parent_exit;
+  }
+  return ServeMount(*plan, args.foreground, report);
+}
+
+}  // namespace
+
+Command AddMountCommand(CLI::App& parent) {
+  auto args = std::make_shared<MountArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "mount",
+      "Mount a pool through FUSE (as any user, through fusermount3); runs in the background "
+      "once the mount is up, until fusermount3 -u, poolfs unmount, SIGTERM or SIGINT");
+  app->add_option("POOLFILE", args->pool_file, "the pool's vdev file")->required();
+  app->add_option("MOUNTPOINT", args->mountpoint, "an existing empty directory")->required();
+  app->add_option("-o", args->options,
+                  "mount options, comma-separated: ro, allow_other, default_permissions, ...")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app->add_option("--config", args->config_path,
+                  "the config file (default: $XDG_CONFIG_HOME/poolfs/poolfs.toml, "
+                  "~/.config/poolfs/poolfs.toml, /etc/poolfs/poolfs.toml)");
+  app->add_flag("-f,--foreground", args->foreground, "stay in the foreground, logging to stderr");
+  return {app, [args] { return RunMount(*args); }};
+}
+
+}  // namespace poolfs::daemon

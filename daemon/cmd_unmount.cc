@@ -1,0 +1,116 @@
+// `poolfs unmount MOUNTPOINT [--lazy] [--timeout SECONDS]`: unmounts a
+// poolfs mount and waits until its daemon has synced and exported the pool,
+// so that the pool can be mounted or checked right away.
+//
+// The unmount is what `fusermount3 -u` does (umount2 as root); the daemon's
+// request loop then ends, it runs Filesystem::Unmount, and closes its
+// control socket last: the socket no longer answering is the signal that
+// the pool is exported.
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "command.h"
+#include "control.h"
+#include "mount_table.h"
+
+extern char** environ;
+
+namespace poolfs::daemon {
+namespace {
+
+struct UnmountArgs {
+  std::string mountpoint;
+  bool lazy = false;
+  double timeout_s = 600;
+};
+
+// Unmounts `mp` as root (umount2) or through fusermount3.
+Status Unmount(const std::string& mp, bool lazy) {
+  if (geteuid() == 0) {
+    if (umount2(mp.c_str(), lazy ? MNT_DETACH : 0) == 0) return Status::Ok();
+    if (errno == EBUSY) {
+      return Status::Busy(mp +
+                          " is busy (a process has a file or its working directory "
+                          "there); close them, or use --lazy");
+    }
+    return Status::IOError("umount " + mp + ": " + std::strerror(errno));
+  }
+  std::vector<const char*> argv = {"fusermount3", "-u"};
+  if (lazy) argv.push_back("-z");
+  argv.insert(argv.end(), {"--", mp.c_str(), nullptr});
+  pid_t pid;
+  const int err =
+      posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv.data()), environ);
+  if (err != 0) return Status::IOError(std::string("running fusermount3: ") + std::strerror(err));
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::IOError("fusermount3 -u " + mp +
+                           " failed (its message is above; a busy mount needs --lazy)");
+  }
+  return Status::Ok();
+}
+
+bool DaemonAnswers(const std::string& mp) { return ControlCall(mp, "ping").ok(); }
+
+int RunUnmount(const UnmountArgs& args) {
+  char buf[PATH_MAX];
+  if (realpath(args.mountpoint.c_str(), buf) == nullptr) {
+    return ReportError("unmount", Status::NotFound("mount point " + args.mountpoint + ": " +
+                                                   std::strerror(errno)));
+  }
+  const std::string mp = buf;
+  auto mount = FindMountAt(mp);
+  if (!mount.ok()) return ReportError("unmount", mount.status());
+  if (!*mount) return ReportError("unmount", Status::InvalidArgument(mp + " is not mounted"));
+  if ((*mount)->fstype != kPoolfsFsType) {
+    return ReportError("unmount", Status::InvalidArgument(mp + " is not a poolfs mount (it is " +
+                                                          (*mount)->fstype + ")"));
+  }
+  const bool wait = !args.lazy && DaemonAnswers(mp);
+  Status st = Unmount(mp, args.lazy);
+  if (!st.ok()) return ReportError("unmount", st);
+  if (!wait) return kExitOk;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(args.timeout_s * 1000));
+  while (DaemonAnswers(mp)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "poolfs unmount: " << mp << " is unmounted, but its daemon has not finished "
+                << "the final sync and export after " << args.timeout_s << " s\n";
+      return kExitFailure;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddUnmountCommand(CLI::App& parent) {
+  auto args = std::make_shared<UnmountArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "unmount",
+      "Unmount a poolfs mount and wait until its daemon has synced and exported the pool");
+  app->add_option("MOUNTPOINT", args->mountpoint, "where the pool is mounted")->required();
+  app->add_flag("-z,--lazy", args->lazy,
+                "detach now even if busy; the daemon finishes once the last user leaves (no "
+                "wait)");
+  app->add_option("--timeout", args->timeout_s, "seconds to wait for the final sync and export")
+      ->capture_default_str();
+  return {app, [args] { return RunUnmount(*args); }};
+}
+
+}  // namespace poolfs::daemon

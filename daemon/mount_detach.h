@@ -1,0 +1,50 @@
+// Starting `poolfs mount` in the background without losing its errors.
+//
+// The mount forks before it creates any thread (the sync executor, the
+// Filesystem's txg thread and the FUSE workers must all live in the
+// daemon). The parent then waits on a pipe: the daemon (the child) writes
+// either "ok" once the mount is up, or an exit code and the error message,
+// and only then does the parent exit, with that code (printing the
+// message). So `poolfs mount` returns after the mount is usable, or fails
+// with the real reason; a daemon that dies before it reports is reported
+// too. The child starts its own session, leaves the caller's working
+// directory, and on success puts /dev/null on its standard streams.
+//
+// In the foreground (-f) there is no fork: the same StartupReport prints
+// a failure to stderr and does nothing on success.
+//
+// Thread safety: main's thread only; Detach before any other thread exists.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace poolfs::daemon {
+
+class StartupReport {
+ public:
+  // A report for a foreground mount.
+  StartupReport() = default;
+  ~StartupReport();
+  StartupReport(const StartupReport&) = delete;
+  StartupReport& operator=(const StartupReport&) = delete;
+
+  // Forks. In the parent: waits for the daemon's report and returns the
+  // exit code for `poolfs mount` (after printing the daemon's error, if
+  // any). In the daemon: returns nullopt, and `*this` becomes the
+  // daemon's side of the pipe.
+  std::optional<int> Detach();
+
+  // The mount is up: tells the parent (which exits 0) and detaches from
+  // the terminal. Idempotent.
+  void Succeeded();
+  // The mount failed: prints "poolfs mount: MESSAGE" to stderr in the
+  // foreground, or hands the code and message to the parent.
+  void Failed(int exit_code, const std::string& message);
+
+ private:
+  int fd_ = -1;  // the daemon's end of the pipe; -1 in the foreground
+  bool done_ = false;
+};
+
+}  // namespace poolfs::daemon

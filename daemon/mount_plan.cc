@@ -1,0 +1,139 @@
+#include "mount_plan.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "mount_table.h"
+
+namespace poolfs::daemon {
+namespace {
+
+Result<std::string> Canonical(const std::string& path, const std::string& what) {
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return Status::NotFound(what + " " + path + " does not exist");
+    return Status::InvalidArgument(what + " " + path + ": " + std::strerror(errno));
+  }
+  return std::string(buf);
+}
+
+Status CheckPoolFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArgument("pool file " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+    return Status::InvalidArgument(path +
+                                   " is not a pool file (not a regular file or block device)");
+  }
+  POOLFS_ASSIGN_OR_RETURN(auto mounted, FindPoolfsMountOf(path));
+  if (mounted)
+    return Status::Busy("pool " + path + " is already mounted on " + mounted->mountpoint);
+  return Status::Ok();
+}
+
+Status CheckMountpoint(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArgument("mount point " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode))
+    return Status::InvalidArgument("mount point " + path + " is not a directory");
+  POOLFS_ASSIGN_OR_RETURN(auto mounted, FindMountAt(path));
+  if (mounted) {
+    return Status::Busy("mount point " + path + " already has a mount (" + mounted->fstype +
+                        " from " + mounted->source + ")");
+  }
+  DIR* d = opendir(path.c_str());
+  if (d == nullptr) {
+    return Status::InvalidArgument("mount point " + path + ": " + std::strerror(errno));
+  }
+  bool empty = true;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  closedir(d);
+  if (!empty) return Status::InvalidArgument("mount point " + path + " is not empty");
+  return Status::Ok();
+}
+
+Result<config::Config> LoadConfig(const std::string& explicit_path, std::string* used) {
+  POOLFS_ASSIGN_OR_RETURN(auto path, config::FindConfigFile(explicit_path));
+  if (!path) return config::Config();
+  *used = *path;
+  return config::LoadConfigFile(*path);
+}
+
+}  // namespace
+
+size_t AllocatorCount(uint32_t configured) {
+  if (configured != 0) return configured;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+}
+
+MountOptions ToMountOptions(const config::Tunables& t) {
+  MountOptions o;
+  o.txg_timeout_ms = t.txg_timeout_ms;
+  o.dirty_max_bytes = t.txg_dirty_max_bytes;
+  o.dirty_sync_percent = t.txg_dirty_sync_percent;
+  o.delay_min_dirty_percent = t.txg_delay_min_dirty_percent;
+  o.delay_scale_ns = t.txg_delay_scale_ns;
+  o.delay_max_ns = t.txg_delay_max_ns;
+  o.allocators = t.alloc_allocators;
+  o.size_tree_floor = t.alloc_size_tree_floor;
+  o.df_max_search = t.alloc_df_max_search;
+  o.aliquot = t.alloc_aliquot;
+  return o;
+}
+
+Result<MountPlan> PlanMount(const MountArgs& args) {
+  MountPlan plan;
+  POOLFS_ASSIGN_OR_RETURN(plan.pool_file, Canonical(args.pool_file, "pool file"));
+  POOLFS_ASSIGN_OR_RETURN(plan.mountpoint, Canonical(args.mountpoint, "mount point"));
+  POOLFS_RETURN_IF_ERROR(CheckPoolFile(plan.pool_file));
+  POOLFS_RETURN_IF_ERROR(CheckMountpoint(plan.mountpoint));
+  plan.pool_name = std::filesystem::path(plan.pool_file).stem().string();
+  if (plan.pool_name.empty()) plan.pool_name = "pool";
+
+  POOLFS_ASSIGN_OR_RETURN(plan.config, LoadConfig(args.config_path, &plan.config_path));
+  const config::Tunables& t = plan.config.values();
+  plan.core = ToMountOptions(t);
+  plan.sync_threads = t.txg_sync_threads;
+  plan.strands = AllocatorCount(t.alloc_allocators);
+
+  plan.fuse.mountpoint = plan.mountpoint;
+  plan.fuse.fsname = plan.pool_file;
+  plan.fuse.threads = t.fuse_threads;
+  plan.fuse.writeback_cache = t.fuse_writeback_cache;
+  for (const std::string& group : args.options) {
+    size_t start = 0;
+    while (start <= group.size()) {
+      const size_t comma = std::min(group.find(',', start), group.size());
+      const std::string opt = group.substr(start, comma - start);
+      start = comma + 1;
+      if (opt.empty()) return Status::InvalidArgument("empty option in -o '" + group + "'");
+      if (opt == "ro") plan.core.read_only = true;
+      if (opt == "rw") plan.core.read_only = false;
+      if (opt == "default_permissions") plan.core.kernel_checks_permissions = true;
+      if (opt.rfind("fsname=", 0) == 0 || opt.rfind("subtype=", 0) == 0) {
+        return Status::InvalidArgument("-o " + opt + ": poolfs sets fsname and subtype itself");
+      }
+      plan.fuse.mount_options.push_back(opt);
+    }
+  }
+  return plan;
+}
+
+}  // namespace poolfs::daemon

@@ -1,0 +1,54 @@
+// MountPlan: everything `poolfs mount` decides before it starts the
+// daemon, checked while errors can still go straight to the terminal (no
+// fork, no thread yet): the pool file and the mount point, the -o options,
+// and the config file with the core and FUSE options it yields.
+//
+// Thread safety: values and free functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "fuse/fuse_server.h"
+#include "poolfs/fs.h"
+#include "poolfs/status.h"
+
+namespace poolfs::daemon {
+
+// The command line of `poolfs mount`.
+struct MountArgs {
+  std::string pool_file;
+  std::string mountpoint;
+  std::vector<std::string> options;  // each "-o a,b,c"
+  std::string config_path;           // --config; "" to search
+  bool foreground = false;           // -f
+};
+
+struct MountPlan {
+  std::string pool_file;   // canonical
+  std::string mountpoint;  // canonical
+  std::string pool_name;   // for the log file: the pool file's name without extension
+  config::Config config;
+  std::string config_path;  // the file read; "" for the defaults
+  MountOptions core;        // executor and callback left for the daemon to fill
+  fuse::FuseOptions fuse;
+  size_t sync_threads = 0;  // of the Asio executor (txg.sync_threads; 0: one per strand)
+  size_t strands = 0;       // one per allocator
+};
+
+// Checks the arguments and reads the config. Fails with NotFound (no such
+// pool file, mount point or --config file), InvalidArgument (a mount point
+// that is not an empty directory, an empty -o option, a bad config file
+// with its file:line errors), Busy (the pool is already mounted, or the
+// mount point already has a mount), IOError (the mount table).
+Result<MountPlan> PlanMount(const MountArgs& args);
+
+// The core's options for `t` (see config/tunables.h maps_to).
+MountOptions ToMountOptions(const config::Tunables& t);
+
+// The allocator count the core will use for `configured` (alloc.allocators;
+// 0: from the core count, at most 8), so the executor has a strand each.
+size_t AllocatorCount(uint32_t configured);
+
+}  // namespace poolfs::daemon

@@ -1,0 +1,44 @@
+// The kernel's mount table as `poolfs mount` and `poolfs unmount` need it:
+// is a directory a mount point, of which filesystem type, mounted from
+// what source; is a pool file already mounted somewhere.
+//
+// Reads /proc/self/mountinfo (one line per mount: ... MOUNTPOINT ... -
+// FSTYPE SOURCE ...), whose paths escape space, tab, newline and backslash
+// as octal (\040).
+//
+// Thread safety: free functions, reentrant.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "poolfs/status.h"
+
+namespace poolfs::daemon {
+
+// The filesystem type a poolfs mount has (libfuse's subtype).
+inline constexpr const char* kPoolfsFsType = "fuse.poolfs";
+
+struct MountEntry {
+  std::string mountpoint;  // absolute
+  std::string fstype;      // "fuse.poolfs", "ext4", ...
+  std::string source;      // for poolfs: the pool file
+};
+
+// Returns every mount, in the table's order. IOError when the table cannot
+// be read.
+Result<std::vector<MountEntry>> ReadMountTable();
+
+// Returns the last (topmost) mount whose mount point is `canonical_path`
+// (realpath'd by the caller), or nullopt. IOError as ReadMountTable.
+Result<std::optional<MountEntry>> FindMountAt(const std::string& canonical_path);
+
+// Returns the first poolfs mount whose source is `pool_path` (realpath'd),
+// or nullopt. IOError as ReadMountTable.
+Result<std::optional<MountEntry>> FindPoolfsMountOf(const std::string& pool_path);
+
+// Undoes mountinfo's octal escapes ("a\040b" -> "a b").
+std::string UnescapeMountField(const std::string& field);
+
+}  // namespace poolfs::daemon
