@@ -77,6 +77,27 @@ TEST_CASE("A call that behaves differently on one side is reported") {
   CHECK(saw_tree);
 }
 
+TEST_CASE("One call that fails on one side shows as one difference not a shifted log") {
+  TwoSides sides;
+  // Side B makes one call more in the middle; every later line still agrees.
+  bool on_b = false;
+  std::vector<Scenario> extra = {{"extra", [&on_b](Sys& s) {
+                                    s.Mkdir("d1", 0755);
+                                    if (on_b) s.Mkdir("only-b", 0755);
+                                    on_b = true;
+                                    s.Mkdir("d2", 0755);
+                                    s.Mkdir("d3", 0755);
+                                  }}};
+  auto report = RunParity(extra, sides.Options());
+  REQUIRE(report.error.empty());
+  std::vector<std::string> calls;
+  for (const auto& d : report.differences) {
+    if (d.where.rfind("call", 0) == 0) calls.push_back(d.a + " | " + d.b);
+  }
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0] == "(none) | mkdir(only-b, 0755) = 0");
+}
+
 TEST_CASE("A known difference is marked with its reason and others are not") {
   std::vector<Difference> diffs = {
       {"s1", "call 1", "chmod(f, 0644) = 0", "chmod(f, 0644) = -1 EIO", ""},

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -43,6 +45,51 @@ std::string PathOf(const std::string& line) {
   return space == std::string::npos ? head : head.substr(space + 1);
 }
 
+// The differences between two call logs, aligned on their longest common
+// subsequence (as diff(1) does), so that one call that fails on one side
+// and not the other shows as that call and its consequences, not as every
+// later line shifted by one. A run of lines that differ is paired line by
+// line; the surplus of the longer side is paired with "(none)".
+std::vector<Difference> AlignLogs(const std::vector<std::string>& a,
+                                  const std::vector<std::string>& b) {
+  const size_t n = a.size(), m = b.size();
+  // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
+  std::vector<std::vector<uint32_t>> lcs(n + 1, std::vector<uint32_t>(m + 1, 0));
+  for (size_t i = n; i-- > 0;) {
+    for (size_t j = m; j-- > 0;) {
+      lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    }
+  }
+  std::vector<Difference> out;
+  std::vector<size_t> only_a, only_b;  // the current run of differing lines
+  auto flush = [&]() {
+    for (size_t k = 0; k < std::max(only_a.size(), only_b.size()); ++k) {
+      Difference d;
+      size_t line = k < only_a.size() ? only_a[k] : only_b[k];
+      d.where = "call " + std::to_string(line + 1);
+      d.a = k < only_a.size() ? a[only_a[k]] : "(none)";
+      d.b = k < only_b.size() ? b[only_b[k]] : "(none)";
+      out.push_back(d);
+    }
+    only_a.clear();
+    only_b.clear();
+  };
+  size_t i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] == b[j]) {
+      flush();
+      ++i;
+      ++j;
+    } else if (j >= m || (i < n && lcs[i + 1][j] >= lcs[i][j + 1])) {
+      only_a.push_back(i++);
+    } else {
+      only_b.push_back(j++);
+    }
+  }
+  flush();
+  return out;
+}
+
 }  // namespace
 
 ParityReport RunParity(const std::vector<Scenario>& scenarios, const ParityOptions& options) {
@@ -59,13 +106,10 @@ ParityReport RunParity(const std::vector<Scenario>& scenarios, const ParityOptio
     report.transcript_a.push_back("# scenario " + sc.name);
     for (const auto& l : log_a) report.transcript_a.push_back(l);
     for (const auto& l : tree_a) report.transcript_a.push_back("tree: " + l);
-    size_t n = std::max(log_a.size(), log_b.size());
-    for (size_t i = 0; i < n; ++i) {
-      const std::string a = i < log_a.size() ? log_a[i] : "(none)";
-      const std::string b = i < log_b.size() ? log_b[i] : "(none)";
-      ++report.lines_compared;
-      if (a != b)
-        report.differences.push_back({sc.name, "call " + std::to_string(i + 1), a, b, ""});
+    report.lines_compared += std::max(log_a.size(), log_b.size());
+    for (auto& d : AlignLogs(log_a, log_b)) {
+      d.scenario = sc.name;
+      report.differences.push_back(d);
     }
     std::map<std::string, std::pair<std::string, std::string>> entries;
     for (const auto& l : tree_a) entries[PathOf(l)].first = l;

@@ -23,6 +23,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,14 @@ int Compare(int argc, char** argv) {
               << "  " << name_a << ": " << d.a << "\n"
               << "  " << name_b << ": " << d.b << "\n";
     if (is_known) std::cout << "  known: " << d.known << "\n";
+  }
+  // One line per scenario that differs, so that a long list stays readable.
+  std::map<std::string, int> per_scenario;
+  for (const auto& d : report.differences) {
+    if (d.known.empty()) per_scenario[d.scenario]++;
+  }
+  for (const auto& [name, count] : per_scenario) {
+    std::cout << "e2e_parity: scenario " << name << ": " << count << " differences\n";
   }
   std::cout << "e2e_parity: " << report.scenarios << " scenarios, " << report.lines_compared
             << " lines compared as uid " << ::geteuid() << ", " << unknown << " differences, "
