@@ -20,18 +20,26 @@ namespace poolfs::fuse {
 namespace {
 
 // libfuse's messages go to our log; the last error is kept for the Status.
+// libfuse writes some lines in pieces, so a line is logged at its '\n'.
 std::mutex g_log_mu;
+std::string g_partial_line;
 std::string g_last_fuse_error;
 
 void LogFromFuse(enum fuse_log_level level, const char* fmt, va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof buf, fmt, ap);
-  std::string line(buf);
-  while (!line.empty() && line.back() == '\n') line.pop_back();
+  std::string line;
+  {
+    std::lock_guard l(g_log_mu);
+    g_partial_line += buf;
+    if (g_partial_line.empty() || g_partial_line.back() != '\n') return;
+    g_partial_line.pop_back();
+    line = std::move(g_partial_line);
+    g_partial_line.clear();
+    if (level <= FUSE_LOG_ERR) g_last_fuse_error = line;
+  }
   if (level <= FUSE_LOG_ERR) {
     spdlog::error("libfuse: {}", line);
-    std::lock_guard l(g_log_mu);
-    g_last_fuse_error = line;
   } else if (level <= FUSE_LOG_NOTICE) {
     spdlog::info("libfuse: {}", line);
   } else {

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# End-to-end test of `poolfs mount` and `poolfs unmount` through the kernel:
+# background start (returns only once mounted, reports failures), errors
+# with clear messages and non-zero exits, unmount by `poolfs unmount` and
+# `fusermount3 -u`, SIGTERM/SIGINT doing a final sync (data written before
+# the signal is there after a remount), -o ro, a foreground mount, and the
+# same as an unprivileged user through fusermount3. Runs as root (it
+# creates the user poolfs-mnt-test and makes /dev/fuse mode 666).
+#
+# Usage: tests/mount/poolfs_mount_test.sh path/to/poolfs
+set -uo pipefail
+
+POOLFS=$(realpath "${1:?usage: $0 path/to/poolfs}")
+DIR=$(mktemp -d /tmp/poolfs-mount-test.XXXXXX)
+chmod 755 "$DIR"
+export XDG_STATE_HOME=$DIR/state XDG_CONFIG_HOME=$DIR/config
+USER_NAME=poolfs-mnt-test
+
+cleanup() {
+  for m in $(grep -o "$DIR/[^ ]*" /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null; done
+  pkill -TERM -f -- "$DIR/" 2>/dev/null
+  sleep 0.5
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+cd "$DIR" || exit 1
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+ok() { echo "ok: $*"; }
+
+# expect EXIT TEXT CMD...: runs CMD, checks its exit code and that its
+# output holds TEXT.
+expect() {
+  local want=$1 text=$2
+  shift 2
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want ]]; then
+    fail "$* exited $rc, expected $want; output: $out"
+  elif [[ -n "$text" && "$out" != *"$text"* ]]; then
+    fail "$* did not say '$text'; output: $out"
+  else
+    ok "$* -> $rc"
+  fi
+}
+
+# daemon_pid MOUNTPOINT: the pid of the daemon serving it.
+daemon_pid() { pgrep -f -- "poolfs mount .* $1\$" | head -n 1; }
+
+# wait_exit PID: waits up to 60 s for PID to end; fails the test otherwise.
+wait_exit() {
+  for _ in $(seq 600); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  fail "process $1 still runs 60 s after it was asked to end"
+  return 1
+}
+
+is_mounted() { grep -q " $1 fuse.poolfs " /proc/mounts; }
+
+"$POOLFS" create "$DIR/tank.pool" --size 512M >/dev/null || fail "poolfs create"
+mkdir -p mnt m2 nonempty && touch nonempty/file
+
+# --- background mount: mounted when the command returns; smoke of file ops
+if "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt"; then
+  if is_mounted "$DIR/mnt"; then ok "mounted when poolfs mount returned"; else fail "not mounted after poolfs mount returned 0"; fi
+else
+  fail "poolfs mount exited $?"
+fi
+echo hello >mnt/a && mkdir mnt/d && echo inside >mnt/d/f && ln -s a mnt/s && mv mnt/d/f mnt/d/g
+[[ "$(cat mnt/a)" == hello && "$(cat mnt/s)" == hello && "$(cat mnt/d/g)" == inside ]] \
+  && ok "files, directories, symlinks and rename through the mount" || fail "smoke file ops"
+dd if=/dev/urandom of=big bs=1M count=3 status=none && cp big mnt/big && cmp -s big mnt/big \
+  && ok "3 MiB copied in and read back" || fail "3 MiB copy differs"
+[[ "$(ls mnt | tr '\n' ' ')" == "a big d s " ]] && ok "readdir" || fail "readdir: $(ls mnt)"
+
+# --- errors: clear message, non-zero exit, nothing left running
+expect 2 "already mounted on $DIR/mnt" "$POOLFS" mount "$DIR/tank.pool" "$DIR/m2"
+expect 2 "already mounted on $DIR/mnt" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt"
+expect 2 "does not exist" "$POOLFS" mount "$DIR/missing.pool" "$DIR/m2"
+expect 2 "mount point $DIR/nowhere does not exist" "$POOLFS" mount "$DIR/tank.pool" "$DIR/nowhere"
+"$POOLFS" create "$DIR/other.pool" --size 64M >/dev/null
+expect 2 "already has a mount (fuse.poolfs" "$POOLFS" mount "$DIR/other.pool" "$DIR/mnt"
+expect 2 "is not empty" "$POOLFS" mount "$DIR/other.pool" "$DIR/nonempty"
+expect 2 "is not a directory" "$POOLFS" mount "$DIR/other.pool" "$DIR/big"
+head -c 16M /dev/urandom >junk.pool
+expect 1 "junk.pool" "$POOLFS" mount "$DIR/junk.pool" "$DIR/m2"
+is_mounted "$DIR/m2" && fail "a failed mount left m2 mounted"
+[[ -z "$(daemon_pid "$DIR/m2")" ]] && ok "no daemon left after a failed mount" || fail "a daemon stayed after a failed mount"
+expect 2 "is not mounted" "$POOLFS" unmount "$DIR/m2"
+expect 2 "empty option" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2" -o "rw,,ro"
+expect 2 "unknown option" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2" -o no_such_option
+expect 2 "/nonexistent.toml" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2" --config /nonexistent.toml
+echo "txg.timeout_ms = 0" >bad.toml
+expect 2 "bad.toml:1" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2" --config "$DIR/bad.toml"
+is_mounted "$DIR/m2" && fail "a refused option left m2 mounted"
+
+# --- poolfs unmount waits for the export: check and remount work at once
+expect 0 "" "$POOLFS" unmount "$DIR/mnt"
+is_mounted "$DIR/mnt" && fail "still mounted after poolfs unmount"
+expect 0 "pool is healthy" "$POOLFS" check "$DIR/tank.pool"
+expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt"
+[[ "$(cat mnt/a)" == hello ]] && cmp -s big mnt/big && ok "data there after remount" || fail "data lost across unmount"
+
+# --- SIGTERM, then SIGINT: final sync and export
+for sig in TERM INT; do
+  echo "before $sig" >"mnt/$sig"
+  pid=$(daemon_pid "$DIR/mnt")
+  kill -"$sig" "$pid"
+  wait_exit "$pid"
+  is_mounted "$DIR/mnt" && fail "still mounted after SIG$sig"
+  expect 0 "pool is healthy" "$POOLFS" check "$DIR/tank.pool"
+  "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt" || fail "remount after SIG$sig"
+  [[ "$(cat "mnt/$sig" 2>/dev/null)" == "before $sig" ]] && ok "data written before SIG$sig is there" \
+    || fail "data written before SIG$sig is lost"
+done
+
+# --- fusermount3 -u ends the daemon too
+pid=$(daemon_pid "$DIR/mnt")
+fusermount3 -u "$DIR/mnt" && wait_exit "$pid" && ok "fusermount3 -u ended the daemon"
+expect 0 "pool is healthy" "$POOLFS" check "$DIR/tank.pool"
+
+# --- -o ro: reads work, writes fail with EROFS
+expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt" -o ro
+[[ "$(cat mnt/a)" == hello ]] && ok "read on a read-only mount" || fail "read on ro mount"
+out=$(touch mnt/new 2>&1) && fail "created a file on a read-only mount" \
+  || { [[ "$out" == *"Read-only file system"* ]] && ok "EROFS on a read-only mount" || fail "ro: $out"; }
+expect 0 "" "$POOLFS" unmount "$DIR/mnt"
+
+# --- foreground: stays attached, SIGINT ends it with exit 0
+"$POOLFS" mount -f "$DIR/tank.pool" "$DIR/mnt" 2>"$DIR/fg.log" &
+fg=$!
+for _ in $(seq 100); do is_mounted "$DIR/mnt" && break; sleep 0.1; done
+echo foreground >mnt/fg
+kill -INT "$fg"
+wait "$fg"
+rc=$?
+[[ $rc -eq 0 ]] && ok "foreground mount exits 0 on SIGINT" || fail "foreground exit $rc: $(cat fg.log)"
+grep -q "mounted pool" fg.log && grep -q "synced and exported" fg.log \
+  && ok "foreground logs mount and unmount on stderr" || fail "foreground log: $(cat fg.log)"
+
+# --- an unprivileged user, through fusermount3
+id "$USER_NAME" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$USER_NAME"
+chmod 666 /dev/fuse
+mkdir -p user/mnt && chown -R "$USER_NAME" user
+as_user() { runuser -u "$USER_NAME" -- env XDG_STATE_HOME="$DIR/user/state" HOME="$DIR/user" "$@"; }
+expect 0 "" as_user "$POOLFS" create "$DIR/user/u.pool" --size 128M
+expect 0 "" as_user "$POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt"
+as_user sh -c "echo mine >$DIR/user/mnt/f && mkdir $DIR/user/mnt/d" || fail "user writes"
+[[ "$(as_user stat -c %U "$DIR/user/mnt/f" 2>&1)" == "$USER_NAME" ]] && ok "the user's file is the user's" \
+  || fail "owner of the user's file: $(as_user stat -c %U "$DIR/user/mnt/f" 2>&1)"
+[[ "$(as_user cat "$DIR/user/mnt/f")" == mine ]] || fail "user reads back"
+expect 0 "" as_user "$POOLFS" unmount "$DIR/user/mnt"
+is_mounted "$DIR/user/mnt" && fail "user mount still there after poolfs unmount"
+expect 0 "" as_user "$POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt"
+[[ "$(as_user cat "$DIR/user/mnt/f")" == mine ]] && ok "user data after remount" || fail "user data lost"
+pid=$(daemon_pid "$DIR/user/mnt")
+kill -TERM "$pid" && wait_exit "$pid" && ok "SIGTERM ends the user's daemon"
+is_mounted "$DIR/user/mnt" && fail "user mount still there after SIGTERM"
+expect 0 "pool is healthy" as_user "$POOLFS" check "$DIR/user/u.pool"
+
+if [[ $failures -gt 0 ]]; then
+  echo "poolfs_mount_test: $failures FAILED"
+  exit 1
+fi
+echo "poolfs_mount_test: all passed"
