@@ -2,7 +2,9 @@
 # Persistence: files written through the mount, unmounted, remounted: every
 # checksum, link count, mode, symlink, inode number and mtime is as it was;
 # twice, with a round of changes (appends, overwrites, truncates, renames,
-# deletions) in between; `poolfs check` is clean after each unmount.
+# deletions) in between; `poolfs check` is clean after each unmount. Then
+# inode numbers of deleted files may be reused, but never their file handle
+# (node id + generation).
 #
 # Usage: tests/e2e/persistence_test.sh path/to/poolfs path/to/e2e_parity
 # Exit 77 (skipped) when not root.
@@ -89,6 +91,27 @@ must rm -r "$M/moved/d3"
 for i in $(seq 301 400); do echo "new file $i" >"$M/many/f$i" || fail "creating f$i"; done
 state round2
 remount_and_compare round2
+
+# Round 3: an inode number may come back after its file is deleted, but
+# never with the same file handle (the generation tells them apart).
+must mkdir "$M/reuse"
+for i in $(seq 1 100); do echo "old $i" >"$M/reuse/old$i" || fail "creating old$i"; done
+must sync "$M/reuse"
+"$E2E_PARITY" snapshot "$M/reuse" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(ino=|handle:)/) printf "%s ", $i; print ""}' >"$W/old.ids"
+must rm -r "$M/reuse"
+for k in 1 2 3; do must sync "$M"; done
+must mkdir "$M/reuse2"
+for i in $(seq 1 300); do echo "new $i" >"$M/reuse2/new$i" || fail "creating new$i"; done
+must sync "$M/reuse2"
+"$E2E_PARITY" snapshot "$M/reuse2" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(ino=|handle:)/) printf "%s ", $i; print ""}' >"$W/new.ids"
+reused=$(cut -d' ' -f1 "$W/old.ids" | sort | comm -12 - <(cut -d' ' -f1 "$W/new.ids" | sort) | wc -l)
+same_handle=$(cut -d' ' -f2 "$W/old.ids" | sort | comm -12 - <(cut -d' ' -f2 "$W/new.ids" | sort) | wc -l)
+echo "inode numbers of 100 deleted files reused by 300 new ones: $reused"
+if [[ $same_handle -eq 0 ]]; then
+  ok "no new file has the file handle of a deleted one ($reused inode numbers reused)"
+else
+  fail "$same_handle new files have the file handle (node id and generation) of a deleted file"
+fi
 
 pool_unmount "$M" || fail "poolfs unmount (last)"
 pool_check "$P" || fail "poolfs check (last)"
