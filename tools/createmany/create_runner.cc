@@ -65,6 +65,9 @@ struct alignas(64) Worker {
   Clock::time_point end;
 };
 
+// What every worker reads (set before the latch opens, then constant) and
+// the few things they share: the stop flag, and the count of running
+// workers that the calling thread waits on.
 struct Shared {
   const Options* options = nullptr;
   const NameFormat* format = nullptr;

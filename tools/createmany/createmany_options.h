@@ -13,7 +13,8 @@
 // or the name UNLINKFMT gives for the same index; as in Lustre's getopt
 // "r::", UNLINKFMT must be attached (-rFMT), and -u is a synonym. -r alone,
 // without a create mode, only unlinks. -l takes its TARGET attached or as the
-// next argument.
+// next argument (a relative TARGET is relative to the working directory,
+// with or without -D).
 //
 // Our additions (Lustre uses -t for the time limit; here, as the project's
 // issue 4 asks, -t is the thread count and -SECONDS the time limit):
