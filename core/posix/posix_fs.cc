@@ -67,6 +67,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <thread>
 
@@ -144,6 +145,10 @@ Status PosixFs::Init() {
   POOLFS_ASSIGN_OR_RETURN(unlinked_, zap::Zap::Open(os_, ObjectId(unlinked->object)));
   POOLFS_ASSIGN_OR_RETURN(InodeRef r, Get(kRootIno));
   if (!r->is_dir()) return Status::Corruption("object 1 (the root) is not a directory");
+  auto stats = pool_->Stats();
+  space_free_ = stats.space.free;
+  space_capacity_ = stats.space.capacity;
+  space_synced_txg_ = stats.last_synced.value();
   return FreeUnlinkedSet();
 }
 
@@ -312,11 +317,14 @@ Attr PosixFs::MakeAttr(const Inode& in, const ZnodePhys& z) {
     case S_IFREG: {
       a.size = z.size;
       a.blksize = kRecordSize;
-      auto info = os_->Stat(ObjectId(in.ino));
-      uint64_t used = info.ok() ? info->used : 0;
-      // Dirty data is not allocated yet: count it at its logical size.
-      a.blocks = (std::max(used, std::min(z.size, used + z.size)) + 511) / 512;
-      if (used == 0) a.blocks = (z.size + 511) / 512;
+      uint64_t used = 0;
+      if (z.size != 0) {
+        auto info = os_->Stat(ObjectId(in.ino));
+        if (info.ok()) used = info->used;
+      }
+      // Allocated bytes as of the last sync; a file not synced yet counts
+      // its logical size (its dirty data is not allocated yet).
+      a.blocks = ((used != 0 ? used : z.size) + 511) / 512;
       break;
     }
     default: a.size = z.size; a.blocks = 0;
@@ -352,9 +360,14 @@ PosixFs::LockSet::~LockSet() {
 }
 
 Status PosixFs::ReserveSpace(uint64_t bytes) {
-  const uint64_t synced = pool_->txgs().last_synced().value();
-  if (space_synced_txg_.load(std::memory_order_acquire) != synced) {
-    std::lock_guard<std::mutex> l(space_mu_);
+  // Free space changes only when a txg syncs. Asking the txg manager which
+  // txg synced last takes its lock, so ask at most every 10 ms, and let one
+  // thread do it while the others go on with the figures they have.
+  const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.try_lock()) {
+    std::lock_guard<std::mutex> l(space_mu_, std::adopt_lock);
+    space_refresh_at_.store(now + 10'000'000, std::memory_order_relaxed);
+    const uint64_t synced = pool_->txgs().last_synced().value();
     if (space_synced_txg_.load() != synced) {
       auto stats = pool_->Stats();
       space_free_ = stats.space.free;

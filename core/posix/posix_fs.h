@@ -176,6 +176,7 @@ class PosixFs final : public Filesystem {
 
   // Space: free bytes as of the last sync seen (ReserveSpace).
   std::mutex space_mu_;
+  std::atomic<uint64_t> space_refresh_at_{0};  // steady-clock ns
   std::atomic<uint64_t> space_synced_txg_{~uint64_t{0}};
   std::atomic<uint64_t> space_free_{0};
   std::atomic<uint64_t> space_capacity_{0};
