@@ -47,9 +47,16 @@ struct TwoSides {
 
 TEST_CASE("Every scenario gives the same results in two folders of one filesystem") {
   TwoSides sides;
-  auto report = RunParity(AllScenarios(), sides.Options());
+  // statfs_figures is left out: it checks that writing 8 MiB lowers the free
+  // space, and the shared filesystem of /tmp has other writers (the e2e
+  // drivers run it on private tmpfs and poolfs mounts).
+  std::vector<Scenario> scenarios;
+  for (auto& sc : AllScenarios()) {
+    if (sc.name != "statfs_figures") scenarios.push_back(sc);
+  }
+  auto report = RunParity(scenarios, sides.Options());
   REQUIRE(report.error.empty());
-  CHECK(report.scenarios == static_cast<int>(AllScenarios().size()));
+  CHECK(report.scenarios == static_cast<int>(scenarios.size()));
   CHECK(report.lines_compared > 1000);
   for (const auto& d : report.differences) {
     INFO(d.scenario << " " << d.where << "\nA: " << d.a << "\nB: " << d.b);

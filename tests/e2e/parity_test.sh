@@ -2,11 +2,14 @@
 # POSIX parity of a mounted pool with tmpfs, and inode numbers and file
 # handles (node id + generation) stable across a remount.
 #
-# Usage: tests/e2e/parity_test.sh path/to/poolfs path/to/e2e_parity root|user
+# Usage: tests/e2e/parity_test.sh path/to/poolfs path/to/e2e_parity MODE
 #   root  the pool is mounted by root with allow_other; the scenarios run as
 #         root, and their cross-user steps as the test user
 #   user  the test user creates and mounts the pool (/dev/fuse made 0666)
 #         and runs the scenarios; there is no cross-user step
+#   user-default-permissions
+#         the same, mounted with -o default_permissions (the kernel checks
+#         the mode bits; poolfs only the rules left to it)
 # The differences found (scenario, call, tmpfs result, poolfs result) are
 # printed; those listed in known_differences.txt (each with its reason) do
 # not fail the test. Exit 77 (skipped) when not root.
@@ -14,7 +17,7 @@ set -uo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 source "$HERE/lib.sh"
 e2e_init "$1" "$2"
-mode=${3:?usage: $0 poolfs e2e_parity root|user}
+mode=${3:?usage: $0 poolfs e2e_parity root|user|user-default-permissions}
 e2e_user
 
 case "$mode" in
@@ -28,8 +31,13 @@ case "$mode" in
     mount_opts=()
     other=()
     ;;
+  user-default-permissions)
+    user=$E2E_USER
+    mount_opts=(-o default_permissions)
+    other=()
+    ;;
   *)
-    echo "usage: $0 poolfs e2e_parity root|user" >&2
+    echo "usage: $0 poolfs e2e_parity root|user|user-default-permissions" >&2
     exit 2
     ;;
 esac

@@ -366,16 +366,22 @@ int Sys::ReadDir(const std::string& path) {
   if (fd < 0) return Record(call, -1, errno);
   DIR* dir = ::fdopendir(fd);
   std::vector<std::string> names;
-  bool inos_match = true;
-  errno = 0;
-  while (struct dirent* e = ::readdir(dir)) {
+  std::string ino_check = "matches";  // or "DIFFERS FROM", or "lstat failed (E...) to check"
+  while (true) {
+    errno = 0;  // readdir leaves errno alone at the end of the directory
+    struct dirent* e = ::readdir(dir);
+    if (e == nullptr) break;
     std::string name = e->d_name;
     names.push_back(name + ":" + std::to_string(e->d_type));
     if (name == "." || name == "..") continue;  // ".." may be on another mount
     struct stat st;
-    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_ino != e->d_ino) {
-      inos_match = false;
+    if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      const char* err_name = strerrorname_np(errno);
+      ino_check = "lstat failed (" + std::string(err_name ? err_name : "?") + ") to check";
+    } else if (st.st_ino != e->d_ino && ino_check == "matches") {
+      ino_check = "DIFFERS FROM";
     }
+    errno = 0;
   }
   int err = errno;
   ::closedir(dir);
@@ -383,7 +389,7 @@ int Sys::ReadDir(const std::string& path) {
   std::sort(names.begin(), names.end());
   std::string text;
   for (const auto& n : names) text += (text.empty() ? "" : " ") + n;
-  Note(call + " = [" + text + "] d_ino " + (inos_match ? "matches" : "DIFFERS FROM") + " st_ino");
+  Note(call + " = [" + text + "] d_ino " + ino_check + " st_ino");
   return static_cast<int>(names.size());
 }
 
