@@ -62,7 +62,7 @@ for n in 1 511 4095 4096 4097 131071 131072 131073 1000000; do
 done
 head -c 24M /dev/urandom >"$W/src/big"
 must cp "$W/src/big" "$M/d1/d2/d3/big"
-yes "compressible line of text" | head -c 8M >"$M/d1/text" || fail "writing into the mount failed"
+head -c 8M <(yes "compressible line of text") >"$M/d1/text" || fail "writing into the mount failed"
 must dd if=/dev/urandom of="$M/sparse" bs=4k count=1 seek=5000 status=none
 for i in $(seq 1 300); do echo "file $i" >"$M/many/f$i" || fail "creating f$i"; done
 must ln "$M/size-4096" "$M/d1/link-to-4096"
