@@ -34,6 +34,9 @@ Command AddCreateCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
 Command AddMountCommand(CLI::App& parent);
 Command AddUnmountCommand(CLI::App& parent);
+Command AddTunablesCommand(CLI::App& parent);
+Command AddTuneCommand(CLI::App& parent);
+Command AddStatusCommand(CLI::App& parent);
 
 // Prints "poolfs <command>: <message>" to stderr and returns the exit code
 // for `st`: kExitUsage for InvalidArgument, NotFound, Busy and

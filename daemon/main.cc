@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
       AddCheckCommand(app),
       AddMountCommand(app),
       AddUnmountCommand(app),
+      AddStatusCommand(app),
+      AddTuneCommand(app),
+      AddTunablesCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of `poolfs create` and `poolfs check`: the exit codes
+# End-to-end test of `poolfs create` and `poolfs check` (and the paths of
+# `poolfs tunables`, `tune` and `status` that need no mount): the exit codes
 # (0 healthy, 1 damaged or not a pool, 2 usage), the refusals, clear
 # messages, no crash, and files that `check` leaves byte for byte unchanged.
 #
@@ -116,6 +117,44 @@ check_unchanged 1 "label 2" label.pool
 cp tank.pool scribbled.pool
 head -c $((1 << 20)) /dev/urandom | dd of=scribbled.pool bs=1M seek=4 conv=notrunc status=none
 check_unchanged 1 "" scribbled.pool
+
+# --- tunables, tune, status (the paths that need no mount) ---
+run 0 "txg.timeout_ms" tunables
+run 0 "dmu.metadnode_backfill" tunables
+run 0 "[txg]" tunables --toml
+# Nothing mounted: tune checks its assignments first, then says no daemon serves it.
+mkdir -p mnt
+XDG_RUNTIME_DIR="$DIR" run 2 "no poolfs daemon serves mnt" tune mnt txg.timeout_ms=1000
+XDG_RUNTIME_DIR="$DIR" run 2 "did you mean txg.timeout_ms" tune mnt txg.timout_ms=1000
+XDG_RUNTIME_DIR="$DIR" run 2 "expected" tune mnt txg.timeout_ms=0
+XDG_RUNTIME_DIR="$DIR" run 2 "KEY=VALUE" tune mnt txg.timeout_ms
+XDG_RUNTIME_DIR="$DIR" run 2 "nothing to do" tune mnt
+XDG_RUNTIME_DIR="$DIR" run 2 "no poolfs daemon serves mnt" tune mnt --reload
+run 2 "" tune
+XDG_RUNTIME_DIR="$DIR" run 2 "no poolfs daemon serves mnt" status mnt
+run 2 "No such file" status missing.pool
+run 2 "" status
+# An unmounted pool is read offline, without writing.
+before=$(sha256sum tank.pool)
+XDG_CONFIG_HOME="$DIR/noconfig" run 0 "not mounted" status tank.pool
+[[ "$(sha256sum tank.pool)" == "$before" ]] || fail "poolfs status changed tank.pool"
+XDG_CONFIG_HOME="$DIR/noconfig" run 0 "pool:             tank" status tank.pool
+run 0 "last synced txg:" status a.pool b.pool
+run 2 "2 vdevs but 1" status a.pool
+run 1 "not a usable poolfs vdev" status random.pool
+printf '[txg]\ntimeout_ms = 1234\n' >good.toml
+run 0 "1234ms" status tank.pool --config good.toml
+printf '[txg]\ntimeout_ms = "soon"\n' >bad.toml
+run 1 "bad.toml:2" status tank.pool --config bad.toml
+# A pool in use by another process: held here the way a mount holds it.
+if command -v flock >/dev/null; then
+  ( flock -x 9; sleep 30 ) 9<tank.pool &
+  holder=$!
+  sleep 0.5
+  run 2 "in use" status tank.pool
+  kill "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
+fi
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)" >&2

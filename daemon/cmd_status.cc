@@ -1,0 +1,179 @@
+// `poolfs status MOUNTPOINT` and `poolfs status POOLFILE...`.
+//
+// A mountpoint: the daemon serving it answers through its control socket
+// (control.h) with the pool's live state and the tunables in effect
+// (live_config.h's RenderStatus). Pool files that are not mounted: read
+// offline without writing (poolfs/pool_admin.h's CheckPool, which reads and
+// verifies every block, so its time grows with the pool's contents), with
+// the tunables the next mount would use. A pool in use by another process
+// is reported as such, with that process and the poolfs mounts found.
+//
+// The daemon is asked first, before anything stats the target, so a hung
+// FUSE mount cannot hang `status` on a stat of its mountpoint.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "config/config.h"
+#include "config/render.h"
+#include "control.h"
+#include "live_config.h"
+#include "poolfs/pool_admin.h"
+
+namespace poolfs::daemon {
+
+namespace {
+
+struct StatusArgs {
+  std::vector<std::string> targets;
+  std::string config_path;
+};
+
+// The command line of process `pid`, space-separated ("" when unreadable).
+std::string ProcessCommandLine(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/cmdline");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& c : all)
+    if (c == '\0') c = ' ';
+  while (!all.empty() && all.back() == ' ') all.pop_back();
+  return all;
+}
+
+// Mountpoints of FUSE filesystems whose type or source names poolfs.
+std::vector<std::string> PoolfsMounts() {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/self/mounts");
+  std::string source, target, type, rest;
+  while (in >> source >> target >> type && std::getline(in, rest)) {
+    if (type.starts_with("fuse") &&
+        (type.find("poolfs") != std::string::npos || source.find("poolfs") != std::string::npos))
+      out.push_back(target);
+  }
+  return out;
+}
+
+int ReportBusy(const Status& st) {
+  std::cerr << "poolfs status: " << st.message() << "\n";
+  std::smatch m;
+  const std::string& msg = st.message();
+  if (std::regex_search(msg, m, std::regex("pid ([0-9]+)"))) {
+    const std::string cmd = ProcessCommandLine(m[1]);
+    if (!cmd.empty()) std::cerr << "  process " << m[1] << ": " << cmd << "\n";
+  }
+  const std::vector<std::string> mounts = PoolfsMounts();
+  for (const std::string& mnt : mounts) std::cerr << "  poolfs mount: " << mnt << "\n";
+  std::cerr << "  if it is mounted, ask its daemon: poolfs status "
+            << (mounts.size() == 1 ? mounts[0] : std::string("MOUNTPOINT")) << "\n";
+  return kExitUsage;
+}
+
+// The tunables a mount would use now, or the config error.
+Result<config::Config> NextMountConfig(const std::string& explicit_path) {
+  POOLFS_ASSIGN_OR_RETURN(std::optional<std::string> path, config::FindConfigFile(explicit_path));
+  if (!path) return config::Config();
+  return config::LoadConfigFile(*path);
+}
+
+int RunOffline(const StatusArgs& args) {
+  auto report = CheckPool(args.targets);
+  if (!report.ok()) {
+    if (report.status().code() == StatusCode::kBusy) return ReportBusy(report.status());
+    return ReportError("status", report.status());
+  }
+  uint64_t vdev_bytes = 0;
+  for (const std::string& p : args.targets) {
+    struct stat st;
+    if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) vdev_bytes += uint64_t(st.st_size);
+  }
+  const CheckReport& r = *report;
+  auto line = [](std::string_view key, const std::string& value) {
+    std::cout << key << std::string(key.size() < 18 ? 18 - key.size() : 1, ' ') << value << "\n";
+  };
+  line("pool:", r.pool);
+  line("state:", std::string("not mounted (read offline, nothing written)"));
+  line("health:", r.ok() ? std::string("healthy")
+                         : "DAMAGED: " + std::to_string(r.problems.size() + r.problems_omitted) +
+                               " problems (`poolfs check` lists them)");
+  line("last synced txg:", std::to_string(r.txg));
+  std::string space = FormatBytesHuman(r.bytes_allocated_by_maps) + " used";
+  if (vdev_bytes > 0)
+    space += " of " + FormatBytesHuman(vdev_bytes) + " in " + std::to_string(r.vdevs) +
+             (r.vdevs == 1 ? " vdev file" : " vdev files") +
+             " (free is a little less than the difference: labels and reserves)";
+  line("space:", space);
+  line("checksum errors:", std::to_string(r.checksum_errors));
+  line("datasets:", std::to_string(r.datasets));
+  line("objects:", std::to_string(r.objects) + " (the MOS's included), " +
+                       std::to_string(r.blocks) + " blocks");
+  auto cfg = NextMountConfig(args.config_path);
+  if (!cfg.ok()) {
+    std::cout << "tunables at the next mount: the config file does not load:\n";
+    std::cerr << "poolfs status: " << cfg.status().message() << "\n";
+    return kExitFailure;
+  }
+  std::cout << "tunables at the next mount ("
+            << (cfg->source().empty() ? std::string("defaults, no config file")
+                                      : "from " + cfg->source())
+            << "):\n";
+  std::istringstream table(config::RenderEffectiveTunables(*cfg));
+  for (std::string l; std::getline(table, l);) std::cout << "  " << l << "\n";
+  return kExitOk;
+}
+
+int RunStatus(const StatusArgs& args) {
+  if (args.targets.size() == 1) {
+    const std::string& target = args.targets[0];
+    auto reply = ControlCall(target, "status");
+    if (reply.ok()) {
+      if (reply->starts_with("error: ")) {
+        std::cerr << "poolfs status: " << target << ": " << reply->substr(7);
+        return kExitFailure;
+      }
+      std::cout << *reply;
+      return kExitOk;
+    }
+    if (reply.status().code() != StatusCode::kNotFound)
+      return ReportError("status", reply.status());
+    struct stat st;
+    if (stat(target.c_str(), &st) != 0) {
+      const int err = errno;
+      if (err == ENOTCONN)
+        return ReportError("status", Status::IOError(target + ": " + std::strerror(err) +
+                                                     " (its daemon died? `fusermount3 -u " +
+                                                     target + "` clears it)"));
+      return ReportError("status", Status::NotFound(target + ": " + std::strerror(err)));
+    }
+    if (S_ISDIR(st.st_mode))
+      return ReportError("status", Status::NotFound("no poolfs daemon serves " + target +
+                                                    " (not mounted, or mounted by another "
+                                                    "user)"));
+  }
+  return RunOffline(args);
+}
+
+}  // namespace
+
+Command AddStatusCommand(CLI::App& parent) {
+  auto args = std::make_shared<StatusArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "status",
+      "Show a pool: state, last synced txg, space, datasets, checksum errors, tunables in "
+      "effect; asks the daemon for a MOUNTPOINT, reads POOLFILEs offline without writing");
+  app->add_option("TARGET", args->targets, "MOUNTPOINT, or all the vdev files of an unmounted pool")
+      ->required();
+  app->add_option("--config", args->config_path,
+                  "for POOLFILEs: the config file whose tunables to show (default: the one a "
+                  "mount would read)");
+  return {app, [args] { return RunStatus(*args); }};
+}
+
+}  // namespace poolfs::daemon
