@@ -231,6 +231,35 @@ void PermissionBits(Sys& s) {
   s.AsOther("others' bits", [](Sys& o) { o.Open("f", O_RDONLY); });
   s.Chmod("f", 0640);
   s.AsOther("no bits for others", [](Sys& o) { o.Open("f", O_RDONLY); });
+  // Through a supplementary group of the other user (poolfs-e2e-g2): the
+  // group bits apply. The core fetches supplementary groups only when a
+  // check needs them, so this is the path that reads them.
+  Touch(s, "g", "group data");
+  s.Chown("g", -1, s.OtherUsersGroup());  // root only: EPERM as a user
+  s.Chmod("g", 0660);
+  s.Mkdir("gd", 0770);
+  s.Chown("gd", -1, s.OtherUsersGroup());
+  s.Chmod("gd", 0770);
+  s.AsOther("through a supplementary group", [](Sys& o) {
+    int f = o.Open("g", O_RDWR);
+    o.Write(f, "G");
+    o.Close(f);
+    o.Access("g", R_OK | W_OK);
+    Touch(o, "gd/made-by-group-member", "x");
+    o.ReadDir("gd");
+  });
+}
+
+// The owner may set times even without write permission.
+void TimesByOwner(Sys& s) {
+  Touch(s, "ro", "x");
+  s.Chmod("ro", 0444);
+  struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+  struct timespec set[2] = {{100, 1}, {200, 2}};
+  s.Utimens("ro", now);
+  s.Utimens("ro", set);
+  s.ExactTimes("ro");
+  s.Chown("ro", -1, -1);  // no change: allowed to the owner
 }
 
 }  // namespace
@@ -245,6 +274,7 @@ void AddAttrScenarios(std::vector<Scenario>* out) {
   out->push_back({"times_exact", TimesExact});
   out->push_back({"times_permissions", TimesPermissions});
   out->push_back({"permission_bits", PermissionBits});
+  out->push_back({"times_by_owner", TimesByOwner});
 }
 
 }  // namespace poolfs::e2e

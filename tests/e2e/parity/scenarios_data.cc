@@ -221,6 +221,22 @@ void ReadDirTypes(Sys& s) {
   s.ReadDir("d");  // d_type of each
 }
 
+// Shared mappings: what is written through one reaches read(2), and the
+// other way round.
+void MmapShared(Sys& s) {
+  Touch(s, "f", Pattern(3 * 4096 + 100, 20));
+  s.MmapWrite("f", "written through a mapping", 5000);
+  s.MmapWrite("f", Pattern(4096, 21), 8192);
+  Cat(s, "f");
+  int fd = s.Open("f", O_WRONLY);
+  s.Pwrite(fd, "then through write(2)", 5010);
+  s.Close(fd);
+  s.MmapWrite("f", "x", 0);
+  Cat(s, "f");
+  s.Stat("f");
+  s.MmapWrite("missing", "x", 0);  // ENOENT
+}
+
 void DataTimes(Sys& s) {
   Touch(s, "f", "data");
   s.MarkTimes("f", "created");
@@ -253,6 +269,7 @@ void AddDataScenarios(std::vector<Scenario>* out) {
   out->push_back({"statfs_figures", StatFsFigures});
   out->push_back({"readdir_many", ReadDirMany});
   out->push_back({"readdir_types", ReadDirTypes});
+  out->push_back({"mmap_shared", MmapShared});
   out->push_back({"data_times", DataTimes});
 }
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -123,6 +124,13 @@ gid_t Sys::OtherGroupOfCaller() {
   }
   // Root may give a file any group: pick one nobody has.
   return geteuid() == 0 ? 4242 : getegid();
+}
+
+gid_t Sys::OtherUsersGroup() const {
+  for (gid_t g : other_.groups) {
+    if (g != other_.gid) return g;
+  }
+  return 0;
 }
 
 long Sys::Record(const std::string& call, long ret, int err, bool fd_result) {
@@ -307,6 +315,26 @@ int Sys::Fdatasync(int fd) {
 
 int Sys::Fchmod(int fd, mode_t mode) {
   return Record("fchmod(" + FdName(fd) + ", " + Octal(mode) + ")", ::fchmod(fd, mode), errno);
+}
+
+int Sys::MmapWrite(const std::string& path, const std::string& data, off_t off) {
+  std::string call =
+      "mmap_write(" + path + ", " + DataText(data) + ", " + std::to_string(off) + ")";
+  int fd = ::openat(dirfd_, path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Record(call, -1, errno);
+  // mmap wants a page-aligned offset.
+  off_t start = off & ~static_cast<off_t>(4095);
+  size_t len = data.size() + (off - start);
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, start);
+  int r = -1, err = errno;
+  if (p != MAP_FAILED) {
+    std::memcpy(static_cast<char*>(p) + (off - start), data.data(), data.size());
+    r = ::msync(p, len, MS_SYNC);
+    err = errno;
+    ::munmap(p, len);
+  }
+  ::close(fd);
+  return Record(call, r, err);
 }
 
 int Sys::Fstat(int fd) {

@@ -54,6 +54,10 @@ class Sys {
   // 4242).
   static gid_t OtherGroupOfCaller();
 
+  // A supplementary group of the other user that is not its primary group
+  // (0 when there is no other user): for group-permission steps.
+  gid_t OtherUsersGroup() const;
+
   // Files and directories. Each returns the syscall's result (-1 on error).
   int Open(const std::string& path, int flags, mode_t mode = 0);
   int Close(int fd);
@@ -83,6 +87,9 @@ class Sys {
   int Fsync(int fd);
   int Fdatasync(int fd);
   int Fchmod(int fd, mode_t mode);
+  // Maps [off, off + data.size()) of `path` shared and read-write, copies
+  // `data` in, msyncs and unmaps (the file must be that long already).
+  int MmapWrite(const std::string& path, const std::string& data, off_t off);
   int Fstat(int fd);
 
   // State.
