@@ -88,28 +88,35 @@ void LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view what
     if (!st.ok()) spdlog::error("{}: {}", what, st.message());  // loaded is valid: not reached
   }
   running_.set_source(loaded.source());
-  const config::Config previous_wanted = wanted_;
+  // What this request asked for: the changes from the last accepted values
+  // (the running live ones plus the pending at-mount ones).
+  const config::ConfigDiff asked = config::Diff(wanted_.values(), loaded.values());
   wanted_ = loaded;
   bool level_changed = false;
-  for (const config::TunableChange& c : diff.live)
-    level_changed |= c.tunable->name == "log.level";
+  for (const config::TunableChange& c : diff.live) level_changed |= c.tunable->name == "log.level";
   if (level_changed) SetLogLevel(LogLevelName(running_));
   if (!diff.live.empty() && fs_ != nullptr) fs_->SetLive(ToLiveTunables(running_.values()));
-  for (const config::TunableChange& c : diff.live)
-    spdlog::info("{}: {} (live, now in effect)", what, c.ToString());
-  for (const config::TunableChange& c : diff.at_mount)
-    spdlog::info("{}: {} (pending: takes effect at the next mount)", what, c.ToString());
-  if (diff.empty()) spdlog::info("{}: nothing changed", what);
-  if (note != nullptr) {
-    note->clear();
-    for (const config::TunableChange& c : diff.at_mount) {
-      // Only the tuned key matters to the caller, not changes already pending.
-      if (c.tunable->get(previous_wanted.values()) == c.new_value) continue;
-      *note += c.ToString() + " (at the next mount; poolfs tune does not change the config file";
-      *note += config_path_.empty() ? ")" : ": set it in " + config_path_ + " to keep it)";
-      *note += "\n";
+
+  // One log line per request; a note for the caller about at-mount changes.
+  std::string changes;
+  if (note != nullptr) note->clear();
+  for (const config::TunableChange& c : asked.live)
+    changes += (changes.empty() ? "" : "; ") + c.ToString() + " (live, in effect)";
+  for (const config::TunableChange& c : asked.at_mount) {
+    const uint64_t running_value = c.tunable->get(running_.values());
+    if (c.new_value == running_value) {
+      changes += (changes.empty() ? "" : "; ") + c.ToString() + " (no longer pending)";
+      continue;
+    }
+    const config::TunableChange pending{c.tunable, running_value, c.new_value};
+    changes += (changes.empty() ? "" : "; ") + pending.ToString() + " (at the next mount)";
+    if (note != nullptr) {
+      *note +=
+          pending.ToString() + " (at the next mount; poolfs tune does not change the config file";
+      *note += config_path_.empty() ? ")\n" : ": set it in " + config_path_ + " to keep it)\n";
     }
   }
+  spdlog::info("{}: {}", what, changes.empty() ? std::string("nothing changed") : changes);
 }
 
 const config::Config& LiveConfig::running() const { return running_; }

@@ -130,6 +130,20 @@ TEST_CASE("LiveConfig tune of an at-mount tunable is accepted as pending") {
   CHECK(live.Pending().find("alloc.allocators") != std::string::npos);
 }
 
+TEST_CASE("LiveConfig tune of a pending at-mount tunable reports it against the running value") {
+  FakeFilesystem fs;
+  LiveConfig live(config::Config(), "", &fs);
+  std::string note;
+  REQUIRE(live.Tune("fuse.threads=4", &note).ok());
+  REQUIRE(live.Tune("fuse.threads=6", &note).ok());
+  CHECK(note.starts_with("fuse.threads: 0 -> 6 (at the next mount"));
+  CHECK(live.Pending() == "fuse.threads: 0 -> 6 (at the next mount)\n");
+  // Back to the running value: nothing pending, nothing to note.
+  REQUIRE(live.Tune("fuse.threads=0", &note).ok());
+  CHECK(note.empty());
+  CHECK(live.Pending().empty());
+}
+
 TEST_CASE("LiveConfig tune refuses bad assignments and changes nothing") {
   FakeFilesystem fs;
   LiveConfig live(config::Config(), "", &fs);
