@@ -1,9 +1,13 @@
 // Parity scenarios for file data and directories: open, read, write,
 // truncate, fallocate, fsync, statfs, readdir.
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <map>
 
 #include "parity/scenario.h"
 
@@ -211,6 +215,56 @@ void ReadDirMany(Sys& s) {
   s.ReadDir("file");  // ENOTDIR
 }
 
+// Reads a directory with a small getdents64 buffer (so the listing takes
+// many calls, each resuming from the last cookie), removing and adding
+// entries after the first call. POSIX leaves it open whether removed or
+// added entries show up; an entry that stays must be listed exactly once.
+void ReadDirWhileChanging(Sys& s) {
+  s.Mkdir("d", 0755);
+  for (int i = 0; i < 300; ++i) Touch(s, "d/e" + std::to_string(i));
+  int fd = ::openat(s.DirFd(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    s.Note("open d failed");
+    return;
+  }
+  std::map<std::string, int> seen;
+  char buf[1024];
+  bool changed = false;
+  long n;
+  while ((n = ::syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+    for (long off = 0; off < n;) {
+      auto* e = reinterpret_cast<struct dirent64*>(buf + off);
+      seen[e->d_name]++;
+      off += e->d_reclen;
+    }
+    if (!changed) {
+      changed = true;
+      for (int i = 0; i < 100; ++i) {
+        ::unlinkat(s.DirFd(), ("d/e" + std::to_string(i * 3)).c_str(), 0);
+        int f = ::openat(s.DirFd(), ("d/n" + std::to_string(i)).c_str(),
+                         O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (f >= 0) ::close(f);
+      }
+    }
+  }
+  s.Note(std::string("getdents64 ended with ") + (n == 0 ? "0" : "an error"));
+  ::close(fd);
+  int stayed_once = 0, stayed_missing = 0, stayed_twice = 0, others_twice = 0;
+  for (int i = 0; i < 300; ++i) {
+    if (i % 3 == 0 && i / 3 < 100) continue;  // removed
+    int count = seen["e" + std::to_string(i)];
+    (count == 1 ? stayed_once : count == 0 ? stayed_missing : stayed_twice)++;
+  }
+  for (const auto& [name, count] : seen) {
+    if (count > 1 && name[0] != 'e') others_twice++;
+  }
+  s.Note("entries that stayed: " + std::to_string(stayed_once) + " listed once, " +
+         std::to_string(stayed_missing) + " missed, " + std::to_string(stayed_twice) +
+         " listed twice; other entries listed twice: " + std::to_string(others_twice) +
+         "; . and .. listed: " + std::to_string(seen["."]) + " " + std::to_string(seen[".."]));
+  s.ReadDir("d");
+}
+
 void ReadDirTypes(Sys& s) {
   s.Mkdir("d", 0755);
   Touch(s, "d/reg");
@@ -268,6 +322,7 @@ void AddDataScenarios(std::vector<Scenario>* out) {
   out->push_back({"fsync_calls", FsyncCalls});
   out->push_back({"statfs_figures", StatFsFigures});
   out->push_back({"readdir_many", ReadDirMany});
+  out->push_back({"readdir_while_changing", ReadDirWhileChanging});
   out->push_back({"readdir_types", ReadDirTypes});
   out->push_back({"mmap_shared", MmapShared});
   out->push_back({"data_times", DataTimes});

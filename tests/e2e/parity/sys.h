@@ -44,6 +44,10 @@ class Sys {
   // `dirfd` is the scenario's directory (not owned); `log` receives the lines.
   Sys(int dirfd, std::vector<std::string>* log, const OtherUser& other);
 
+  // The scenario's directory, for steps that make raw syscalls and record
+  // only a relation (with Note).
+  int DirFd() const { return dirfd_; }
+
   // Records a free-form line (a relation the scenario computed).
   void Note(const std::string& line);
 
