@@ -66,8 +66,7 @@ void SignalLoop(const sigset_t& set, std::atomic<bool>& stop, fuse::FuseServer& 
     if (sig == SIGHUP) {
       spdlog::info("SIGHUP: reloading {}",
                    live.config_path().empty() ? "(no config file: defaults)" : live.config_path());
-      Status st = live.Reload();
-      if (!st.ok()) spdlog::error("reload failed, running values kept: {}", st.ToString());
+      (void)live.Reload();  // logs what changed, or why the file was refused
     } else if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("{}: unmounting {} (final sync and export follow)",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT", server.mountpoint());
@@ -183,7 +182,9 @@ Command AddMountCommand(CLI::App& parent) {
   app->add_option("POOLFILE", args->pool_file, "the pool's vdev file")->required();
   app->add_option("MOUNTPOINT", args->mountpoint, "an existing empty directory")->required();
   app->add_option("-o", args->options,
-                  "mount options, comma-separated: ro, allow_other, default_permissions, ...")
+                  "mount options, comma-separated: ro, allow_other, default_permissions, and "
+                  "poolfs's own entry_timeout=S, attr_timeout=S, negative_timeout=S (seconds the "
+                  "kernel caches names, attributes and absent names)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--config", args->config_path,

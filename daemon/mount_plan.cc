@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -69,6 +70,28 @@ Status CheckMountpoint(const std::string& path) {
   return Status::Ok();
 }
 
+// entry_timeout=S, attr_timeout=S, negative_timeout=S (seconds the kernel
+// caches names, attributes, absent names): poolfs's own -o options, not
+// passed to libfuse. Sets *ours when `opt` is one of them.
+Status ParseTimeoutOption(const std::string& opt, fuse::FuseOptions* fuse, bool* ours) {
+  const size_t eq = opt.find('=');
+  const std::string key = opt.substr(0, eq);
+  double* field = key == "entry_timeout"      ? &fuse->entry_timeout
+                  : key == "attr_timeout"     ? &fuse->attr_timeout
+                  : key == "negative_timeout" ? &fuse->negative_timeout
+                                              : nullptr;
+  *ours = field != nullptr;
+  if (!field) return Status::Ok();
+  char* end = nullptr;
+  const std::string value = eq == std::string::npos ? "" : opt.substr(eq + 1);
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !(v >= 0 && v <= 86400)) {
+    return Status::InvalidArgument("-o " + opt + ": expected " + key + "=SECONDS, from 0 to 86400");
+  }
+  *field = v;
+  return Status::Ok();
+}
+
 Result<config::Config> LoadConfig(const std::string& explicit_path, std::string* used) {
   POOLFS_ASSIGN_OR_RETURN(auto path, config::FindConfigFile(explicit_path));
   if (!path) return config::Config();
@@ -127,6 +150,9 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
       if (opt == "ro") plan.core.read_only = true;
       if (opt == "rw") plan.core.read_only = false;
       if (opt == "default_permissions") plan.core.kernel_checks_permissions = true;
+      bool ours = false;
+      POOLFS_RETURN_IF_ERROR(ParseTimeoutOption(opt, &plan.fuse, &ours));
+      if (ours) continue;
       if (opt.rfind("fsname=", 0) == 0 || opt.rfind("subtype=", 0) == 0) {
         return Status::InvalidArgument("-o " + opt + ": poolfs sets fsname and subtype itself");
       }

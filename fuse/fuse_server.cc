@@ -107,7 +107,7 @@ FuseServer::~FuseServer() {
 
 Status FuseServer::Run() {
   int rc;
-  if (options_.single_threaded) {
+  if (options_.single_threaded || options_.threads == 1) {
     rc = fuse_session_loop(session_);
   } else {
     fuse_loop_config* cfg = fuse_loop_cfg_create();

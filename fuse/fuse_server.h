@@ -57,8 +57,10 @@ struct FuseOptions {
   // libfuse mount options, one per entry: allow_other, default_permissions,
   // ro, ... (the subtype "poolfs" and fsname are added).
   std::vector<std::string> mount_options;
-  uint32_t threads = 0;          // worker threads; 0: kDefaultThreads
-  bool single_threaded = false;  // fuse_session_loop instead (for measurements)
+  // Worker threads; 0: kDefaultThreads; 1: fuse_session_loop (requests are
+  // answered on the thread that reads them, no hand-off at all).
+  uint32_t threads = 0;
+  bool single_threaded = false;  // as threads = 1
   bool clone_fd = false;         // one /dev/fuse descriptor per worker
   bool writeback_cache = false;  // fuse.writeback_cache
   double entry_timeout = kDefaultEntryTimeout;

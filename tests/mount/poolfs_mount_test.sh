@@ -121,13 +121,33 @@ for sig in TERM INT; do
     || fail "data written before SIG$sig is lost"
 done
 
+# --- SIGHUP reloads the config file: live changes apply, a bad file is refused
+mkdir -p "$XDG_CONFIG_HOME/poolfs"
+LOG=$XDG_STATE_HOME/poolfs/tank.log
+printf '[txg]\ntimeout_ms = 5000\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
+expect 0 "" "$POOLFS" unmount "$DIR/mnt"
+expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt"  # finds the file in $XDG_CONFIG_HOME
+printf '[txg]\ntimeout_ms = 1000\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
+pid=$(daemon_pid "$DIR/mnt")
+kill -HUP "$pid"
+for _ in $(seq 100); do grep -q "5000ms -> 1000ms" "$LOG" && break; sleep 0.1; done
+grep -q "5000ms -> 1000ms" "$LOG" && ok "SIGHUP applied txg.timeout_ms" || fail "SIGHUP: $(tail -n 5 "$LOG")"
+echo "txg.timeout_ms = -3" >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
+kill -HUP "$pid"
+for _ in $(seq 100); do grep -q "refused" "$LOG" && break; sleep 0.1; done
+grep -q "refused" "$LOG" && kill -0 "$pid" && ok "a bad config file is refused on SIGHUP, daemon still up" \
+  || fail "bad reload: $(tail -n 5 "$LOG")"
+rm "$XDG_CONFIG_HOME/poolfs/poolfs.toml"
+grep -q "mounted pool $DIR/tank.pool on $DIR/mnt" "$LOG" && ok "the mount is logged" || fail "no mount line in $LOG"
+expect 2 "entry_timeout=SECONDS" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2" -o entry_timeout=soon
+
 # --- fusermount3 -u ends the daemon too
 pid=$(daemon_pid "$DIR/mnt")
 fusermount3 -u "$DIR/mnt" && wait_exit "$pid" && ok "fusermount3 -u ended the daemon"
 expect 0 "pool is healthy" "$POOLFS" check "$DIR/tank.pool"
 
 # --- -o ro: reads work, writes fail with EROFS
-expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt" -o ro
+expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt" -o ro,entry_timeout=0,attr_timeout=0
 [[ "$(cat mnt/a)" == hello ]] && ok "read on a read-only mount" || fail "read on ro mount"
 out=$(touch mnt/new 2>&1) && fail "created a file on a read-only mount" \
   || { [[ "$out" == *"Read-only file system"* ]] && ok "EROFS on a read-only mount" || fail "ro: $out"; }
