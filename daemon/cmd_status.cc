@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -48,20 +49,28 @@ std::string ProcessCommandLine(const std::string& pid) {
   return all;
 }
 
-// Mountpoints of FUSE filesystems whose type or source names poolfs.
-std::vector<std::string> PoolfsMounts() {
-  std::vector<std::string> out;
+// Mountpoints of FUSE filesystems whose type or source names poolfs; those
+// whose source is `pool_file` (what `poolfs mount` records) first, and
+// `*exact` counts them.
+std::vector<std::string> PoolfsMounts(const std::string& pool_file, size_t* exact) {
+  std::error_code ec;
+  const std::string canonical = std::filesystem::canonical(pool_file, ec).string();
+  std::vector<std::string> mine, others;
   std::ifstream in("/proc/self/mounts");
   std::string source, target, type, rest;
   while (in >> source >> target >> type && std::getline(in, rest)) {
-    if (type.starts_with("fuse") &&
-        (type.find("poolfs") != std::string::npos || source.find("poolfs") != std::string::npos))
-      out.push_back(target);
+    if (!type.starts_with("fuse")) continue;
+    if (!ec && source == canonical)
+      mine.push_back(target);
+    else if (type.find("poolfs") != std::string::npos || source.find("poolfs") != std::string::npos)
+      others.push_back(target);
   }
-  return out;
+  *exact = mine.size();
+  mine.insert(mine.end(), others.begin(), others.end());
+  return mine;
 }
 
-int ReportBusy(const Status& st) {
+int ReportBusy(const std::string& pool_file, const Status& st) {
   std::cerr << "poolfs status: " << st.message() << "\n";
   std::smatch m;
   const std::string& msg = st.message();
@@ -69,10 +78,13 @@ int ReportBusy(const Status& st) {
     const std::string cmd = ProcessCommandLine(m[1]);
     if (!cmd.empty()) std::cerr << "  process " << m[1] << ": " << cmd << "\n";
   }
-  const std::vector<std::string> mounts = PoolfsMounts();
-  for (const std::string& mnt : mounts) std::cerr << "  poolfs mount: " << mnt << "\n";
-  std::cerr << "  if it is mounted, ask its daemon: poolfs status "
-            << (mounts.size() == 1 ? mounts[0] : std::string("MOUNTPOINT")) << "\n";
+  size_t exact = 0;
+  const std::vector<std::string> mounts = PoolfsMounts(pool_file, &exact);
+  for (size_t i = 0; i < mounts.size(); i++)
+    std::cerr << "  " << (i < exact ? "mounted on: " : "another poolfs mount: ") << mounts[i]
+              << "\n";
+  std::cerr << "  ask the daemon of the mount: poolfs status "
+            << (exact == 1 ? mounts[0] : std::string("MOUNTPOINT")) << "\n";
   return kExitUsage;
 }
 
@@ -86,7 +98,8 @@ Result<config::Config> NextMountConfig(const std::string& explicit_path) {
 int RunOffline(const StatusArgs& args) {
   auto report = CheckPool(args.targets);
   if (!report.ok()) {
-    if (report.status().code() == StatusCode::kBusy) return ReportBusy(report.status());
+    if (report.status().code() == StatusCode::kBusy)
+      return ReportBusy(args.targets[0], report.status());
     return ReportError("status", report.status());
   }
   uint64_t vdev_bytes = 0;
