@@ -71,6 +71,13 @@ std::string TypeName(mode_t mode) {
   return "type?";
 }
 
+// What stat(2) shows that every filesystem must agree on. Left out, each for
+// a reason: st_ino and st_dev (numbers each filesystem picks; poolfs's own
+// stability is checked across remounts by the snapshot instead), st_blocks
+// (allocation: tmpfs counts pages, poolfs counts compressed blocks as of the
+// last sync), st_blksize (the preferred I/O size: the page size on tmpfs,
+// the record size on poolfs), and the times (compared as relations by
+// MarkTimes/TimesSince, or exactly by ExactTimes after a scenario set them).
 std::string StatText(const struct stat& st) {
   std::string s = TypeName(st.st_mode) + " " + Octal(st.st_mode & 07777) +
                   " nlink=" + std::to_string(st.st_nlink) + " uid=" + std::to_string(st.st_uid) +
