@@ -42,6 +42,11 @@ finish() {
   exit 0
 }
 
+# is_child PID: PID is a live child of this shell.
+is_child() {
+  [[ "$(awk '/^PPid:/ {print $2}' "/proc/$1/status" 2>/dev/null)" == "$$" ]]
+}
+
 e2e_cleanup() {
   set +e
   if [[ -f "$W/mounts" ]]; then
@@ -51,13 +56,16 @@ e2e_cleanup() {
       fi
     done
   fi
+  # Daemons still running: only pids that are still this shell's children
+  # (a pid already waited for may belong to someone else by now).
   if [[ -f "$W/pids" ]]; then
+    local p
     while read -r p; do
-      kill "$p" 2>/dev/null
+      is_child "$p" && kill "$p" 2>/dev/null
     done <"$W/pids"
     sleep 0.5
     while read -r p; do
-      kill -9 "$p" 2>/dev/null
+      is_child "$p" && kill -9 "$p" 2>/dev/null
     done <"$W/pids"
   fi
   rm -rf "$W"
