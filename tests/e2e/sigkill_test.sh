@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SIGKILL after fsync: the daemon is killed (SIGKILL) while a writer keeps
-# writing, right after some files were fsync'ed. `poolfs check` is clean on
+# writing, right after some files were fsync'ed (and a rename made durable
+# by fsync of its directory, and a new file by fsync of the file alone). `poolfs check` is clean on
 # the killed pool, the remounted pool has every fsync'ed file intact (and
 # those of earlier rounds), and every file it lists reads without error.
 # Three rounds on one pool, the kill at a varying moment (2, 4, 6 s). Then
@@ -21,6 +22,7 @@ pool_create "$P" 1G || {
   finish
 }
 : >"$W/durable.sums"
+: >"$W/gone"
 
 for round in 1 2 3; do
   pool_mount "$P" "$M" || {
@@ -35,6 +37,18 @@ for round in 1 2 3; do
   # fsync each file (coreutils sync FILE calls fsync) and the directory.
   sync "$M/r$round"/durable-* "$M/r$round" || fail "fsync (round $round)"
   (cd "$W/src" && sha256sum r$round-*) | sed "s| r$round-| r$round/durable-|" >>"$W/durable.sums"
+  # A rename made durable by fsync of the directory alone.
+  must mv "$M/r$round/durable-1" "$M/r$round/renamed-1"
+  must sync "$M/r$round"
+  sed -i "s| r$round/durable-1\$| r$round/renamed-1|" "$W/durable.sums"
+  echo "r$round/durable-1" >>"$W/gone"
+  # A new file made durable by fsync of the file alone (no fsync of its
+  # directory: poolfs's txgs carry the entry with the data).
+  head -c 100000 /dev/urandom >"$W/src/fileonly-$round"
+  must cp "$W/src/fileonly-$round" "$M/r$round/fileonly"
+  must sync "$M/r$round/fileonly"
+  (cd "$W/src" && sha256sum "fileonly-$round") | sed "s| fileonly-$round| r$round/fileonly|" \
+    >>"$W/durable.sums"
   # A writer that keeps changing things the kill interrupts.
   (
     n=0
@@ -64,6 +78,9 @@ for round in 1 2 3; do
   else
     fail "round $round: fsync'ed data lost or damaged after SIGKILL"
   fi
+  while read -r g; do
+    [[ -e "$M/$g" ]] && fail "round $round: $g is back after its rename was fsync'ed"
+  done <"$W/gone"
   bad=0
   while IFS= read -r -d '' f; do
     cat "$f" >/dev/null 2>>"$W/read.err" || bad=$((bad + 1))
