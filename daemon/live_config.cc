@@ -43,29 +43,45 @@ poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
   return live;
 }
 
-LiveConfig::LiveConfig(config::Config running, std::string config_path, poolfs::Filesystem* fs)
+LiveConfig::LiveConfig(config::Config running, std::string config_path, poolfs::Filesystem* fs,
+                       config::ConfigSearchPaths search)
     : running_(running),
       wanted_(std::move(running)),
       config_path_(std::move(config_path)),
+      search_(std::move(search)),
       fs_(fs) {}
 
 Status LiveConfig::Reload() {
+  std::string path = config_path();
+  if (path.empty()) {  // the mount found no file: look again
+    auto found = config::FindConfigFile("", search_);
+    if (!found.ok()) {
+      spdlog::error("reload refused, the running values stay: {}", found.status().message());
+      return found.status();
+    }
+    if (*found) path = **found;
+  }
   config::Config loaded;  // no file: the defaults
-  if (!config_path_.empty()) {
-    auto result = config::LoadConfigFile(config_path_);
+  if (!path.empty()) {
+    auto result = config::LoadConfigFile(path);
     if (!result.ok()) {
-      spdlog::error("reload of {} refused, the running values stay: {}", config_path_,
+      spdlog::error("reload of {} refused, the running values stay: {}", path,
                     result.status().message());
       return result.status();
     }
     loaded = std::move(result).value();
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (config_path_.empty()) config_path_ = path;
   ApplyLocked(loaded,
-              config_path_.empty() ? std::string("reload (no config file: defaults)")
-                                   : "reload of " + config_path_,
+              path.empty() ? std::string("reload (no config file: defaults)") : "reload of " + path,
               nullptr);
   return Status::Ok();
+}
+
+std::string LiveConfig::config_path() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_path_;
 }
 
 Status LiveConfig::Tune(std::string_view assignment, std::string* note) {

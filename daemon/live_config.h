@@ -36,10 +36,13 @@ poolfs::LiveTunables ToLiveTunables(const config::Tunables& t);
 
 class LiveConfig {
  public:
-  // `config_path`: the file Reload re-reads ("" = none: Reload goes back to
-  // the defaults). `fs` must outlive this object; may be nullptr in tests
-  // (no SetLive then).
-  LiveConfig(config::Config running, std::string config_path, poolfs::Filesystem* fs);
+  // `config_path`: the file Reload re-reads. "" = the mount found none:
+  // Reload then looks again where a mount would (config::FindConfigFile
+  // with `search`) and reads the file it finds from then on, or goes back to
+  // the defaults while there is none. `fs` must outlive this object; may be
+  // nullptr in tests (no SetLive then).
+  LiveConfig(config::Config running, std::string config_path, poolfs::Filesystem* fs,
+             config::ConfigSearchPaths search = config::ConfigSearchPaths::FromEnvironment());
 
   // Re-reads the config file. Returns OK when it parsed (live changes are
   // applied, at-mount ones logged as pending); InvalidArgument, NotFound or
@@ -61,7 +64,8 @@ class LiveConfig {
   // The at-mount changes waiting for the next mount ("" when none), one per
   // line as config::ConfigDiff::ToString writes them.
   std::string Pending() const;
-  const std::string& config_path() const { return config_path_; }
+  // The file Reload reads; "" while there is none.
+  std::string config_path() const;
 
  private:
   // Puts `loaded` into effect as described above; `what` names the source
@@ -73,7 +77,8 @@ class LiveConfig {
   // The last accepted values, at-mount ones included: differs from running_
   // only in at-mount tunables (the pending changes). Guarded by mu_.
   config::Config wanted_;
-  const std::string config_path_;
+  std::string config_path_;  // guarded by mu_; set by the first Reload that finds a file
+  const config::ConfigSearchPaths search_;
   poolfs::Filesystem* const fs_;
 };
 

@@ -90,14 +90,40 @@ TEST_CASE("LiveConfig reload leaves at-mount tunables pending") {
   CHECK(live.Pending().empty());
 }
 
+// Search paths under `dir` where no config file exists (yet).
+config::ConfigSearchPaths EmptySearch(const TempDir& dir) {
+  config::ConfigSearchPaths search;
+  search.xdg_config_home = dir / "xdg";
+  search.home = dir / "home";
+  search.system_file = dir / "etc-poolfs.toml";
+  return search;
+}
+
 TEST_CASE("LiveConfig without a config file reloads to the defaults") {
+  TempDir dir;
   FakeFilesystem fs;
   auto tuned = config::ApplyAssignment(config::Config(), "txg.timeout_ms=900");
   REQUIRE(tuned.ok());
-  LiveConfig live(*tuned, "", &fs);
+  LiveConfig live(*tuned, "", &fs, EmptySearch(dir));
   REQUIRE(live.Reload().ok());
   CHECK(live.running().values().txg_timeout_ms == config::Tunables{}.txg_timeout_ms);
   CHECK(fs.live_calls().size() == 1);
+  CHECK(live.config_path().empty());
+}
+
+TEST_CASE("LiveConfig without a config file picks up one created later") {
+  TempDir dir;
+  FakeFilesystem fs;
+  LiveConfig live(config::Config(), "", &fs, EmptySearch(dir));
+  std::filesystem::create_directories(dir / "xdg/poolfs");
+  WriteFile(dir / "xdg/poolfs/poolfs.toml", "txg.timeout_ms = 1200\n");
+  REQUIRE(live.Reload().ok());
+  CHECK(live.running().values().txg_timeout_ms == 1200);
+  CHECK(live.config_path() == dir / "xdg/poolfs/poolfs.toml");
+  // From then on that file is the one reloads read.
+  WriteFile(dir / "xdg/poolfs/poolfs.toml", "txg.timeout_ms = 1300\n");
+  REQUIRE(live.Reload().ok());
+  CHECK(live.running().values().txg_timeout_ms == 1300);
 }
 
 TEST_CASE("LiveConfig tune applies a live value at once") {
