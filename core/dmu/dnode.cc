@@ -252,6 +252,11 @@ bool Dnode::DirtyIn(Txg t) const {
   return s.txg == t.value() && s.queued;
 }
 
+Result<zio::BlockPtr> Dnode::BlockPointer(uint64_t blkid) {
+  util::MutexLock l(&tree_mu_);
+  return tree_.Lookup(blkid);
+}
+
 size_t Dnode::DirtyBlocks(Txg t) const {
   util::MutexLock l(&mu_);
   const Slot& s = slots_[t.value() % kTxgSlots];
@@ -285,10 +290,17 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
 Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, size_t allocator) {
   CHECK_LE(first, end);
   CHECK_LE(end, plan.blocks.size());
-  const zio::WriteProps props{zio::BlockType::kData, 0, util::Compression(plan.attrs.compression),
-                              1};
+  const bool dnodes = plan.attrs.type == ObjectType::kMetadnode;
+  zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
+                        util::Compression(plan.attrs.compression), 1};
   for (size_t i = first; i < end; i++) {
     const auto& [blkid, data] = plan.blocks[i];
+    // A dnode block's fill counts its allocated dnodes (a dnode's first
+    // byte, its type, is 0 when free): import rebuilds the free set from it.
+    if (dnodes) {
+      props.fill = 0;
+      for (size_t at = 0; at < data->size(); at += kDnodeSize) props.fill += (*data)[at] != 0;
+    }
     zio::BlockPtr old;
     {
       util::MutexLock l(&tree_mu_);

@@ -81,6 +81,9 @@ class Dnode {
   Status Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) EXCLUDES(mu_);
   Status SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) EXCLUDES(mu_);
   ObjectInfo Info() const EXCLUDES(mu_);
+  // The pointer to data block `blkid` as of the last sync (a hole when
+  // there is none).
+  Result<zio::BlockPtr> BlockPointer(uint64_t blkid) EXCLUDES(tree_mu_);
   bool IsFree() const EXCLUDES(mu_);
 
   // Sync context. True when txg t changed this dnode and it is not yet

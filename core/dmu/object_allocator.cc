@@ -52,26 +52,33 @@ Status ObjectAllocator::Load(uint64_t high_water,
   high_water_ = high_water;
   loaded_live_ = live;
   backfilling_ = false;
+  Backfilling();  // updates backfill_ready_
   return Status::Ok();
 }
 
 bool ObjectAllocator::Backfilling() {
+  bool on = false;
   switch (mode_) {
-    case BackfillMode::kOn: return free_.space() > 0;
+    case BackfillMode::kOn: on = free_.space() > 0; break;
     case BackfillMode::kOff:
-    case BackfillMode::kLegacy: return false;
-    case BackfillMode::kAuto: break;
+    case BackfillMode::kLegacy: on = false; break;
+    case BackfillMode::kAuto: {
+      const uint64_t threshold = std::max<uint64_t>(kAutoMinFree, (high_water_ - kFirstId) / 8);
+      if (free_.space() == 0)
+        backfilling_ = false;
+      else if (free_.space() >= threshold)
+        backfilling_ = true;
+      on = backfilling_;
+      break;
+    }
   }
-  const uint64_t threshold = std::max<uint64_t>(kAutoMinFree, (high_water_ - kFirstId) / 8);
-  if (free_.space() == 0)
-    backfilling_ = false;
-  else if (free_.space() >= threshold)
-    backfilling_ = true;
-  return backfilling_;
+  backfill_ready_.store(on, std::memory_order_relaxed);
+  return on;
 }
 
 Status ObjectAllocator::Refill(Slot& s) {
   util::MutexLock l(&mu_);
+  s.gen = free_gen_.load(std::memory_order_relaxed);
   if (Backfilling()) {
     space::Range lowest;
     free_.WalkFrom(0, [&](space::Range r) {
@@ -97,6 +104,14 @@ Status ObjectAllocator::Refill(Slot& s) {
 Result<ObjectId> ObjectAllocator::Allocate(size_t slot_hint) {
   Slot& s = slots_[slot_hint % kSlots];
   util::MutexLock l(&s.mu);
+  if (s.next != s.end && backfill_ready_.load(std::memory_order_relaxed) &&
+      s.gen != free_gen_.load(std::memory_order_relaxed)) {
+    // Ids were freed since this slot took its chunk, and new ids come from
+    // the free set: the chunk goes back, so the lowest free ids go first.
+    util::MutexLock gl(&mu_);
+    free_.Add(s.next, s.end - s.next);
+    s.next = s.end = 0;
+  }
   if (s.next == s.end) POOLFS_RETURN_IF_ERROR(Refill(s));
   const uint64_t id = s.next++;
   s.allocated++;
@@ -117,7 +132,9 @@ void ObjectAllocator::Release(Txg t) {
   auto ready = std::partition(pending_.begin(), pending_.end(),
                               [&](const auto& p) { return p.first > t.value(); });
   for (auto it = ready; it != pending_.end(); ++it) free_.Add(it->second, 1);
+  if (ready != pending_.end()) free_gen_.fetch_add(1, std::memory_order_relaxed);
   pending_.erase(ready, pending_.end());
+  Backfilling();  // updates backfill_ready_
 }
 
 Status ObjectAllocator::Take(ObjectId id) {
@@ -165,6 +182,8 @@ void ObjectAllocator::SetMode(BackfillMode mode) {
     backfilling_ = false;
   }
   DrainSlots();
+  util::MutexLock l(&mu_);
+  Backfilling();  // updates backfill_ready_
 }
 
 void ObjectAllocator::SetChunk(uint32_t chunk) {

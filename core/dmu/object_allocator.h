@@ -15,9 +15,11 @@
 //
 // Ids reach threads in chunks of up to `chunk` consecutive ids (the
 // dmu.alloc_chunk tunable, 128 = 4 dnode blocks by default) cached in one of
-// a few slots picked by CPU, each with its own lock, so creating threads do
-// not share a lock per create; the allocator's own lock is taken once per
-// chunk.
+// a few slots picked by thread, each with its own lock, so creating threads
+// do not share a lock per create; the allocator's own lock is taken once
+// per chunk. When backfilling, a slot whose chunk predates the latest
+// release of freed ids gives it back at its next create and takes the
+// lowest free ids instead (once per txg at most).
 //
 // Frees. An id freed in txg f must not go to a Tx of a txg before f (that
 // txg would create an object that still exists), so freed ids wait in a
@@ -129,11 +131,13 @@ class ObjectAllocator {
     uint64_t next GUARDED_BY(mu) = 0;  // [next, end): ids this slot hands out
     uint64_t end GUARDED_BY(mu) = 0;
     bool reuse GUARDED_BY(mu) = false;  // the chunk came from the free set
+    uint64_t gen GUARDED_BY(mu) = 0;    // free_gen_ when the chunk was taken
     uint64_t allocated GUARDED_BY(mu) = 0;
     uint64_t reused GUARDED_BY(mu) = 0;
   };
   // Fills `s` with a new chunk. REQUIRES s.mu.
   Status Refill(Slot& s) EXCLUDES(mu_);
+  // Whether new ids come from the free set now; updates backfill_ready_.
   bool Backfilling() REQUIRES(mu_);
   // Returns every slot's unused ids to the free set.
   void DrainSlots() EXCLUDES(mu_);
@@ -152,6 +156,12 @@ class ObjectAllocator {
   uint64_t freed_ GUARDED_BY(mu_) = 0;
   uint64_t taken_ GUARDED_BY(mu_) = 0;  // by Take
   std::atomic<uint64_t> failed_holds_{0};
+  // Backfilling() as last computed: read without mu_ by Allocate, so that a
+  // slot holding new ids gives them back when backfill starts.
+  std::atomic<bool> backfill_ready_{false};
+  // Counts Releases that freed ids; a slot whose chunk is older gives it
+  // back when backfilling, so "lowest first" holds across chunks.
+  std::atomic<uint64_t> free_gen_{0};
 };
 
 }  // namespace poolfs::core::dmu

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <thread>
 
 #include "util/check.h"
 
@@ -38,16 +39,73 @@ Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::Blo
   auto os = std::make_unique<ObjectSet>(zio, phys.type, std::move(name));
   os->metadnode_ = std::make_unique<Dnode>(zio, ObjectId(0), phys.metadnode);
   {
-    util::MutexLock l(&os->alloc_mu_);
-    os->next_object_ = phys.next_object;
-    os->live_objects_ = phys.live_objects;
+    util::MutexLock l(&os->dirty_mu_);
+    os->root_ = root;
+    os->metadnode_phys_ = phys.metadnode;
+    os->synced_next_object_ = phys.next_object;
+    os->synced_live_ = phys.live_objects;
   }
-  util::MutexLock l(&os->dirty_mu_);
-  os->root_ = root;
-  os->metadnode_phys_ = phys.metadnode;
-  os->synced_next_object_ = phys.next_object;
-  os->synced_live_ = phys.live_objects;
+  POOLFS_RETURN_IF_ERROR(os->LoadAllocator(phys.next_object));
+  if (os->damaged_dnode_blocks_ == 0 && os->alloc_.Stats().live != phys.live_objects)
+    return Status::Corruption(
+        os->name_ + ": the root block counts " + std::to_string(phys.live_objects) +
+        " live objects; the metadnode holds " + std::to_string(os->alloc_.Stats().live));
   return os;
+}
+
+Status ObjectSet::LoadAllocator(uint64_t next_object) {
+  if (next_object < 1 || next_object > kMaxObjectId + 1)
+    return Status::Corruption(name_ + ": next object id " + std::to_string(next_object) +
+                              " out of range");
+  std::vector<std::pair<uint64_t, uint64_t>> in_use;
+  auto use = [&](uint64_t first, uint64_t end) {
+    if (!in_use.empty() && in_use.back().second == first)
+      in_use.back().second = end;
+    else
+      in_use.emplace_back(first, end);
+  };
+  const uint64_t blocks = (next_object + kDnodesPerBlock - 1) / kDnodesPerBlock;
+  for (uint64_t blk = 0; blk < blocks; blk++) {
+    const uint64_t first = std::max<uint64_t>(blk * kDnodesPerBlock, 1);
+    const uint64_t end = std::min((blk + 1) * kDnodesPerBlock, next_object);
+    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp, metadnode_->BlockPointer(blk));
+    if (bp.IsHole() || (bp.type == zio::BlockType::kDnodes && bp.fill == 0)) continue;
+    if (bp.type == zio::BlockType::kDnodes && bp.fill == kDnodesPerBlock && blk > 0) {
+      use(first, end);  // full: no need to read it
+      continue;
+    }
+    Result<std::string> read =
+        metadnode_->Read(blk * kDnodesPerBlock * kDnodeSize, kDnodesPerBlock * kDnodeSize);
+    if (!read.ok()) {
+      // A damaged dnode block must not make the whole object set (and so
+      // the pool's newest txg) unusable: its ids count as taken, so none is
+      // handed out twice, and the objects in it fail when used.
+      if (!read.status().IsCorruption() && read.status().code() != StatusCode::kIOError)
+        return read.status();
+      use(first, end);
+      damaged_dnode_blocks_++;
+      continue;
+    }
+    const std::string& data = *read;
+    uint64_t count = 0;
+    for (uint64_t id = blk * kDnodesPerBlock; id < (blk + 1) * kDnodesPerBlock; id++) {
+      const size_t at = (id % kDnodesPerBlock) * kDnodeSize;
+      if (at >= data.size() || data[at] == 0) continue;  // type none: free
+      count++;
+      if (id == 0 || id >= next_object)
+        return Status::Corruption(
+            name_ + ": metadnode block " + std::to_string(blk) + " holds object " +
+            std::to_string(id) +
+            (id == 0 ? " (the metadnode's own id)"
+                     : ", past the next object id " + std::to_string(next_object)));
+      use(id, id + 1);
+    }
+    if (bp.type == zio::BlockType::kDnodes && bp.fill != count)
+      return Status::Corruption(name_ + ": metadnode block " + std::to_string(blk) +
+                                " pointer has fill " + std::to_string(bp.fill) + "; it holds " +
+                                std::to_string(count) + " dnodes");
+  }
+  return alloc_.Load(next_object, in_use);
 }
 
 Dnode* ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
@@ -107,24 +165,13 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
     return Status::InvalidArgument("block size " + std::to_string(block_size) +
                                    " is not a power of two from 512 B to 1 MiB");
   if (bonus.size() > kMaxBonus) return Status::InvalidArgument("bonus larger than 384 bytes");
-  uint64_t id;
-  {
-    util::MutexLock l(&alloc_mu_);
-    // An id freed in txg f may be reused only in txg f or later: a Tx still
-    // holding an older txg must not get it, or that txg would create the
-    // object while it still exists (it is freed only in f). The ids it
-    // must skip are the newest frees, at the back, so the search is short.
-    auto reusable = std::find_if(free_ids_.rbegin(), free_ids_.rend(),
-                                 [&](const auto& f) { return f.second <= tx.txg().value(); });
-    if (reusable != free_ids_.rend()) {
-      id = reusable->first;
-      free_ids_.erase(std::next(reusable).base());
-    } else {
-      if (next_object_ > kMaxObjectId) return Status::NoSpace(name_ + ": out of object ids");
-      id = next_object_++;
-    }
-    live_objects_++;
-  }
+  // The allocator's slot: per thread, so that one thread's creates take
+  // consecutive ids.
+  static thread_local const size_t slot_hint =
+      std::hash<std::thread::id>()(std::this_thread::get_id());
+  auto allocated = alloc_.Allocate(slot_hint);
+  if (!allocated.ok()) return allocated.status().WithContext(name_);
+  const uint64_t id = allocated->value();
   {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = ListsFor(tx.txg().value());
@@ -141,11 +188,7 @@ Status ObjectSet::Free(Tx& tx, ObjectId id) {
   CHECK(tx.assigned());
   POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
   d->Free(tx.txg());
-  {
-    util::MutexLock l(&alloc_mu_);
-    free_ids_.emplace_back(id.value(), tx.txg().value());
-    live_objects_--;
-  }
+  alloc_.Free(id, tx.txg());
   util::MutexLock l(&dirty_mu_);
   ListsFor(tx.txg().value()).live_delta--;
   tx.Dirtied(kDnodeSize);
@@ -216,6 +259,7 @@ constexpr size_t kSplitBlocks = 64;
 
 std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
   CHECK_GT(strands, 0u);
+  alloc_.Release(t);  // every Tx of t committed: ids freed in t may be reused
   std::vector<std::vector<Dnode*>> split(strands);
   {
     util::MutexLock l(&dirty_mu_);
@@ -363,14 +407,8 @@ zio::BlockPtr ObjectSet::root() const {
   return root_;
 }
 
-uint64_t ObjectSet::next_object() const {
-  util::MutexLock l(&alloc_mu_);
-  return next_object_;
-}
+uint64_t ObjectSet::next_object() const { return alloc_.high_water(); }
 
-uint64_t ObjectSet::live_objects() const {
-  util::MutexLock l(&alloc_mu_);
-  return live_objects_;
-}
+uint64_t ObjectSet::live_objects() const { return alloc_.Stats().live; }
 
 }  // namespace poolfs::core::dmu

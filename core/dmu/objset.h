@@ -22,9 +22,14 @@
 // pool.h); blocks born in the same txg are rewritten in place, so passes
 // converge.
 //
-// Object ids: a high-water mark and the ids freed in this session (a later
-// issue replaces this with the backfill allocator). The counts in the root
-// block are those of the end of the txg it closes.
+// Object ids come from an ObjectAllocator (object_allocator.h: the exact
+// free set, chunks per thread, the backfill policy). Open rebuilds it from
+// the metadnode's fill counts: each metadnode block pointer (type dnodes)
+// counts the allocated dnodes under it, so full blocks and holes are known
+// without reading them; only partly full blocks are read. Ids freed in txg
+// f return to the free set when the sync of f starts (every Tx of f has
+// committed, so no older txg can get them). The counts in the root block
+// are those of the end of the txg it closes.
 //
 // Callers serialize their changes to one object across transactions: a
 // change made under a Tx of txg t after another under t+1 would be lost when
@@ -47,6 +52,7 @@
 
 #include "dmu/dnode.h"
 #include "dmu/dnode_phys.h"
+#include "dmu/object_allocator.h"
 #include "dmu/tx.h"
 #include "poolfs/status.h"
 #include "util/mutex.h"
@@ -96,8 +102,15 @@ class ObjectSet {
 
   // The root block as last written (a hole before the first sync).
   zio::BlockPtr root() const EXCLUDES(dirty_mu_);
-  uint64_t next_object() const EXCLUDES(alloc_mu_);
-  uint64_t live_objects() const EXCLUDES(alloc_mu_);
+  // One past the highest object id in use (1 when there is none).
+  uint64_t next_object() const;
+  uint64_t live_objects() const;
+
+  // Object allocation policy (dmu.metadnode_backfill, dmu.alloc_chunk;
+  // both live) and its statistics (see object_allocator.h).
+  void SetBackfill(BackfillMode mode) { alloc_.SetMode(mode); }
+  void SetAllocChunk(uint32_t chunk) { alloc_.SetChunk(chunk); }
+  ObjectAllocStats AllocStats() const { return alloc_.Stats(); }
 
  private:
   static constexpr size_t kShards = 64;
@@ -107,8 +120,8 @@ class ObjectSet {
   };
   struct TxgLists {
     uint64_t txg = 0;
-    std::vector<Dnode*> dirty;   // waiting for a sync task
-    std::vector<Dnode*> synced;  // written in this txg, for SyncDone
+    std::vector<Dnode*> dirty;                            // waiting for a sync task
+    std::vector<Dnode*> synced;                           // written in this txg, for SyncDone
     std::vector<std::pair<uint64_t, DnodePhys>> results;  // for FinishSync
     int64_t live_delta = 0;
     uint64_t high_water = 0;
@@ -127,10 +140,11 @@ class ObjectSet {
   std::unique_ptr<Dnode> metadnode_;
   std::array<Shard, kShards> shards_;
 
-  mutable util::Mutex alloc_mu_;
-  uint64_t next_object_ GUARDED_BY(alloc_mu_) = 1;
-  uint64_t live_objects_ GUARDED_BY(alloc_mu_) = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> free_ids_ GUARDED_BY(alloc_mu_);  // (id, txg freed)
+  // Builds alloc_ from the metadnode (Open).
+  Status LoadAllocator(uint64_t next_object);
+
+  ObjectAllocator alloc_;
+  uint64_t damaged_dnode_blocks_ = 0;  // unreadable at Open (their ids count as taken)
 
   mutable util::Mutex dirty_mu_;
   std::array<TxgLists, Dnode::kTxgSlots> lists_ GUARDED_BY(dirty_mu_);

@@ -191,15 +191,19 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
     Origin leaf = w.base;
     leaf.blkid = blkid;
     auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    uint64_t in_block = 0;  // allocated dnodes, for the pointer's fill
+    bool all_decoded = true;
     for (uint64_t slot = 0; slot < dmu::kDnodesPerBlock; slot++) {
       const uint64_t id = blkid * dmu::kDnodesPerBlock + slot;
       auto d = dmu::DecodeDnode(p + slot * dmu::kDnodeSize, "object " + U(id));
       if (!d.ok()) {
         Problem(leaf, bp, d.status().message());
         skipped_++;
+        all_decoded = false;
         continue;
       }
       if (d->free()) continue;
+      in_block++;
       if (id == 0 || d->type == dmu::ObjectType::kMetadnode) {
         Problem(leaf, bp,
                 "object " + U(id) + " is a " + std::string(dmu::ObjectTypeName(d->type)) +
@@ -210,6 +214,14 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
       max_id = std::max(max_id, id);
       WalkObject(ds, id, *d, bp.birth);
     }
+    // Import rebuilds the free object ids from these fills (objset.h).
+    if (bp.type != zio::BlockType::kDnodes)
+      Problem(leaf, bp,
+              "a metadnode block of type " + std::string(zio::BlockTypeName(bp.type)) +
+                  "; expected dnodes");
+    else if (all_decoded && bp.fill != in_block)
+      Problem(leaf, bp,
+              "pointer has fill " + U(bp.fill) + "; the block holds " + U(in_block) + " dnodes");
   };
   WalkTree(w, phys->metadnode, root.birth);
   report_->objects += live;

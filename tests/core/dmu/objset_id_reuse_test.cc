@@ -55,17 +55,31 @@ TEST_CASE("ObjectSet does not reuse an object id in a txg older than its free", 
     REQUIRE(tx.Assign().ok());
     REQUIRE(f.os.Free(tx, victim).ok());
   }
-  // Txg 2 must not create `victim`: it is allocated until txg 3.
+  // Txg 2 must not create `victim`: it is allocated until txg 3. Nor may
+  // txg 3 itself: the id returns to the free set when the sync of 3 starts.
+  f.os.SetBackfill(BackfillMode::kOn);  // reuse freed ids at once
   auto created = f.os.Create(old_tx, ObjectType::kPlain);
   REQUIRE(created.ok());
   REQUIRE(created->value() != victim.value());
-  // A Tx of txg 3 (the free's own) may have it.
-  Tx same_tx(&f.txgs);
-  REQUIRE(same_tx.Assign().ok());
-  auto reused = f.os.Create(same_tx, ObjectType::kPlain);
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    auto same = f.os.Create(tx, ObjectType::kPlain);
+    REQUIRE(same.ok());
+    REQUIRE(same->value() != victim.value());
+  }
+  old_tx.Commit();
+  for (uint64_t t : {1, 2, 3}) {
+    for (auto& task : f.os.SyncTasks(Txg(t), 1)) REQUIRE(task.fn().ok());
+    REQUIRE(f.os.FinishSync(Txg(t), 0).ok());
+  }
+  f.txgs.open = 4;
+  Tx later(&f.txgs);
+  REQUIRE(later.Assign().ok());
+  auto reused = f.os.Create(later, ObjectType::kPlain);
   REQUIRE(reused.ok());
   REQUIRE(reused->value() == victim.value());
-  REQUIRE(f.os.live_objects() == 3);
+  REQUIRE(f.os.live_objects() == 4);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "space/allocator.h"
@@ -308,6 +309,52 @@ TEST_CASE("ObjectSet writes a large object's blocks from every strand at once", 
   REQUIRE(info->length == model.size());
   REQUIRE(info->used >= model.size());
   REQUIRE(info->used < model.size() + 40 * 4096);  // the freed blocks are not counted
+}
+
+TEST_CASE("ObjectSet import rebuilds the same free object ids from the fill counts", "[dmu]") {
+  Fixture f;
+  f.os->SetBackfill(BackfillMode::kOff);
+  std::vector<ObjectId> ids;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (int i = 0; i < 3000; i++) ids.push_back(*f.os->Create(tx, ObjectType::kPlain, 4096));
+  }
+  f.Sync();
+  std::mt19937_64 rng(5);
+  std::set<uint64_t> freed;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    // Whole dnode blocks (ids 64..127), scattered ids, and the last ones.
+    for (uint64_t id = 64; id < 128; id++) freed.insert(id);
+    for (int i = 0; i < 300; i++) freed.insert(ids[rng() % ids.size()].value());
+    for (uint64_t id = 2990; id <= 3000; id++) freed.insert(id);
+    for (uint64_t id : freed) REQUIRE(f.os->Free(tx, ObjectId(id)).ok());
+  }
+  f.Sync();
+  f.Sync();
+  const ObjectAllocStats before = f.os->AllocStats();
+  f.Reopen();
+  const ObjectAllocStats after = f.os->AllocStats();
+  REQUIRE(after.live == 3000 - freed.size());
+  REQUIRE(after.live == before.live);
+  REQUIRE(after.high_water == 2990);  // one past the highest live id
+  REQUIRE(after.free_below_high_water == 2989 - after.live);
+  REQUIRE(after.dnode_blocks_in_use == before.dnode_blocks_in_use);
+  // Every freed id below the high-water mark is reused before any new one.
+  f.os->SetBackfill(BackfillMode::kOn);
+  std::set<uint64_t> reused;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (size_t i = 0; i < after.free_below_high_water; i++)
+      reused.insert(f.os->Create(tx, ObjectType::kPlain, 4096)->value());
+  }
+  std::set<uint64_t> expect;
+  for (uint64_t id : freed)
+    if (id < 2990) expect.insert(id);
+  REQUIRE(reused == expect);
 }
 
 }  // namespace
