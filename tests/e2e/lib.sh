@@ -91,6 +91,10 @@ e2e_init() {
   W=$(mktemp -d /var/tmp/poolfs-e2e.XXXXXX)
   chmod 755 "$W"
   trap e2e_cleanup EXIT
+  # A signal (ctest's timeout, ^C) ends the script through exit, so that the
+  # EXIT trap still undoes the mounts.
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
   : >"$W/mounts"
   : >"$W/pids"
 }

@@ -65,6 +65,28 @@ void LargeUnalignedWrites(Sys& s) {
   Cat(s, "log");
 }
 
+// Offsets past 4 GiB (64-bit offsets through FUSE and the block tree), on a
+// sparse file.
+void LargeOffsets(Sys& s) {
+  const off_t five_gib = 5ll << 30;
+  int fd = s.Open("sparse", O_CREAT | O_RDWR, 0644);
+  s.Pwrite(fd, "at five GiB plus three", five_gib + 3);
+  s.Pwrite(fd, Pattern(200000, 30), (4ll << 30) - 100000);  // across 4 GiB
+  s.Fstat(fd);
+  s.Pread(fd, 64, five_gib);
+  s.Pread(fd, 200000, (4ll << 30) - 100000);
+  s.Pread(fd, 4096, 3ll << 30);  // a hole: zeros
+  s.Lseek(fd, 0, SEEK_END);
+  s.Ftruncate(fd, (4ll << 30) + 1);
+  s.Fstat(fd);
+  s.Pread(fd, 100, (4ll << 30) - 50);
+  s.Ftruncate(fd, five_gib);  // grows again: the cut data must read as zeros
+  s.Pread(fd, 100, (4ll << 30) - 50);
+  s.Close(fd);
+  // Gone before the tree walk, which would read all 5 GiB through the mount.
+  s.Unlink("sparse");
+}
+
 void AppendMode(Sys& s) {
   Touch(s, "f", "start");
   int fd = s.Open("f", O_WRONLY | O_APPEND);
@@ -308,6 +330,31 @@ void DataTimes(Sys& s) {
   s.MarkTimes(".", "dir2");
   s.Unlink("g");
   s.TimesSince(".", "dir2");
+  // What changes a directory's times: each kind of entry change.
+  s.Mkdir("d", 0755);
+  Touch(s, "d/f");
+  s.MarkTimes("d", "symlink");
+  s.Symlink("f", "d/l");
+  s.TimesSince("d", "symlink");
+  s.MarkTimes("d", "link");
+  s.Link("d/f", "d/f2");
+  s.TimesSince("d", "link");
+  s.MarkTimes("d/f", "file-link");
+  s.TimesSince("d/f", "file-link");
+  s.Mkdir("d/sub", 0755);
+  s.MarkTimes("d", "rmdir");
+  s.Rmdir("d/sub");
+  s.TimesSince("d", "rmdir");
+  s.MarkTimes("d", "chmod");
+  s.Chmod("d", 0700);
+  s.TimesSince("d", "chmod");  // ctime only
+  s.MarkTimes("d", "read");
+  s.ReadDir("d");
+  s.TimesSince("d", "read");  // relatime: atime moves, it was older than mtime
+  s.MarkTimes("d/f", "open-trunc");
+  fd = s.Open("d/f", O_WRONLY | O_TRUNC);  // empty already: times still move
+  s.Close(fd);
+  s.TimesSince("d/f", "open-trunc");
 }
 
 }  // namespace
@@ -315,6 +362,7 @@ void DataTimes(Sys& s) {
 void AddDataScenarios(std::vector<Scenario>* out) {
   out->push_back({"write_read", WriteRead});
   out->push_back({"large_unaligned_writes", LargeUnalignedWrites});
+  out->push_back({"large_offsets", LargeOffsets});
   out->push_back({"append_mode", AppendMode});
   out->push_back({"truncate_sizes", TruncateSizes});
   out->push_back({"open_flags", OpenFlags});
