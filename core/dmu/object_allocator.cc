@@ -25,7 +25,10 @@ Result<BackfillMode> ParseBackfillMode(std::string_view s) {
 }
 
 ObjectAllocator::ObjectAllocator(BackfillMode mode, uint32_t chunk)
-    : mode_(mode), chunk_(std::max<uint32_t>(chunk, 1)), free_(0, kMaxId + 1, 0, 0, false) {}
+    : mode_(mode),
+      chunk_(std::max<uint32_t>(chunk, 1)),
+      free_(0, kMaxId + 1, 0, 0, false),
+      mode_now_(mode) {}
 
 ObjectAllocator::~ObjectAllocator() = default;
 
@@ -179,6 +182,7 @@ void ObjectAllocator::SetMode(BackfillMode mode) {
     util::MutexLock l(&mu_);
     if (mode_ == mode) return;
     mode_ = mode;
+    mode_now_ = mode;
     backfilling_ = false;
   }
   DrainSlots();

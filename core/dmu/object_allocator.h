@@ -118,6 +118,7 @@ class ObjectAllocator {
   void CountFailedHold() { failed_holds_.fetch_add(1, std::memory_order_relaxed); }
 
   void SetMode(BackfillMode mode);
+  BackfillMode mode() const { return mode_now_.load(std::memory_order_relaxed); }
   void SetChunk(uint32_t chunk);
   ObjectAllocStats Stats() const;
   // The highest id handed out + 1 (1 when none).
@@ -159,6 +160,7 @@ class ObjectAllocator {
   // Backfilling() as last computed: read without mu_ by Allocate, so that a
   // slot holding new ids gives them back when backfill starts.
   std::atomic<bool> backfill_ready_{false};
+  std::atomic<BackfillMode> mode_now_;  // mode_, readable without mu_
   // Counts Releases that freed ids; a slot whose chunk is older gives it
   // back when backfilling, so "lowest first" holds across chunks.
   std::atomic<uint64_t> free_gen_{0};

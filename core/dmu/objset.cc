@@ -169,9 +169,16 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
   // consecutive ids.
   static thread_local const size_t slot_hint =
       std::hash<std::thread::id>()(std::this_thread::get_id());
-  auto allocated = alloc_.Allocate(slot_hint);
-  if (!allocated.ok()) return allocated.status().WithContext(name_);
-  const uint64_t id = allocated->value();
+  uint64_t id;
+  if (alloc_.mode() == BackfillMode::kLegacy) {
+    auto allocated = LegacyAllocate();
+    if (!allocated.ok()) return allocated.status().WithContext(name_);
+    id = *allocated;
+  } else {
+    auto allocated = alloc_.Allocate(slot_hint);
+    if (!allocated.ok()) return allocated.status().WithContext(name_);
+    id = allocated->value();
+  }
   {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = ListsFor(tx.txg().value());
@@ -182,6 +189,48 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
   d->Allocate(tx.txg(), type, block_size, compression, bonus);
   tx.Dirtied(kDnodeSize);
   return ObjectId(id);
+}
+
+// The legacy search (dmu.metadnode_backfill = legacy), kept so that the
+// backfill pathology can be reproduced and measured: the object allocator
+// of ZFS before its fix, step for step. Under one lock, the cursor moves up
+// one id per attempt; each time it reaches a span boundary (kLegacySpan
+// ids) it looks for a sparse dnode block — from id 0 the first time in a
+// call, from the cursor after that — judging sparseness by the synced fill
+// counts only, which do not see dnodes allocated since the last sync. It
+// then tries to hold each id in turn, and a hold fails for every dnode that
+// is allocated in memory (or freed but not yet synced): the failed holds
+// this mode counts. Under a create storm the search lands among the
+// txg's unsynced creates and walks through them one failed hold at a time.
+namespace {
+constexpr uint64_t kLegacySpan = 8192;     // the old L2 span: 2^13 objects
+constexpr uint64_t kLegacySparseFill = 8;  // at most a quarter of 32 dnodes
+}  // namespace
+
+Result<uint64_t> ObjectSet::SyncedSparseBlock(uint64_t from) {
+  for (uint64_t blk = from / kDnodesPerBlock;; blk++) {
+    if (blk * kDnodesPerBlock > kMaxObjectId) return Status::NoSpace("out of object ids");
+    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp, metadnode_->BlockPointer(blk));
+    if (bp.IsHole() || bp.fill <= kLegacySparseFill)
+      return std::max(from, std::max<uint64_t>(blk * kDnodesPerBlock, 1));
+  }
+}
+
+Result<uint64_t> ObjectSet::LegacyAllocate() {
+  util::MutexLock l(&legacy_mu_);
+  bool restarted = false;
+  for (;;) {
+    uint64_t object = legacy_next_;
+    if (object % kLegacySpan == 0 || object == 1) {
+      POOLFS_ASSIGN_OR_RETURN(object, SyncedSparseBlock(restarted ? object : 1));
+      restarted = true;
+    }
+    if (object > kMaxObjectId) return Status::NoSpace("out of object ids");
+    legacy_next_ = object + 1;
+    POOLFS_ASSIGN_OR_RETURN(Dnode * d, Get(ObjectId(object)));
+    if (d->IsFree() && alloc_.Take(ObjectId(object)).ok()) return object;
+    alloc_.CountFailedHold();
+  }
 }
 
 Status ObjectSet::Free(Tx& tx, ObjectId id) {

@@ -142,8 +142,15 @@ class ObjectSet {
 
   // Builds alloc_ from the metadnode (Open).
   Status LoadAllocator(uint64_t next_object);
+  // The legacy search (BackfillMode::kLegacy); see objset.cc.
+  Result<uint64_t> LegacyAllocate() EXCLUDES(legacy_mu_);
+  // The first id at or after `from` in a dnode block that the synced fill
+  // counts show at most a quarter full (a hole counts as empty).
+  Result<uint64_t> SyncedSparseBlock(uint64_t from);
 
   ObjectAllocator alloc_;
+  util::Mutex legacy_mu_;  // the old allocator's one lock (os_obj_lock)
+  uint64_t legacy_next_ GUARDED_BY(legacy_mu_) = 1;
   uint64_t damaged_dnode_blocks_ = 0;  // unreadable at Open (their ids count as taken)
 
   mutable util::Mutex dirty_mu_;

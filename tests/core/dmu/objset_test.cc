@@ -357,5 +357,42 @@ TEST_CASE("ObjectSet import rebuilds the same free object ids from the fill coun
   REQUIRE(reused == expect);
 }
 
+TEST_CASE("ObjectSet legacy allocation fails holds on unsynced dnodes and stays correct", "[dmu]") {
+  // The pathology: with nothing synced, the search at each span boundary
+  // restarts at the first sparse block by synced fill (block 0) and walks
+  // through every dnode created since, one failed hold each.
+  Fixture f;
+  f.os->SetBackfill(BackfillMode::kLegacy);
+  std::set<uint64_t> ids;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (int i = 0; i < 20000; i++) {
+      auto id = f.os->Create(tx, ObjectType::kPlain, 4096);
+      REQUIRE(id.ok());
+      REQUIRE(ids.insert(id->value()).second);
+    }
+  }
+  ObjectAllocStats st = f.os->AllocStats();
+  REQUIRE(st.failed_holds >= 8000);
+  REQUIRE(st.live == 20000);
+  REQUIRE(*ids.rbegin() == 20000);  // dense: it only ever found the next free id
+  f.Sync();
+  // Once synced, the fills show the blocks full: no failed holds.
+  const uint64_t failed = st.failed_holds;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (int i = 0; i < 100; i++)
+      REQUIRE(ids.insert(f.os->Create(tx, ObjectType::kPlain)->value()).second);
+  }
+  REQUIRE(f.os->AllocStats().failed_holds == failed);
+  f.Sync();
+  f.Reopen();
+  REQUIRE(f.os->AllocStats().live == 20100);
+  for (uint64_t id : {uint64_t(1), uint64_t(8192), uint64_t(20100)})
+    REQUIRE(f.os->Stat(ObjectId(id)).ok());
+}
+
 }  // namespace
 }  // namespace poolfs::core::dmu
