@@ -225,6 +225,7 @@ void ControlServer::Impl::ServeOne(int fd) {
                     " may not control the mount on " + mountpoint + "\n");
     return;
   }
+  if (request.empty()) return;  // a probe: someone checking that we answer
   const std::string reply = handler(request);
   if (!SendAll(fd, reply))
     spdlog::warn("control socket {}: replying to pid {}: {}", path, peer.pid, Errno(errno));

@@ -13,7 +13,8 @@
 //
 // Protocol: one request per connection. The client writes the request and
 // shuts down its writing side; the server reads to EOF (at most 64 KiB),
-// calls the handler, writes its reply and closes. Peers are checked with
+// calls the handler, writes its reply and closes (an empty request is a
+// probe: closed without calling the handler). Peers are checked with
 // SO_PEERCRED: only the daemon's uid or root may talk; others get the reply
 // "error: permission denied" and the handler is not called.
 //

@@ -219,6 +219,7 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
 std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
                                  std::string_view request) {
   request = TrimSpace(request);
+  if (request == "ping") return "pong\n";  // `poolfs unmount` waits for this to stop
   if (request == "status") return RenderStatus(fs.GetStatus(), live.Snapshot(), live.Pending());
   if (request == "reload") {
     const Status st = live.Reload();
@@ -231,7 +232,7 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
   }
   spdlog::warn("control: unknown request '{}'", request);
   return "error: unknown request '" + std::string(request) +
-         "' (expected status, reload or tune KEY=VALUE)\n";
+         "' (expected status, reload, tune KEY=VALUE or ping)\n";
 }
 
 }  // namespace poolfs::daemon

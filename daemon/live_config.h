@@ -85,7 +85,8 @@ class LiveConfig {
 // Serves one control request for a mount: "status" returns the status text
 // (RenderStatus); "tune KEY=VALUE" returns "ok" (plus a line per pending
 // at-mount change) or "error: <message>"; "reload" returns "ok" or
-// "error: <message>"; anything else "error: unknown request ...".
+// "error: <message>"; "ping" returns "pong" (is the daemon still there?);
+// anything else "error: unknown request ...".
 std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
                                  std::string_view request);
 

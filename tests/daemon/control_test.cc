@@ -75,6 +75,20 @@ TEST_CASE("ControlCall says no daemon serves a mountpoint without a server") {
   CHECK(missing_parent.status().code() == StatusCode::kNotFound);
 }
 
+TEST_CASE("ControlServer answers an empty request without calling the handler") {
+  ControlFixture f;
+  std::atomic<int> calls{0};
+  auto server = ControlServer::Start(f.mnt, [&calls](std::string_view) {
+    calls++;
+    return std::string("reply");
+  });
+  REQUIRE(server.ok());
+  auto probe = ControlCall(f.mnt, "");
+  REQUIRE(probe.ok());
+  CHECK(probe->empty());
+  CHECK(calls.load() == 0);
+}
+
 TEST_CASE("ControlServer refuses a second server for one mountpoint") {
   ControlFixture f;
   auto first = ControlServer::Start(f.mnt, [](std::string_view) { return std::string("one"); });
@@ -83,14 +97,14 @@ TEST_CASE("ControlServer refuses a second server for one mountpoint") {
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().code() == StatusCode::kBusy);
   CHECK(second.status().message().find("already serves " + f.mnt) != std::string::npos);
-  CHECK(*ControlCall(f.mnt, "") == "one");
+  CHECK(*ControlCall(f.mnt, "x") == "one");
   // Another mountpoint has its own socket.
   const std::string other = f.dir / "other";
   std::filesystem::create_directory(other);
   auto third = ControlServer::Start(other, [](std::string_view) { return std::string("three"); });
   REQUIRE(third.ok());
   CHECK((*third)->socket_path() != (*first)->socket_path());
-  CHECK(*ControlCall(other, "") == "three");
+  CHECK(*ControlCall(other, "x") == "three");
 }
 
 TEST_CASE("ControlServer replaces the stale socket of a dead daemon") {

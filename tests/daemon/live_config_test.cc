@@ -213,6 +213,7 @@ TEST_CASE("HandleControlRequest serves status tune and reload") {
   CHECK(HandleControlRequest(live, fs, "tune alloc.allocators=2").find("at the next mount") !=
         std::string::npos);
   CHECK(HandleControlRequest(live, fs, "frobnicate").starts_with("error: unknown request"));
+  CHECK(HandleControlRequest(live, fs, "ping") == "pong\n");
 
   const std::string status = HandleControlRequest(live, fs, "status\n");
   CHECK(status.find("pool:             tank") != std::string::npos);
