@@ -58,6 +58,20 @@ Status ScanObjects(dmu::ObjectSet* os, uint16_t dataset, std::vector<ObjectState
   return Status::Ok();
 }
 
+namespace {
+
+// The object allocation policies the workload cycles through; `on` twice,
+// since it reuses freed ids at once (the others rarely, in these small
+// datasets).
+dmu::BackfillMode ModeFor(uint64_t n) {
+  static constexpr dmu::BackfillMode kModes[] = {dmu::BackfillMode::kOn, dmu::BackfillMode::kAuto,
+                                                 dmu::BackfillMode::kOn, dmu::BackfillMode::kOff,
+                                                 dmu::BackfillMode::kLegacy};
+  return kModes[n % 5];
+}
+
+}  // namespace
+
 Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, OpLog* log,
                    const WorkloadOptions& options, std::function<bool()> failure_expected)
     : pool_(pool),
@@ -78,6 +92,9 @@ void Workload::Start(const std::vector<ObjectState>& existing, const std::vector
     auto it = models[o.dataset].objects().find(o.id);
     if (it != models[o.dataset].objects().end()) local[t][o.dataset].Adopt(o.id, it->second);
   }
+  // Every backfill mode gets its turn: one per dataset, by seed, and
+  // thread 0 switches one now and then (a live switch mid-txg).
+  for (size_t i = 0; i < SetCount(); i++) Set(uint16_t(i))->SetBackfill(ModeFor(options_.seed + i));
   running_ = options_.threads;
   for (size_t i = 0; i < n; i++)
     threads_.emplace_back([this, i, mine = std::move(split[i]), l = std::move(local[i])]() mutable {
@@ -155,6 +172,8 @@ Status Workload::CreateDataset() {
 void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local) {
   std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(thread));
   while (!stop_.load()) {
+    if (thread == 0 && rng() % 400 == 0)
+      Set(uint16_t(rng() % SetCount()))->SetBackfill(ModeFor(rng()));
     if (thread == 0 && int(SetCount()) < options_.max_datasets && rng() % 150 == 0) {
       Status st = CreateDataset();
       if (!st.ok()) {
