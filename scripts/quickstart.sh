@@ -2,10 +2,10 @@
 # The README's first command: installs what is missing, builds poolfs, and
 # shows what it can do today.
 #
-# Today that is the space layer (range trees in B-trees, metaslabs,
-# allocators), shown through its benchmarks, and a pool created in a file and
-# verified offline. The filesystem steps (mount it, run createmany on it)
-# arrive with the filesystem issue; their place is marked below.
+# That is the space layer (range trees in B-trees, metaslabs, allocators),
+# shown through its benchmarks, then a pool created in a file, mounted
+# through FUSE, a short createmany run on the mount, the unmount, and an
+# offline check of the pool the run left behind.
 #
 # Usage: scripts/quickstart.sh
 # Environment: POOLFS_BUILD (build folder, default "build"), JOBS (default nproc).
@@ -36,16 +36,27 @@ say "3. space layer: RangeTree in B-trees vs two std::sets (memory, load, alloc+
 say "4. allocators: 2 threads sharing 1 allocator vs 1 allocator each (allocations/s)"
 "$BENCH" alloc --allocators 1,2 --threads 2
 
-say "5. create a pool in a file and verify it offline (poolfs create, poolfs check)"
+say "5. create a pool in a file (poolfs create)"
 POOLDIR=$(mktemp -d "${TMPDIR:-/tmp}/poolfs-quickstart.XXXXXX")
-trap 'rm -rf "$POOLDIR"' EXIT
+MNT=$POOLDIR/tank
+mkdir "$MNT"
+# On any failure: unmount if still mounted, then remove the pool.
+trap 'mountpoint -q "$MNT" 2>/dev/null && { "$BUILD/bin/poolfs" unmount "$MNT" || fusermount3 -uz "$MNT"; }; rm -rf "$POOLDIR"' EXIT
 "$BUILD/bin/poolfs" create "$POOLDIR/tank.pool" --size 1G --name tank
+
+say "6. mount it (poolfs mount; it returns once the mount is usable)"
+"$BUILD/bin/poolfs" mount "$POOLDIR/tank.pool" "$MNT"
+
+say "7. create 20000 files with 4 threads, one folder each (createmany -o -t 4 -D $MNT/qs 20000)"
+"$BUILD/bin/createmany" -o -t 4 -D "$MNT/qs" 20000
+echo "files under $MNT/qs: $(find "$MNT/qs" -type f | wc -l)"
+
+say "8. unmount (poolfs unmount; waits for the final sync and export)"
+"$BUILD/bin/poolfs" unmount "$MNT"
+
+say "9. verify the pool offline (poolfs check)"
 "$BUILD/bin/poolfs" check "$POOLDIR/tank.pool"
 
-# --- Filesystem steps: added with the filesystem issue, once they work. ---
-# 6. mount it as this user         (poolfs mount <file> <dir>)
-# 7. run createmany on the mount   (createmany -o -t <threads> -D <dir> <count>)
-# 8. unmount                       (poolfs unmount <dir>)
-
 say "done"
-echo "Next: scripts/test.sh runs every test; README.md describes the layers and benchmarks."
+echo "Next: scripts/bench-fs.sh compares poolfs with the FUSE ceiling and the disk;"
+echo "scripts/test.sh runs every test; README.md describes the layers and benchmarks."
