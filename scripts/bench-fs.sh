@@ -22,7 +22,10 @@
 # Every command of every side (the FUSE daemon, createmany, dd) runs under
 # the same `taskset -c CPUS` (default: the last CPU), because a client and a
 # daemon that land on different cores lose up to 2.7x on this machine, at
-# random; --cpus none turns pinning off. Caches are dropped with
+# random; --cpus none turns pinning off. One CPU is the default because it
+# gives the ceiling its best figure (measured 2026-11-30, 3 runs each:
+# memfs_ceiling 72k creates/s on CPU 1 against 49k on CPUs 0,1, poolfs about
+# 25k either way), so the ratio is not flattered. Caches are dropped with
 # /proc/sys/vm/drop_caches as root, or per file (dd iflag=nocache) otherwise.
 #
 # Usage: scripts/bench-fs.sh [--json] [--runs N] [--count N] [--threads N]
