@@ -262,6 +262,9 @@ Result<InodeRef> PosixFs::Load(uint64_t ino) {
                               std::string(dmu::ObjectTypeName(info->type)) + " object");
   auto in = std::make_shared<Inode>(ino);
   in->generation = info->generation;
+  // An inode evicted and loaded again may have changes not yet synced: its
+  // Fsync waits for the newest change of any inode (conservative).
+  in->last_txg = newest_txg_.load();
   if (is_dir) {
     POOLFS_ASSIGN_OR_RETURN(in->dir, zap::Zap::Open(os_, ObjectId(ino)));
   }
@@ -357,99 +360,6 @@ PosixFs::LockSet::LockSet(std::vector<Inode*> inodes) : inodes_(std::move(inodes
 
 PosixFs::LockSet::~LockSet() {
   for (auto it = inodes_.rbegin(); it != inodes_.rend(); ++it) (*it)->op_mu.unlock();
-}
-
-Status PosixFs::ReserveSpace(uint64_t bytes) {
-  // Free space changes only when a txg syncs. Asking the txg manager which
-  // txg synced last takes its lock, so ask at most every 10 ms, and let one
-  // thread do it while the others go on with the figures they have.
-  const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.try_lock()) {
-    std::lock_guard<std::mutex> l(space_mu_, std::adopt_lock);
-    space_refresh_at_.store(now + 10'000'000, std::memory_order_relaxed);
-    const uint64_t synced = pool_->txgs().last_synced().value();
-    if (space_synced_txg_.load() != synced) {
-      auto stats = pool_->Stats();
-      space_free_ = stats.space.free;
-      space_capacity_ = stats.space.capacity;
-      space_synced_txg_ = synced;
-    }
-  }
-  const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
-  const uint64_t slop = std::max<uint64_t>(capacity / 32, 1 << 20);
-  uint64_t free = space_free_.load(std::memory_order_relaxed);
-  free = free > slop ? free - slop : 0;
-  // Only when the margin is thin is the dirty total (a locked read) worth it.
-  if (free < bytes + 2 * opts_.dirty_max_bytes + (64u << 20)) {
-    uint64_t dirty = pool_->txgs().stats().dirty_bytes;
-    // Each dirty byte may cost its block again in metadata (indirect blocks,
-    // dnode blocks, space maps): count it twice.
-    free = free > 2 * dirty ? free - 2 * dirty : 0;
-    if (bytes > free)
-      return Status::NoSpace("pool '" + pool_->name() + "' is full: " + std::to_string(bytes) +
-                             " bytes asked, " + std::to_string(free) + " available");
-  }
-  return Status::Ok();
-}
-
-Result<FsStats> PosixFs::StatFs() {
-  CallGuard g;
-  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
-  auto stats = pool_->Stats();
-  FsStats s;
-  s.block_size = 4096;
-  s.blocks = stats.space.capacity / s.block_size;
-  s.blocks_free = stats.space.free / s.block_size;
-  const uint64_t slop = std::max<uint64_t>(stats.space.capacity / 32, 1 << 20);
-  s.blocks_available = stats.space.free > slop ? (stats.space.free - slop) / s.block_size : 0;
-  const uint64_t live = os_->live_objects();
-  // Each new file costs at least a 512-byte dnode.
-  const uint64_t by_ids = dmu::kMaxObjectId - std::min(os_->next_object(), dmu::kMaxObjectId);
-  s.files_free =
-      std::min(s.blocks_available * (s.block_size / dmu::kDnodeSize),
-               by_ids + (os_->next_object() - 1 - std::min(live, os_->next_object() - 1)));
-  s.files = live + s.files_free;
-  s.name_max = kNameMax;
-  return s;
-}
-
-FsStatus PosixFs::GetStatus() {
-  FsStatus s;
-  CallGuard g;
-  if (!Enter(&g, false).ok()) {
-    s.state = "unmounted";
-    return s;
-  }
-  auto stats = pool_->Stats();
-  s.pool = pool_->name();
-  s.state = "online";
-  s.imported_txg = stats.imported.value();
-  s.last_synced_txg = stats.last_synced.value();
-  s.open_txg = stats.open.value();
-  s.syncs = stats.syncs;
-  s.space_total = stats.space.capacity;
-  s.space_allocated = stats.space.allocated;
-  s.space_free = stats.space.free;
-  for (uint64_t e : stats.checksum_errors) s.checksum_errors += e;
-  s.datasets = stats.datasets;
-  s.objects = os_->live_objects();
-  s.unlinked_pending = unlinked_->Count();
-  return s;
-}
-
-void PosixFs::SetLive(const LiveTunables& t) {
-  CallGuard g;
-  if (!Enter(&g, false).ok()) return;
-  txg::TxgOptions o;
-  o.timeout_ms = t.txg_timeout_ms;
-  o.dirty_max_bytes = t.dirty_max_bytes;
-  o.dirty_sync_percent = t.dirty_sync_percent;
-  o.delay_min_dirty_percent = t.delay_min_dirty_percent;
-  o.delay_scale_ns = t.delay_scale_ns;
-  o.delay_max_ns = t.delay_max_ns;
-  if (!txg::ValidateTxgOptions(o).ok()) return;
-  pool_->txgs().SetOptions(o);
-  opts_.dirty_max_bytes = t.dirty_max_bytes;
 }
 
 Result<Attr> PosixFs::GetAttr(uint64_t ino) {

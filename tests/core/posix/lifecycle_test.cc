@@ -189,3 +189,27 @@ TEST_CASE("A full pool refuses writes with NoSpace and keeps what it stored", "[
 
 }  // namespace
 }  // namespace poolfs::core::posix::testing
+
+namespace poolfs::core::posix::testing {
+namespace {
+
+TEST_CASE("A pool checks clean offline after files are made and removed", "[posix][check]") {
+  FsFixture f;
+  Attr d = f.MustMkdir(kRootIno, "d");
+  for (int i = 0; i < 50; i++) {
+    Attr a = f.MustCreate(d.ino, "f" + std::to_string(i));
+    f.MustWrite(a.ino, 0, std::string(1000 + i * 3000, 'c'));
+    if (i % 3 == 0) REQUIRE(f.fs->Unlink(RootCreds(), d.ino, "f" + std::to_string(i)).ok());
+    f.fs->Forget(a.ino, 1);
+  }
+  f.Unmount();
+  auto report = CheckPool({f.path});
+  REQUIRE(report.ok());
+  std::string problems = report->Summary();
+  for (auto& p : report->problems) problems += "\n" + p.where + ": " + p.what;
+  INFO(problems);
+  REQUIRE(report->ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::posix::testing
