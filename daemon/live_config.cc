@@ -31,6 +31,25 @@ std::string_view TrimSpace(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// The object allocation tunables (dmu.metadnode_backfill, dmu.alloc_chunk),
+// for a LiveTunables that carries them: they are being added to poolfs/fs.h
+// alongside this file, and this compiles with and without them (the
+// `if constexpr` can become plain assignments once fs.h has them).
+template <typename Live>
+void SetAllocationTunables(Live& live, const config::Tunables& t) {
+  if constexpr (requires { live.metadnode_backfill = std::string(); }) {
+    const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill");
+    const size_t index = static_cast<size_t>(t.dmu_metadnode_backfill);
+    if (row != nullptr && index < row->choices.size())
+      live.metadnode_backfill = std::string(row->choices[index]);
+  }
+  if constexpr (requires { live.alloc_chunk = uint32_t{}; }) live.alloc_chunk = t.dmu_alloc_chunk;
+}
+
+}  // namespace
+
 poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
   poolfs::LiveTunables live;
   live.txg_timeout_ms = t.txg_timeout_ms;
@@ -40,6 +59,7 @@ poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
   live.delay_scale_ns = t.txg_delay_scale_ns;
   live.delay_max_ns = t.txg_delay_max_ns;
   live.df_max_search = t.alloc_df_max_search;
+  SetAllocationTunables(live, t);
   return live;
 }
 

@@ -229,6 +229,31 @@ TEST_CASE("HandleControlRequest serves status tune and reload") {
         std::string::npos);
 }
 
+TEST_CASE("ToLiveTunables carries every live tunable the Filesystem takes") {
+  config::Config c;
+  for (const char* a :
+       {"txg.timeout_ms=1234", "txg.dirty_max_bytes=64MiB", "txg.dirty_sync_percent=33",
+        "txg.delay_min_dirty_percent=70", "txg.delay_scale_ns=1000", "txg.delay_max_ns=2000000",
+        "alloc.df_max_search=1MiB", "dmu.metadnode_backfill=legacy", "dmu.alloc_chunk=64"}) {
+    auto next = config::ApplyAssignment(c, a);
+    REQUIRE(next.ok());
+    c = *next;
+  }
+  const poolfs::LiveTunables live = ToLiveTunables(c.values());
+  CHECK(live.txg_timeout_ms == 1234);
+  CHECK(live.dirty_max_bytes == 64ull << 20);
+  CHECK(live.dirty_sync_percent == 33);
+  CHECK(live.delay_min_dirty_percent == 70);
+  CHECK(live.delay_scale_ns == 1000);
+  CHECK(live.delay_max_ns == 2000000);
+  CHECK(live.df_max_search == 1ull << 20);
+  // The allocation tunables, where poolfs/fs.h has them (see live_config.cc).
+  [](const auto& l) {
+    if constexpr (requires { l.metadnode_backfill; }) CHECK(l.metadnode_backfill == "legacy");
+    if constexpr (requires { l.alloc_chunk; }) CHECK(l.alloc_chunk == 64);
+  }(live);
+}
+
 TEST_CASE("FormatBytesHuman keeps three significant digits") {
   CHECK(FormatBytesHuman(0) == "0B");
   CHECK(FormatBytesHuman(1023) == "1023B");
