@@ -13,9 +13,6 @@ namespace poolfs::daemon {
 
 namespace {
 
-using config::Applies;
-using config::TunableInfo;
-
 std::string_view LogLevelName(const config::Config& c) {
   auto level = c.GetEnum("log.level");
   return level.ok() ? *level : std::string_view("info");
@@ -28,10 +25,6 @@ std::string_view TrimSpace(std::string_view s) {
     s.remove_suffix(1);
   return s;
 }
-
-}  // namespace
-
-namespace {
 
 // The object allocation tunables (dmu.metadnode_backfill, dmu.alloc_chunk),
 // for a LiveTunables that carries them: they are being added to poolfs/fs.h
