@@ -126,7 +126,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
       "{} strands)",
       plan.pool_file, plan.mountpoint, JoinOptions(plan.fuse.mount_options),
       plan.config_path.empty() ? "defaults" : plan.config_path,
-      plan.fuse.threads ? plan.fuse.threads : fuse::FuseOptions::kDefaultThreads,
+      plan.fuse.threads ? plan.fuse.threads : fuse::FuseOptions::DefaultThreads(),
       executor.threads(), executor.strands());
   report.Succeeded();
 

@@ -1,6 +1,7 @@
 #include "mount_detach.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +61,11 @@ std::optional<int> StartupReport::Detach() {
     return std::nullopt;
   }
   close(fds[1]);
+  // The caller blocked the signals for the daemon's sake; the parent may be
+  // interrupted while it waits (the daemon, in its own session, goes on).
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
   std::string report;
   char buf[4096];
   for (;;) {

@@ -20,6 +20,11 @@ namespace {
 Result<std::string> Canonical(const std::string& path, const std::string& what) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) == nullptr) {
+    if (errno == ENOTCONN) {
+      return Status::InvalidArgument(what + " " + path +
+                                     " is a FUSE mount whose daemon is gone; run fusermount3 -u " +
+                                     path + " first");
+    }
     if (errno == ENOENT || errno == ENOTDIR)
       return Status::NotFound(what + " " + path + " does not exist");
     return Status::InvalidArgument(what + " " + path + ": " + std::strerror(errno));

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "adapter.h"
 
@@ -66,6 +68,10 @@ std::string EscapeOption(const std::string& v) {
 
 }  // namespace
 
+uint32_t FuseOptions::DefaultThreads() {
+  return std::clamp(2 * std::thread::hardware_concurrency(), 2u, 16u);
+}
+
 FuseServer::FuseServer(Filesystem* fs, const FuseOptions& options)
     : options_(options), adapter_(std::make_unique<Adapter>()) {
   adapter_->fs = fs;
@@ -112,7 +118,7 @@ Status FuseServer::Run() {
   } else {
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     const uint32_t threads =
-        options_.threads != 0 ? options_.threads : FuseOptions::kDefaultThreads;
+        options_.threads != 0 ? options_.threads : FuseOptions::DefaultThreads();
     fuse_loop_cfg_set_max_threads(cfg, threads);
     fuse_loop_cfg_set_clone_fd(cfg, options_.clone_fd ? 1 : 0);
     rc = fuse_session_loop_mt(session_, cfg);

@@ -25,6 +25,13 @@ cleanup() {
 trap cleanup EXIT
 cd "$DIR" || exit 1
 
+# A filesystem that hangs must fail the test, not hang it: after 300 s the
+# watchdog SIGKILLs this test's daemons, which aborts their FUSE
+# connections, so every waiting syscall returns (ENOTCONN) and the script
+# runs to its end.
+( sleep 300 && touch "$DIR/watchdog-fired" && pkill -KILL -f -- "poolfs mount .*$DIR/" ) >/dev/null 2>&1 &
+WATCHDOG=$!
+
 failures=0
 fail() {
   echo "FAIL: $*" >&2
@@ -185,6 +192,8 @@ kill -TERM "$pid" && wait_exit "$pid" && ok "SIGTERM ends the user's daemon"
 is_mounted "$DIR/user/mnt" && fail "user mount still there after SIGTERM"
 expect 0 "pool is healthy" as_user "$POOLFS" check "$DIR/user/u.pool"
 
+kill "$WATCHDOG" 2>/dev/null
+[[ -e "$DIR/watchdog-fired" ]] && fail "the watchdog fired: a mount hung for 300 s (see above)"
 if [[ $failures -gt 0 ]]; then
   echo "poolfs_mount_test: $failures FAILED"
   exit 1
