@@ -57,5 +57,6 @@ class JsonObject {
 int RunSpaceBench(int argc, char** argv);
 int RunAllocBench(int argc, char** argv);
 int RunPoolBench(int argc, char** argv);
+int RunCreateBench(int argc, char** argv);
 
 }  // namespace poolfs::bench

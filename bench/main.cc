@@ -3,6 +3,7 @@
 //   poolfs-bench space [--segments N] [--seed S] [--json]
 //   poolfs-bench alloc [--allocators 1,2] [--threads 2] [--json]
 //   poolfs-bench pool [--mib 1024] [--dir D] [--json]
+//   poolfs-bench create [--backfill auto,off,legacy] [--threads T] [--count N] [--churn] [--json]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -11,7 +12,7 @@
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: poolfs-bench space|alloc|pool [options]   (poolfs-bench SUBCOMMAND --help)\n";
+      "usage: poolfs-bench space|alloc|pool|create [options]   (poolfs-bench SUBCOMMAND --help)\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   if (cmd == "space") return poolfs::bench::RunSpaceBench(argc - 1, argv + 1);
   if (cmd == "alloc") return poolfs::bench::RunAllocBench(argc - 1, argv + 1);
   if (cmd == "pool") return poolfs::bench::RunPoolBench(argc - 1, argv + 1);
+  if (cmd == "create") return poolfs::bench::RunCreateBench(argc - 1, argv + 1);
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(usage, stdout);
     return 0;

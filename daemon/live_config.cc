@@ -26,19 +26,13 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
-// The object allocation tunables (dmu.metadnode_backfill, dmu.alloc_chunk),
-// for a LiveTunables that carries them: they are being added to poolfs/fs.h
-// alongside this file, and this compiles with and without them (the
-// `if constexpr` can become plain assignments once fs.h has them).
-template <typename Live>
-void SetAllocationTunables(Live& live, const config::Tunables& t) {
-  if constexpr (requires { live.metadnode_backfill = std::string(); }) {
-    const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill");
-    const size_t index = static_cast<size_t>(t.dmu_metadnode_backfill);
-    if (row != nullptr && index < row->choices.size())
-      live.metadnode_backfill = std::string(row->choices[index]);
-  }
-  if constexpr (requires { live.alloc_chunk = uint32_t{}; }) live.alloc_chunk = t.dmu_alloc_chunk;
+// The object allocation tunables (dmu.metadnode_backfill, dmu.alloc_chunk).
+void SetAllocationTunables(LiveTunables& live, const config::Tunables& t) {
+  const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill");
+  const size_t index = static_cast<size_t>(t.dmu_metadnode_backfill);
+  if (row != nullptr && index < row->choices.size())
+    live.metadnode_backfill = std::string(row->choices[index]);
+  live.alloc_chunk = t.dmu_alloc_chunk;
 }
 
 }  // namespace
@@ -202,6 +196,14 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   line("datasets:", std::to_string(s.datasets.size()) + (datasets.empty() ? "" : ": " + datasets));
   line("objects:", std::to_string(s.objects) + " (" + std::to_string(s.unlinked_pending) +
                        " unlinked, still open)");
+  char density[32];
+  std::snprintf(density, sizeof density, "%.3f", s.density);
+  line("object allocation:", "backfill " + s.backfill + "; " + std::to_string(s.objects_allocated) +
+                                 " allocated, " + std::to_string(s.objects_freed) + " freed, " +
+                                 std::to_string(s.objects_reused) + " reused, " +
+                                 std::to_string(s.failed_holds) + " failed holds since mount");
+  line("object ids:", "high-water " + std::to_string(s.object_high_water) + ", density " + density +
+                          ", " + std::to_string(s.dnode_blocks_in_use) + " dnode blocks in use");
   out += "tunables in effect (" +
          (running.source().empty() ? std::string("defaults, no config file")
                                    : "from " + running.source()) +

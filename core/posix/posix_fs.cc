@@ -121,6 +121,10 @@ Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::unique_ptr<pool::Pool> pool,
 Status PosixFs::Init() {
   os_ = pool_->root_dataset();
   if (!os_) return Status::Corruption("pool '" + pool_->name() + "' has no root dataset");
+  POOLFS_ASSIGN_OR_RETURN(dmu::BackfillMode backfill,
+                          dmu::ParseBackfillMode(opts_.metadnode_backfill));
+  os_->SetBackfill(backfill);
+  os_->SetAllocChunk(opts_.alloc_chunk);
   auto root = os_->Stat(ObjectId(kRootIno));
   if (!root.ok() && root.status().IsNotFound()) {
     if (os_->next_object() != 1)

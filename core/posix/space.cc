@@ -83,6 +83,15 @@ FsStatus PosixFs::GetStatus() {
   s.datasets = stats.datasets;
   s.objects = os_->live_objects();
   s.unlinked_pending = unlinked_->Count();
+  const dmu::ObjectAllocStats a = os_->AllocStats();
+  s.backfill = std::string(dmu::BackfillModeName(a.mode));
+  s.objects_allocated = a.allocated;
+  s.objects_freed = a.freed;
+  s.objects_reused = a.reused;
+  s.failed_holds = a.failed_holds;
+  s.object_high_water = a.high_water;
+  s.density = a.density();
+  s.dnode_blocks_in_use = a.dnode_blocks_in_use;
   return s;
 }
 
@@ -99,6 +108,10 @@ void PosixFs::SetLive(const LiveTunables& t) {
   if (!txg::ValidateTxgOptions(o).ok()) return;
   pool_->txgs().SetOptions(o);
   opts_.dirty_max_bytes = t.dirty_max_bytes;
+  // Object allocation: the mode was checked by the config layer; an
+  // unknown one (a caller outside it) leaves the mode as it is.
+  if (auto mode = dmu::ParseBackfillMode(t.metadnode_backfill); mode.ok()) os_->SetBackfill(*mode);
+  os_->SetAllocChunk(t.alloc_chunk);
 }
 
 }  // namespace poolfs::core::posix

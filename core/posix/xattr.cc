@@ -21,9 +21,15 @@ enum class Ns { kUser, kTrusted, kSecurity };
 Result<Ns> Namespace(std::string_view name) {
   if (name.size() > kNameMax)
     return Status(StatusCode::kRange, "xattr name of " + std::to_string(name.size()) + " bytes");
-  if (name.starts_with("user.") && name.size() > 5) return Ns::kUser;
-  if (name.starts_with("trusted.") && name.size() > 8) return Ns::kTrusted;
-  if (name.starts_with("security.") && name.size() > 9) return Ns::kSecurity;
+  for (auto [prefix, ns] : {std::pair{std::string_view("user."), Ns::kUser},
+                            std::pair{std::string_view("trusted."), Ns::kTrusted},
+                            std::pair{std::string_view("security."), Ns::kSecurity}}) {
+    if (!name.starts_with(prefix)) continue;
+    // A known namespace with nothing after it: a bad name, as Linux says.
+    if (name.size() == prefix.size())
+      return Status::InvalidArgument("xattr name '" + std::string(name) + "' is only a namespace");
+    return ns;
+  }
   return Status::NotSupported("xattr namespace of '" + std::string(name) + "'");
 }
 

@@ -34,7 +34,8 @@ SEQ=(--name=seq --directory="$M" --filename=seq.dat --rw=write --bs=128k --size=
 run_fio() {
   local what=$1
   shift
-  if fio --output="$W/fio.$what" "$@"; then
+  # From the work folder: fio leaves its verify state files in the current one.
+  if (cd "$W" && fio --output="$W/fio.$what" "$@"); then
     grep -E "WRITE:|READ:|issued rwts" "$W/fio.$what" | sed "s/^ */$what: /"
     # Each job read back (verified) something: "issued rwts: total=R,W,...".
     if grep "issued rwts" "$W/fio.$what" | grep -q "total=0,"; then

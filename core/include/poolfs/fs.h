@@ -170,6 +170,11 @@ struct MountOptions {
   uint64_t size_tree_floor = 16 * 1024;
   uint64_t df_max_search = 16 * 1024 * 1024;
   uint64_t aliquot = 2 * 1024 * 1024;
+  // Object allocation in the root dataset (dmu.metadnode_backfill: "auto",
+  // "on", "off" or "legacy"; dmu.alloc_chunk: ids handed to a thread at a
+  // time).
+  std::string metadnode_backfill = "auto";
+  uint32_t alloc_chunk = 128;
   // Where sync work runs (one strand per allocator); nullptr: a thread pool
   // the core owns. Must outlive the Filesystem.
   Executor* executor = nullptr;
@@ -188,6 +193,8 @@ struct LiveTunables {
   uint64_t delay_scale_ns = 500000;
   uint64_t delay_max_ns = 100000000;
   uint64_t df_max_search = 16 * 1024 * 1024;
+  std::string metadnode_backfill = "auto";
+  uint32_t alloc_chunk = 128;
 };
 
 // What `poolfs status` shows of a mounted pool.
@@ -205,6 +212,16 @@ struct FsStatus {
   std::vector<std::string> datasets;
   uint64_t objects = 0;          // live objects in the root dataset
   uint64_t unlinked_pending = 0;  // unlinked files still referenced
+  // Object allocation in the root dataset since the mount (see
+  // dmu.metadnode_backfill).
+  std::string backfill;  // the mode in effect
+  uint64_t objects_allocated = 0;
+  uint64_t objects_freed = 0;
+  uint64_t objects_reused = 0;     // allocated below the high-water mark
+  uint64_t failed_holds = 0;       // probes that met a taken dnode (legacy only)
+  uint64_t object_high_water = 0;  // one past the highest object id in use
+  double density = 1;              // objects / (highest object id + 1)
+  uint64_t dnode_blocks_in_use = 0;
 };
 
 class Filesystem {
