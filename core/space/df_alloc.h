@@ -2,12 +2,11 @@
 // best fit from the size index.
 //
 // A block of `size` bytes is aligned to the largest power of two dividing
-// its size (its natural alignment, counted from the metaslab's start), and each alignment has its own cursor:
-// the end of the last block handed out with that alignment. The picker walks
-// free segments in offset order from the cursor and takes the first one the
-// aligned block fits in, giving up once it has looked at segments starting
-// more than `max_search` bytes past the first one it looked at (and at least
-// kMinSegments of them) — without that bound a fragmented metaslab costs
+// its size (its natural alignment, counted from the metaslab's start), and each alignment has its
+// own cursor: the end of the last block handed out with that alignment. The picker walks free
+// segments in offset order from the cursor and takes the first one the aligned block fits in,
+// giving up once it has looked at segments starting more than `max_search` bytes past the first one
+// it looked at (and at least kMinSegments of them) — without that bound a fragmented metaslab costs
 // 100,000+ steps. Then it asks the size index for the smallest segment of at
 // least `size` bytes and walks up the sizes until one fits with its
 // alignment. A metaslab that is nearly full or whose largest segment is small
@@ -37,8 +36,9 @@ struct DfPolicy {
 using DfCursors = std::array<uint64_t, 64>;
 
 // Returns the absolute offset of a free, naturally aligned block of `size`
-// bytes in `tree` (which it does not modify: the caller removes the block),
-// or nullopt when no segment has room. `capacity` is the metaslab size, for
+// bytes in `tree` (which it does not modify: the caller removes the block);
+// failing that, of any free run of `size` bytes; nullopt when no segment is
+// long enough. `capacity` is the metaslab size, for
 // the free-percentage switch. Updates the cursor for size's alignment.
 template <typename Tree>
 std::optional<uint64_t> DfPick(Tree& tree, uint64_t size, uint64_t capacity, DfCursors& cursors,
@@ -96,6 +96,18 @@ std::optional<uint64_t> DfPick(Tree& tree, uint64_t size, uint64_t capacity, DfC
       }
       // A segment of size + align bytes always fits: no need to look further.
       return r.length < size + align;
+    });
+  }
+  if (!found) {
+    // No naturally aligned room: any segment long enough will do (sector
+    // aligned, as every segment is). Natural alignment is a preference for
+    // locality; without this, a metaslab whose free space is plentiful but
+    // sprinkled with small blocks refuses every large block (found by
+    // poolfs-stress: a txg sync failed with NoSpace on a 256 MiB vdev 85%
+    // free, wanting 1 MiB).
+    tree.WalkBySize(size, [&](const Range& r) {
+      found = r.offset;
+      return false;
     });
   }
   if (found) cursors[bucket] = *found + size;
