@@ -136,8 +136,8 @@ class ObjectAllocator {
     uint64_t allocated GUARDED_BY(mu) = 0;
     uint64_t reused GUARDED_BY(mu) = 0;
   };
-  // Fills `s` with a new chunk. REQUIRES s.mu.
-  Status Refill(Slot& s) EXCLUDES(mu_);
+  // Fills `s` with a new chunk.
+  Status Refill(Slot& s) REQUIRES(s.mu) EXCLUDES(mu_);
   // Whether new ids come from the free set now; updates backfill_ready_.
   bool Backfilling() REQUIRES(mu_);
   // Returns every slot's unused ids to the free set.

@@ -335,7 +335,7 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
         continue;
       }
       struct Shared {
-        Dnode* d;
+        Dnode* d = nullptr;
         Dnode::SyncPlan plan;
         std::atomic<size_t> remaining;
         std::atomic<bool> failed{false};
@@ -345,7 +345,10 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
         tasks.push_back({i, [st = plan.status().WithContext(name_)] { return st; }});
         continue;
       }
-      auto sh = std::make_shared<Shared>(d, std::move(plan).value(), strands);
+      auto sh = std::make_shared<Shared>();
+      sh->d = d;
+      sh->plan = std::move(plan).value();
+      sh->remaining = strands;
       const size_t n = sh->plan.blocks.size();
       for (size_t k = 0; k < strands; k++) {
         tasks.push_back({k, [this, t, k, n, strands, sh, add_result]() -> Status {
