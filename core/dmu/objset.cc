@@ -46,17 +46,11 @@ Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::Blo
     os->synced_live_ = phys.live_objects;
   }
   POOLFS_RETURN_IF_ERROR(os->LoadAllocator(phys.next_object));
-  if (os->damaged_dnode_blocks_ == 0 && os->alloc_.Stats().live != phys.live_objects)
-    return Status::Corruption(
-        os->name_ + ": the root block counts " + std::to_string(phys.live_objects) +
-        " live objects; the metadnode holds " + std::to_string(os->alloc_.Stats().live));
   return os;
 }
 
 Status ObjectSet::LoadAllocator(uint64_t next_object) {
-  if (next_object < 1 || next_object > kMaxObjectId + 1)
-    return Status::Corruption(name_ + ": next object id " + std::to_string(next_object) +
-                              " out of range");
+  next_object = std::clamp<uint64_t>(next_object, 1, kMaxObjectId + 1);  // decoded: in range
   std::vector<std::pair<uint64_t, uint64_t>> in_use;
   auto use = [&](uint64_t first, uint64_t end) {
     if (!in_use.empty() && in_use.back().second == first)
@@ -68,7 +62,13 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
   for (uint64_t blk = 0; blk < blocks; blk++) {
     const uint64_t first = std::max<uint64_t>(blk * kDnodesPerBlock, 1);
     const uint64_t end = std::min((blk + 1) * kDnodesPerBlock, next_object);
-    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp, metadnode_->BlockPointer(blk));
+    Result<zio::BlockPtr> pointer = metadnode_->BlockPointer(blk);
+    if (!pointer.ok()) {  // an unreadable indirect block: as a damaged dnode block
+      use(first, end);
+      damaged_dnode_blocks_++;
+      continue;
+    }
+    const zio::BlockPtr& bp = *pointer;
     if (bp.IsHole() || (bp.type == zio::BlockType::kDnodes && bp.fill == 0)) continue;
     if (bp.type == zio::BlockType::kDnodes && bp.fill == kDnodesPerBlock && blk > 0) {
       use(first, end);  // full: no need to read it
@@ -79,31 +79,33 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
     if (!read.ok()) {
       // A damaged dnode block must not make the whole object set (and so
       // the pool's newest txg) unusable: its ids count as taken, so none is
-      // handed out twice, and the objects in it fail when used.
-      if (!read.status().IsCorruption() && read.status().code() != StatusCode::kIOError)
-        return read.status();
+      // handed out twice, and the objects in it fail when used. (poolfs
+      // check reports the damage; Open refuses no more than it did before
+      // the allocator read the metadnode.)
       use(first, end);
       damaged_dnode_blocks_++;
       continue;
     }
     const std::string& data = *read;
     uint64_t count = 0;
+    bool odd = false;
     for (uint64_t id = blk * kDnodesPerBlock; id < (blk + 1) * kDnodesPerBlock; id++) {
       const size_t at = (id % kDnodesPerBlock) * kDnodeSize;
       if (at >= data.size() || data[at] == 0) continue;  // type none: free
       count++;
-      if (id == 0 || id >= next_object)
-        return Status::Corruption(
-            name_ + ": metadnode block " + std::to_string(blk) + " holds object " +
-            std::to_string(id) +
-            (id == 0 ? " (the metadnode's own id)"
-                     : ", past the next object id " + std::to_string(next_object)));
-      use(id, id + 1);
+      odd |= id == 0 || id >= next_object;
     }
-    if (bp.type == zio::BlockType::kDnodes && bp.fill != count)
-      return Status::Corruption(name_ + ": metadnode block " + std::to_string(blk) +
-                                " pointer has fill " + std::to_string(bp.fill) + "; it holds " +
-                                std::to_string(count) + " dnodes");
+    // A block that disagrees with its pointer or with the next object id is
+    // damage poolfs check reports; here its ids count as taken.
+    if (odd || (bp.type == zio::BlockType::kDnodes && bp.fill != count)) {
+      use(first, end);
+      damaged_dnode_blocks_++;
+      continue;
+    }
+    for (uint64_t id = std::max<uint64_t>(blk * kDnodesPerBlock, 1); id < end; id++) {
+      const size_t at = (id % kDnodesPerBlock) * kDnodeSize;
+      if (at < data.size() && data[at] != 0) use(id, id + 1);
+    }
   }
   return alloc_.Load(next_object, in_use);
 }
