@@ -28,10 +28,8 @@ std::string_view TrimSpace(std::string_view s) {
 
 // The object allocation tunables (dmu.metadnode_backfill, dmu.alloc_chunk).
 void SetAllocationTunables(LiveTunables& live, const config::Tunables& t) {
-  const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill");
-  const size_t index = static_cast<size_t>(t.dmu_metadnode_backfill);
-  if (row != nullptr && index < row->choices.size())
-    live.metadnode_backfill = std::string(row->choices[index]);
+  if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
+    live.metadnode_backfill = row->Format(row->get(t));
   live.alloc_chunk = t.dmu_alloc_chunk;
 }
 

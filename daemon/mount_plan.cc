@@ -123,10 +123,8 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   o.size_tree_floor = t.alloc_size_tree_floor;
   o.df_max_search = t.alloc_df_max_search;
   o.aliquot = t.alloc_aliquot;
-  const config::TunableInfo* backfill = config::FindTunable("dmu.metadnode_backfill");
-  const size_t mode = static_cast<size_t>(t.dmu_metadnode_backfill);
-  if (backfill != nullptr && mode < backfill->choices.size())
-    o.metadnode_backfill = std::string(backfill->choices[mode]);
+  if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
+    o.metadnode_backfill = row->Format(row->get(t));
   o.alloc_chunk = t.dmu_alloc_chunk;
   return o;
 }

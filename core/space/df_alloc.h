@@ -88,7 +88,15 @@ std::optional<uint64_t> DfPick(Tree& tree, uint64_t size, uint64_t capacity, DfC
     }
   }
   if (!found) {
+    // The smallest segment long enough, should none have naturally aligned
+    // room: any run of `size` bytes will do then (sector aligned, as every
+    // segment is). Natural alignment is a preference for locality; without
+    // this, a metaslab whose free space is plentiful but sprinkled with
+    // small blocks refuses every large block (found by poolfs-stress: a txg
+    // sync failed with NoSpace on a 256 MiB vdev 85% free, wanting 1 MiB).
+    std::optional<uint64_t> any;
     tree.WalkBySize(size, [&](const Range& r) {
+      if (!any) any = r.offset;
       uint64_t at;
       if (fits(r, &at)) {
         found = at;
@@ -97,18 +105,7 @@ std::optional<uint64_t> DfPick(Tree& tree, uint64_t size, uint64_t capacity, DfC
       // A segment of size + align bytes always fits: no need to look further.
       return r.length < size + align;
     });
-  }
-  if (!found) {
-    // No naturally aligned room: any segment long enough will do (sector
-    // aligned, as every segment is). Natural alignment is a preference for
-    // locality; without this, a metaslab whose free space is plentiful but
-    // sprinkled with small blocks refuses every large block (found by
-    // poolfs-stress: a txg sync failed with NoSpace on a 256 MiB vdev 85%
-    // free, wanting 1 MiB).
-    tree.WalkBySize(size, [&](const Range& r) {
-      found = r.offset;
-      return false;
-    });
+    if (!found) found = any;
   }
   if (found) cursors[bucket] = *found + size;
   return found;
