@@ -1,0 +1,166 @@
+// Concurrent tests of the ARC (core/arc/arc.h), meant to run under TSan too
+// (scripts/test.sh builds arc_tests with -fsanitize=thread): the bound on
+// cached data holds under 8 threads of reads with the evictor running, held
+// and dirty blocks survive that load intact, and batched release and Forget
+// leave nothing behind.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "arc/arc.h"
+
+namespace poolfs::core::arc {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+constexpr int kThreads = 8;
+
+BlockKey Key(uint64_t n) { return {VdevId(1), VdevOffset(n * kBlock), Txg(7)}; }
+
+// Reads block n (filling a miss with n's byte pattern) and checks its bytes.
+// Returns false if the block's bytes are wrong.
+bool ReadAndCheck(Arc& arc, uint64_t n) {
+  ArcHandle h = arc.Lookup(Key(n));
+  if (!h) {
+    ArcData d = arc.AllocData(kBlock);
+    std::memset(d.data(), int(n & 0xff), kBlock);
+    h = arc.Insert(Key(n), std::move(d));
+  }
+  return h.size() == kBlock && h.data()[0] == std::byte(n & 0xff) &&
+         h.data()[kBlock - 1] == std::byte(n & 0xff);
+}
+
+ArcOptions Concurrent(uint64_t blocks, uint32_t sublists) {
+  ArcOptions o;
+  o.max_bytes = blocks * kBlock;
+  o.sublists = sublists;
+  o.evict_batch = 10;
+  o.evict_thread = true;
+  return o;
+}
+
+TEST_CASE("Arc keeps cached data within max_bytes under 8 threads of random reads", "[arc]") {
+  for (uint32_t sublists : {1u, 4u}) {
+    Arc arc(Concurrent(256, sublists));
+    const uint64_t bound = 256 * kBlock + 10 * kBlock;  // c + one evict batch of slack
+    std::atomic<uint64_t> max_seen{0};
+    std::atomic<bool> bad_data{false};
+    std::atomic<bool> done{false};
+    // A sampler besides the readers' own checks after each read.
+    std::thread sampler([&] {
+      while (!done.load()) {
+        uint64_t v = arc.cached_bytes();
+        uint64_t m = max_seen.load();
+        while (v > m && !max_seen.compare_exchange_weak(m, v)) {
+        }
+        std::this_thread::yield();
+      }
+    });
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; t++) {
+      ts.emplace_back([&, t] {
+        std::mt19937_64 rng(t + 1);
+        for (int i = 0; i < 4000; i++) {
+          if (!ReadAndCheck(arc, rng() % 512)) bad_data = true;
+          uint64_t v = arc.cached_bytes();
+          uint64_t m = max_seen.load();
+          while (v > m && !max_seen.compare_exchange_weak(m, v)) {
+          }
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    done = true;
+    sampler.join();
+    ArcStats st = arc.Stats();
+    INFO("sublists " << sublists << " max seen " << max_seen.load() << " bound " << bound);
+    CHECK(max_seen.load() <= bound);
+    CHECK_FALSE(bad_data.load());
+    CHECK(st.hits + st.misses >= uint64_t{kThreads} * 4000);
+    CHECK(st.evictions > 0);
+    CHECK(st.cached_bytes == st.mru_bytes + st.mfu_bytes);
+    CHECK(st.cached_bytes <= st.max_bytes);
+  }
+}
+
+TEST_CASE("Arc eviction under concurrent load never drops a held or dirty block", "[arc]") {
+  Arc arc(Concurrent(128, 4));
+  // Held: blocks 10000.. read and kept by the main thread.
+  std::vector<ArcHandle> held;
+  for (uint64_t n = 10000; n < 10016; n++) {
+    REQUIRE(ReadAndCheck(arc, n));
+    held.push_back(arc.Lookup(Key(n)));
+    REQUIRE(held.back());
+  }
+  std::atomic<bool> bad{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; t++) {
+    ts.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      // Each thread keeps dirty blocks alive across the churn.
+      std::vector<ArcHandle> dirty;
+      for (int k = 0; k < 4; k++) {
+        dirty.push_back(arc.NewDirty(kBlock));
+        std::memset(dirty.back().mutable_data(), 0x80 + t * 4 + k, kBlock);
+      }
+      for (int i = 0; i < 3000; i++) {
+        if (!ReadAndCheck(arc, rng() % 1024)) bad = true;
+      }
+      for (int k = 0; k < 4; k++) {
+        const std::byte want{uint8_t(0x80 + t * 4 + k)};
+        if (dirty[k].data()[0] != want || dirty[k].data()[kBlock - 1] != want) bad = true;
+      }
+      // Half are written and cached, the other half dropped in one batch.
+      dirty[0] = arc.Assign(dirty[0], Key(20000 + t));
+      dirty[1] = arc.Assign(dirty[1], Key(30000 + t));
+      arc.Release(dirty);
+    });
+  }
+  for (auto& t : ts) t.join();
+  CHECK_FALSE(bad.load());
+  for (size_t i = 0; i < held.size(); i++) {
+    CHECK(held[i].data()[0] == std::byte((10000 + i) & 0xff));
+    CHECK(arc.Lookup(Key(10000 + i)));  // still cached: never evicted while held
+  }
+  ArcStats st = arc.Stats();
+  CHECK(st.anon_bytes == 0);
+  CHECK(st.cached_bytes <= st.max_bytes);
+}
+
+TEST_CASE("Arc Forget and EvictAll racing with readers leave nothing behind", "[arc]") {
+  Arc arc(Concurrent(128, 4));
+  std::atomic<bool> bad{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; t++) {
+    ts.emplace_back([&, t] {
+      std::mt19937_64 rng(200 + t);
+      std::vector<BlockKey> batch;
+      for (int i = 0; i < 3000; i++) {
+        uint64_t n = rng() % 512;
+        if (!ReadAndCheck(arc, n)) bad = true;
+        if (t % 2 == 0 && rng() % 8 == 0) batch.push_back(Key(n));
+        if (batch.size() >= 32) {
+          arc.Forget(batch);
+          batch.clear();
+        }
+        if (t == 1 && i % 1000 == 999) arc.EvictAll();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  CHECK_FALSE(bad.load());
+  std::vector<BlockKey> all;
+  for (uint64_t n = 0; n < 512; n++) all.push_back(Key(n));
+  arc.Forget(all);
+  ArcStats st = arc.Stats();
+  CHECK(st.cached_bytes == 0);
+  CHECK(st.mru_bytes + st.mfu_bytes + st.mru_ghost_bytes + st.mfu_ghost_bytes == 0);
+  CHECK(st.mru_blocks + st.mfu_blocks + st.mru_ghost_blocks + st.mfu_ghost_blocks == 0);
+  CHECK(st.anon_bytes == 0);
+}
+
+}  // namespace
+}  // namespace poolfs::core::arc
