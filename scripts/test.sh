@@ -5,6 +5,8 @@
 #   1. scripts/setup.sh (installs missing Debian packages)
 #   2. build/ (RelWithDebInfo), scripts/check-layers.sh, ctest
 #   3. build-asan/ (ASan+UBSan, tests only), ctest
+#   3b. build-tsan/ (TSan): only arc_tests and util_tests (the ARC and the
+#      read-mostly lock), ctest -R '^(arc|util):', to keep CI time small
 #   4. build-fuzz/ (clang, libFuzzer, tests only), ctest -R '^fuzz' (replays
 #      the fuzz corpora); skipped when clang++ is not installed
 #
@@ -73,7 +75,8 @@ build() {
     finish
   fi
   rm -f "$log"
-  if ! cmake --build "$dir" -j"$JOBS"; then
+  # BUILD_TARGETS (optional): build only these targets.
+  if ! cmake --build "$dir" -j"$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS}; then
     failures+=("build of $dir")
     finish
   fi
@@ -127,6 +130,13 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 build "$BUILD-asan" -DPOOLFS_SANITIZE=address -DPOOLFS_ONLY_TESTS=ON
 run_ctest "$BUILD-asan" error
+
+# TSan, for the concurrent code whose tests are written for it (about 2 min of
+# build, seconds of tests). Any report fails the test that triggered it.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+BUILD_TARGETS="arc_tests util_tests" build "$BUILD-tsan" -DPOOLFS_SANITIZE=thread \
+  -DPOOLFS_ONLY_TESTS=ON
+run_ctest "$BUILD-tsan" error -R '^(arc|util):'
 
 # Fuzz: every fuzz target registers a ctest test named "fuzz:..." that replays
 # its corpus. Until tests/fuzz/ has a CMakeLists.txt there are none, which is
