@@ -51,13 +51,16 @@ uint64_t Arc::DefaultMaxBytes() {
 uint32_t Arc::DefaultSublists() { return std::max(4u, std::thread::hardware_concurrency()); }
 
 Arc::Arc(const ArcOptions& o)
-    : nsub_(o.sublists ? o.sublists : DefaultSublists()),
+    : pool_(o.pool_retain_bytes),
+      headers_(o.pool_retain_bytes),
+      nsub_(o.sublists ? o.sublists : DefaultSublists()),
       evict_batch_(std::max(1u, o.evict_batch)),
       c_(o.max_bytes ? o.max_bytes : DefaultMaxBytes()),
       p_(c_.load() / 2),
       stripes_(new Stripe[kStripes]),
       lists_(new Sublist[size_t{kListStates} * nsub_]) {
-  uint64_t want = std::clamp<uint64_t>(c_.load() / 8192, kStripes, uint64_t{1} << 22);
+  // One bucket per 4 KiB of c: 8 bytes of table per 4 KiB cached.
+  uint64_t want = std::clamp<uint64_t>(c_.load() / 4096, kStripes, uint64_t{1} << 23);
   buckets_.assign(std::bit_ceil(want), nullptr);
   if (o.evict_thread) evictor_ = std::thread([this] { EvictorMain(); });
 }
@@ -246,7 +249,7 @@ ArcHandle Arc::Insert(const BlockKey& key, ArcData data) {
       used_reservation = true;
       out = ArcHandle(this, h);
     } else if (reserved) {
-      h = new ArcHeader;
+      h = headers_.New();
       h->key = key;
       h->hash = hash;
       h->data = data.data_;
@@ -265,7 +268,7 @@ ArcHandle Arc::Insert(const BlockKey& key, ArcData data) {
   }
   if (reserved && !used_reservation) Unreserve(charged);
   if (!out) {  // no room: the caller still gets its block, outside the cache
-    auto* h = new ArcHeader;
+    auto* h = headers_.New();
     h->key = key;
     h->hash = hash;
     h->data = data.data_;
@@ -300,7 +303,7 @@ void Arc::AdaptOnGhostHit(ArcState ghost, uint64_t bytes) {
 
 ArcHandle Arc::NewDirty(uint32_t size) {
   CHECK_GT(size, 0u);
-  auto* h = new ArcHeader;
+  auto* h = headers_.New();
   h->data = pool_.Alloc(size);
   h->size = size;
   h->charged = uint32_t(BufferPool::ChargedSize(size));
@@ -419,7 +422,7 @@ void Arc::FreeHeaders(std::span<ArcHeader* const> headers) {
   } else {
     pool_.FreeBatch(bufs);
   }
-  for (ArcHeader* h : headers) delete h;
+  headers_.FreeBatch(headers);
 }
 
 void Arc::SetMaxBytes(uint64_t max_bytes) {

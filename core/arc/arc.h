@@ -85,6 +85,8 @@ struct ArcOptions {
   uint32_t sublists = 0;      // arc.sublists; 0: one per core, at least 4
   uint32_t evict_batch = 10;  // arc.evict_batch: blocks taken from a sublist at a time
   bool evict_thread = true;   // false: only inserting threads evict (deterministic tests)
+  // Free bytes the BufferPool keeps per size class for reuse (not in c).
+  uint64_t pool_retain_bytes = uint64_t{8} << 20;
 };
 
 // A snapshot of the cache's counters, for `poolfs status`.
@@ -180,6 +182,9 @@ class Arc {
   // lock. A held block leaves the cache at once and is freed with its last
   // handle. Returns how many of `keys` were in the cache.
   size_t Forget(std::span<const BlockKey> keys);
+  // Forget of one block, with one round trip on each lock it needs (no batch
+  // bookkeeping). Returns whether it was in the cache.
+  bool Forget(const BlockKey& key);
 
   // Drops every block not held, sublist by sublist, a batch at a time
   // (unmount). Returns how many held blocks stayed.
@@ -267,6 +272,7 @@ class Arc {
   void FreeDetached(ArcHeader* h);
 
   BufferPool pool_;
+  HeaderCache headers_;
   const uint32_t nsub_;
   const uint32_t evict_batch_;
   std::atomic<uint64_t> c_;

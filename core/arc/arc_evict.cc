@@ -120,7 +120,7 @@ uint64_t Arc::EvictBatch(ArcState state, uint64_t goal, bool drop, size_t* n) {
   l->mu.Unlock();
   // Outside every list lock: one pool lock for the batch's buffers.
   pool_.FreeBatch(bufs);
-  for (ArcHeader* h : dead) delete h;
+  headers_.FreeBatch(dead);
   return freed;
 }
 
@@ -232,6 +232,34 @@ size_t Arc::Forget(std::span<const BlockKey> keys) {
   return items.size();
 }
 
+bool Arc::Forget(const BlockKey& key) {
+  const uint64_t hash = key.Hash();
+  ArcHeader* h;
+  ArcState was;
+  {
+    Stripe& s = StripeOf(hash);
+    MutexLock l(&s.mu);
+    h = Find(s, key, hash);
+    if (!h) return false;
+    HashRemove(s, h);
+    was = h->state;
+    h->state = ArcState::kGone;
+  }
+  {
+    Sublist& l = ListOf(was, hash);
+    MutexLock g(&l.mu);
+    Unlink(l, h);
+  }
+  if (IsCached(was)) Unreserve(h->charged);
+  forgotten_.fetch_add(1, std::memory_order_relaxed);
+  uint32_t prev = h->refs.fetch_or(ArcHeader::kDetached, std::memory_order_acq_rel);
+  if ((prev & ArcHeader::kCountMask) == 0) {
+    pool_.Free(h->data, h->size);
+    headers_.Free(h);
+  }
+  return true;
+}
+
 size_t Arc::EvictAll() {
   for (int s = 0; s < kListStates; s++) {
     for (uint32_t i = 0; i < nsub_; i++) {
@@ -246,7 +274,7 @@ size_t Arc::EvictAll() {
                     &bufs, &dead, &n);
         }
         pool_.FreeBatch(bufs);
-        for (ArcHeader* h : dead) delete h;
+        headers_.FreeBatch(dead);
         forgotten_.fetch_add(n, std::memory_order_relaxed);
         if (n == 0) break;
       }

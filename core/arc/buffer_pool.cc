@@ -103,4 +103,35 @@ uint64_t BufferPool::retained_bytes() const {
   return total;
 }
 
+HeaderCache::HeaderCache(uint64_t retain_bytes) : retain_(retain_bytes / sizeof(ArcHeader)) {}
+
+HeaderCache::~HeaderCache() {
+  util::MutexLock l(&mu_);
+  for (ArcHeader* h : free_) delete h;
+  free_.clear();
+}
+
+ArcHeader* HeaderCache::New() {
+  ArcHeader* h = nullptr;
+  {
+    util::MutexLock l(&mu_);
+    if (!free_.empty()) {
+      h = free_.back();
+      free_.pop_back();
+    }
+  }
+  if (!h) return new ArcHeader;
+  h->~ArcHeader();
+  return new (h) ArcHeader;
+}
+
+void HeaderCache::FreeBatch(std::span<ArcHeader* const> headers) {
+  size_t kept = 0;
+  {
+    util::MutexLock l(&mu_);
+    while (kept < headers.size() && free_.size() < retain_) free_.push_back(headers[kept++]);
+  }
+  for (size_t i = kept; i < headers.size(); i++) delete headers[i];
+}
+
 }  // namespace poolfs::core::arc

@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "arc/arc_buf.h"
 #include "util/mutex.h"
 
 namespace poolfs::core::arc {
@@ -78,6 +79,33 @@ class BufferPool {
 
   const uint64_t retain_bytes_;
   std::unique_ptr<SizeClass[]> classes_;
+};
+
+// HeaderCache: the allocator of ArcHeaders, a free list under one mutex with
+// a cap on what it keeps. Like BufferPool, it exists so that whoever frees
+// many headers at once (eviction dropping ghosts, Forget, unmount) takes one
+// lock per batch, and so that headers are reused across threads instead of
+// piling up in glibc's per-thread arenas.
+//
+// Thread safety: every member function may be called from any thread.
+class HeaderCache {
+ public:
+  // Keeps at most `retain_bytes` of free headers.
+  explicit HeaderCache(uint64_t retain_bytes);
+  ~HeaderCache();
+  HeaderCache(const HeaderCache&) = delete;
+  HeaderCache& operator=(const HeaderCache&) = delete;
+
+  // A header in its initial state (all fields as ArcHeader's initializers).
+  ArcHeader* New();
+  // Takes back headers the cache no longer links or refers to: one lock.
+  void FreeBatch(std::span<ArcHeader* const> headers);
+  void Free(ArcHeader* h) { FreeBatch({&h, 1}); }
+
+ private:
+  const size_t retain_;
+  util::Mutex mu_;
+  std::vector<ArcHeader*> free_ GUARDED_BY(mu_);
 };
 
 }  // namespace poolfs::core::arc

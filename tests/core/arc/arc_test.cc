@@ -260,6 +260,21 @@ TEST_CASE("Arc Forget drops blocks and ghosts and frees held ones with their las
   CHECK(arc.Forget(keys) == 0);
 }
 
+TEST_CASE("Arc Forget of one block drops it and frees a held one with its last handle", "[arc]") {
+  Arc arc(Small(16));
+  Read(arc, 1);
+  Read(arc, 2);
+  ArcHandle held = arc.Lookup(Key(2));
+  CHECK(arc.Forget(Key(1)));
+  CHECK(arc.Forget(Key(2)));
+  CHECK_FALSE(arc.Forget(Key(3)));
+  CHECK_FALSE(arc.Lookup(Key(1)));
+  CHECK_FALSE(arc.Lookup(Key(2)));
+  CHECK(arc.cached_bytes() == 0);
+  CHECK(held.data()[0] == std::byte(2));
+  CHECK(arc.Stats().forgotten == 2);
+}
+
 TEST_CASE("Arc EvictAll drops everything but held blocks", "[arc]") {
   Arc arc(Small(16, 4, 3));
   for (uint64_t n = 0; n < 40; n++) Read(arc, n);
