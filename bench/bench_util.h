@@ -58,5 +58,6 @@ int RunSpaceBench(int argc, char** argv);
 int RunAllocBench(int argc, char** argv);
 int RunPoolBench(int argc, char** argv);
 int RunCreateBench(int argc, char** argv);
+int RunArcBench(int argc, char** argv);
 
 }  // namespace poolfs::bench

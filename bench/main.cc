@@ -4,6 +4,7 @@
 //   poolfs-bench alloc [--allocators 1,2] [--threads 2] [--json]
 //   poolfs-bench pool [--mib 1024] [--dir D] [--json]
 //   poolfs-bench create [--backfill auto,off,legacy] [--threads T] [--count N] [--churn] [--json]
+//   poolfs-bench arc [--threads 1,2,8] [--sublists 1,0] [--json]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -12,7 +13,8 @@
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: poolfs-bench space|alloc|pool|create [options]   (poolfs-bench SUBCOMMAND --help)\n";
+      "usage: poolfs-bench space|alloc|pool|create|arc [options]   (poolfs-bench SUBCOMMAND "
+      "--help)\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   if (cmd == "alloc") return poolfs::bench::RunAllocBench(argc - 1, argv + 1);
   if (cmd == "pool") return poolfs::bench::RunPoolBench(argc - 1, argv + 1);
   if (cmd == "create") return poolfs::bench::RunCreateBench(argc - 1, argv + 1);
+  if (cmd == "arc") return poolfs::bench::RunArcBench(argc - 1, argv + 1);
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(usage, stdout);
     return 0;
