@@ -51,9 +51,9 @@ uint64_t Arc::DefaultMaxBytes() {
 uint32_t Arc::DefaultSublists() { return std::max(4u, std::thread::hardware_concurrency()); }
 
 Arc::Arc(const ArcOptions& o)
-    : pool_(o.pool_retain_bytes),
-      headers_(o.pool_retain_bytes),
-      nsub_(o.sublists ? o.sublists : DefaultSublists()),
+    : nsub_(o.sublists ? o.sublists : DefaultSublists()),
+      pool_(o.pool_retain_bytes, nsub_),
+      headers_(o.pool_retain_bytes, nsub_),
       evict_batch_(std::max(1u, o.evict_batch)),
       c_(o.max_bytes ? o.max_bytes : DefaultMaxBytes()),
       p_(c_.load() / 2),
@@ -405,7 +405,11 @@ void Arc::Release(std::vector<ArcHandle>& handles) {
   FreeHeaders(dead);
 }
 
-void Arc::FreeDetached(ArcHeader* h) { FreeHeaders({&h, 1}); }
+void Arc::FreeDetached(ArcHeader* h) {
+  if (h->state == ArcState::kAnon) anon_bytes_.fetch_sub(h->charged, std::memory_order_relaxed);
+  pool_.Free(h->data, h->size);
+  headers_.Free(h);
+}
 
 void Arc::FreeHeaders(std::span<ArcHeader* const> headers) {
   if (headers.empty()) return;

@@ -48,6 +48,9 @@
 // when that fails (hash_lock_misses), and try-locks sublists, moving to the
 // next when one is busy (sublist_lock_misses). Statistics live next to the
 // lock that guards what they count, so counting takes no shared cache line.
+// The cache's allocators (buffer_pool.h: data buffers and headers) are split
+// into as many shards as there are sublists, so arc.sublists = 1 means one
+// lock for each list and for the allocator, the fully serialized baseline.
 //
 // Eviction and release in batches. One evictor thread wakes when cached data
 // passes c - c/64 and evicts until it is under c - c/32: it takes up to
@@ -85,7 +88,8 @@ struct ArcOptions {
   uint32_t sublists = 0;      // arc.sublists; 0: one per core, at least 4
   uint32_t evict_batch = 10;  // arc.evict_batch: blocks taken from a sublist at a time
   bool evict_thread = true;   // false: only inserting threads evict (deterministic tests)
-  // Free bytes the BufferPool keeps per size class for reuse (not in c).
+  // Free bytes the BufferPool keeps for reuse per size class (and the
+  // HeaderCache in headers), split over its shards; not counted in c.
   uint64_t pool_retain_bytes = uint64_t{8} << 20;
 };
 
@@ -271,9 +275,9 @@ class Arc {
   // The last hold on a detached header went away.
   void FreeDetached(ArcHeader* h);
 
-  BufferPool pool_;
-  HeaderCache headers_;
   const uint32_t nsub_;
+  BufferPool pool_;  // sharded like the lists: nsub_ shards
+  HeaderCache headers_;
   const uint32_t evict_batch_;
   std::atomic<uint64_t> c_;
   std::atomic<uint64_t> p_;

@@ -4,16 +4,29 @@
 #include <cstdlib>
 #include <new>
 
+#include "util/check.h"
+
 namespace poolfs::core::arc {
 
-BufferPool::BufferPool(uint64_t retain_bytes)
-    : retain_bytes_(retain_bytes), classes_(new SizeClass[kClasses]) {}
+namespace {
+std::atomic<uint32_t> g_next_slot{0};
+thread_local uint32_t t_slot = g_next_slot.fetch_add(1, std::memory_order_relaxed);
+}  // namespace
+
+uint32_t ThreadSlot() { return t_slot; }
+
+BufferPool::BufferPool(uint64_t retain_bytes, uint32_t shards)
+    : shards_(shards),
+      retain_per_shard_(retain_bytes / std::max(1u, shards)),
+      classes_(new SizeClass[size_t(std::max(1u, shards)) * kClasses]) {
+  CHECK_GT(shards, 0u);
+}
 
 BufferPool::~BufferPool() {
-  for (int c = 0; c < kClasses; c++) {
-    util::MutexLock l(&classes_[c].mu);
-    for (std::byte* p : classes_[c].free) std::free(p);
-    classes_[c].free.clear();
+  for (size_t i = 0; i < size_t(shards_) * kClasses; i++) {
+    util::MutexLock l(&classes_[i].mu);
+    for (std::byte* p : classes_[i].free) std::free(p);
+    classes_[i].free.clear();
   }
 }
 
@@ -31,12 +44,22 @@ uint64_t BufferPool::ChargedSize(uint32_t size) {
 std::byte* BufferPool::Alloc(uint32_t size) {
   int c = ClassOf(size);
   if (c >= 0) {
-    SizeClass& sc = classes_[c];
-    util::MutexLock l(&sc.mu);
-    if (!sc.free.empty()) {
-      std::byte* p = sc.free.back();
-      sc.free.pop_back();
-      return p;
+    // The thread's own shard, then any other whose lock is free right now.
+    const uint32_t own = ThreadSlot() % shards_;
+    for (uint32_t k = 0; k < shards_; k++) {
+      SizeClass& sc = At((own + k) % shards_, c);
+      if (k == 0) {
+        sc.mu.Lock();
+      } else if (!sc.mu.TryLock()) {
+        continue;
+      }
+      std::byte* p = nullptr;
+      if (!sc.free.empty()) {
+        p = sc.free.back();
+        sc.free.pop_back();
+      }
+      sc.mu.Unlock();
+      if (p) return p;
     }
   }
   uint64_t bytes = ChargedSize(size);
@@ -48,7 +71,7 @@ std::byte* BufferPool::Alloc(uint32_t size) {
 }
 
 void BufferPool::PushLocked(SizeClass& sc, int c, std::byte* p, std::vector<std::byte*>* spill) {
-  if ((sc.free.size() + 1) * (uint64_t{kMinClass} << c) <= retain_bytes_) {
+  if ((sc.free.size() + 1) * (uint64_t{kMinClass} << c) <= retain_per_shard_) {
     sc.free.push_back(p);
   } else {
     spill->push_back(p);
@@ -64,7 +87,7 @@ void BufferPool::Free(std::byte* p, uint32_t size) {
   }
   std::vector<std::byte*> spill;
   {
-    SizeClass& sc = classes_[c];
+    SizeClass& sc = At(ThreadSlot() % shards_, c);
     util::MutexLock l(&sc.mu);
     PushLocked(sc, c, p, &spill);
   }
@@ -72,6 +95,7 @@ void BufferPool::Free(std::byte* p, uint32_t size) {
 }
 
 void BufferPool::FreeBatch(std::span<const PoolBuf> bufs) {
+  if (bufs.empty()) return;
   uint32_t present = 0;  // bit c: the batch has a buffer of class c
   for (const PoolBuf& b : bufs) {
     if (!b.data) continue;
@@ -82,10 +106,11 @@ void BufferPool::FreeBatch(std::span<const PoolBuf> bufs) {
       present |= 1u << c;
     }
   }
+  const uint32_t shard = batch_cursor_.fetch_add(1, std::memory_order_relaxed) % shards_;
   std::vector<std::byte*> spill;
   for (int c = 0; c < kClasses; c++) {
     if (!(present & (1u << c))) continue;
-    SizeClass& sc = classes_[c];
+    SizeClass& sc = At(shard, c);
     util::MutexLock l(&sc.mu);
     for (const PoolBuf& b : bufs) {
       if (b.data && ClassOf(b.size) == c) PushLocked(sc, c, b.data, &spill);
@@ -96,42 +121,66 @@ void BufferPool::FreeBatch(std::span<const PoolBuf> bufs) {
 
 uint64_t BufferPool::retained_bytes() const {
   uint64_t total = 0;
-  for (int c = 0; c < kClasses; c++) {
-    util::MutexLock l(&classes_[c].mu);
-    total += classes_[c].free.size() * (uint64_t{kMinClass} << c);
+  for (size_t i = 0; i < size_t(shards_) * kClasses; i++) {
+    util::MutexLock l(&classes_[i].mu);
+    total += classes_[i].free.size() * (uint64_t{kMinClass} << (i % kClasses));
   }
   return total;
 }
 
-HeaderCache::HeaderCache(uint64_t retain_bytes) : retain_(retain_bytes / sizeof(ArcHeader)) {}
+HeaderCache::HeaderCache(uint64_t retain_bytes, uint32_t shards)
+    : shards_(shards),
+      retain_per_shard_(retain_bytes / sizeof(ArcHeader) / std::max(1u, shards)),
+      shard_(new Shard[std::max(1u, shards)]) {
+  CHECK_GT(shards, 0u);
+}
 
 HeaderCache::~HeaderCache() {
-  util::MutexLock l(&mu_);
-  for (ArcHeader* h : free_) delete h;
-  free_.clear();
+  for (uint32_t i = 0; i < shards_; i++) {
+    util::MutexLock l(&shard_[i].mu);
+    for (ArcHeader* h : shard_[i].free) delete h;
+    shard_[i].free.clear();
+  }
 }
 
 ArcHeader* HeaderCache::New() {
   ArcHeader* h = nullptr;
-  {
-    util::MutexLock l(&mu_);
-    if (!free_.empty()) {
-      h = free_.back();
-      free_.pop_back();
+  // The thread's own shard, then any other whose lock is free right now.
+  const uint32_t own = ThreadSlot() % shards_;
+  for (uint32_t k = 0; k < shards_ && !h; k++) {
+    Shard& s = shard_[(own + k) % shards_];
+    if (k == 0) {
+      s.mu.Lock();
+    } else if (!s.mu.TryLock()) {
+      continue;
     }
+    if (!s.free.empty()) {
+      h = s.free.back();
+      s.free.pop_back();
+    }
+    s.mu.Unlock();
   }
   if (!h) return new ArcHeader;
   h->~ArcHeader();
   return new (h) ArcHeader;
 }
 
-void HeaderCache::FreeBatch(std::span<ArcHeader* const> headers) {
+void HeaderCache::FreeInto(Shard& s, std::span<ArcHeader* const> headers) {
   size_t kept = 0;
   {
-    util::MutexLock l(&mu_);
-    while (kept < headers.size() && free_.size() < retain_) free_.push_back(headers[kept++]);
+    util::MutexLock l(&s.mu);
+    while (kept < headers.size() && s.free.size() < retain_per_shard_) {
+      s.free.push_back(headers[kept++]);
+    }
   }
   for (size_t i = kept; i < headers.size(); i++) delete headers[i];
 }
+
+void HeaderCache::FreeBatch(std::span<ArcHeader* const> headers) {
+  if (headers.empty()) return;
+  FreeInto(shard_[batch_cursor_.fetch_add(1, std::memory_order_relaxed) % shards_], headers);
+}
+
+void HeaderCache::Free(ArcHeader* h) { FreeInto(shard_[ThreadSlot() % shards_], {&h, 1}); }
 
 }  // namespace poolfs::core::arc

@@ -1,24 +1,33 @@
-// BufferPool: the memory allocator of the ARC's data buffers.
+// BufferPool and HeaderCache: the ARC's memory allocators, for data buffers
+// and for block headers.
 //
-// Every cached block's bytes come from here and go back here. Buffers are
-// sized in power-of-two classes from 512 B to 1 MiB (a request is rounded up
-// to its class; what the cache charges against arc.max_bytes is the class
-// size, the memory really used). Each class keeps a free list of buffers
-// under its own mutex, up to `retain_bytes` per class; what is freed beyond
-// that goes back to the C library. Larger requests bypass the free lists.
+// Every cached block's bytes come from a BufferPool and go back to it.
+// Buffers are sized in power-of-two classes from 512 B to 1 MiB (a request is
+// rounded up to its class; what the cache charges against arc.max_bytes is
+// the class size, the memory really used); larger requests bypass the pool.
+// Headers come from a HeaderCache the same way.
 //
-// Why a pool of our own rather than malloc: the ARC churns through buffers of
+// Why pools of our own rather than malloc: the ARC churns through buffers of
 // a few sizes at a high rate from many threads, and glibc's per-thread arenas
 // then keep freed memory in whichever arena freed it, so the daemon's RSS
-// drifts above the cache's bound. A shared pool with a retention cap reuses
-// memory across threads and bounds what sits unused. Its price is one shared
-// lock per class, which is why FreeBatch exists: whoever frees many buffers at
-// once (eviction, the end of a txg sync, unmount) takes each class lock once
-// per batch instead of once per buffer.
+// drifts above the cache's bound. A pool with a retention cap reuses memory
+// across threads and bounds what sits unused.
+//
+// Locks. Each pool is split into shards (the ARC uses one per sublist, so
+// arc.sublists splits the cache's allocator as it splits its lists), each
+// with a free list per class under its own mutex, holding at most
+// retain_bytes / shards. A thread allocates from its own shard (threads get
+// shards round-robin on first use), then from any other shard whose lock it
+// gets at once, and takes malloc's memory when those are empty; a single free goes to the freeing
+// thread's shard. FreeBatch puts a whole batch into one shard, the next shard for the next batch,
+// so that the evictor's frees spread over every shard, and takes that shard's lock once per class
+// in the batch: whoever frees many buffers at once (eviction, the end of a txg sync, unmount) pays
+// one lock round trip per batch, not one per buffer.
 //
 // Thread safety: every member function may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,13 +45,18 @@ struct PoolBuf {
   uint32_t size = 0;
 };
 
+// The calling thread's slot, assigned round-robin on first use; pools pick a
+// thread's shard as slot % shards.
+uint32_t ThreadSlot();
+
 class BufferPool {
  public:
   static constexpr uint32_t kMinClass = 512;
   static constexpr uint32_t kMaxClass = uint32_t{1} << 20;
 
-  // `retain_bytes` bounds the free bytes each size class keeps for reuse.
-  explicit BufferPool(uint64_t retain_bytes = uint64_t{8} << 20);
+  // `retain_bytes` bounds the free bytes kept for reuse per size class,
+  // split evenly over `shards` (>= 1).
+  BufferPool(uint64_t retain_bytes, uint32_t shards);
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -53,15 +67,15 @@ class BufferPool {
 
   // Returns a buffer of at least `size` bytes (aligned to 4 KiB from 4 KiB
   // up, to 512 B below). Aborts like operator new when memory runs out.
-  std::byte* Alloc(uint32_t size);
+  std::byte* Alloc(uint32_t size) NO_THREAD_SAFETY_ANALYSIS;  // try-locks in a loop
 
   // Gives back one buffer that Alloc(size) returned: one lock round trip.
   void Free(std::byte* p, uint32_t size);
 
-  // Gives back many buffers, taking each class's lock once.
+  // Gives back many buffers into one shard, taking its class locks once.
   void FreeBatch(std::span<const PoolBuf> bufs);
 
-  // Free bytes kept for reuse, summed over the classes.
+  // Free bytes kept for reuse, summed over shards and classes.
   uint64_t retained_bytes() const;
 
  private:
@@ -72,40 +86,49 @@ class BufferPool {
     mutable util::Mutex mu;
     std::vector<std::byte*> free GUARDED_BY(mu);
   };
+  SizeClass& At(uint32_t shard, int c) { return classes_[size_t(shard) * kClasses + c]; }
 
-  // Pushes `p` onto class `c`'s free list, or onto `spill` past the cap.
+  // Pushes `p` onto `sc`'s free list, or onto `spill` past the cap.
   void PushLocked(SizeClass& sc, int c, std::byte* p, std::vector<std::byte*>* spill)
       REQUIRES(sc.mu);
 
-  const uint64_t retain_bytes_;
-  std::unique_ptr<SizeClass[]> classes_;
+  const uint32_t shards_;
+  const uint64_t retain_per_shard_;
+  std::atomic<uint32_t> batch_cursor_{0};
+  std::unique_ptr<SizeClass[]> classes_;  // [shard * kClasses + class]
 };
 
-// HeaderCache: the allocator of ArcHeaders, a free list under one mutex with
-// a cap on what it keeps. Like BufferPool, it exists so that whoever frees
-// many headers at once (eviction dropping ghosts, Forget, unmount) takes one
-// lock per batch, and so that headers are reused across threads instead of
-// piling up in glibc's per-thread arenas.
+// HeaderCache: the allocator of ArcHeaders, sharded like BufferPool, with a
+// capped free list per shard.
 //
 // Thread safety: every member function may be called from any thread.
 class HeaderCache {
  public:
-  // Keeps at most `retain_bytes` of free headers.
-  explicit HeaderCache(uint64_t retain_bytes);
+  // Keeps at most `retain_bytes` of free headers, split over `shards`.
+  HeaderCache(uint64_t retain_bytes, uint32_t shards);
   ~HeaderCache();
   HeaderCache(const HeaderCache&) = delete;
   HeaderCache& operator=(const HeaderCache&) = delete;
 
   // A header in its initial state (all fields as ArcHeader's initializers).
-  ArcHeader* New();
-  // Takes back headers the cache no longer links or refers to: one lock.
+  ArcHeader* New() NO_THREAD_SAFETY_ANALYSIS;  // try-locks in a loop
+  // Takes back headers nothing links or refers to any more, into one shard
+  // with one lock.
   void FreeBatch(std::span<ArcHeader* const> headers);
-  void Free(ArcHeader* h) { FreeBatch({&h, 1}); }
+  // One header, into the calling thread's shard.
+  void Free(ArcHeader* h);
 
  private:
-  const size_t retain_;
-  util::Mutex mu_;
-  std::vector<ArcHeader*> free_ GUARDED_BY(mu_);
+  struct alignas(64) Shard {
+    util::Mutex mu;
+    std::vector<ArcHeader*> free GUARDED_BY(mu);
+  };
+  void FreeInto(Shard& s, std::span<ArcHeader* const> headers);
+
+  const uint32_t shards_;
+  const size_t retain_per_shard_;
+  std::atomic<uint32_t> batch_cursor_{0};
+  std::unique_ptr<Shard[]> shard_;
 };
 
 }  // namespace poolfs::core::arc
