@@ -3,7 +3,7 @@
 //   poolfs-bench space [--segments N] [--seed S] [--json]
 //   poolfs-bench alloc [--allocators 1,2] [--threads 2] [--json]
 //   poolfs-bench pool [--mib 1024] [--dir D] [--json]
-//   poolfs-bench create [--backfill auto,off,legacy] [--threads T] [--count N] [--churn] [--json]
+//   poolfs-bench create [--backfill auto,on,off,legacy] [--runs 3] [--count N] [--churn] [--json]
 //   poolfs-bench arc [--threads 1,2,8] [--sublists 1,0] [--json]
 #include <cstdio>
 #include <cstring>
