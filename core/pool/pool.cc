@@ -52,6 +52,7 @@ void Pool::BuildIo() {
   zio_.reset();
   space_ = std::make_unique<space::SpaceManager>(vdevs, options_.space);
   zio_ = std::make_unique<zio::Zio>(zvdevs, space_.get());
+  zio_->set_force_gang_above(options_.force_gang_above);
 }
 
 Status Pool::Create(const std::vector<std::string>& paths, uint64_t size,
@@ -238,8 +239,19 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     p->executor_ = p->owned_executor_.get();
   }
   Pool* raw = p.get();
-  p->txgs_ = std::make_unique<txg::TxgManager>(
-      Txg(max_txg + 1), [raw](Txg t) { return raw->SyncTxg(t); }, options.txg);
+  auto sync = [raw, on_synced = options.on_synced](Txg t) {
+    if (!on_synced) return raw->SyncTxg(t);
+    const auto start = std::chrono::steady_clock::now();
+    const uint64_t written = raw->zio_->bytes_written();
+    Status st = raw->SyncTxg(t);
+    if (st.ok()) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start);
+      on_synced(t, uint64_t(ns.count()), raw->zio_->bytes_written() - written);
+    }
+    return st;
+  };
+  p->txgs_ = std::make_unique<txg::TxgManager>(Txg(max_txg + 1), std::move(sync), options.txg);
   p->txgs_->Start();
   return p;
 }

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,15 @@ struct PoolOptions {
   // Where sync work runs; nullptr: a pool-owned thread pool with one thread
   // per allocator. Must outlive the pool.
   txg::Executor* executor = nullptr;
+  // Called after each successful txg sync of an imported pool with the txg,
+  // the time its sync took (ns) and the bytes it wrote, on the txg driver
+  // thread, in txg order. It must not Hold or WaitSynced (see TxgManager).
+  // May be empty.
+  std::function<void(Txg, uint64_t, uint64_t)> on_synced;
+  // Testing aid (like ZFS's metaslab_force_ganging): every block whose
+  // allocated size is above this many bytes is stored as a gang block even
+  // when contiguous room exists. 0: gang blocks only when none exists.
+  uint64_t force_gang_above = 0;
 };
 
 struct CreateOptions {

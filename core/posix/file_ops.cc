@@ -35,6 +35,36 @@ bool Freed(Inode& in) {
 
 }  // namespace
 
+bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now) {
+  switch (mode) {
+    case AtimeMode::kNone: return false;
+    case AtimeMode::kStrict: return z.atime != now;
+    case AtimeMode::kRelatime: break;
+  }
+  if (z.atime == now) return false;
+  if (z.mtime >= z.atime || z.ctime >= z.atime) return true;
+  constexpr int64_t kDay = 24 * 60 * 60;
+  return now.sec - z.atime.sec > kDay ||
+         (now.sec - z.atime.sec == kDay && now.nsec >= z.atime.nsec);
+}
+
+void PosixFs::TouchAtime(Inode& in) {
+  if (opts_.read_only || opts_.atime == AtimeMode::kNone) return;
+  // The common case (atime already after the last change) costs a snapshot
+  // and no lock.
+  if (!AtimeNeedsUpdate(opts_.atime, in.Snapshot(), Now())) return;
+  std::lock_guard<std::mutex> op(in.op_mu);
+  if (Freed(in)) return;
+  ZnodePhys z = in.Snapshot();
+  const Timespec now = Now();
+  if (!AtimeNeedsUpdate(opts_.atime, z, now)) return;  // another reader moved it
+  dmu::Tx tx(pool_->assigner());
+  if (!tx.Assign(1024).ok()) return;
+  z.atime = now;
+  if (!SaveZnode(tx, in, z).ok()) return;
+  Note(tx, {&in});
+}
+
 Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
@@ -42,10 +72,13 @@ Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out) {
   const ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
   out->clear();
-  if (off >= z.size || len == 0) return Status::Ok();
-  const uint64_t n = std::min<uint64_t>(len, z.size - off);
-  POOLFS_ASSIGN_OR_RETURN(*out, os_->Read(ObjectId(ino), off, n));
-  if (out->size() < n) out->resize(n, '\0');
+  if (len == 0) return Status::Ok();  // as Linux: a read of 0 bytes is no access
+  if (off < z.size) {
+    const uint64_t n = std::min<uint64_t>(len, z.size - off);
+    POOLFS_ASSIGN_OR_RETURN(*out, os_->Read(ObjectId(ino), off, n));
+    if (out->size() < n) out->resize(n, '\0');
+  }
+  TouchAtime(*in);
   return Status::Ok();
 }
 
@@ -97,7 +130,20 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
                                                  std::to_string(c.uid));
   };
   // Check everything first: a Tx cannot be rolled back.
-  if ((req.valid & R::kMode) && !owner) return not_permitted("chmod");
+  //
+  // A non-owner's chmod that only clears what a write clears (KillSuid) is
+  // allowed when the caller may write the file: it is how the kernel clears
+  // the bits before a write or truncate when the filesystem has not taken
+  // FUSE_CAP_HANDLE_KILLPRIV (libfuse 3.14 cannot pass it on), a chmod sent
+  // with the writer's credentials. A writer clears them on Linux anyway.
+  bool kill_only = false;
+  if ((req.valid & R::kMode) && !owner) {
+    ZnodePhys killed = z;
+    KillSuid(killed);
+    kill_only = killed.mode != z.mode && (req.mode & 07777) == (killed.mode & 07777) &&
+                S_ISREG(z.mode) && CheckAccess(c, z, W_OK).ok();
+    if (!kill_only) return not_permitted("chmod");
+  }
   if (req.valid & R::kUid) {
     if (!root && !(c.uid == z.uid && req.uid == z.uid)) return not_permitted("chown");
   }
@@ -121,7 +167,7 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   const Timespec now = Now();
   if (req.valid & R::kMode) {
     z.mode = (z.mode & S_IFMT) | (req.mode & 07777);
-    if (!root && !InGroup(c, z.gid)) z.mode &= ~uint32_t(S_ISGID);
+    if (!root && !kill_only && !InGroup(c, z.gid)) z.mode &= ~uint32_t(S_ISGID);
   }
   if (req.valid & (R::kUid | R::kGid)) {
     if (req.valid & R::kUid) z.uid = req.uid;

@@ -161,12 +161,15 @@ Result<std::string> PosixFs::Readlink(uint64_t ino) {
   const ZnodePhys z = in->Snapshot();
   if (!S_ISLNK(z.mode))
     return Status::InvalidArgument("inode " + std::to_string(ino) + " is not a symlink");
-  if (!z.inline_target.empty()) return z.inline_target;
-  POOLFS_ASSIGN_OR_RETURN(std::string t, os_->Read(ObjectId(ino), 0, z.size));
-  if (t.size() != z.size)
-    return Status::Corruption("object " + std::to_string(ino) + ": symlink target of " +
-                              std::to_string(t.size()) + " bytes, znode says " +
-                              std::to_string(z.size));
+  std::string t = z.inline_target;
+  if (t.empty()) {
+    POOLFS_ASSIGN_OR_RETURN(t, os_->Read(ObjectId(ino), 0, z.size));
+    if (t.size() != z.size)
+      return Status::Corruption("object " + std::to_string(ino) + ": symlink target of " +
+                                std::to_string(t.size()) + " bytes, znode says " +
+                                std::to_string(z.size));
+  }
+  TouchAtime(*in);
   return t;
 }
 
@@ -303,6 +306,12 @@ Status PosixFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus
   POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(ino));
   const ZnodePhys pz = p->Snapshot();
   POOLFS_RETURN_IF_ERROR(CheckAccess(c, pz, R_OK));
+  // Listing is an access however far it gets, as Linux's getdents.
+  struct TouchOnReturn {
+    PosixFs* fs;
+    Inode* dir;
+    ~TouchOnReturn() { fs->TouchAtime(*dir); }
+  } touch{this, p.get()};
   DirEntry d;
   if (cookie == 0) {
     d.name = ".";

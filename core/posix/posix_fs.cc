@@ -59,8 +59,13 @@
 // cannot be mounted read-only (ReadOnly). The vdev files are still opened
 // read-write and locked (the pool layer has no read-only import).
 //
-// Timestamps are 64-bit seconds and nanoseconds; atime is set at creation
-// and by SetAttr only (as with noatime).
+// Timestamps are 64-bit seconds and nanoseconds. atime is set at creation,
+// by SetAttr, and by reads (Read, ReadDir, Readlink) as the mount's
+// AtimeMode says: relatime by default, so a file read again and again
+// after one change costs one atime write (TouchAtime, file_ops.cc: a check
+// of the cached znode without a lock, then op_mu and a Tx only when atime
+// moves). The kernel does not keep atime for a FUSE mount; it drops its
+// cached atime after each READ and READDIR it sends, so stat sees ours.
 #include "posix/posix_fs.h"
 
 #include <sys/stat.h>
@@ -89,6 +94,11 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.space.df_max_search = options.df_max_search;
   po.space.aliquot = options.aliquot;
   po.executor = options.executor;
+  if (options.on_txg_synced) {
+    po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {
+      cb(t.value(), ns, bytes);
+    };
+  }
   POOLFS_RETURN_IF_ERROR(core::txg::ValidateTxgOptions(po.txg));
   POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::Import(vdev_paths, po));
   POOLFS_ASSIGN_OR_RETURN(auto fs, core::posix::PosixFs::Open(std::move(pool), options));

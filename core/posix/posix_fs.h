@@ -37,6 +37,12 @@ inline constexpr uint32_t kRecordSize = 128 * 1024;
 inline constexpr size_t kMaxXattrValue = 64 * 1024;
 inline constexpr size_t kMaxXattrTotal = 1024 * 1024;  // per file, encoded
 
+// Whether a read at `now` moves the atime of a file whose attributes are
+// `z`, under `mode` (Linux's rules: relatime moves it when atime is not
+// after mtime or ctime, or is at least 24 hours before now; strictatime
+// whenever it differs from now; noatime never).
+bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now);
+
 class PosixFs final : public Filesystem {
  public:
   // Opens the filesystem in `pool`'s root dataset (see Filesystem::Mount).
@@ -158,6 +164,12 @@ class PosixFs final : public Filesystem {
   // Whether `ancestor` is `dir` or one of its ancestors (rename_mu_ held).
   Result<bool> IsAncestor(uint64_t ancestor, uint64_t dir);
   Status Truncate(dmu::Tx& tx, Inode& in, ZnodePhys& z, uint64_t size);
+  // After a read of `in` (file data, a directory listing, a symlink):
+  // moves its atime to now when the mount's AtimeMode asks for it, in a Tx
+  // of its own. Nothing on a read-only mount. Failures are ignored (a read
+  // does not fail because its atime could not be stored). Takes in.op_mu
+  // only when atime moves, so it must be called without it.
+  void TouchAtime(Inode& in);
 
   // Xattrs (xattr.cc).
   Status LoadXattrs(Inode& in, const ZnodePhys& z);

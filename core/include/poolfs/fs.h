@@ -27,6 +27,9 @@
 // only the rules the kernel leaves to the filesystem remain (sticky
 // directories, chown/chmod ownership, setuid/setgid clearing).
 //
+// Access times: reads, directory listings and readlink move atime as the
+// mount's AtimeMode says (relatime by default, as Linux); see AtimeMode.
+//
 // Durability: a call returns once its change is in the open txg (memory);
 // Fsync and FsyncDir return once the txg holding the inode's last change is
 // durable. Unmount syncs everything and exports the pool.
@@ -156,10 +159,30 @@ enum FallocateFlags : uint32_t {
   kFallocZeroRange = 1u << 2,  // FALLOC_FL_ZERO_RANGE
 };
 
+// When reading a file (Read), listing a directory (ReadDir) or reading a
+// symlink (Readlink) moves its atime: the mount's -o relatime, strictatime
+// or noatime, with Linux's meaning. Each move is an attribute change in a
+// Tx like any other.
+enum class AtimeMode : uint8_t {
+  // Linux's default: only when atime is not after mtime or ctime (the first
+  // read after a change), or is 24 hours old or more. At most one atime
+  // write per read-after-write, plus one a day.
+  kRelatime,
+  // Every read whose time differs from atime. Through FUSE that is every
+  // read the kernel sends: reads its page cache serves never reach poolfs.
+  kStrict,
+  kNone,    // never: atime changes only by SetAttr
+};
+
 // The core tunables a mount takes (the daemon fills them from config/).
 struct MountOptions {
   bool read_only = false;
-  bool kernel_checks_permissions = false;  // the mount has default_permissions
+  // The kernel checks mode bits too (the mount has default_permissions):
+  // the core then skips its own mode-bit checks. The daemon leaves this
+  // false (the core keeps its checks) although its mounts always ask the
+  // kernel to check as well.
+  bool kernel_checks_permissions = false;
+  AtimeMode atime = AtimeMode::kRelatime;
   uint64_t txg_timeout_ms = 5000;
   uint64_t dirty_max_bytes = 1ull << 30;
   uint32_t dirty_sync_percent = 20;
@@ -178,9 +201,11 @@ struct MountOptions {
   // Where sync work runs (one strand per allocator); nullptr: a thread pool
   // the core owns. Must outlive the Filesystem.
   Executor* executor = nullptr;
-  // Called after each txg sync with (txg, sync time in ns, bytes written);
-  // from the txg driver thread, so it must not call back into the
-  // Filesystem. May be empty.
+  // Called after each successful txg sync with (txg, time the sync took in
+  // ns, bytes the sync wrote to the vdevs), in txg order, from the txg
+  // driver thread: it must return quickly and must not call back into the
+  // Filesystem (a call that waits for a sync would wait for itself). May be
+  // empty. The daemon logs one debug line per sync with it.
   std::function<void(uint64_t, uint64_t, uint64_t)> on_txg_synced;
 };
 
@@ -247,7 +272,10 @@ class Filesystem {
   virtual Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) = 0;
   virtual void Forget(uint64_t ino, uint64_t nlookup) = 0;
   virtual Result<Attr> GetAttr(uint64_t ino) = 0;
-  // Applies `req`: chmod (owner or root; clears setgid for a non-member),
+  // Applies `req`: chmod (owner or root; clears setgid for a non-member;
+  // a caller who may write a regular file may also clear exactly what a
+  // write by it would clear, which is the chmod the kernel sends before a
+  // write or truncate when the adapter cannot take FUSE_CAP_HANDLE_KILLPRIV),
   // chown (root; the owner may change the group to one of its groups;
   // clears setuid, and setgid when group-executable, on a non-directory,
   // as Linux does),
@@ -268,6 +296,7 @@ class Filesystem {
                              uint32_t mode) = 0;
   virtual Result<Attr> Symlink(const Creds& c, uint64_t parent, std::string_view name,
                                std::string_view target) = 0;
+  // The target; moves the symlink's atime as Read moves a file's.
   virtual Result<std::string> Readlink(uint64_t ino) = 0;
   // Hard link: NotPermitted for a directory, TooManyLinks past the limit.
   virtual Result<Attr> Link(const Creds& c, uint64_t ino, uint64_t new_parent,
@@ -287,7 +316,9 @@ class Filesystem {
   // access(2): mask of R_OK, W_OK, X_OK (F_OK: 0).
   virtual Status Access(const Creds& c, uint64_t ino, int mask) = 0;
   // Reads up to `len` bytes at `off` into `out` (resized to what was read:
-  // short at the end of the file).
+  // short at the end of the file). Then moves atime as the mount's
+  // AtimeMode says (not on a read-only mount; a failure to store it, such
+  // as a suspended pool, does not fail the read, as on Linux).
   virtual Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out) = 0;
   // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
   // setgid as Linux does for a write by a non-root caller; updates mtime and
@@ -304,7 +335,8 @@ class Filesystem {
   // calling `emit` for each entry until it returns false (the caller's
   // buffer is full: that entry was not taken) or the directory ends. With
   // `plus`, entries carry attributes and each taken one (except "." and
-  // "..") takes a lookup reference.
+  // "..") takes a lookup reference. Moves the directory's atime as Read
+  // moves a file's.
   virtual Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                          const std::function<bool(const DirEntry&)>& emit) = 0;
 
