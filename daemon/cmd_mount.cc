@@ -182,14 +182,18 @@ Command AddMountCommand(CLI::App& parent) {
   app->add_option("POOLFILE", args->pool_file, "the pool's vdev file")->required();
   app->add_option("MOUNTPOINT", args->mountpoint, "an existing empty directory")->required();
   app->add_option("-o", args->options,
-                  "mount options, comma-separated: ro, allow_other, default_permissions, and "
-                  "poolfs's own entry_timeout=S, attr_timeout=S, negative_timeout=S (seconds the "
-                  "kernel caches names, attributes and absent names)")
+                  "mount options, comma-separated: ro, allow_other, and poolfs's own "
+                  "relatime (the default), strictatime, noatime (when reads move atime), "
+                  "entry_timeout=S, attr_timeout=S, negative_timeout=S (seconds the kernel "
+                  "caches names, attributes and absent names). default_permissions is always on "
+                  "(the kernel checks mode bits, cached names included; poolfs checks them too) "
+                  "and cannot be turned off")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--config", args->config_path,
                   "the config file (default: $XDG_CONFIG_HOME/poolfs/poolfs.toml, "
-                  "~/.config/poolfs/poolfs.toml, /etc/poolfs/poolfs.toml)");
+                  "~/.config/poolfs/poolfs.toml, /etc/poolfs/poolfs.toml); a relative path is "
+                  "taken from the current folder, and SIGHUP reads the same file again");
   app->add_flag("-f,--foreground", args->foreground, "stay in the foreground, logging to stderr");
   return {app, [args] { return RunMount(*args); }};
 }

@@ -97,11 +97,34 @@ Status ParseTimeoutOption(const std::string& opt, fuse::FuseOptions* fuse, bool*
   return Status::Ok();
 }
 
+// Reads the config file (--config, else the search paths). *used is the
+// file's absolute path: the daemon reads it again on SIGHUP after it has
+// detached and changed its folder to /, where a relative path would name
+// another file or none.
 Result<config::Config> LoadConfig(const std::string& explicit_path, std::string* used) {
   POOLFS_ASSIGN_OR_RETURN(auto path, config::FindConfigFile(explicit_path));
   if (!path) return config::Config();
-  *used = *path;
-  return config::LoadConfigFile(*path);
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(*path, ec);
+  if (ec) return Status::InvalidArgument("config file " + *path + ": " + ec.message());
+  *used = abs.lexically_normal().string();
+  return config::LoadConfigFile(*used);
+}
+
+// The access-time options (relatime, strictatime, noatime): poolfs's own,
+// for the core (AtimeMode); the kernel keeps no atime for a FUSE mount.
+// Sets *ours when `opt` is one of them.
+void ParseAtimeOption(const std::string& opt, MountOptions* core, bool* ours) {
+  *ours = true;
+  if (opt == "relatime") {
+    core->atime = AtimeMode::kRelatime;
+  } else if (opt == "strictatime") {
+    core->atime = AtimeMode::kStrict;
+  } else if (opt == "noatime") {
+    core->atime = AtimeMode::kNone;
+  } else {
+    *ours = false;
+  }
 }
 
 }  // namespace
@@ -157,9 +180,11 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
       if (opt.empty()) return Status::InvalidArgument("empty option in -o '" + group + "'");
       if (opt == "ro") plan.core.read_only = true;
       if (opt == "rw") plan.core.read_only = false;
-      if (opt == "default_permissions") plan.core.kernel_checks_permissions = true;
+      if (opt == "default_permissions") continue;  // always on, see below
       bool ours = false;
       POOLFS_RETURN_IF_ERROR(ParseTimeoutOption(opt, &plan.fuse, &ours));
+      if (ours) continue;
+      ParseAtimeOption(opt, &plan.core, &ours);
       if (ours) continue;
       if (opt.rfind("fsname=", 0) == 0 || opt.rfind("subtype=", 0) == 0) {
         return Status::InvalidArgument("-o " + opt + ": poolfs sets fsname and subtype itself");
@@ -167,6 +192,12 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
       plan.fuse.mount_options.push_back(opt);
     }
   }
+  // The kernel checks mode bits on every path walk, cached names included:
+  // without default_permissions it asks the filesystem only for names it
+  // has not cached, so a directory's search permission went unchecked for
+  // those. The core keeps its own checks as well (kernel_checks_permissions
+  // stays false): they cost little and hold for any other caller.
+  plan.fuse.mount_options.push_back("default_permissions");
   return plan;
 }
 

@@ -79,12 +79,29 @@ void ReplyOkOr(fuse_req_t req, const Status& st, const char* op, uint64_t ino) {
 
 namespace {
 
-// Chooses the kernel features the adapter relies on. libfuse turns on
-// atomic O_TRUNC by default; Filesystem::Open only checks O_TRUNC, so the
-// kernel must send the truncation as a SETATTR: it is turned off.
+// Chooses the kernel features the adapter relies on.
+//
+// Atomic O_TRUNC: libfuse turns it on by default; Filesystem::Open only
+// checks O_TRUNC, so the kernel must send the truncation as a SETATTR: it
+// is turned off.
+//
+// setuid/setgid clearing. Unless the filesystem takes
+// FUSE_CAP_HANDLE_KILLPRIV, the kernel clears the bits itself before a
+// write or truncate by sending a chmod with the writer's credentials (and,
+// before every write, a GETXATTR of security.capability). The Filesystem
+// accepts that chmod from a caller who may write the file when it clears
+// exactly what the write would (SetAttr says so), and clears the bits on
+// Write and truncation itself too. The capability is asked for, so that
+// the kernel leaves the clearing to the Filesystem alone, but libfuse 3.14
+// (Debian 12) never passes it on to the kernel (libfuse issue 884; the
+// INIT reply's flags here are 0x4040f021, without FUSE_HANDLE_KILLPRIV
+// 1<<19 and without FUSE_PARALLEL_DIROPS 1<<18 either, libfuse PR 861):
+// the chmod path is what works here. Its second version (requests saying
+// whether the caller lacks CAP_FSETID) does not exist in libfuse 3.14.
 void Init(void* userdata, fuse_conn_info* conn) {
   const Adapter& ad = *static_cast<const Adapter*>(userdata);
   conn->want &= ~unsigned(FUSE_CAP_ATOMIC_O_TRUNC);
+  if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV) conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
   if (ad.writeback_cache) {
     if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {
       conn->want |= FUSE_CAP_WRITEBACK_CACHE;
