@@ -8,8 +8,9 @@
 #   user  the test user creates and mounts the pool (/dev/fuse made 0666)
 #         and runs the scenarios; there is no cross-user step
 #   user-default-permissions
-#         the same, mounted with -o default_permissions (the kernel checks
-#         the mode bits; poolfs only the rules left to it)
+#         the same, with -o default_permissions given explicitly (every
+#         mount has it now, so this checks that the option is still
+#         accepted and changes nothing)
 # The differences found (scenario, call, tmpfs result, poolfs result) are
 # printed; those listed in known_differences.txt (each with its reason) do
 # not fail the test. Exit 77 (skipped) when not root.
