@@ -44,8 +44,8 @@ Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
   if (!slot->IsHole()) {
     if (slot->level != level || slot->lsize != kIndirectBlockSize)
       return Status::Corruption(Where(level, index) + ": pointer says level " +
-                                std::to_string(slot->level) + ", " +
-                                std::to_string(slot->lsize) + " bytes");
+                                std::to_string(slot->level) + ", " + std::to_string(slot->lsize) +
+                                " bytes");
     POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(*slot));
     auto* p = reinterpret_cast<const uint8_t*>(data.data());
     for (uint64_t i = 0; i < kFanout; i++) {
@@ -92,6 +92,54 @@ Result<BlockPtr> BlockTree::Lookup(uint64_t blkid) {
   return bp;
 }
 
+BlockTree::NextBlock BlockTree::Next(uint64_t from, Walk* walk) {
+  const uint64_t cap = Capacity();
+  if (!top_.IsHole() && top_.level != nlevels_ - 1)
+    return {from,
+            cap,
+            {},
+            Status::Corruption(name_ + ": top pointer is at level " + std::to_string(top_.level) +
+                               ", the dnode has " + std::to_string(nlevels_) + " levels")};
+  while (from < cap) {
+    // Down from the top as Lookup goes; a hole above level 0 that has no
+    // cached block under it skips everything it covers.
+    BlockPtr bp = top_;
+    uint64_t skip_to = 0;
+    for (uint8_t level = nlevels_ - 1; level > 0; level--) {
+      const uint64_t index = from >> (kIndirectShift * level);
+      Indirect* ind;
+      auto it = cache_.find({level, index});
+      if (it != cache_.end()) {
+        ind = it->second.get();
+      } else if (bp.IsHole()) {
+        skip_to = (index + 1) * Span(level);
+        break;
+      } else {
+        const uint64_t first = index * Span(level), end = std::min((index + 1) * Span(level), cap);
+        if (!walk->indirects.insert({bp.dva.vdev, bp.dva.offset}).second)
+          return {first,
+                  end,
+                  {},
+                  Status::Corruption(Where(level, index) + ": the block at vdev " +
+                                     std::to_string(bp.dva.vdev) + " offset " +
+                                     std::to_string(bp.dva.offset) +
+                                     " is reached through a second pointer")};
+        Result<Indirect*> loaded = Load(level, index);
+        if (!loaded.ok()) return {first, end, {}, loaded.status()};
+        ind = *loaded;
+      }
+      bp = ind->bps[(from >> (kIndirectShift * (level - 1))) & (kFanout - 1)];
+    }
+    if (skip_to != 0) {
+      from = skip_to;
+      continue;
+    }
+    if (!bp.IsHole()) return {from, from + 1, bp, Status::Ok()};
+    from++;
+  }
+  return {cap, cap, {}, Status::Ok()};
+}
+
 void BlockTree::Grow() {
   CHECK_LT(nlevels_, kMaxLevels);
   auto ind = std::make_unique<Indirect>();
@@ -119,9 +167,9 @@ Status BlockTree::Set(uint64_t blkid, const BlockPtr& bp, Txg txg) {
   if (!in_place) {
     if (!old.IsHole()) {
       POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
-      used_ -= old.dva.size;
+      used_ -= old.allocated();
     }
-    if (!bp.IsHole()) used_ += bp.dva.size;
+    if (!bp.IsHole()) used_ += bp.allocated();
   }
   *slot = bp;
   MarkPath(blkid);
@@ -133,7 +181,7 @@ Status BlockTree::FreeUnder(uint8_t level, uint64_t index, BlockPtr* slot, uint6
   if (slot->IsHole()) return Status::Ok();
   if (level == 0) {
     POOLFS_RETURN_IF_ERROR(zio_->Free(*slot, txg));
-    used_ -= slot->dva.size;
+    used_ -= slot->allocated();
     *slot = BlockPtr{};
     return Status::Ok();
   }
@@ -144,7 +192,8 @@ Status BlockTree::FreeUnder(uint8_t level, uint64_t index, BlockPtr* slot, uint6
     uint64_t lo = base + c * child_span, hi = lo + child_span;
     if (hi <= first || lo >= end) continue;
     if (ind->bps[c].IsHole()) continue;
-    POOLFS_RETURN_IF_ERROR(FreeUnder(level - 1, index * kFanout + c, &ind->bps[c], first, end, txg));
+    POOLFS_RETURN_IF_ERROR(
+        FreeUnder(level - 1, index * kFanout + c, &ind->bps[c], first, end, txg));
     ind->dirty = true;
   }
   return Status::Ok();
@@ -191,13 +240,14 @@ Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
       if (!in_place) {
         if (!old.IsHole()) {
           POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
-          used_ -= old.dva.size;
+          used_ -= old.allocated();
         }
-        if (!bp.IsHole()) used_ += bp.dva.size;
+        if (!bp.IsHole()) used_ += bp.allocated();
       }
       *slot = bp;
       ind->dirty = false;
-      if (level + 1 < nlevels_) cache_.at({uint8_t(level + 1), index >> kIndirectShift})->dirty = true;
+      if (level + 1 < nlevels_)
+        cache_.at({uint8_t(level + 1), index >> kIndirectShift})->dirty = true;
     }
   }
   return Status::Ok();

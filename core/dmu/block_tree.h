@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +55,29 @@ class BlockTree {
   // Reads indirect blocks as needed: IOError or Corruption.
   Result<zio::BlockPtr> Lookup(uint64_t blkid);
 
+  // The next data block at or after `from` that is not under a hole, found
+  // without visiting the holes: whole subtrees under a hole pointer are
+  // skipped, so a sparse tree of any reach costs what its blocks cost.
+  // {block, block + 1, its pointer} for a block; {first, end, error} for the
+  // data blocks under an indirect block that cannot be read (the caller
+  // decides what they count as); {Capacity(), Capacity()} when none is left.
+  //
+  // A walk that calls Next repeatedly passes the same `walk`: it remembers
+  // every indirect block Next read from disk, and an indirect block reached a
+  // second time (a damaged tree whose pointers share a block, so that a few
+  // blocks describe an enormous tree) is refused like an unreadable one, so
+  // the walk costs what the pool's distinct blocks cost.
+  struct Walk {
+    std::set<std::pair<uint32_t, uint64_t>> indirects;  // (vdev, offset) read
+  };
+  struct NextBlock {
+    uint64_t first;
+    uint64_t end;
+    zio::BlockPtr bp;
+    Status status;
+  };
+  NextBlock Next(uint64_t from, Walk* walk);
+
   // Puts `bp` in the slot of data block `blkid`, growing the tree when
   // needed, and frees the block it replaces in txg (unless `bp` has the same
   // address: rewritten in place).
@@ -69,8 +93,8 @@ class BlockTree {
   // Writes `data` as a block of `props` that replaces `old`: in place when
   // old was born in txg and the result still fits, else as a new block.
   static Result<zio::BlockPtr> WriteBlock(zio::Zio* zio, const zio::WriteProps& props,
-                                          std::string_view data, const zio::BlockPtr& old,
-                                          Txg txg, size_t allocator);
+                                          std::string_view data, const zio::BlockPtr& old, Txg txg,
+                                          size_t allocator);
 
  private:
   struct Indirect {
@@ -84,8 +108,8 @@ class BlockTree {
   Result<Indirect*> Load(uint8_t level, uint64_t index);
   void MarkPath(uint64_t blkid);
   void Grow();
-  Status FreeUnder(uint8_t level, uint64_t index, zio::BlockPtr* slot, uint64_t first,
-                   uint64_t end, Txg txg);
+  Status FreeUnder(uint8_t level, uint64_t index, zio::BlockPtr* slot, uint64_t first, uint64_t end,
+                   Txg txg);
   std::string Where(uint8_t level, uint64_t index) const;
 
   zio::Zio* zio_;

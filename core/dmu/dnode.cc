@@ -257,6 +257,11 @@ Result<zio::BlockPtr> Dnode::BlockPointer(uint64_t blkid) {
   return tree_.Lookup(blkid);
 }
 
+BlockTree::NextBlock Dnode::NextBlock(uint64_t from, BlockTree::Walk* walk) {
+  util::MutexLock l(&tree_mu_);
+  return tree_.Next(from, walk);
+}
+
 size_t Dnode::DirtyBlocks(Txg t) const {
   util::MutexLock l(&mu_);
   const Slot& s = slots_[t.value() % kTxgSlots];

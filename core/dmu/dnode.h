@@ -84,6 +84,9 @@ class Dnode {
   // The pointer to data block `blkid` as of the last sync (a hole when
   // there is none).
   Result<zio::BlockPtr> BlockPointer(uint64_t blkid) EXCLUDES(tree_mu_);
+  // The next data block at or after `from` that is not a hole, as of the
+  // last sync (BlockTree::Next: holes are skipped a subtree at a time).
+  BlockTree::NextBlock NextBlock(uint64_t from, BlockTree::Walk* walk) EXCLUDES(tree_mu_);
   bool IsFree() const EXCLUDES(mu_);
 
   // Sync context. True when txg t changed this dnode and it is not yet

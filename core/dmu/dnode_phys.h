@@ -53,13 +53,13 @@ inline constexpr uint32_t kMaxBlockSize = 1 << 20;
 inline constexpr uint64_t kMaxObjectId = (uint64_t{1} << 48) - 1;
 
 enum class ObjectType : uint8_t {
-  kNone = 0,        // a free slot
-  kMetadnode = 1,   // object 0: the dnode blocks
-  kPlain = 2,       // plain bytes (files' data, test objects)
-  kDirectory = 3,   // a directory (zap), for the POSIX layer
-  kSpaceMap = 4,    // a metaslab's space map (MOS)
+  kNone = 0,           // a free slot
+  kMetadnode = 1,      // object 0: the dnode blocks
+  kPlain = 2,          // plain bytes (files' data, test objects)
+  kDirectory = 3,      // a directory (zap), for the POSIX layer
+  kSpaceMap = 4,       // a metaslab's space map (MOS)
   kPoolDirectory = 5,  // the MOS's table of datasets and space maps
-  kZap = 6,         // a generic name -> value object
+  kZap = 6,            // a generic name -> value object
 };
 inline constexpr uint8_t kMaxObjectType = 6;
 std::string_view ObjectTypeName(ObjectType t);

@@ -58,24 +58,35 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
     else
       in_use.emplace_back(first, end);
   };
+  // Only the metadnode's blocks are visited, never its holes: a next id of
+  // 2^48 over a few blocks costs those blocks.
+  // A damaged metadnode whose indirect blocks share children (a few blocks
+  // describing 2^40 dnode blocks) costs its distinct blocks too: see
+  // BlockTree::Walk.
   const uint64_t blocks = (next_object + kDnodesPerBlock - 1) / kDnodesPerBlock;
-  for (uint64_t blk = 0; blk < blocks; blk++) {
-    const uint64_t first = std::max<uint64_t>(blk * kDnodesPerBlock, 1);
-    const uint64_t end = std::min((blk + 1) * kDnodesPerBlock, next_object);
-    Result<zio::BlockPtr> pointer = metadnode_->BlockPointer(blk);
-    if (!pointer.ok()) {  // an unreadable indirect block: as a damaged dnode block
-      use(first, end);
+  BlockTree::Walk walk;
+  for (uint64_t blk = 0; blk < blocks;) {
+    const BlockTree::NextBlock next = metadnode_->NextBlock(blk, &walk);
+    if (next.first >= blocks) break;
+    if (!next.status.ok()) {  // an unreadable indirect block: as damaged dnode blocks
+      use(std::max<uint64_t>(next.first * kDnodesPerBlock, 1),
+          std::min(std::min(next.end, blocks) * kDnodesPerBlock, next_object));
       damaged_dnode_blocks_++;
+      blk = next.end;
       continue;
     }
-    const zio::BlockPtr& bp = *pointer;
-    if (bp.IsHole() || (bp.type == zio::BlockType::kDnodes && bp.fill == 0)) continue;
-    if (bp.type == zio::BlockType::kDnodes && bp.fill == kDnodesPerBlock && blk > 0) {
+    const uint64_t b = next.first;
+    blk = b + 1;
+    const uint64_t first = std::max<uint64_t>(b * kDnodesPerBlock, 1);
+    const uint64_t end = std::min((b + 1) * kDnodesPerBlock, next_object);
+    const zio::BlockPtr& bp = next.bp;
+    if (bp.type == zio::BlockType::kDnodes && bp.fill == 0) continue;
+    if (bp.type == zio::BlockType::kDnodes && bp.fill == kDnodesPerBlock && b > 0) {
       use(first, end);  // full: no need to read it
       continue;
     }
     Result<std::string> read =
-        metadnode_->Read(blk * kDnodesPerBlock * kDnodeSize, kDnodesPerBlock * kDnodeSize);
+        metadnode_->Read(b * kDnodesPerBlock * kDnodeSize, kDnodesPerBlock * kDnodeSize);
     if (!read.ok()) {
       // A damaged dnode block must not make the whole object set (and so
       // the pool's newest txg) unusable: its ids count as taken, so none is
@@ -89,7 +100,7 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
     const std::string& data = *read;
     uint64_t count = 0;
     bool odd = false;
-    for (uint64_t id = blk * kDnodesPerBlock; id < (blk + 1) * kDnodesPerBlock; id++) {
+    for (uint64_t id = b * kDnodesPerBlock; id < (b + 1) * kDnodesPerBlock; id++) {
       const size_t at = (id % kDnodesPerBlock) * kDnodeSize;
       if (at >= data.size() || data[at] == 0) continue;  // type none: free
       count++;
@@ -102,7 +113,7 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
       damaged_dnode_blocks_++;
       continue;
     }
-    for (uint64_t id = std::max<uint64_t>(blk * kDnodesPerBlock, 1); id < end; id++) {
+    for (uint64_t id = first; id < end; id++) {
       const size_t at = (id % kDnodesPerBlock) * kDnodeSize;
       if (at < data.size() && data[at] != 0) use(id, id + 1);
     }

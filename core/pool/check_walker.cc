@@ -87,8 +87,23 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
     Problem(o, bp,
             "born in txg " + U(bp.birth.value()) + ", after the block that points to it (txg " +
                 U(parent_birth.value()) + ")");
-  const uint32_t vdev = bp.dva.vdev;
-  const uint64_t off = bp.dva.offset, size = bp.dva.size;
+  const Ref r = ReferenceExtent(bp, bp.dva, o);
+  if (r != Ref::kWalk || !bp.IsGang()) return r;
+  // A gang block: its children are its bytes, each referenced once.
+  Result<std::vector<space::Dva>> kids = zio_->GangChildren(bp);
+  if (!kids.ok()) {
+    Problem(o, bp, kids.status().message());
+    return Ref::kInvalid;
+  }
+  for (const space::Dva& k : *kids)
+    if (ReferenceExtent(bp, k, o) == Ref::kInvalid) return Ref::kInvalid;
+  return Ref::kWalk;
+}
+
+CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent,
+                                              const Origin& o) {
+  const uint32_t vdev = extent.vdev;
+  const uint64_t off = extent.offset, size = extent.size;
   if (vdev >= vdevs_.size()) {
     Problem(o, bp, "names vdev " + U(vdev) + "; the pool has " + U(vdevs_.size()));
     return Ref::kInvalid;
@@ -312,7 +327,7 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
     if (hides) skipped_++;
     return;
   }
-  w.used += bp.dva.size;  // the dnode counts it, whoever else does
+  w.used += bp.allocated();  // the dnode counts it, whoever else does
   if (r == Ref::kDuplicate) return;
   auto data = zio_->Read(bp);
   if (!data.ok()) return give_up(data.status().message());

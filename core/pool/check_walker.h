@@ -114,8 +114,11 @@ class CheckWalker {
     kDuplicate,  // the very block another pointer reached: walked already
     kInvalid,    // outside the pool or misaligned: cannot be read
   };
-  // Checks the pointer's birth and place and records its extent.
+  // Checks the pointer's birth and place and records its extent (a gang
+  // block: its header's and its children's).
   Ref Reference(const zio::BlockPtr& bp, const Origin& o, Txg parent_birth);
+  // Checks one extent of bp's and records it.
+  Ref ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent, const Origin& o);
   void Visit(const zio::BlockPtr& bp, const Origin& o);
   void Problem(const Origin& o, const zio::BlockPtr& bp, std::string what);
 

@@ -38,6 +38,7 @@ Status ValidateHole(const BlockPtr& bp) {
     return Bad("is a hole with compression " + std::string(util::CompressionName(bp.compression)));
   if (bp.fill != 0) return Bad("is a hole with fill " + U(bp.fill));
   if (bp.checksum != util::Checksum128{}) return Bad("is a hole with a nonzero checksum");
+  if (bp.gang_asize != 0) return Bad("is a hole with gang size " + U(bp.gang_asize));
   return Status::Ok();
 }
 
@@ -69,7 +70,20 @@ Status ValidateSizes(const BlockPtr& bp) {
   if (bp.compression != util::Compression::kOff && bp.psize > util::CompressLimit(bp.lsize))
     return Bad("is " + std::string(util::CompressionName(bp.compression)) + " with psize " +
                U(bp.psize) + " saving less than 1/8 of lsize " + U(bp.lsize));
-  if (asize < bp.psize) return Bad("has asize " + U(asize) + " below psize " + U(bp.psize));
+  if (bp.IsGang()) {
+    // asize is the header's; the children hold the stored bytes.
+    const uint64_t g = bp.gang_asize;
+    if (g % kMinSectorSize != 0)
+      return Bad("has gang size " + U(g) + " that is not a multiple of " + U(kMinSectorSize));
+    if (g < bp.psize || g - bp.psize >= kMaxGangHeaderSize)
+      return Bad("has gang size " + U(g) + " that does not fit psize " + U(bp.psize) +
+                 " (at least psize, less than psize + " + U(kMaxGangHeaderSize) + ")");
+    if (asize > kMaxGangHeaderSize)
+      return Bad("is a gang block whose header has asize " + U(asize) + " above " +
+                 U(kMaxGangHeaderSize));
+  } else if (asize < bp.psize) {
+    return Bad("has asize " + U(asize) + " below psize " + U(bp.psize));
+  }
   if (asize > kMaxBlockSize)
     return Bad("has asize " + U(asize) + " above the maximum " + U(kMaxBlockSize));
   if (asize % kMinSectorSize != 0)
@@ -105,6 +119,7 @@ std::string BlockPtr::ToString() const {
   s += " vdev " + U(dva.vdev) + " off " + Hex(dva.offset) + " asize " + U(dva.size) + " lsize " +
        U(lsize) + " psize " + U(psize) + " " + std::string(util::CompressionName(compression)) +
        " birth " + U(birth.value()) + " fill " + U(fill);
+  if (IsGang()) s += " gang " + U(gang_asize);
   return s;
 }
 
@@ -155,7 +170,7 @@ void EncodeBlockPtr(const BlockPtr& bp, uint8_t* out) {
   out[offsetof(BlockPtrPhys, compression)] = uint8_t(bp.compression);
   // A hole has no checksum, so it names no checksum type.
   out[offsetof(BlockPtrPhys, checksum_type)] = bp.IsHole() ? 0 : uint8_t(bp.checksum_type);
-  PutLE32(out + offsetof(BlockPtrPhys, reserved), 0);
+  PutLE32(out + offsetof(BlockPtrPhys, gang_sectors), uint32_t(bp.gang_asize / kMinSectorSize));
   PutLE64(out + offsetof(BlockPtrPhys, birth), bp.birth.value());
   PutLE64(out + offsetof(BlockPtrPhys, fill), bp.fill);
   PutLE64(out + offsetof(BlockPtrPhys, checksum_lo), bp.checksum.lo);
@@ -164,9 +179,8 @@ void EncodeBlockPtr(const BlockPtr& bp, uint8_t* out) {
 
 Result<BlockPtr> DecodeBlockPtr(const uint8_t* in, std::string_view where) {
   auto fail = [&](const Status& s) { return where.empty() ? s : s.WithContext(where); };
-  const uint32_t reserved = GetLE32(in + offsetof(BlockPtrPhys, reserved));
-  if (reserved != 0) return fail(Bad("has nonzero reserved bytes " + Hex(reserved)));
   BlockPtr bp;
+  bp.gang_asize = uint64_t{GetLE32(in + offsetof(BlockPtrPhys, gang_sectors))} * kMinSectorSize;
   bp.dva.vdev = GetLE32(in + offsetof(BlockPtrPhys, vdev));
   bp.dva.size = GetLE32(in + offsetof(BlockPtrPhys, asize));
   bp.dva.offset = GetLE64(in + offsetof(BlockPtrPhys, offset));

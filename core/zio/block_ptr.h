@@ -10,6 +10,13 @@
 // uberblock. A parent's checksum covers its children's pointers, so the tree
 // is self-validating from the uberblock down (a Merkle tree).
 //
+// A gang block (gang_asize != 0) is a block stored in pieces: its DVA names
+// a gang header (zio/gang.h) that lists the pieces ("children"), whose
+// allocated bytes add up to gang_asize; the stored bytes are the children's
+// bytes in order, and the checksum covers them as for any block. The writer
+// makes one only when no contiguous extent of the block's size is free, so
+// that a fragmented pool with free space never fails a write (zio.h).
+//
 // A hole is a BlockPtr with dva.size == 0: no storage, reads as lsize zero
 // bytes. It may carry a birth txg (when the hole was made) and an lsize, type
 // and level; every other field is zero. The all-zero 64 bytes decode to the
@@ -18,8 +25,8 @@
 // On disk a BlockPtr is a BlockPtrPhys of 64 bytes, little-endian
 // (core/doc/zio-format.md has the byte-level layout and every validity rule).
 // DecodeBlockPtr refuses any damage it can see with Corruption: unknown enum
-// values, sizes that contradict each other, a hole with stray fields,
-// nonzero reserved bytes. It cannot see a flipped bit that turns one valid
+// values, sizes that contradict each other, a hole with stray fields, a gang
+// size that cannot hold the block. It cannot see a flipped bit that turns one valid
 // pointer into another; the parent's checksum is there for that.
 //
 // Thread safety: plain values and pure functions.
@@ -65,6 +72,10 @@ std::string_view ChecksumTypeName(ChecksumType type);
 
 // The largest logical (and so physical and allocated) block size.
 inline constexpr uint32_t kMaxBlockSize = uint32_t{16} << 20;
+// The largest gang header, and so the largest sector size plus one: a gang's
+// children hold at most psize + one sector (every child but the last is
+// full), with sectors of at most 64 KiB.
+inline constexpr uint32_t kMaxGangHeaderSize = uint32_t{64} << 10;
 // The deepest indirect level a pointer may name.
 inline constexpr uint8_t kMaxLevel = 31;
 // Offsets and allocated sizes are multiples of the smallest sector size.
@@ -87,8 +98,14 @@ struct BlockPtr {
   // Holes: 0.
   uint64_t fill = 0;
   util::Checksum128 checksum;  // XXH3-128 of the psize stored bytes
+  // A gang block: the allocated bytes of its children (dva is the header).
+  // 0 for every other block.
+  uint64_t gang_asize = 0;
 
   bool IsHole() const { return dva.size == 0; }
+  bool IsGang() const { return gang_asize != 0; }
+  // Every byte the block holds on disk (a gang: header and children).
+  uint64_t allocated() const { return dva.size + gang_asize; }
   bool operator==(const BlockPtr&) const = default;
 
   // "L1 indirect vdev 0 off 0x400000 asize 4096 lsize 131072 psize 2048 lz4
@@ -111,7 +128,7 @@ struct BlockPtrPhys {
   uint8_t level;          // 25
   uint8_t compression;    // 26  util::Compression
   uint8_t checksum_type;  // 27  ChecksumType (0 in a hole)
-  uint32_t reserved;      // 28  zero
+  uint32_t gang_sectors;  // 28  a gang block: gang_asize / 512; else 0
   uint64_t birth;         // 32  txg
   uint64_t fill;          // 40
   uint64_t checksum_lo;   // 48  XXH3-128 of the stored bytes, low half
@@ -119,7 +136,7 @@ struct BlockPtrPhys {
 };
 inline constexpr size_t kBlockPtrSize = 64;
 static_assert(sizeof(BlockPtrPhys) == kBlockPtrSize);
-static_assert(offsetof(BlockPtrPhys, reserved) == 28);
+static_assert(offsetof(BlockPtrPhys, gang_sectors) == 28);
 static_assert(offsetof(BlockPtrPhys, checksum_hi) == 56);
 
 // Returns OK when `bp` satisfies every rule DecodeBlockPtr enforces (see
@@ -134,7 +151,7 @@ void EncodeBlockPtr(const BlockPtr& bp, uint8_t* out);
 
 // Decodes 64 bytes. Corruption "<where>: block pointer <what is wrong>" for
 // any damage it can see (unknown enum values, inconsistent sizes, a hole with
-// stray fields, nonzero reserved bytes, ...). `where` names the pointer's
+// stray fields, a gang size that cannot hold the block, ...). `where` names the pointer's
 // place for the message, e.g. "object 17 L1 blkid 3 slot 12".
 Result<BlockPtr> DecodeBlockPtr(const uint8_t* in, std::string_view where);
 

@@ -10,6 +10,7 @@
 #include "util/check.h"
 #include "util/checksum.h"
 #include "vdev/vdev_layout.h"
+#include "zio/gang.h"
 
 namespace poolfs::core::zio {
 namespace {
@@ -45,6 +46,13 @@ Scratch& WriteScratch() {
 }
 
 Scratch& ReadScratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// The zero-padded last sector of a write (apart from WriteScratch, which may
+// hold the compressed bytes being written).
+Scratch& PadScratch() {
   thread_local Scratch s;
   return s;
 }
@@ -150,22 +158,41 @@ Zio::Stored Zio::Prepare(const WriteProps& props, std::string_view data) {
 
 Status Zio::WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s) {
   CHECK_GE(len, s.psize);
-  if (s.compression != util::Compression::kOff) {  // already padded in the scratch
-    POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, len));
-  } else {
-    // Straight from the caller's buffer; copy only the partial last sector.
-    const uint64_t granule = uint64_t{1} << max_ashift_;
-    const uint64_t head = std::min<uint64_t>(s.psize & ~(granule - 1), len);
-    if (head > 0) POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, head));
-    if (len > head) {
-      const uint64_t tail = len - head;
-      uint8_t* buf = WriteScratch().Get(tail);
-      std::memcpy(buf, s.bytes + head, s.psize - head);
-      std::memset(buf + (s.psize - head), 0, tail - (s.psize - head));
-      POOLFS_RETURN_IF_ERROR(v.dev->Write(off + head, buf, tail));
-    }
+  if (s.compression == util::Compression::kOff) return WritePadded(v, off, s.bytes, s.psize, len);
+  // Already padded in the scratch.
+  POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, len));
+  bytes_written_.fetch_add(len, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Zio::WritePadded(VdevState& v, uint64_t off, const uint8_t* bytes, uint64_t n,
+                        uint64_t len) {
+  CHECK_LE(n, len);
+  const uint64_t granule = uint64_t{1} << max_ashift_;
+  const uint64_t head = std::min<uint64_t>(n & ~(granule - 1), len);
+  if (head > 0) POOLFS_RETURN_IF_ERROR(v.dev->Write(off, bytes, head));
+  if (len > head) {
+    const uint64_t tail = len - head;
+    uint8_t* buf = PadScratch().Get(tail);
+    std::memcpy(buf, bytes + head, n - head);
+    std::memset(buf + (n - head), 0, tail - (n - head));
+    POOLFS_RETURN_IF_ERROR(v.dev->Write(off + head, buf, tail));
   }
   bytes_written_.fetch_add(len, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Zio::CheckExtent(const space::Dva& extent, const std::string& what) const {
+  if (extent.vdev >= vdevs_.size())
+    return Status::Corruption(what + ": vdev " + std::to_string(extent.vdev) +
+                              " does not exist (the pool has " + std::to_string(vdevs_.size()) +
+                              ")");
+  const VdevState& v = *vdevs_[extent.vdev];
+  if (extent.offset < vdev::kFrontReserved || extent.offset > v.alloc_end ||
+      extent.size > v.alloc_end - extent.offset)
+    return Status::Corruption(
+        what + ": lies outside the allocatable area [" + std::to_string(vdev::kFrontReserved) +
+        ", " + std::to_string(v.alloc_end) + ") of vdev " + std::to_string(extent.vdev));
   return Status::Ok();
 }
 
@@ -177,8 +204,18 @@ Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg 
     return MakeHole(props.type, props.level, uint32_t(data.size()), txg);
 
   const Stored s = Prepare(props, data);
-  const uint64_t asize = RoundUp(s.psize, uint64_t{1} << max_ashift_);
-  POOLFS_ASSIGN_OR_RETURN(space::Dva dva, space_->Allocate(allocator, asize, txg));
+  const uint64_t granule = uint64_t{1} << max_ashift_;
+  const uint64_t asize = RoundUp(s.psize, granule);
+  if (force_gang_above_ != 0 && asize > force_gang_above_ && asize > granule)
+    return WriteGang(props, uint32_t(data.size()), s, txg, allocator,
+                     Status::NoSpace("forced gang block (a testing aid)"));
+  Result<space::Dva> allocated = space_->Allocate(allocator, asize, txg);
+  if (!allocated.ok()) {
+    if (allocated.status().IsNoSpace() && asize > granule)
+      return WriteGang(props, uint32_t(data.size()), s, txg, allocator, allocated.status());
+    return allocated.status();
+  }
+  const space::Dva dva = *allocated;
   CHECK_LT(dva.vdev, vdevs_.size());
   CHECK_EQ(dva.size, asize);
   VdevState& v = *vdevs_[dva.vdev];
@@ -206,6 +243,113 @@ Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg 
   return bp;
 }
 
+Result<BlockPtr> Zio::WriteGang(const WriteProps& props, uint32_t lsize, const Stored& s, Txg txg,
+                                size_t allocator, const Status& why) {
+  const uint64_t granule = uint64_t{1} << max_ashift_;
+  std::vector<space::Dva> kids;
+  auto undo = [&](const std::vector<space::Dva>& extents) {
+    for (const space::Dva& d : extents) {
+      Status freed = space_->Free(d, txg);
+      if (!freed.ok()) util::CheckFailed(__FILE__, __LINE__, freed.ToString());
+    }
+  };
+  auto no_space = [&](const std::string& what) {
+    undo(kids);
+    return Status::NoSpace(why.message() + "; nor as a gang block: " + what);
+  };
+  // Children: half the block first, halving whenever one does not fit.
+  uint64_t at = 0, piece = RoundUp(RoundUp(s.psize, granule) / 2, granule);
+  while (at < s.psize) {
+    const uint64_t want = std::min(piece, RoundUp(s.psize - at, granule));
+    if (kids.size() == kMaxGangChildren)
+      return no_space("it would need more than " + std::to_string(kMaxGangChildren) + " pieces");
+    Result<space::Dva> d = space_->Allocate(allocator, want, txg);
+    if (!d.ok()) {
+      if (!d.status().IsNoSpace()) {
+        undo(kids);
+        return d.status();
+      }
+      if (want <= granule)
+        return no_space("no free sector left for its last " + std::to_string(s.psize - at) +
+                        " bytes");
+      piece = RoundUp(want / 2, granule);
+      continue;
+    }
+    kids.push_back(*d);
+    at += d->size;
+  }
+  const uint64_t header_size = RoundUp(GangHeaderBytes(kids.size()), granule);
+  Result<space::Dva> header = space_->Allocate(allocator, header_size, txg);
+  if (!header.ok()) {
+    if (!header.status().IsNoSpace()) {
+      undo(kids);
+      return header.status();
+    }
+    return no_space("no room for its header of " + std::to_string(header_size) + " bytes");
+  }
+
+  BlockPtr bp;
+  bp.dva = *header;
+  bp.lsize = lsize;
+  bp.psize = s.psize;
+  bp.compression = s.compression;
+  bp.type = props.type;
+  bp.level = props.level;
+  bp.birth = txg;
+  bp.fill = props.fill;
+  bp.checksum = s.checksum;
+  for (const space::Dva& k : kids) bp.gang_asize += k.size;
+  Status valid = ValidateBlockPtr(bp);
+  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "gang write made " + valid.message());
+
+  Status st;
+  at = 0;
+  for (const space::Dva& k : kids) {
+    const uint64_t n = std::min<uint64_t>(k.size, s.psize - at);
+    st = WritePadded(*vdevs_[k.vdev], k.offset, s.bytes + at, n, k.size);
+    if (!st.ok()) break;
+    at += n;
+  }
+  if (st.ok()) {
+    const std::string bytes = EncodeGangHeader(kids, header_size);
+    st = WritePadded(*vdevs_[bp.dva.vdev], bp.dva.offset,
+                     reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), bytes.size());
+  }
+  if (!st.ok()) {
+    kids.push_back(bp.dva);
+    undo(kids);
+    return st.WithContext("write of gang block " + bp.ToString());
+  }
+  gang_writes_.fetch_add(1, std::memory_order_relaxed);
+  return bp;
+}
+
+Result<std::vector<space::Dva>> Zio::GangChildren(const BlockPtr& bp) {
+  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
+  if (!bp.IsGang()) return Status::InvalidArgument("block " + bp.ToString() + " is not a gang");
+  POOLFS_RETURN_IF_ERROR(CheckExtent(bp.dva, "gang header of block " + bp.ToString()));
+  std::string header(bp.dva.size, '\0');
+  POOLFS_RETURN_IF_ERROR(vdevs_[bp.dva.vdev]
+                             ->dev->Read(bp.dva.offset, header.data(), header.size())
+                             .WithContext("read of the gang header of block " + bp.ToString()));
+  bytes_read_.fetch_add(header.size(), std::memory_order_relaxed);
+  Result<std::vector<space::Dva>> kids = DecodeGangHeader(header, "");
+  if (!kids.ok()) return VerifyFailed(bp, kids.status().message());
+  uint64_t sum = 0;
+  for (size_t i = 0; i < kids->size(); i++) {
+    Status in = CheckExtent((*kids)[i], "child " + std::to_string(i));
+    if (!in.ok()) return VerifyFailed(bp, "gang header's " + in.message());
+    sum += (*kids)[i].size;
+  }
+  if (sum != bp.gang_asize)
+    return VerifyFailed(bp, "gang header's children hold " + std::to_string(sum) +
+                                " bytes; the pointer says " + std::to_string(bp.gang_asize));
+  if (sum - kids->back().size >= bp.psize)
+    return VerifyFailed(bp, "gang header's last child holds none of the " +
+                                std::to_string(bp.psize) + " stored bytes");
+  return kids;
+}
+
 Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std::string_view data,
                               Txg txg) {
   CHECK(space_ != nullptr);
@@ -213,6 +357,9 @@ Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std:
   CHECK_EQ(old.birth, txg);
   CHECK_LT(old.dva.vdev, vdevs_.size());
   POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
+  if (old.IsGang())
+    return Status::NoSpace("rewrite of block " + old.ToString() +
+                           ": a gang block is written anew, never in place");
   const Stored s = Prepare(props, data);
   if (s.psize > old.dva.size) {
     return Status::NoSpace("rewrite of block " + old.ToString() + ": " + std::to_string(s.psize) +
@@ -246,23 +393,27 @@ Status Zio::VerifyFailed(const BlockPtr& bp, const std::string& what) {
 Result<std::string> Zio::Read(const BlockPtr& bp) {
   POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
   if (bp.IsHole()) return std::string(bp.lsize, '\0');
-  if (bp.dva.vdev >= vdevs_.size()) {
-    return Status::Corruption("block " + bp.ToString() + ": vdev " + std::to_string(bp.dva.vdev) +
-                              " does not exist (the pool has " + std::to_string(vdevs_.size()) +
-                              ")");
-  }
-  VdevState& v = *vdevs_[bp.dva.vdev];
-  if (bp.dva.offset + bp.dva.size > v.alloc_end) {
-    return Status::Corruption("block " + bp.ToString() +
-                              ": lies past the allocatable area of the vdev (ends at " +
-                              std::to_string(v.alloc_end) + ")");
-  }
   std::string out(bp.lsize, '\0');
   const bool compressed = bp.compression != util::Compression::kOff;
   uint8_t* stored =
       compressed ? ReadScratch().Get(bp.psize) : reinterpret_cast<uint8_t*>(out.data());
-  POOLFS_RETURN_IF_ERROR(
-      v.dev->Read(bp.dva.offset, stored, bp.psize).WithContext("read of block " + bp.ToString()));
+  if (bp.IsGang()) {
+    POOLFS_ASSIGN_OR_RETURN(std::vector<space::Dva> kids, GangChildren(bp));
+    uint64_t at = 0;
+    for (size_t i = 0; i < kids.size(); i++) {
+      const uint64_t n = std::min<uint64_t>(kids[i].size, bp.psize - at);
+      POOLFS_RETURN_IF_ERROR(
+          vdevs_[kids[i].vdev]
+              ->dev->Read(kids[i].offset, stored + at, n)
+              .WithContext("read of child " + std::to_string(i) + " of block " + bp.ToString()));
+      at += n;
+    }
+  } else {
+    POOLFS_RETURN_IF_ERROR(CheckExtent(bp.dva, "block " + bp.ToString()));
+    POOLFS_RETURN_IF_ERROR(vdevs_[bp.dva.vdev]
+                               ->dev->Read(bp.dva.offset, stored, bp.psize)
+                               .WithContext("read of block " + bp.ToString()));
+  }
   bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
   const util::Checksum128 got = util::Xxh3_128(stored, bp.psize);
   if (got != bp.checksum) {
@@ -280,6 +431,18 @@ Status Zio::Free(const BlockPtr& bp, Txg txg) {
   CHECK(space_ != nullptr);
   if (bp.IsHole()) return Status::Ok();
   POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("free of block " + bp.ToString()));
+  if (bp.IsGang()) {
+    // A header that no longer verifies: its children leak (poolfs check
+    // reports them) rather than this sync failing.
+    Result<std::vector<space::Dva>> kids = GangChildren(bp);
+    if (kids.ok()) {
+      for (const space::Dva& k : *kids)
+        POOLFS_RETURN_IF_ERROR(
+            space_->Free(k, txg).WithContext("free of a child of gang block " + bp.ToString()));
+    } else {
+      gang_leaks_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   return space_->Free(bp.dva, txg).WithContext("free of block " + bp.ToString());
 }
 

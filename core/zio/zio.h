@@ -33,6 +33,23 @@
 // written zero-padded to asize (uncompressed data is written straight from
 // the caller's buffer; only a partial last sector is copied).
 //
+// Gang blocks. When the allocator has no contiguous extent of asize bytes
+// (NoSpace) although the pool may still have the space in smaller runs, the
+// write stores the block in pieces instead of failing: children of half the
+// size first, halving again whenever one does not fit, down to one sector;
+// then a gang header (zio/gang.h) listing them, in one extent of its own.
+// The BlockPtr names the header and carries the children's total
+// (gang_asize); its checksum covers the stored bytes as for any block, and
+// the header has its own. Only when even sector-sized pieces or the header
+// cannot be had (or more than kMaxGangChildren would be needed) is the write
+// NoSpace. So a pool fragmented by small blocks never fails a txg sync for
+// want of one contiguous record; the cost is one more I/O per read of such
+// a block and a header read when it is freed. Rewrite never rewrites a gang
+// block in place (it returns NoSpace: the caller frees it and writes anew).
+// Free reads the header to free the children; a header that no longer
+// verifies there leaks its children rather than failing the sync (counted
+// in gang_leaks(); `poolfs check` reports the leaked extents).
+//
 // Failure: a write that fails frees its allocation again (in the same txg, so
 // the space is deferred like any other free) and returns IOError. A read that
 // does not verify — checksum mismatch, undecodable compressed bytes, a
@@ -131,6 +148,12 @@ class Zio {
   // invalid pointer.
   Status Free(const BlockPtr& bp, Txg txg);
 
+  // The children of gang block `bp`, read from its header and checked: each
+  // lies in its vdev's allocatable area, and their sizes add up to
+  // bp.gang_asize with every child but the last full (Corruption otherwise,
+  // counted in checksum_errors; IOError from the device).
+  Result<std::vector<space::Dva>> GangChildren(const BlockPtr& bp);
+
   // Flushes every vdev (a barrier: every write that returned before is
   // durable when this returns OK). Tries them all; returns the first error.
   Status FlushAll();
@@ -140,6 +163,15 @@ class Zio {
   // Device bytes written (asize, or the padded length of a Rewrite) and read.
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  // Testing aid: blocks whose asize is above `bytes` are stored as gang
+  // blocks even when contiguous room exists (0, the default: never). Set
+  // before the first write.
+  void set_force_gang_above(uint64_t bytes) { force_gang_above_ = bytes; }
+
+  // Gang blocks written, and gang blocks freed whose header no longer
+  // verified (their children leaked), since construction.
+  uint64_t gang_writes() const { return gang_writes_.load(std::memory_order_relaxed); }
+  uint64_t gang_leaks() const { return gang_leaks_.load(std::memory_order_relaxed); }
 
   size_t vdev_count() const { return vdevs_.size(); }
   vdev::BlockDevice& device(uint32_t vdev);
@@ -153,6 +185,16 @@ class Zio {
   Stored Prepare(const WriteProps& props, std::string_view data);
   // Writes the stored bytes at off, zero-padded to `len` bytes.
   Status WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s);
+  // Writes n bytes at off, zero-padded to len (a multiple of the largest
+  // sector); only a partial last sector is copied.
+  Status WritePadded(VdevState& v, uint64_t off, const uint8_t* bytes, uint64_t n, uint64_t len);
+  // Stores `s` as a gang block (see the top of the file); `why` is the
+  // allocator's NoSpace for the whole block.
+  Result<BlockPtr> WriteGang(const WriteProps& props, uint32_t lsize, const Stored& s, Txg txg,
+                             size_t allocator, const Status& why);
+  // Checks that the extent lies in the allocatable area of an existing
+  // vdev; Corruption naming `what` otherwise.
+  Status CheckExtent(const space::Dva& extent, const std::string& what) const;
   // Corruption for a failed verification of bp on its vdev; counts it.
   Status VerifyFailed(const BlockPtr& bp, const std::string& what);
 
@@ -161,6 +203,9 @@ class Zio {
   uint32_t max_ashift_ = 0;
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> bytes_read_{0};
+  uint64_t force_gang_above_ = 0;
+  std::atomic<uint64_t> gang_writes_{0};
+  std::atomic<uint64_t> gang_leaks_{0};
 };
 
 }  // namespace poolfs::core::zio

@@ -145,17 +145,42 @@ TEST_CASE("DecodeBlockPtr accepts exactly the known values of every enum byte", 
   }
 }
 
-TEST_CASE("DecodeBlockPtr refuses nonzero reserved bytes", "[block_ptr]") {
+TEST_CASE("A gang pointer round-trips and a gang size that cannot hold the block is refused",
+          "[block_ptr]") {
+  BlockPtr gang = SampleData();  // psize 5000
+  gang.dva.size = 4096;          // the header
+  gang.gang_asize = 8192;
+  REQUIRE(ValidateBlockPtr(gang).ok());
+  REQUIRE(DecodeBlockPtr(Encode(gang).data(), "test").value() == gang);
+  REQUIRE(gang.allocated() == 4096 + 8192);
+  REQUIRE(gang.ToString().find("gang 8192") != std::string::npos);
+
+  // Every single bit of the field: a hole refuses them all; a stored block
+  // takes exactly the values in [psize, psize + 64 KiB) as a gang.
   for (const BlockPtr& base :
        {SampleData(), BlockPtr{}, MakeHole(BlockType::kData, 0, 4096, Txg(3))}) {
     for (int bit = 0; bit < 32; bit++) {
       Bytes b = Encode(base);
-      b[offsetof(BlockPtrPhys, reserved) + bit / 8] ^= uint8_t(1 << (bit % 8));
-      Status st = DecodeStatus(b);
-      REQUIRE(st.IsCorruption());
-      REQUIRE(st.message().find("reserved") != std::string::npos);
+      b[offsetof(BlockPtrPhys, gang_sectors) + bit / 8] ^= uint8_t(1 << (bit % 8));
+      const uint64_t g = (uint64_t{1} << bit) * kMinSectorSize;
+      Result<BlockPtr> got = DecodeBlockPtr(b.data(), "test");
+      const bool fits = !base.IsHole() && g >= base.psize && g - base.psize < kMaxGangHeaderSize;
+      INFO("bit " << bit << " hole " << base.IsHole());
+      REQUIRE(got.ok() == fits);
+      if (fits)
+        REQUIRE(got->gang_asize == g);
+      else
+        REQUIRE(got.status().message().find("gang size") != std::string::npos);
     }
   }
+
+  // A gang header above 64 KiB, a gang size not a multiple of 512.
+  BlockPtr big = gang;
+  big.dva.size = kMaxGangHeaderSize + 4096;
+  REQUIRE(ValidateBlockPtr(big).IsCorruption());
+  BlockPtr odd = gang;
+  odd.gang_asize = 8192 + 100;
+  REQUIRE(ValidateBlockPtr(odd).IsCorruption());
 }
 
 TEST_CASE("DecodeBlockPtr refuses a hole with stray fields", "[block_ptr]") {

@@ -207,7 +207,7 @@ TEST_CASE("Zio refuses pointers that do not fit the pool", "[zio]") {
   past_end.dva.offset = 64 * vdev::kMiB - 2 * vdev::kLabelSize;  // the back labels
   auto got = pool.zio().Read(past_end);
   REQUIRE(got.status().IsCorruption());
-  REQUIRE(got.status().message().find("past the allocatable area") != std::string::npos);
+  REQUIRE(got.status().message().find("outside the allocatable area") != std::string::npos);
   BlockPtr invalid = *bp;
   invalid.psize = invalid.lsize + 1;
   REQUIRE(pool.zio().Read(invalid).status().IsCorruption());

@@ -77,6 +77,11 @@ inline BlockPtr RandomValidBlockPtr(std::mt19937_64& rng) {
   else
     bp.fill = rng() >> pick(64);
   bp.checksum = {rng(), rng()};
+  if (pick(8) == 0) {  // a gang: a header of 512 B .. 64 KiB, children of psize + slack
+    bp.dva.size = 512 * (1 + pick(kMaxGangHeaderSize / 512));
+    bp.gang_asize = min_asize + 512 * pick(kMaxGangHeaderSize / 512 - 1);
+    if (bp.gang_asize - bp.psize >= kMaxGangHeaderSize) bp.gang_asize = min_asize;
+  }
   REQUIRE(ValidateBlockPtr(bp).ok());
   return bp;
 }
