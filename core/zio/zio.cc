@@ -324,6 +324,35 @@ Result<BlockPtr> Zio::WriteGang(const WriteProps& props, uint32_t lsize, const S
   return bp;
 }
 
+Result<BlockPtr> Zio::RewriteGang(const BlockPtr& old, const WriteProps& props, uint32_t lsize,
+                                  const Stored& s, Txg txg) {
+  const uint64_t granule = uint64_t{1} << max_ashift_;
+  if (RoundUp(s.psize, granule) != old.gang_asize)
+    return Status::NoSpace("rewrite of gang block " + old.ToString() + ": " +
+                           std::to_string(s.psize) + " stored bytes do not fill the same pieces");
+  POOLFS_ASSIGN_OR_RETURN(std::vector<space::Dva> kids, GangChildren(old));
+  BlockPtr bp = old;
+  bp.lsize = lsize;
+  bp.psize = s.psize;
+  bp.compression = s.compression;
+  bp.type = props.type;
+  bp.level = props.level;
+  bp.birth = txg;
+  bp.fill = props.fill;
+  bp.checksum = s.checksum;
+  Status valid = ValidateBlockPtr(bp);
+  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "gang rewrite made " + valid.message());
+  // The pieces are the same, so the header (which lists only them) is too.
+  uint64_t at = 0;
+  for (const space::Dva& k : kids) {
+    const uint64_t n = std::min<uint64_t>(k.size, s.psize - at);
+    POOLFS_RETURN_IF_ERROR(WritePadded(*vdevs_[k.vdev], k.offset, s.bytes + at, n, k.size)
+                               .WithContext("rewrite of gang block " + bp.ToString()));
+    at += n;
+  }
+  return bp;
+}
+
 Result<std::vector<space::Dva>> Zio::GangChildren(const BlockPtr& bp) {
   POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
   if (!bp.IsGang()) return Status::InvalidArgument("block " + bp.ToString() + " is not a gang");
@@ -357,10 +386,8 @@ Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std:
   CHECK_EQ(old.birth, txg);
   CHECK_LT(old.dva.vdev, vdevs_.size());
   POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
-  if (old.IsGang())
-    return Status::NoSpace("rewrite of block " + old.ToString() +
-                           ": a gang block is written anew, never in place");
   const Stored s = Prepare(props, data);
+  if (old.IsGang()) return RewriteGang(old, props, uint32_t(data.size()), s, txg);
   if (s.psize > old.dva.size) {
     return Status::NoSpace("rewrite of block " + old.ToString() + ": " + std::to_string(s.psize) +
                            " stored bytes do not fit");

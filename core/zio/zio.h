@@ -44,8 +44,11 @@
 // cannot be had (or more than kMaxGangChildren would be needed) is the write
 // NoSpace. So a pool fragmented by small blocks never fails a txg sync for
 // want of one contiguous record; the cost is one more I/O per read of such
-// a block and a header read when it is freed. Rewrite never rewrites a gang
-// block in place (it returns NoSpace: the caller frees it and writes anew).
+// a block and a header read when it is freed. Rewrite rewrites a gang block
+// in place only when its new stored bytes fill the same pieces (psize
+// rounds up to gang_asize: the MOS sync passes then converge as for other
+// blocks); otherwise it returns NoSpace and the caller frees it and writes
+// anew.
 // Free reads the header to free the children; a header that no longer
 // verifies there leaks its children rather than failing the sync (counted
 // in gang_leaks(); `poolfs check` reports the leaked extents).
@@ -185,6 +188,9 @@ class Zio {
   Stored Prepare(const WriteProps& props, std::string_view data);
   // Writes the stored bytes at off, zero-padded to `len` bytes.
   Status WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s);
+  // Rewrite of a gang block: into its own pieces, or NoSpace.
+  Result<BlockPtr> RewriteGang(const BlockPtr& old, const WriteProps& props, uint32_t lsize,
+                               const Stored& s, Txg txg);
   // Writes n bytes at off, zero-padded to len (a multiple of the largest
   // sector); only a partial last sector is copied.
   Status WritePadded(VdevState& v, uint64_t off, const uint8_t* bytes, uint64_t n, uint64_t len);

@@ -82,15 +82,27 @@ TEST_CASE("A block with no contiguous room is stored as a gang that reads back a
   REQUIRE(pool.space().Stats().free == before.free);
 }
 
-TEST_CASE("A gang block is never rewritten in place", "[zio][gang]") {
+TEST_CASE("A gang block is rewritten in place only into the same pieces", "[zio][gang]") {
   TestPool pool(vdev::kMinVdevSize);
   Checkerboard(pool);
   auto bp = pool.zio().Write(Data(Compression::kOff), RandomBytes(65536, 1), Txg(5), 0);
   REQUIRE(bp.ok());
   REQUIRE(bp->IsGang());
+  const auto kids = pool.zio().GangChildren(*bp).value();
+  const uint64_t written = pool.zio().bytes_written();
+  // The same size: the same pieces and header, new bytes.
   auto again = pool.zio().Rewrite(*bp, Data(Compression::kOff), RandomBytes(65536, 2), Txg(5));
-  REQUIRE(again.status().IsNoSpace());
-  REQUIRE(pool.zio().Read(*bp).value() == RandomBytes(65536, 1));
+  REQUIRE(again.ok());
+  REQUIRE(again->dva == bp->dva);
+  REQUIRE(again->gang_asize == bp->gang_asize);
+  REQUIRE(pool.zio().GangChildren(*again).value() == kids);
+  REQUIRE(pool.zio().Read(*again).value() == RandomBytes(65536, 2));
+  REQUIRE(pool.zio().bytes_written() == written + 65536);
+  // Smaller by a whole sector: it would leave a piece empty, so NoSpace and
+  // the block is untouched.
+  auto smaller = pool.zio().Rewrite(*again, Data(Compression::kOff), RandomBytes(61440, 3), Txg(5));
+  REQUIRE(smaller.status().IsNoSpace());
+  REQUIRE(pool.zio().Read(*again).value() == RandomBytes(65536, 2));
 }
 
 TEST_CASE("A damaged gang header or child is Corruption and a damaged header leaks on free",
