@@ -170,7 +170,7 @@ double RunRelease(uint64_t count, uint32_t batch, bool pin) {
 int RunArcBench(int argc, char** argv) {
   CLI::App app("poolfs-bench arc: ARC reads per second by threads and sublists; batched release");
   std::string threads_list = "1,2,8", sublists_list = "1,0";
-  uint64_t cache_mib = 32, ops = 1000000, release_count = 1000000;
+  uint64_t cache_mib = 32, ops = 4000000, release_count = 1000000;
   uint32_t release_batch = 1024;
   int runs = 5, release_runs = 5;
   bool json = false, no_pin = false, no_release = false;
