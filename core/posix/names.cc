@@ -11,6 +11,11 @@ uint64_t Type(uint32_t mode) { return mode & S_IFMT; }
 
 }  // namespace
 
+bool PosixFs::StillNames(Inode& dir, std::string_view name, uint64_t ino) {
+  auto v = dir.dir->Lookup(name);
+  return v.ok() && v->object == ino;
+}
+
 Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view name) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
@@ -24,14 +29,26 @@ Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view n
   } else if (name == "..") {
     POOLFS_ASSIGN_OR_RETURN(in, Get(pz.parent));
   } else {
-    auto v = p->dir->Lookup(name);
-    if (!v.ok()) {
-      if (v.status().IsNotFound())
-        return Status::NotFound("'" + std::string(name) + "' not in directory " +
-                                std::to_string(parent));
-      return v.status();
+    // The entry is read without the directory's op_mu, so by the time its
+    // object is loaded the name may be gone, the object freed and its
+    // number handed to a new file, perhaps half made (no znode yet). The
+    // entry is read again after the load and the lookup starts over if it
+    // changed. Once it is confirmed, a removal that frees the object marks
+    // this Inode freed, which the check below sees.
+    for (;;) {
+      auto v = p->dir->Lookup(name);
+      if (!v.ok()) {
+        if (v.status().IsNotFound())
+          return Status::NotFound("'" + std::string(name) + "' not in directory " +
+                                  std::to_string(parent));
+        return v.status();
+      }
+      auto r = Get(v->object, false);
+      if (!StillNames(*p, name, v->object)) continue;
+      if (!r.ok()) return r.status();
+      in = std::move(*r);
+      break;
     }
-    POOLFS_ASSIGN_OR_RETURN(in, Get(v->object, false));
   }
   ZnodePhys z;
   {
@@ -256,7 +273,14 @@ Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view nam
                                 std::to_string(parent));
       return v.status();
     }
-    POOLFS_ASSIGN_OR_RETURN(InodeRef child, Get(v->object, false));
+    auto r = Get(v->object, false);
+    if (!r.ok()) {
+      // The name may have gone and its object's number been reused (see
+      // Lookup): start over.
+      if (!StillNames(*p, name, v->object)) continue;
+      return r.status();
+    }
+    InodeRef child = std::move(*r);
     LockSet locks({p.get(), child.get()});
     auto again = p->dir->Lookup(name);
     if (!again.ok() || again->object != v->object) continue;  // changed meanwhile
@@ -346,9 +370,12 @@ Status PosixFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus
       d.next_cookie = e.cookie + 2;
       InodeRef child;
       if (plus) {
+        // Removed since the iteration read it, perhaps with its number
+        // given to a new file already (see Lookup): left out.
         auto r = Get(d.ino, false);
+        if (!StillNames(*p, d.name, d.ino)) continue;
         if (!r.ok()) {
-          if (r.status().IsNotFound()) continue;  // removed since the iteration read it
+          if (r.status().IsNotFound()) continue;
           return r.status();
         }
         child = *r;

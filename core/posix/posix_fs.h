@@ -148,6 +148,9 @@ class PosixFs final : public Filesystem {
   Status ReserveSpace(uint64_t bytes);
 
   // Names (names.cc).
+  // Whether `dir`'s entry `name` names `ino` now (read without dir's
+  // op_mu): how a lookup made without the lock confirms what it loaded.
+  bool StillNames(Inode& dir, std::string_view name, uint64_t ino);
   Result<Attr> MakeNode(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
                         uint64_t rdev, std::string_view target);
   Status RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir);

@@ -50,10 +50,23 @@ Status PosixFs::Rename(const Creds& c, uint64_t parent, std::string_view name, u
     }
     auto dv = p2->dir->Lookup(new_name);
     if (!dv.ok() && !dv.status().IsNotFound()) return dv.status();
-    POOLFS_ASSIGN_OR_RETURN(InodeRef src, Get(sv->object, false));
+    // Read without locks, either name may be gone by now and its object's
+    // number given to a half-made file: a load that fails for a name that
+    // changed starts over (a success is checked under the locks below).
+    auto sr = Get(sv->object, false);
+    if (!sr.ok()) {
+      if (!StillNames(*p1, name, sv->object)) continue;
+      return sr.status();
+    }
+    InodeRef src = std::move(*sr);
     InodeRef dst;
     if (dv.ok()) {
-      POOLFS_ASSIGN_OR_RETURN(dst, Get(dv->object, false));
+      auto dr = Get(dv->object, false);
+      if (!dr.ok()) {
+        if (!StillNames(*p2, new_name, dv->object)) continue;
+        return dr.status();
+      }
+      dst = std::move(*dr);
     }
     const bool moves_dir =
         p1 != p2 && (src->is_dir() || (dst && dst->is_dir() && (flags & kRenameExchange)));
