@@ -94,6 +94,7 @@ Result<BlockPtr> BlockTree::Lookup(uint64_t blkid) {
 
 BlockTree::NextBlock BlockTree::Next(uint64_t from, Walk* walk) {
   const uint64_t cap = Capacity();
+  if (from >= cap) return {cap, cap, {}, Status::Ok()};
   if (!top_.IsHole() && top_.level != nlevels_ - 1)
     return {from,
             cap,

@@ -60,7 +60,9 @@ class BlockTree {
   // skipped, so a sparse tree of any reach costs what its blocks cost.
   // {block, block + 1, its pointer} for a block; {first, end, error} for the
   // data blocks under an indirect block that cannot be read (the caller
-  // decides what they count as); {Capacity(), Capacity()} when none is left.
+  // decides what they count as); {Capacity(), Capacity()} when none is left
+  // (first == end only then: the tree may reach less far than its caller
+  // walks).
   //
   // A walk that calls Next repeatedly passes the same `walk`: it remembers
   // every indirect block Next read from disk, and an indirect block reached a

@@ -67,7 +67,7 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
   BlockTree::Walk walk;
   for (uint64_t blk = 0; blk < blocks;) {
     const BlockTree::NextBlock next = metadnode_->NextBlock(blk, &walk);
-    if (next.first >= blocks) break;
+    if (next.first == next.end || next.first >= blocks) break;  // none left
     if (!next.status.ok()) {  // an unreadable indirect block: as damaged dnode blocks
       use(std::max<uint64_t>(next.first * kDnodesPerBlock, 1),
           std::min(std::min(next.end, blocks) * kDnodesPerBlock, next_object));

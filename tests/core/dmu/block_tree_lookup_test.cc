@@ -105,6 +105,16 @@ TEST_CASE("BlockTree::Next skips holes a subtree at a time and reports damage by
     REQUIRE(seen.size() <= blocks.size());
   }
   REQUIRE(seen == blocks);
+  // Past the tree's reach, and from a tree of one block: none left, first ==
+  // end (ObjectSet::Open looped on a metadnode that reached less far than
+  // its next object id, found by the indirect fuzz corpus).
+  const BlockTree::NextBlock past = tree.Next(tree.Capacity() + 7, &walk);
+  REQUIRE(past.first == past.end);
+  BlockTree one(&f.zio, "object 2", 1, f.Data('z', Txg(1)), 4096);
+  REQUIRE(one.Next(0, &walk).first == 0);
+  const BlockTree::NextBlock none = one.Next(1, &walk);
+  REQUIRE(none.first == 1);
+  REQUIRE(none.end == 1);
   REQUIRE(tree.Next(8, &walk).first == 3000);
   REQUIRE(tree.Next(3001, &walk).first == blocks[3]);
 
