@@ -106,7 +106,10 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   cycle_note_ = ": txg timeout " + std::to_string(opts.txg.timeout_ms) + " ms, dirty max " +
                 std::to_string(opts.txg.dirty_max_bytes >> 20) + " MiB, child " +
                 (clean ? "ran " + std::to_string(run_ms) + " ms then exported"
-                       : "killed after " + std::to_string(lived) + " ms");
+                       : "killed after " + std::to_string(lived) + " ms") +
+                (opts.force_gang_above != 0
+                     ? ", gang blocks above " + std::to_string(opts.force_gang_above >> 10) + " KiB"
+                     : std::string());
   if (clean && !exited)
     return Status(StatusCode::kAborted,
                   "the child did not finish its clean run and export within " +

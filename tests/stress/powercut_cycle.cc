@@ -92,9 +92,13 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
                   std::string(fired ? "before write/flush " : "(armed, not reached) after ") +
                   (fired ? std::to_string(arm_after) : std::to_string(MsSince(start)) + " ms");
   }
-  cycle_note_ += std::string(" (") + PowerRail::CutKind(cut_seed) + "), txg timeout " +
-                 std::to_string(opts.txg.timeout_ms) + " ms, dirty max " +
-                 std::to_string(opts.txg.dirty_max_bytes >> 20) + " MiB";
+  cycle_note_ +=
+      std::string(" (") + PowerRail::CutKind(cut_seed) + "), txg timeout " +
+      std::to_string(opts.txg.timeout_ms) + " ms, dirty max " +
+      std::to_string(opts.txg.dirty_max_bytes >> 20) + " MiB" +
+      (opts.force_gang_above != 0
+           ? ", gang blocks above " + std::to_string(opts.force_gang_above >> 10) + " KiB"
+           : std::string());
   work.Stop();
   if (!cut.ok()) return cut.WithContext("cutting the power");
   if (!work.status().ok()) return work.status().WithContext("before the power cut");

@@ -51,6 +51,10 @@ core::pool::PoolOptions Runner::RandomPoolOptions(std::mt19937_64& rng) const {
   o.txg.dirty_sync_percent = uint32_t(5 + rng() % 46);
   o.txg.delay_min_dirty_percent = uint32_t(30 + rng() % 61);
   o.space.allocators = uint32_t(1 + rng() % 4);
+  // One cycle in eight stores every block above 8-64 KiB as a gang block,
+  // so that gang writes, reads, frees and their crash safety are exercised
+  // (they happen on their own only when the pool is fragmented).
+  o.force_gang_above = rng() % 8 == 0 ? (uint64_t{8} << (rng() % 4)) << 10 : 0;
   return o;
 }
 
