@@ -196,6 +196,25 @@ Status Zio::CheckExtent(const space::Dva& extent, const std::string& what) const
   return Status::Ok();
 }
 
+BlockPtr Zio::StoredPointer(const space::Dva& dva, uint64_t gang_asize, const WriteProps& props,
+                            uint32_t lsize, const Stored& s, Txg txg, const char* what) {
+  BlockPtr bp;
+  bp.dva = dva;
+  bp.lsize = lsize;
+  bp.psize = s.psize;
+  bp.compression = s.compression;
+  bp.type = props.type;
+  bp.level = props.level;
+  bp.birth = txg;
+  bp.fill = props.fill;
+  bp.checksum = s.checksum;
+  bp.gang_asize = gang_asize;
+  Status valid = ValidateBlockPtr(bp);
+  if (!valid.ok())
+    util::CheckFailed(__FILE__, __LINE__, std::string(what) + " made " + valid.message());
+  return bp;
+}
+
 Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg txg,
                             size_t allocator) {
   CHECK(space_ != nullptr);
@@ -221,18 +240,7 @@ Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg 
   VdevState& v = *vdevs_[dva.vdev];
   CHECK_LE(dva.offset + dva.size, v.alloc_end);
 
-  BlockPtr bp;
-  bp.dva = dva;
-  bp.lsize = uint32_t(data.size());
-  bp.psize = s.psize;
-  bp.compression = s.compression;
-  bp.type = props.type;
-  bp.level = props.level;
-  bp.birth = txg;
-  bp.fill = props.fill;
-  bp.checksum = s.checksum;
-  Status valid = ValidateBlockPtr(bp);
-  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "write made " + valid.message());
+  const BlockPtr bp = StoredPointer(dva, 0, props, uint32_t(data.size()), s, txg, "write");
 
   Status st = WriteStored(v, dva.offset, asize, s);
   if (!st.ok()) {
@@ -288,19 +296,9 @@ Result<BlockPtr> Zio::WriteGang(const WriteProps& props, uint32_t lsize, const S
     return no_space("no room for its header of " + std::to_string(header_size) + " bytes");
   }
 
-  BlockPtr bp;
-  bp.dva = *header;
-  bp.lsize = lsize;
-  bp.psize = s.psize;
-  bp.compression = s.compression;
-  bp.type = props.type;
-  bp.level = props.level;
-  bp.birth = txg;
-  bp.fill = props.fill;
-  bp.checksum = s.checksum;
-  for (const space::Dva& k : kids) bp.gang_asize += k.size;
-  Status valid = ValidateBlockPtr(bp);
-  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "gang write made " + valid.message());
+  uint64_t gang_asize = 0;
+  for (const space::Dva& k : kids) gang_asize += k.size;
+  const BlockPtr bp = StoredPointer(*header, gang_asize, props, lsize, s, txg, "gang write");
 
   Status st;
   at = 0;
@@ -331,17 +329,7 @@ Result<BlockPtr> Zio::RewriteGang(const BlockPtr& old, const WriteProps& props, 
     return Status::NoSpace("rewrite of gang block " + old.ToString() + ": " +
                            std::to_string(s.psize) + " stored bytes do not fill the same pieces");
   POOLFS_ASSIGN_OR_RETURN(std::vector<space::Dva> kids, GangChildren(old));
-  BlockPtr bp = old;
-  bp.lsize = lsize;
-  bp.psize = s.psize;
-  bp.compression = s.compression;
-  bp.type = props.type;
-  bp.level = props.level;
-  bp.birth = txg;
-  bp.fill = props.fill;
-  bp.checksum = s.checksum;
-  Status valid = ValidateBlockPtr(bp);
-  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "gang rewrite made " + valid.message());
+  const BlockPtr bp = StoredPointer(old.dva, old.gang_asize, props, lsize, s, txg, "gang rewrite");
   // The pieces are the same, so the header (which lists only them) is too.
   uint64_t at = 0;
   for (const space::Dva& k : kids) {
@@ -394,18 +382,7 @@ Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std:
   }
   const uint64_t len = std::min(RoundUp(s.psize, uint64_t{1} << max_ashift_), old.dva.size);
 
-  BlockPtr bp;
-  bp.dva = old.dva;
-  bp.lsize = uint32_t(data.size());
-  bp.psize = s.psize;
-  bp.compression = s.compression;
-  bp.type = props.type;
-  bp.level = props.level;
-  bp.birth = txg;
-  bp.fill = props.fill;
-  bp.checksum = s.checksum;
-  Status valid = ValidateBlockPtr(bp);
-  if (!valid.ok()) util::CheckFailed(__FILE__, __LINE__, "rewrite made " + valid.message());
+  const BlockPtr bp = StoredPointer(old.dva, 0, props, uint32_t(data.size()), s, txg, "rewrite");
 
   POOLFS_RETURN_IF_ERROR(WriteStored(*vdevs_[bp.dva.vdev], bp.dva.offset, len, s)
                              .WithContext("rewrite of block " + bp.ToString()));

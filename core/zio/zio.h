@@ -188,6 +188,10 @@ class Zio {
   Stored Prepare(const WriteProps& props, std::string_view data);
   // Writes the stored bytes at off, zero-padded to `len` bytes.
   Status WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s);
+  // The pointer to `s` stored at dva (a gang: its header, with gang_asize
+  // bytes of children); CHECK-fails, naming `what`, unless it is valid.
+  static BlockPtr StoredPointer(const space::Dva& dva, uint64_t gang_asize, const WriteProps& props,
+                                uint32_t lsize, const Stored& s, Txg txg, const char* what);
   // Rewrite of a gang block: into its own pieces, or NoSpace.
   Result<BlockPtr> RewriteGang(const BlockPtr& old, const WriteProps& props, uint32_t lsize,
                                const Stored& s, Txg txg);
