@@ -37,7 +37,7 @@ std::vector<std::string> RandomChunks(size_t n) {
 }
 
 double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::string>& chunks,
-               uint32_t allocators, uint64_t dirty_max_mib) {
+               uint32_t allocators, uint64_t dirty_max_mib, uint64_t writeback_kib) {
   std::string path = dir + "/bench.pool";
   std::filesystem::remove(path);
   core::pool::CreateOptions co;
@@ -46,6 +46,7 @@ double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::stri
   core::pool::PoolOptions po;
   po.space.allocators = allocators;
   if (dirty_max_mib) po.txg.dirty_max_bytes = dirty_max_mib << 20;
+  po.writeback_bytes = writeback_kib << 10;
   auto pool = core::pool::Pool::Import({path}, po);
   CHECK(pool.ok());
   core::dmu::ObjectSet* os = (*pool)->root_dataset();
@@ -95,8 +96,11 @@ int RunPoolBench(int argc, char** argv) {
   int runs = 3;
   uint32_t allocators = 0;
   uint64_t dirty_max_mib = 0;
+  uint64_t writeback_kib = core::pool::PoolOptions().writeback_bytes >> 10;
   bool json = false;
   app.add_option("--dirty-max-mib", dirty_max_mib, "txg.dirty_max_bytes in MiB (0: the default)");
+  app.add_option("--writeback-kib", writeback_kib,
+                 "vdev.writeback_bytes in KiB (0: the flush at the end of each sync writes back)");
   app.add_option("--dir", dir, "where the pool file and the raw file go (the same disk)");
   app.add_option("--mib", mib, "MiB written per run");
   app.add_option("--runs", runs, "runs of each (the median is reported)");
@@ -108,7 +112,7 @@ int RunPoolBench(int argc, char** argv) {
   std::vector<double> pool_rates, raw_rates;
   for (int r = 0; r < runs; r++) {
     raw_rates.push_back(RawRun(dir, mib, chunks));
-    pool_rates.push_back(PoolRun(dir, mib, chunks, allocators, dirty_max_mib));
+    pool_rates.push_back(PoolRun(dir, mib, chunks, allocators, dirty_max_mib, writeback_kib));
   }
   double pool = Median(pool_rates), raw = Median(raw_rates);
   if (json) {

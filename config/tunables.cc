@@ -110,6 +110,14 @@ constexpr TunableInfo kTable[] = {
      .doc = "Bytes an allocator places on one vdev before it moves to the next, striping "
             "large writes across vdevs.",
      POOLFS_TUNABLE_FIELD(alloc_aliquot)},
+    // ---- vdev ----
+    {.name = "vdev.writeback_bytes", .type = TunableType::kSize, .applies = Applies::kMount,
+     .min = 0, .max = kGiB,
+     .maps_to = "core: vdev::FileDevice::OpenMode::writeback_bytes",
+     .doc = "A txg sync starts the kernel's writeback of a vdev file each time it has written "
+            "this much to it, so the disk works while the sync goes on and the flush at its "
+            "end finds little left. 0: the flush does all the writeback.",
+     POOLFS_TUNABLE_FIELD(vdev_writeback_bytes)},
     // ---- dmu ----
     {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kBackfillChoices,
@@ -172,7 +180,7 @@ constexpr TunableInfo kTable[] = {
 
 #undef POOLFS_TUNABLE_FIELD
 
-constexpr std::string_view kTables[] = {"txg", "alloc", "dmu", "arc", "fuse", "log"};
+constexpr std::string_view kTables[] = {"txg", "alloc", "vdev", "dmu", "arc", "fuse", "log"};
 
 std::string Lower(std::string_view s) {
   std::string out(s);

@@ -60,6 +60,8 @@ struct Tunables {
   uint64_t alloc_size_tree_floor = uint64_t{16} << 10;
   uint64_t alloc_df_max_search = uint64_t{16} << 20;
   uint64_t alloc_aliquot = uint64_t{2} << 20;
+  // vdev
+  uint64_t vdev_writeback_bytes = uint64_t{4} << 20;
   // dmu
   Backfill dmu_metadnode_backfill = Backfill::kAuto;
   uint32_t dmu_alloc_chunk = 128;

@@ -146,6 +146,7 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   o.size_tree_floor = t.alloc_size_tree_floor;
   o.df_max_search = t.alloc_df_max_search;
   o.aliquot = t.alloc_aliquot;
+  o.writeback_bytes = t.vdev_writeback_bytes;
   if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
     o.metadnode_backfill = row->Format(row->get(t));
   o.alloc_chunk = t.dmu_alloc_chunk;

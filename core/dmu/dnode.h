@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmu/block_buffers.h"
 #include "dmu/block_tree.h"
 #include "dmu/dnode_phys.h"
 #include "poolfs/status.h"
@@ -128,6 +129,9 @@ class Dnode {
   // Set by the owner: called (with mu_ held) the first time a txg dirties
   // this dnode, or dirties it again after a sync pass wrote it.
   std::function<void(Dnode*, Txg)> on_dirty;
+  // Set by the owner before first use: where dirty copies get their memory
+  // (nullptr: malloc's).
+  BlockBuffers* block_buffers = nullptr;
 
  private:
   struct Slot {

@@ -124,6 +124,7 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
 Dnode* ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
   auto* d = new Dnode(zio_, id, phys);
   d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
+  d->block_buffers = block_buffers_;
   return d;
 }
 

@@ -112,6 +112,10 @@ class ObjectSet {
   void SetAllocChunk(uint32_t chunk) { alloc_.SetChunk(chunk); }
   ObjectAllocStats AllocStats() const { return alloc_.Stats(); }
 
+  // Where the dirty copies of this set's data blocks get their memory. Set
+  // once, before the set is used; must outlive it (nullptr: malloc's).
+  void UseBlockBuffers(BlockBuffers* buffers) { block_buffers_ = buffers; }
+
  private:
   static constexpr size_t kShards = 64;
   struct Shard {
@@ -138,6 +142,7 @@ class ObjectSet {
   const ObjsetType type_;
   const std::string name_;
   std::unique_ptr<Dnode> metadnode_;
+  BlockBuffers* block_buffers_ = nullptr;  // written before use only
   std::array<Shard, kShards> shards_;
 
   // Builds alloc_ from the metadnode (Open).

@@ -138,7 +138,10 @@ Result<std::unique_ptr<Pool>> Pool::Import(const std::vector<std::string>& paths
   std::vector<std::unique_ptr<vdev::BlockDevice>> owned;
   std::vector<vdev::BlockDevice*> devs;
   for (const std::string& path : paths) {
-    POOLFS_ASSIGN_OR_RETURN(auto f, vdev::FileDevice::Open(path, {false, true}));
+    POOLFS_ASSIGN_OR_RETURN(
+        auto f, vdev::FileDevice::Open(path, {.read_only = false,
+                                              .exclusive = true,
+                                              .writeback_bytes = options.writeback_bytes}));
     devs.push_back(f.get());
     owned.push_back(std::move(f));
   }
@@ -155,6 +158,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
                                          const PoolOptions& options) {
   std::unique_ptr<Pool> p(new Pool());
   p->options_ = options;
+  p->block_buffers_ = std::make_unique<dmu::BlockBuffers>(options.block_buffer_retain_bytes);
   p->owned_devs_ = std::move(owned);
   // Read every label; put the vdevs in pool order.
   std::vector<vdev::VdevLabelInfo> infos(devs.size());
@@ -278,6 +282,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     auto ds = std::make_unique<Dataset>();
     ds->entry = e;
     ds->os = std::move(os).value();
+    ds->os->UseBlockBuffers(block_buffers_.get());
     datasets_.emplace(e.name, std::move(ds));
   }
   dir_ = std::move(dir);
@@ -311,6 +316,7 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   ds->entry.created = tx.txg();
   ds->entry.name = std::string(name);
   ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, ds->entry.name);
+  ds->os->UseBlockBuffers(block_buffers_.get());
   dmu::ObjectSet* os = ds->os.get();
   datasets_.emplace(std::string(name), std::move(ds));
   dir_dirty_ = true;

@@ -70,6 +70,14 @@ struct PoolOptions {
   // allocated size is above this many bytes is stored as a gang block even
   // when contiguous room exists. 0: gang blocks only when none exists.
   uint64_t force_gang_above = 0;
+  // Start the kernel's writeback of a vdev file after each this many bytes
+  // written to it (vdev.writeback_bytes; FileDevice's theory comment). 0:
+  // the flush at the end of each sync does all of it.
+  uint64_t writeback_bytes = uint64_t{4} << 20;
+  // Memory of written dirty data blocks kept for new ones, at most
+  // (dmu::BlockBuffers): a stream of writes then reuses it instead of
+  // faulting in fresh pages.
+  uint64_t block_buffer_retain_bytes = uint64_t{64} << 20;
 };
 
 struct CreateOptions {
@@ -166,6 +174,8 @@ class Pool {
   txg::Executor* executor_ = nullptr;
   std::unique_ptr<space::SpaceManager> space_;
   std::unique_ptr<zio::Zio> zio_;
+  // Before the object sets, which take their dirty buffers from it.
+  std::unique_ptr<dmu::BlockBuffers> block_buffers_;
   std::unique_ptr<dmu::ObjectSet> mos_;
   std::unique_ptr<txg::TxgManager> txgs_;
   bool exported_ = false;

@@ -93,6 +93,7 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.space.size_tree_floor = options.size_tree_floor;
   po.space.df_max_search = options.df_max_search;
   po.space.aliquot = options.aliquot;
+  po.writeback_bytes = options.writeback_bytes;
   po.executor = options.executor;
   if (options.on_txg_synced) {
     po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {

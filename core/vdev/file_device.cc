@@ -72,13 +72,14 @@ int FindFlockHolder(uint64_t dev, uint64_t ino) {
 }
 
 FileDevice::FileDevice(std::string path, int fd, uint64_t size, uint32_t sector_size,
-                       bool read_only, bool is_block_device)
+                       OpenMode mode, bool is_block_device)
     : path_(std::move(path)),
       fd_(fd),
       size_(size),
       sector_size_(sector_size),
-      read_only_(read_only),
-      is_block_device_(is_block_device) {}
+      read_only_(mode.read_only),
+      is_block_device_(is_block_device),
+      writeback_bytes_(mode.read_only ? 0 : mode.writeback_bytes) {}
 
 FileDevice::~FileDevice() { close(fd_); }  // also releases the flock
 
@@ -111,7 +112,7 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path, Op
     if (!locked.ok()) return fail(locked);
   }
   return std::unique_ptr<FileDevice>(
-      new FileDevice(path, fd, size, sector, mode.read_only, is_block));
+      new FileDevice(path, fd, size, sector, mode, is_block));
 }
 
 Status FileDevice::CreateSparse(const std::string& path, uint64_t size, bool force) {
@@ -196,7 +197,19 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
     if (n == 0) return DeviceIoError(path_, "write", off, len, 0, done);
     done += size_t(n);
   }
+  NoteWritten(len);
   return Status::Ok();
+}
+
+void FileDevice::NoteWritten(uint64_t len) {
+  if (writeback_bytes_ == 0) return;
+  if (unstarted_bytes_.fetch_add(len, std::memory_order_relaxed) + len < writeback_bytes_) return;
+  // One of the writers that see the threshold crossed starts the writeback.
+  if (unstarted_bytes_.exchange(0, std::memory_order_relaxed) < writeback_bytes_) return;
+  // The whole file: whatever other threads wrote meanwhile goes too. A
+  // failure is left to Flush to report (this only starts I/O early).
+  (void)sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+  writebacks_started_.fetch_add(1, std::memory_order_relaxed);
 }
 
 Status FileDevice::Flush() {

@@ -1,7 +1,18 @@
 // FileDevice: a BlockDevice over a regular file or a block device.
 //
 // I/O is pread/pwrite (looping over short transfers and EINTR); Flush is
-// fdatasync. The size is taken once at Open: st_size for a regular file,
+// fdatasync.
+//
+// Early writeback. A txg sync writes its blocks and then flushes; left alone,
+// the kernel holds the written pages dirty until that fdatasync, so the sync
+// first keeps the CPU busy copying while the disk idles, then waits on the
+// disk with nothing to copy. With `writeback_bytes` set, every time that many
+// bytes have been written since the last time, Write starts the writeback of
+// the file's dirty pages (sync_file_range SYNC_FILE_RANGE_WRITE: it starts
+// I/O, waits for none, and promises nothing about durability, which is still
+// Flush's job), so the disk works while the sync goes on writing and the
+// fdatasync finds little left to do. Measured with `poolfs-bench pool` on
+// this machine: 0.62 of pwrite+fdatasync without, 0.95 with 4 MiB. The size is taken once at Open: st_size for a regular file,
 // BLKGETSIZE64 for a block device. Writes never extend the file.
 //
 // Exclusive opens take flock(LOCK_EX|LOCK_NB) on the file for as long as the
@@ -14,6 +25,7 @@
 // number of threads (pread/pwrite carry their own offsets).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +41,9 @@ class FileDevice final : public BlockDevice {
     bool read_only = false;
     // Take an exclusive flock; refuse with Busy when another open holds one.
     bool exclusive = true;
+    // Start the kernel's writeback after each this many bytes written (see
+    // above); 0: never.
+    uint64_t writeback_bytes = 0;
   };
 
   // Opens `path`, a regular file or a block device. Fails with NotFound when
@@ -56,14 +71,19 @@ class FileDevice final : public BlockDevice {
   uint32_t sector_size() const override { return sector_size_; }
   bool read_only() const { return read_only_; }
   bool is_block_device() const { return is_block_device_; }
+  // How many times Write has started the writeback (writeback_bytes).
+  uint64_t writebacks_started() const { return writebacks_started_.load(std::memory_order_relaxed); }
 
   Status Read(uint64_t off, void* buf, size_t len) override;
   Status Write(uint64_t off, const void* buf, size_t len) override;
   Status Flush() override;
 
  private:
-  FileDevice(std::string path, int fd, uint64_t size, uint32_t sector_size, bool read_only,
+  FileDevice(std::string path, int fd, uint64_t size, uint32_t sector_size, OpenMode mode,
              bool is_block_device);
+  // Counts `len` written bytes; starts writeback when writeback_bytes_ have
+  // gathered.
+  void NoteWritten(uint64_t len);
 
   const std::string path_;
   const int fd_;
@@ -71,6 +91,9 @@ class FileDevice final : public BlockDevice {
   const uint32_t sector_size_;
   const bool read_only_;
   const bool is_block_device_;
+  const uint64_t writeback_bytes_;
+  std::atomic<uint64_t> unstarted_bytes_{0};  // written since writeback last started
+  std::atomic<uint64_t> writebacks_started_{0};
 };
 
 // Returns the pid that /proc/locks names as holding a flock on the file

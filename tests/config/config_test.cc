@@ -161,8 +161,8 @@ TEST_CASE("An unknown table suggests the nearest known table or lists them") {
   CHECK(Error("[tgx]\ntimeout_ms = 5000") ==
         "poolfs.toml:1: unknown table [tgx]; did you mean [txg]?");
   CHECK(Error("\n[logging]\nlevel = \"info\"") ==
-        "poolfs.toml:2: unknown table [logging] (known tables: [txg] [alloc] [dmu] [arc] [fuse] "
-        "[log])");
+        "poolfs.toml:2: unknown table [logging] (known tables: [txg] [alloc] [vdev] [dmu] [arc] "
+        "[fuse] [log])");
   CHECK(Error("[txg.extra]\na = 1").find("unknown key txg.extra") != std::string::npos);
 }
 

@@ -193,6 +193,7 @@ struct MountOptions {
   uint64_t size_tree_floor = 16 * 1024;
   uint64_t df_max_search = 16 * 1024 * 1024;
   uint64_t aliquot = 2 * 1024 * 1024;
+  uint64_t writeback_bytes = 4 * 1024 * 1024;  // vdev.writeback_bytes; 0: off
   // Object allocation in the root dataset (dmu.metadnode_backfill: "auto",
   // "on", "off" or "legacy"; dmu.alloc_chunk: ids handed to a thread at a
   // time).

@@ -218,5 +218,45 @@ TEST_CASE("FileDevice serves concurrent readers and writers", "[file_device]") {
   CHECK(dev->Flush().ok());
 }
 
+TEST_CASE("FileDevice starts writeback once per writeback_bytes written, from any thread",
+          "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("wb.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  std::vector<uint8_t> piece = Pattern(64 * 1024, 3);
+  SECTION("off: never") {
+    auto dev = OpenOk(path);
+    for (uint64_t off = 0; off < 4 * kMiB; off += piece.size())
+      REQUIRE(dev->Write(off, piece.data(), piece.size()).ok());
+    CHECK(dev->writebacks_started() == 0);
+  }
+  SECTION("1 MiB: four times for 4 MiB from one thread, and the data is intact") {
+    auto dev = OpenOk(path, {.writeback_bytes = kMiB});
+    for (uint64_t off = 0; off < 4 * kMiB; off += piece.size())
+      REQUIRE(dev->Write(off, piece.data(), piece.size()).ok());
+    CHECK(dev->writebacks_started() == 4);
+    REQUIRE(dev->Flush().ok());
+    CHECK(ReadBytes(*dev, 3 * kMiB, piece.size()) == piece);
+  }
+  SECTION("1 MiB, two threads writing 4 MiB each: between 4 and 8 starts, none lost") {
+    // A start resets the count that other threads are adding to, so a few
+    // bytes may be counted towards the next start; never a whole threshold.
+    auto dev = OpenOk(path, {.writeback_bytes = kMiB});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; t++)
+      threads.emplace_back([&, t] {
+        for (uint64_t off = 0; off < 4 * kMiB; off += piece.size())
+          CHECK(dev->Write(uint64_t(t) * 4 * kMiB + off, piece.data(), piece.size()).ok());
+      });
+    for (auto& th : threads) th.join();
+    CHECK(dev->writebacks_started() >= 4);
+    CHECK(dev->writebacks_started() <= 8);
+  }
+  SECTION("read-only opens never start writeback") {
+    auto dev = OpenOk(path, {.read_only = true, .exclusive = false, .writeback_bytes = 1});
+    CHECK(dev->writebacks_started() == 0);
+  }
+}
+
 }  // namespace
 }  // namespace poolfs::core::vdev

@@ -1,0 +1,70 @@
+// BlockBuffers: keeps the memory of written dirty blocks for the next dirty
+// blocks.
+//
+// Why. A stream of writes dirties whole blocks (128 KiB by default) faster
+// than anything else the pool does, and each dirty copy used to be a fresh
+// allocation that the sync freed after writing it. glibc hands blocks of that
+// size back to the kernel (mmap, or the trimmed top of the heap), so the
+// next copy faulted in zeroed pages: the kernel's page clearing was the
+// largest cost of `poolfs-bench pool` (a fifth of the writer's time). Kept
+// here, a buffer goes from a synced block to a new dirty one with no fault.
+//
+// What is kept. Buffers of at least kMinKept bytes (smaller ones are cheap
+// to get from malloc, which keeps them in its bins), up to `retain_bytes` in
+// all, in lists by capacity. A buffer comes back here when the last
+// reference to its block drops (the dnode's slot after the sync, or a reader
+// that still held it); past the bound it is freed. New takes one of the
+// exact capacity asked for, else allocates.
+//
+// Locks: one mutex, taken once per buffer of kMinKept bytes or more, i.e.
+// once per 32 KiB or more copied.
+//
+// Thread safety: every member function may be called from any thread, and a
+// block from New may outlive the BlockBuffers that made it (its memory is
+// then freed).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/mutex.h"
+
+namespace poolfs::core::dmu {
+
+class BlockBuffers {
+ public:
+  static constexpr uint32_t kMinKept = 32 * 1024;
+
+  explicit BlockBuffers(uint64_t retain_bytes);
+  BlockBuffers(const BlockBuffers&) = delete;
+  BlockBuffers& operator=(const BlockBuffers&) = delete;
+
+  // An empty string with room for at least `size` bytes.
+  std::shared_ptr<std::string> New(uint32_t size);
+
+  struct Stats {
+    uint64_t reused = 0;    // New calls served from kept buffers
+    uint64_t allocated = 0;  // New calls of kMinKept or more that allocated
+    uint64_t kept_bytes = 0;  // capacity kept now
+  };
+  Stats stats() const;
+
+ private:
+  struct Lists {
+    explicit Lists(uint64_t retain) : retain_bytes(retain) {}
+    ~Lists();
+    // Takes back a buffer whose last reference dropped.
+    void Give(std::string* s);
+    const uint64_t retain_bytes;
+    mutable util::Mutex mu;
+    std::map<size_t, std::vector<std::string*>> by_capacity GUARDED_BY(mu);
+    Stats stats GUARDED_BY(mu);
+  };
+  // Shared with every block handed out, so that it may outlive this.
+  std::shared_ptr<Lists> lists_;
+};
+
+}  // namespace poolfs::core::dmu
