@@ -66,12 +66,17 @@ bool ObjectAllocator::Backfilling() {
     case BackfillMode::kOff:
     case BackfillMode::kLegacy: on = false; break;
     case BackfillMode::kAuto: {
+      // Frees still pending count as free: a churn's deletes reach the
+      // free set a txg at a time, and backfill should not stop (and wait
+      // for the threshold again) each time the ids released so far are
+      // used up while more are on their way.
       const uint64_t threshold = std::max<uint64_t>(kAutoMinFree, (high_water_ - kFirstId) / 8);
-      if (free_.space() == 0)
+      const uint64_t free = free_.space() + pending_.size();
+      if (free == 0)
         backfilling_ = false;
-      else if (free_.space() >= threshold)
+      else if (free >= threshold)
         backfilling_ = true;
-      on = backfilling_;
+      on = backfilling_ && free_.space() > 0;
       break;
     }
   }
@@ -150,6 +155,7 @@ Status ObjectAllocator::Take(ObjectId id) {
     high_water_ = v + 1;
   } else if (free_.Contains(v, 1)) {
     free_.Remove(v, 1);
+    taken_reused_++;
   } else {
     return Status::InvalidArgument("object id " + std::to_string(v) + " is not free");
   }
@@ -217,7 +223,7 @@ ObjectAllocStats ObjectAllocator::Stats() const {
   st.mode = mode_;
   st.allocated = allocated + taken_;
   st.freed = freed_;
-  st.reused = reused;
+  st.reused = reused + taken_reused_;
   st.failed_holds = failed_holds_.load(std::memory_order_relaxed);
   st.live = loaded_live_ + allocated + taken_ - freed_;
   st.backfilling = backfilling_;

@@ -31,11 +31,12 @@
 //           stays sparse after deletes (zfs_metadnode_backfill=0).
 //   on      the lowest free id first, always.
 //   auto    (default) like off while the workload only creates; once the
-//           free set holds at least max(kAutoMinFree, high_water / 8) ids
+//           free set (with the frees still pending) holds at least
+//           max(kAutoMinFree, high_water / 8) ids
 //           — an eighth of the id space: dnode blocks whose refill saves
 //           real metadnode space; a create-only workload, which frees
 //           nothing, never gets there — it backfills lowest-first until the
-//           free set is empty, then grows again. Backfilling costs nothing
+//           free set is empty and no free is pending, then grows again. Backfilling costs nothing
 //           per create here (no probe), only locality (new objects land
 //           among old ones), which is why a few scattered frees are left
 //           alone. A churn that deletes half of its objects crosses the
@@ -155,7 +156,8 @@ class ObjectAllocator {
   bool backfilling_ GUARDED_BY(mu_) = false;
   uint64_t loaded_live_ GUARDED_BY(mu_) = 0;  // objects found by Load
   uint64_t freed_ GUARDED_BY(mu_) = 0;
-  uint64_t taken_ GUARDED_BY(mu_) = 0;  // by Take
+  uint64_t taken_ GUARDED_BY(mu_) = 0;         // by Take
+  uint64_t taken_reused_ GUARDED_BY(mu_) = 0;  // by Take, below the high-water mark
   std::atomic<uint64_t> failed_holds_{0};
   // Backfilling() as last computed: read without mu_ by Allocate, so that a
   // slot holding new ids gives them back when backfill starts.

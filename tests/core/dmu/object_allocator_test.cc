@@ -121,6 +121,30 @@ TEST_CASE("ObjectAllocator auto ignores a few frees but refills after a churn", 
   REQUIRE(off.Stats().density() < 0.7);
 }
 
+TEST_CASE("ObjectAllocator auto keeps backfilling while released ids run out and more are "
+          "pending", "[dmu]") {
+  // Deletes reach the free set a txg at a time: the first release crosses
+  // the threshold (80000 / 8 = 10000); when its ids are used up, a later
+  // txg's 8000 frees, fewer than the threshold, still go to backfill.
+  ObjectAllocator a(BackfillMode::kAuto, 128);
+  std::vector<uint64_t> ids = AllocateMany(a, 80000);
+  for (size_t i = 0; i < 38000; i++) a.Free(ObjectId(ids[2 * i]), Txg(i < 30000 ? 5 : 6));
+  a.Release(Txg(5));
+  AllocateMany(a, 30000, 7);
+  REQUIRE(a.Stats().reused == 30000);
+  // None free now: this create grows, but backfill stays on, 8000 pending.
+  REQUIRE(a.Allocate(0).value().value() > 80000);
+  REQUIRE(a.Stats().backfilling);
+  a.Release(Txg(6));
+  for (uint64_t id : AllocateMany(a, 8000, 8)) REQUIRE(id < 80000);
+  ObjectAllocStats st = a.Stats();
+  REQUIRE(st.reused == 38000);
+  REQUIRE(st.density() >= 0.99);
+  // Nothing free or pending any more: growing again.
+  REQUIRE(a.Allocate(9).value().value() > 80000);
+  REQUIRE_FALSE(a.Stats().backfilling);
+}
+
 TEST_CASE("ObjectAllocator switches mode live and returns cached chunks", "[dmu]") {
   ObjectAllocator a(BackfillMode::kOff, 128);
   std::vector<uint64_t> ids = AllocateMany(a, 5000);
@@ -169,6 +193,7 @@ TEST_CASE("ObjectAllocator Take claims ids found outside Allocate", "[dmu]") {
   REQUIRE(a.Take(ObjectId(3)).ok());
   REQUIRE(a.Take(ObjectId(3)).code() == StatusCode::kInvalidArgument);
   REQUIRE(a.Stats().live == 2);
+  REQUIRE(a.Stats().reused == 1);  // 3 was free below the high-water mark; 5 was not
 }
 
 TEST_CASE("ObjectAllocator never hands one id to two owners under concurrent churn", "[dmu]") {
