@@ -50,8 +50,8 @@ constexpr TunableInfo kTable[] = {
      .min = 1, .max = 256, .zero_means = "one per allocator",
      .maps_to = "daemon: threads of the Asio sync executor (core: pool::PoolOptions::executor)",
      .doc = "Threads of the daemon's Asio pool that runs txg sync, with one strand per "
-            "allocator. Read by the daemon's mount (issue 4) once it lands; until then the "
-            "pool syncs on its own threads, one per allocator.",
+            "allocator. Programs that open a pool without the daemon sync on the pool's own "
+            "threads, one per allocator.",
      POOLFS_TUNABLE_FIELD(txg_sync_threads)},
     {.name = "txg.dirty_max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
      .min = kMiB, .max = kTiB,
@@ -121,60 +121,54 @@ constexpr TunableInfo kTable[] = {
     // ---- dmu ----
     {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kBackfillChoices,
-     .maps_to = "core: the dmu object allocator's backfill policy (issue 5)",
+     .maps_to = "core: dmu::ObjectAllocator's BackfillMode (ObjectSet::SetBackfill)",
      .doc = "How the object allocator reuses freed object ids. auto: never while the workload "
             "only creates, lowest free ids first once enough objects were freed; on: always "
             "the lowest free id; off: ids only grow (fast, but the metadnode stays sparse "
             "after deletes); legacy: the old probe-the-holes search, kept to reproduce and "
-            "measure its pathology. Read from issue 5 on; until then accepted and without "
-            "effect.",
+            "measure its pathology.",
      POOLFS_TUNABLE_FIELD(dmu_metadnode_backfill)},
     {.name = "dmu.alloc_chunk", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 65536,
-     .maps_to = "core: the dmu object allocator's per-thread chunk (issue 5)",
+     .maps_to = "core: dmu::ObjectAllocator's chunk (ObjectSet::SetAllocChunk)",
      .doc = "Object ids handed to a thread at a time, so that creating threads do not share a "
-            "lock per create. Read from issue 5 on; until then accepted and without effect.",
+            "lock per create.",
      POOLFS_TUNABLE_FIELD(dmu_alloc_chunk)},
     // ---- arc ----
     {.name = "arc.max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
      .min = kMiB, .max = kPiB, .zero_means = "a share of RAM",
-     .maps_to = "core: the ARC's size bound (issue 6)",
-     .doc = "Hard bound on the data the block cache holds. Read from issue 6 on; until then "
-            "accepted and without effect.",
+     .maps_to = "core: arc::ArcOptions::max_bytes (Arc::SetMaxBytes when changed live)",
+     .doc = "Hard bound on the decoded blocks the cache of synced data, directory and dnode "
+            "blocks holds (1/8 of RAM, at least 64 MiB, by default).",
      POOLFS_TUNABLE_FIELD(arc_max_bytes)},
     {.name = "arc.sublists", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 1024, .zero_means = "one per core, at least 4",
-     .maps_to = "core: the ARC's sublists per list (issue 6)",
-     .doc = "Sublists each cache list is split into, picked by hash, each with its own lock. "
-            "Read from issue 6 on; until then accepted and without effect.",
+     .maps_to = "core: arc::ArcOptions::sublists",
+     .doc = "Sublists each cache list is split into, picked by hash, each with its own lock.",
      POOLFS_TUNABLE_FIELD(arc_sublists)},
     {.name = "arc.evict_batch", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 100000,
-     .maps_to = "core: the ARC evictor's batch (issue 6)",
+     .maps_to = "core: arc::ArcOptions::evict_batch",
      .doc = "Buffers the evictor takes from one sublist before it moves to the next, and frees "
-            "together outside any list lock. Read from issue 6 on; until then accepted and "
-            "without effect.",
+            "together outside any list lock.",
      POOLFS_TUNABLE_FIELD(arc_evict_batch)},
     // ---- fuse ----
     {.name = "fuse.threads", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 1024, .zero_means = "chosen by the FUSE adapter",
      .maps_to = "fuse: worker threads of the request loop",
-     .doc = "Threads answering FUSE requests. Read by the FUSE adapter (issue 4) once it "
-            "lands; until then accepted and without effect.",
+     .doc = "Threads answering FUSE requests.",
      POOLFS_TUNABLE_FIELD(fuse_threads)},
     {.name = "fuse.writeback_cache", .type = TunableType::kBool, .applies = Applies::kMount,
      .maps_to = "fuse: FUSE_CAP_WRITEBACK_CACHE",
      .doc = "Let the kernel cache writes and send them in larger requests (FUSE's writeback "
-            "cache); the kernel then keeps file sizes and mtimes itself between requests. Read "
-            "by the FUSE adapter (issue 4) once it lands; until then accepted and without "
-            "effect.",
+            "cache); the kernel then keeps file sizes and mtimes itself between requests.",
      POOLFS_TUNABLE_FIELD(fuse_writeback_cache)},
     // ---- log ----
     {.name = "log.level", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kLogLevelChoices,
      .maps_to = "daemon: the spdlog level",
      .doc = "Lowest level of the lines logged: mounts, unmounts and reloads are info, each txg "
-            "sync is debug, errors are error. Read by the daemon (issue 4) once it lands.",
+            "sync is debug, errors are error.",
      POOLFS_TUNABLE_FIELD(log_level)},
 };
 

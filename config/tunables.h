@@ -18,9 +18,8 @@
 //
 // Layering: config/ sees only core/include/poolfs/. The core's option
 // structs (space::SpaceOptions, txg::TxgOptions, ...) are filled by the
-// daemon from `Tunables`; each row's `maps_to` names the field it feeds. A
-// tunable whose reader does not exist yet says so in its doc string ("read
-// from issue 5 on"): it is accepted and validated, and has no effect yet.
+// daemon from `Tunables`; each row's `maps_to` names the field it feeds.
+// Every row has a reader (a test checks that no doc string says otherwise).
 //
 // Callers: the loader (config.h: ParseConfig, ApplyAssignment), the
 // renderers (render.h: `poolfs tunables`, packaging/poolfs.toml), and the

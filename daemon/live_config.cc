@@ -44,6 +44,7 @@ poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
   live.delay_scale_ns = t.txg_delay_scale_ns;
   live.delay_max_ns = t.txg_delay_max_ns;
   live.df_max_search = t.alloc_df_max_search;
+  live.arc_max_bytes = t.arc_max_bytes;
   SetAllocationTunables(live, t);
   return live;
 }
@@ -202,6 +203,16 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
                                  std::to_string(s.failed_holds) + " failed holds since mount");
   line("object ids:", "high-water " + std::to_string(s.object_high_water) + ", density " + density +
                           ", " + std::to_string(s.dnode_blocks_in_use) + " dnode blocks in use");
+  line("block cache:", FormatBytesHuman(s.arc_bytes) + " of " + FormatBytesHuman(s.arc_max_bytes) +
+                           " (mru " + FormatBytesHuman(s.arc_mru_bytes) + ", mfu " +
+                           FormatBytesHuman(s.arc_mfu_bytes) + "; ghosts " +
+                           FormatBytesHuman(s.arc_mru_ghost_bytes) + " and " +
+                           FormatBytesHuman(s.arc_mfu_ghost_bytes) + ")");
+  line("cache activity:", std::to_string(s.arc_hits) + " hits, " + std::to_string(s.arc_misses) +
+                              " misses, " + std::to_string(s.arc_evictions) + " evictions, " +
+                              std::to_string(s.arc_sublist_lock_misses) +
+                              " sublist lock misses, " + std::to_string(s.arc_sublists) +
+                              " sublists");
   out += "tunables in effect (" +
          (running.source().empty() ? std::string("defaults, no config file")
                                    : "from " + running.source()) +

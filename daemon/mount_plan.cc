@@ -147,6 +147,9 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   o.df_max_search = t.alloc_df_max_search;
   o.aliquot = t.alloc_aliquot;
   o.writeback_bytes = t.vdev_writeback_bytes;
+  o.arc_max_bytes = t.arc_max_bytes;
+  o.arc_sublists = t.arc_sublists;
+  o.arc_evict_batch = t.arc_evict_batch;
   if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
     o.metadnode_backfill = row->Format(row->get(t));
   o.alloc_chunk = t.dmu_alloc_chunk;

@@ -46,7 +46,11 @@ void Dnode::Touch(Slot& s) {
   }
 }
 
-Result<std::shared_ptr<const std::string>> Dnode::Content(uint64_t blkid, uint64_t t) {
+arc::BlockKey Dnode::CacheKey(const zio::BlockPtr& bp) {
+  return {VdevId(bp.dva.vdev), VdevOffset(bp.dva.offset), bp.birth};
+}
+
+Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t) {
   // Newest unsynced txg first: its dirty copy, else a free that covers it.
   std::array<const Slot*, kTxgSlots> order{};
   size_t n = 0;
@@ -57,22 +61,38 @@ Result<std::shared_ptr<const std::string>> Dnode::Content(uint64_t blkid, uint64
       std::swap(order[j - 1], order[j]);
   for (size_t i = 0; i < n; i++) {
     auto it = order[i]->blocks.find(blkid);
-    if (it != order[i]->blocks.end()) return std::shared_ptr<const std::string>(it->second);
+    if (it != order[i]->blocks.end()) return BlockRef{it->second, {}};
     for (const auto& [first, end] : order[i]->frees)
-      if (blkid >= first && blkid < end) return std::shared_ptr<const std::string>();
+      if (blkid >= first && blkid < end) return BlockRef();
   }
   zio::BlockPtr bp;
   {
     util::MutexLock l(&tree_mu_);
     POOLFS_ASSIGN_OR_RETURN(bp, tree_.Lookup(blkid));
   }
-  if (bp.IsHole()) return std::shared_ptr<const std::string>();
-  POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
-  if (data.size() != live_.block_size)
+  if (bp.IsHole()) return BlockRef();
+  const uint32_t block_size = live_.block_size;
+  auto wrong_size = [&](uint64_t size) {
     return Status::Corruption(Name() + " block " + std::to_string(blkid) + " holds " +
-                              std::to_string(data.size()) + " bytes, the object's blocks are " +
-                              std::to_string(live_.block_size));
-  return std::make_shared<const std::string>(std::move(data));
+                              std::to_string(size) + " bytes, the object's blocks are " +
+                              std::to_string(block_size));
+  };
+  arc::BlockKey key;
+  if (cache != nullptr) {
+    key = CacheKey(bp);
+    if (arc::ArcHandle h = cache->Lookup(key)) {
+      // Verified when it was read in (checksum here, size below); a block's
+      // name is unique, so the size check only guards a damaged tree.
+      if (h.size() != block_size) return wrong_size(h.size());
+      return BlockRef{nullptr, std::move(h)};
+    }
+  }
+  POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
+  if (data.size() != block_size) return wrong_size(data.size());
+  if (cache == nullptr) return BlockRef{std::make_shared<const std::string>(std::move(data)), {}};
+  arc::ArcData copy = cache->AllocData(uint32_t(data.size()));
+  std::memcpy(copy.data(), data.data(), data.size());
+  return BlockRef{nullptr, cache->Insert(key, std::move(copy))};
 }
 
 Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
@@ -88,9 +108,9 @@ Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
   if (whole) {
     block->assign(whole, live_.block_size);  // the new contents, copied once
   } else {
-    POOLFS_ASSIGN_OR_RETURN(auto base, Content(blkid, t.value()));
-    if (base)
-      *block = *base;
+    POOLFS_ASSIGN_OR_RETURN(BlockRef base, Content(blkid, t.value()));
+    if (base.data() != nullptr)
+      block->assign(base.data(), live_.block_size);
     else
       block->assign(live_.block_size, '\0');
   }
@@ -171,8 +191,9 @@ Result<std::string> Dnode::Read(uint64_t off, uint64_t len) {
   std::string out(end - off, '\0');
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    POOLFS_ASSIGN_OR_RETURN(auto blk, Content(b, std::numeric_limits<uint64_t>::max()));
-    if (blk) std::memcpy(out.data() + (lo - off), blk->data() + (lo - b * bs), hi - lo);
+    POOLFS_ASSIGN_OR_RETURN(BlockRef blk, Content(b, std::numeric_limits<uint64_t>::max()));
+    if (blk.data() != nullptr)
+      std::memcpy(out.data() + (lo - off), blk.data() + (lo - b * bs), hi - lo);
   }
   return out;
 }
@@ -299,6 +320,10 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
   const bool dnodes = plan.attrs.type == ObjectType::kMetadnode;
   zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
                         util::Compression(plan.attrs.compression), 1};
+  // The blocks these replace leave the cache, in one batch at the end: each
+  // is freed, or was rewritten in place under the same name (a later pass
+  // of the same txg) and must not be served as it was.
+  std::vector<arc::BlockKey> replaced;
   for (size_t i = first; i < end; i++) {
     const auto& [blkid, data] = plan.blocks[i];
     // A dnode block's fill counts its allocated dnodes (a dnode's first
@@ -316,9 +341,11 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
     // this dnode are written at the same time.
     POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp,
                             BlockTree::WriteBlock(zio_, props, *data, old, t, allocator));
+    if (cache != nullptr && !old.IsHole()) replaced.push_back(CacheKey(old));
     util::MutexLock l(&tree_mu_);
     POOLFS_RETURN_IF_ERROR(tree_.Set(blkid, bp, t));
   }
+  if (!replaced.empty()) cache->Forget(replaced);
   return Status::Ok();
 }
 

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "arc/arc.h"
 #include "dmu/block_buffers.h"
 #include "dmu/block_tree.h"
 #include "dmu/dnode_phys.h"
@@ -132,6 +133,12 @@ class Dnode {
   // Set by the owner before first use: where dirty copies get their memory
   // (nullptr: malloc's).
   BlockBuffers* block_buffers = nullptr;
+  // Set by the owner before first use: the cache of synced blocks that reads
+  // go through (nullptr: every read goes to the disk).
+  arc::Arc* cache = nullptr;
+
+  // The cache's name for the block `bp` points to.
+  static arc::BlockKey CacheKey(const zio::BlockPtr& bp);
 
  private:
   struct Slot {
@@ -141,10 +148,19 @@ class Dnode {
     std::map<uint64_t, std::shared_ptr<std::string>> blocks;
     std::vector<std::pair<uint64_t, uint64_t>> frees;  // [first, end) block ranges
   };
-  // A block's newest content before txg `t`'s own copy: nullptr for zeros,
-  // or the bytes; reads the tree when no unsynced txg has it.
-  Result<std::shared_ptr<const std::string>> Content(uint64_t blkid, uint64_t t) REQUIRES(mu_)
-      EXCLUDES(tree_mu_);
+  // A block's bytes as Content finds them: a dirty copy, a block held in
+  // the cache, a block read without a cache, or zeros (data() == nullptr).
+  struct BlockRef {
+    std::shared_ptr<const std::string> bytes;
+    arc::ArcHandle cached;
+    const char* data() const {
+      if (cached) return reinterpret_cast<const char*>(cached.data());
+      return bytes ? bytes->data() : nullptr;
+    }
+  };
+  // A block's newest content before txg `t`'s own copy; reads the tree
+  // (through the cache) when no unsynced txg has it.
+  Result<BlockRef> Content(uint64_t blkid, uint64_t t) REQUIRES(mu_) EXCLUDES(tree_mu_);
   Slot& SlotFor(Txg t) REQUIRES(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
   // Txg t's copy of block blkid, made on first use from `whole` (the whole

@@ -125,6 +125,7 @@ Dnode* ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
   auto* d = new Dnode(zio_, id, phys);
   d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
   d->block_buffers = block_buffers_;
+  d->cache = cache_;
   return d;
 }
 
@@ -300,6 +301,11 @@ Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_
 Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {
   POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
   return d->Info();
+}
+
+Result<zio::BlockPtr> ObjectSet::BlockPointer(ObjectId id, uint64_t blkid) {
+  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  return d->BlockPointer(blkid);
 }
 
 bool ObjectSet::Dirty(Txg t) const {

@@ -93,6 +93,9 @@ class ObjectSet {
   Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);
   // NotFound for a free object.
   Result<ObjectInfo> Stat(ObjectId id);
+  // The pointer to data block `blkid` of an object as of the last sync (a
+  // hole when there is none); for tools and tests.
+  Result<zio::BlockPtr> BlockPointer(ObjectId id, uint64_t blkid);
 
   // Sync context (see the theory comment).
   bool Dirty(Txg t) const EXCLUDES(dirty_mu_);
@@ -115,6 +118,13 @@ class ObjectSet {
   // Where the dirty copies of this set's data blocks get their memory. Set
   // once, before the set is used; must outlive it (nullptr: malloc's).
   void UseBlockBuffers(BlockBuffers* buffers) { block_buffers_ = buffers; }
+  // The cache this set's reads go through (its data, directory and dnode
+  // blocks). Set once, before the set is used; must outlive it (nullptr:
+  // reads go to the disk).
+  void UseCache(arc::Arc* cache) {
+    cache_ = cache;
+    metadnode_->cache = cache;
+  }
 
  private:
   static constexpr size_t kShards = 64;
@@ -143,6 +153,7 @@ class ObjectSet {
   const std::string name_;
   std::unique_ptr<Dnode> metadnode_;
   BlockBuffers* block_buffers_ = nullptr;  // written before use only
+  arc::Arc* cache_ = nullptr;              // written before use only
   std::array<Shard, kShards> shards_;
 
   // Builds alloc_ from the metadnode (Open).

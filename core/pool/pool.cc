@@ -159,6 +159,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   std::unique_ptr<Pool> p(new Pool());
   p->options_ = options;
   p->block_buffers_ = std::make_unique<dmu::BlockBuffers>(options.block_buffer_retain_bytes);
+  p->arc_ = std::make_unique<arc::Arc>(options.arc);
   p->owned_devs_ = std::move(owned);
   // Read every label; put the vdevs in pool order.
   std::vector<vdev::VdevLabelInfo> infos(devs.size());
@@ -283,6 +284,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     ds->entry = e;
     ds->os = std::move(os).value();
     ds->os->UseBlockBuffers(block_buffers_.get());
+    ds->os->UseCache(arc_.get());
     datasets_.emplace(e.name, std::move(ds));
   }
   dir_ = std::move(dir);
@@ -317,6 +319,7 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   ds->entry.name = std::string(name);
   ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, ds->entry.name);
   ds->os->UseBlockBuffers(block_buffers_.get());
+  ds->os->UseCache(arc_.get());
   dmu::ObjectSet* os = ds->os.get();
   datasets_.emplace(std::string(name), std::move(ds));
   dir_dirty_ = true;
@@ -342,6 +345,7 @@ PoolStats Pool::Stats() const {
   s.space = space_->Stats();
   for (size_t i = 0; i < devs_.size(); i++) s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
   s.datasets = datasets();
+  if (arc_) s.arc = arc_->Stats();
   return s;
 }
 

@@ -78,6 +78,8 @@ struct PoolOptions {
   // (dmu::BlockBuffers): a stream of writes then reuses it instead of
   // faulting in fresh pages.
   uint64_t block_buffer_retain_bytes = uint64_t{64} << 20;
+  // The cache of synced blocks the datasets read through (arc.*).
+  arc::ArcOptions arc;
 };
 
 struct CreateOptions {
@@ -94,6 +96,7 @@ struct PoolStats {
   std::vector<uint64_t> checksum_errors;  // per vdev
   std::vector<std::string> datasets;
   uint64_t syncs = 0;
+  arc::ArcStats arc;  // the cache of an imported pool (zeros otherwise)
 };
 
 class Pool {
@@ -132,6 +135,8 @@ class Pool {
 
   dmu::TxAssigner* assigner() { return txgs_.get(); }
   txg::TxgManager& txgs() { return *txgs_; }
+  // The cache the datasets read through (imported pools only).
+  arc::Arc* cache() { return arc_.get(); }
   // Returns once txg (0: the open one) is durable.
   Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
   PoolStats Stats() const EXCLUDES(mu_);
@@ -174,8 +179,10 @@ class Pool {
   txg::Executor* executor_ = nullptr;
   std::unique_ptr<space::SpaceManager> space_;
   std::unique_ptr<zio::Zio> zio_;
-  // Before the object sets, which take their dirty buffers from it.
+  // Before the object sets, which take their dirty buffers from the first
+  // and read through the second.
   std::unique_ptr<dmu::BlockBuffers> block_buffers_;
+  std::unique_ptr<arc::Arc> arc_;
   std::unique_ptr<dmu::ObjectSet> mos_;
   std::unique_ptr<txg::TxgManager> txgs_;
   bool exported_ = false;

@@ -94,6 +94,9 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.space.df_max_search = options.df_max_search;
   po.space.aliquot = options.aliquot;
   po.writeback_bytes = options.writeback_bytes;
+  po.arc.max_bytes = options.arc_max_bytes;
+  po.arc.sublists = options.arc_sublists;
+  po.arc.evict_batch = options.arc_evict_batch;
   po.executor = options.executor;
   if (options.on_txg_synced) {
     po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {

@@ -92,6 +92,18 @@ FsStatus PosixFs::GetStatus() {
   s.object_high_water = a.high_water;
   s.density = a.density();
   s.dnode_blocks_in_use = a.dnode_blocks_in_use;
+  const arc::ArcStats& c = stats.arc;
+  s.arc_max_bytes = c.max_bytes;
+  s.arc_bytes = c.cached_bytes;
+  s.arc_mru_bytes = c.mru_bytes;
+  s.arc_mfu_bytes = c.mfu_bytes;
+  s.arc_mru_ghost_bytes = c.mru_ghost_bytes;
+  s.arc_mfu_ghost_bytes = c.mfu_ghost_bytes;
+  s.arc_hits = c.hits;
+  s.arc_misses = c.misses;
+  s.arc_evictions = c.evictions;
+  s.arc_sublist_lock_misses = c.sublist_lock_misses;
+  s.arc_sublists = c.sublists;
   return s;
 }
 
@@ -112,6 +124,7 @@ void PosixFs::SetLive(const LiveTunables& t) {
   // unknown one (a caller outside it) leaves the mode as it is.
   if (auto mode = dmu::ParseBackfillMode(t.metadnode_backfill); mode.ok()) os_->SetBackfill(*mode);
   os_->SetAllocChunk(t.alloc_chunk);
+  if (arc::Arc* cache = pool_->cache()) cache->SetMaxBytes(t.arc_max_bytes);
 }
 
 }  // namespace poolfs::core::posix

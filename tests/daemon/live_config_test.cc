@@ -234,7 +234,8 @@ TEST_CASE("ToLiveTunables carries every live tunable the Filesystem takes") {
   for (const char* a :
        {"txg.timeout_ms=1234", "txg.dirty_max_bytes=64MiB", "txg.dirty_sync_percent=33",
         "txg.delay_min_dirty_percent=70", "txg.delay_scale_ns=1000", "txg.delay_max_ns=2000000",
-        "alloc.df_max_search=1MiB", "dmu.metadnode_backfill=legacy", "dmu.alloc_chunk=64"}) {
+        "alloc.df_max_search=1MiB", "dmu.metadnode_backfill=legacy", "dmu.alloc_chunk=64",
+        "arc.max_bytes=96MiB"}) {
     auto next = config::ApplyAssignment(c, a);
     REQUIRE(next.ok());
     c = *next;
@@ -247,6 +248,7 @@ TEST_CASE("ToLiveTunables carries every live tunable the Filesystem takes") {
   CHECK(live.delay_scale_ns == 1000);
   CHECK(live.delay_max_ns == 2000000);
   CHECK(live.df_max_search == 1ull << 20);
+  CHECK(live.arc_max_bytes == 96ull << 20);
   // The allocation tunables, where poolfs/fs.h has them (see live_config.cc).
   [](const auto& l) {
     if constexpr (requires { l.metadnode_backfill; }) CHECK(l.metadnode_backfill == "legacy");

@@ -89,6 +89,11 @@ run 0 "pool:             tank" status "$MNT/"  # the same mountpoint, spelt diff
 run 0 "txg.timeout_ms=700 (in effect)" tune "$MNT" txg.timeout_ms=700
 status_has "txg.timeout_ms = 700ms"
 status_has "# poolfs tune"
+# The block cache's bound is live; status shows it and the cache's figures.
+status_has "block cache:"
+status_has "sublists"
+run 0 "arc.max_bytes=64MiB (in effect)" tune "$MNT" arc.max_bytes=64MiB
+status_has "of 64.0MiB (mru"
 run 0 "alloc.allocators: 0 -> 3 (at the next mount" tune "$MNT" alloc.allocators=3
 status_has "pending, at the next mount:"
 run 2 "did you mean txg.timeout_ms" tune "$MNT" txg.timout_ms=5

@@ -194,6 +194,11 @@ struct MountOptions {
   uint64_t df_max_search = 16 * 1024 * 1024;
   uint64_t aliquot = 2 * 1024 * 1024;
   uint64_t writeback_bytes = 4 * 1024 * 1024;  // vdev.writeback_bytes; 0: off
+  // The block cache (arc.max_bytes, 0: a share of RAM; arc.sublists, 0: one
+  // per core, at least 4; arc.evict_batch).
+  uint64_t arc_max_bytes = 0;
+  uint32_t arc_sublists = 0;
+  uint32_t arc_evict_batch = 10;
   // Object allocation in the root dataset (dmu.metadnode_backfill: "auto",
   // "on", "off" or "legacy"; dmu.alloc_chunk: ids handed to a thread at a
   // time).
@@ -221,6 +226,7 @@ struct LiveTunables {
   uint64_t df_max_search = 16 * 1024 * 1024;
   std::string metadnode_backfill = "auto";
   uint32_t alloc_chunk = 128;
+  uint64_t arc_max_bytes = 0;  // 0: a share of RAM
 };
 
 // What `poolfs status` shows of a mounted pool.
@@ -248,6 +254,15 @@ struct FsStatus {
   uint64_t object_high_water = 0;  // one past the highest object id in use
   double density = 1;              // objects / (highest object id + 1)
   uint64_t dnode_blocks_in_use = 0;
+  // The block cache (arc.*) since the mount.
+  uint64_t arc_max_bytes = 0;  // its bound in effect
+  uint64_t arc_bytes = 0;      // cached data now (MRU + MFU)
+  uint64_t arc_mru_bytes = 0, arc_mfu_bytes = 0;
+  uint64_t arc_mru_ghost_bytes = 0, arc_mfu_ghost_bytes = 0;
+  uint64_t arc_hits = 0, arc_misses = 0;
+  uint64_t arc_evictions = 0;
+  uint64_t arc_sublist_lock_misses = 0;  // the evictor's try-locks that failed
+  uint32_t arc_sublists = 0;
 };
 
 class Filesystem {
