@@ -2,8 +2,7 @@
 
 namespace poolfs::core::dmu {
 
-BlockBuffers::BlockBuffers(uint64_t retain_bytes)
-    : lists_(std::make_shared<Lists>(retain_bytes)) {}
+BlockBuffers::BlockBuffers(uint64_t retain_bytes) : lists_(std::make_shared<Lists>(retain_bytes)) {}
 
 BlockBuffers::Lists::~Lists() {
   util::MutexLock l(&mu);

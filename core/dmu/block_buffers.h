@@ -46,8 +46,8 @@ class BlockBuffers {
   std::shared_ptr<std::string> New(uint32_t size);
 
   struct Stats {
-    uint64_t reused = 0;    // New calls served from kept buffers
-    uint64_t allocated = 0;  // New calls of kMinKept or more that allocated
+    uint64_t reused = 0;      // New calls served from kept buffers
+    uint64_t allocated = 0;   // New calls of kMinKept or more that allocated
     uint64_t kept_bytes = 0;  // capacity kept now
   };
   Stats stats() const;

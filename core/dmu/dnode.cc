@@ -103,8 +103,8 @@ Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
     if (whole) it->second->assign(whole, live_.block_size);
     return it->second.get();
   }
-  auto block = block_buffers ? block_buffers->New(live_.block_size)
-                            : std::make_shared<std::string>();
+  auto block =
+      block_buffers ? block_buffers->New(live_.block_size) : std::make_shared<std::string>();
   if (whole) {
     block->assign(whole, live_.block_size);  // the new contents, copied once
   } else {

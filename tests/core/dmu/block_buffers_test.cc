@@ -11,8 +11,7 @@ namespace {
 
 constexpr uint32_t k128K = 128 * 1024;
 
-TEST_CASE("A released block's memory is handed to the next block of its size",
-          "[block_buffers]") {
+TEST_CASE("A released block's memory is handed to the next block of its size", "[block_buffers]") {
   BlockBuffers buffers(uint64_t{1} << 20);
   const char* first = nullptr;
   {
