@@ -16,6 +16,14 @@ bool PosixFs::StillNames(Inode& dir, std::string_view name, uint64_t ino) {
   return v.ok() && v->object == ino;
 }
 
+Result<zap::Value> PosixFs::Entry(const Inode& dir, uint64_t parent, std::string_view name) {
+  auto v = dir.dir->Lookup(name);
+  if (!v.ok() && v.status().IsNotFound())
+    return Status::NotFound("'" + std::string(name) + "' not in directory " +
+                            std::to_string(parent));
+  return v;
+}
+
 Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view name) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
@@ -36,15 +44,9 @@ Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view n
     // changed. Once it is confirmed, a removal that frees the object marks
     // this Inode freed, which the check below sees.
     for (;;) {
-      auto v = p->dir->Lookup(name);
-      if (!v.ok()) {
-        if (v.status().IsNotFound())
-          return Status::NotFound("'" + std::string(name) + "' not in directory " +
-                                  std::to_string(parent));
-        return v.status();
-      }
-      auto r = Get(v->object, false);
-      if (!StillNames(*p, name, v->object)) continue;
+      POOLFS_ASSIGN_OR_RETURN(zap::Value v, Entry(*p, parent, name));
+      auto r = Get(v.object, false);
+      if (!StillNames(*p, name, v.object)) continue;
       if (!r.ok()) return r.status();
       in = std::move(*r);
       break;
@@ -266,24 +268,18 @@ Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view nam
                : Status(StatusCode::kIsADirectory, "'..' is a directory");
   POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(parent));
   for (;;) {
-    auto v = p->dir->Lookup(name);
-    if (!v.ok()) {
-      if (v.status().IsNotFound())
-        return Status::NotFound("'" + std::string(name) + "' not in directory " +
-                                std::to_string(parent));
-      return v.status();
-    }
-    auto r = Get(v->object, false);
+    POOLFS_ASSIGN_OR_RETURN(zap::Value v, Entry(*p, parent, name));
+    auto r = Get(v.object, false);
     if (!r.ok()) {
       // The name may have gone and its object's number been reused (see
       // Lookup): start over.
-      if (!StillNames(*p, name, v->object)) continue;
+      if (!StillNames(*p, name, v.object)) continue;
       return r.status();
     }
     InodeRef child = std::move(*r);
     LockSet locks({p.get(), child.get()});
     auto again = p->dir->Lookup(name);
-    if (!again.ok() || again->object != v->object) continue;  // changed meanwhile
+    if (!again.ok() || again->object != v.object) continue;  // changed meanwhile
     {
       util::MutexLock l(&child->mu);
       if (child->freed) continue;

@@ -151,6 +151,9 @@ class PosixFs final : public Filesystem {
   // Whether `dir`'s entry `name` names `ino` now (read without dir's
   // op_mu): how a lookup made without the lock confirms what it loaded.
   bool StillNames(Inode& dir, std::string_view name, uint64_t ino);
+  // `dir`'s entry `name` (dir is directory `parent`): NotFound "'name' not
+  // in directory parent" when there is none, or the zap's failure.
+  static Result<zap::Value> Entry(const Inode& dir, uint64_t parent, std::string_view name);
   Result<Attr> MakeNode(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
                         uint64_t rdev, std::string_view target);
   Status RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir);

@@ -41,21 +41,15 @@ Status PosixFs::Rename(const Creds& c, uint64_t parent, std::string_view name, u
   POOLFS_ASSIGN_OR_RETURN(InodeRef p1, GetDir(parent));
   POOLFS_ASSIGN_OR_RETURN(InodeRef p2, GetDir(new_parent));
   for (;;) {
-    auto sv = p1->dir->Lookup(name);
-    if (!sv.ok()) {
-      if (sv.status().IsNotFound())
-        return Status::NotFound("'" + std::string(name) + "' not in directory " +
-                                std::to_string(parent));
-      return sv.status();
-    }
+    POOLFS_ASSIGN_OR_RETURN(zap::Value sv, Entry(*p1, parent, name));
     auto dv = p2->dir->Lookup(new_name);
     if (!dv.ok() && !dv.status().IsNotFound()) return dv.status();
     // Read without locks, either name may be gone by now and its object's
     // number given to a half-made file: a load that fails for a name that
     // changed starts over (a success is checked under the locks below).
-    auto sr = Get(sv->object, false);
+    auto sr = Get(sv.object, false);
     if (!sr.ok()) {
-      if (!StillNames(*p1, name, sv->object)) continue;
+      if (!StillNames(*p1, name, sv.object)) continue;
       return sr.status();
     }
     InodeRef src = std::move(*sr);
@@ -75,7 +69,7 @@ Status PosixFs::Rename(const Creds& c, uint64_t parent, std::string_view name, u
     LockSet locks({p1.get(), p2.get(), src.get(), dst.get()});
     auto sv2 = p1->dir->Lookup(name);
     auto dv2 = p2->dir->Lookup(new_name);
-    if (!sv2.ok() || sv2->object != sv->object || dv2.ok() != dv.ok() ||
+    if (!sv2.ok() || sv2->object != sv.object || dv2.ok() != dv.ok() ||
         (dv.ok() && dv2->object != dv->object))
       continue;  // changed before we held the locks
     bool retry = false;
