@@ -199,6 +199,8 @@ class Arc {
   // left).
   void SetMaxBytes(uint64_t max_bytes);
 
+  // The bound in effect (c).
+  uint64_t max_bytes() const { return c_.load(std::memory_order_relaxed); }
   // Cached data now (MRU + MFU), the figure the bound applies to.
   uint64_t cached_bytes() const { return cached_bytes_.load(std::memory_order_relaxed); }
   uint32_t sublists() const { return nsub_; }

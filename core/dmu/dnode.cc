@@ -268,6 +268,14 @@ bool Dnode::IsFree() const {
   return live_.type == ObjectType::kNone;
 }
 
+bool Dnode::Idle() const {
+  if (!mu_.TryLock()) return false;
+  bool idle = true;
+  for (const Slot& s : slots_) idle &= s.txg == 0;
+  mu_.Unlock();
+  return idle;
+}
+
 bool Dnode::DirtyIn(Txg t) const {
   util::MutexLock l(&mu_);
   const Slot& s = slots_[t.value() % kTxgSlots];

@@ -90,6 +90,10 @@ class Dnode {
   // last sync (BlockTree::Next: holes are skipped a subtree at a time).
   BlockTree::NextBlock NextBlock(uint64_t from, BlockTree::Walk* walk) EXCLUDES(tree_mu_);
   bool IsFree() const EXCLUDES(mu_);
+  // True when no unsynced txg has changed this dnode (everything it holds
+  // is in its metadnode slot and the block tree on disk), so that its
+  // owner may drop it. False as well when another thread holds its lock.
+  bool Idle() const EXCLUDES(mu_);
 
   // Sync context. True when txg t changed this dnode and it is not yet
   // written.

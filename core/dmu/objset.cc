@@ -121,35 +121,35 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
   return alloc_.Load(next_object, in_use);
 }
 
-Dnode* ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
-  auto* d = new Dnode(zio_, id, phys);
+ObjectSet::DnodeRef ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
+  auto d = std::make_shared<Dnode>(zio_, id, phys);
   d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
   d->block_buffers = block_buffers_;
   d->cache = cache_;
   return d;
 }
 
-Result<Dnode*> ObjectSet::Get(ObjectId id) {
+Result<ObjectSet::DnodeRef> ObjectSet::Get(ObjectId id) {
   if (id.value() == 0 || id.value() > kMaxObjectId)
     return Status::InvalidArgument(name_ + ": object id " + std::to_string(id.value()) +
                                    " is not a user object");
-  Shard& sh = shards_[id.value() % kShards];
-  util::MutexLock l(&sh.mu);
-  auto it = sh.dnodes.find(id.value());
-  if (it != sh.dnodes.end()) return it->second.get();
-  POOLFS_ASSIGN_OR_RETURN(std::string slot, metadnode_->Read(id.value() * kDnodeSize, kDnodeSize));
-  DnodePhys phys;
-  if (slot.size() == kDnodeSize) {
-    POOLFS_ASSIGN_OR_RETURN(phys, DecodeDnode(reinterpret_cast<const uint8_t*>(slot.data()),
-                                              name_ + " object " + std::to_string(id.value())));
-  }
-  Dnode* d = NewDnode(id, phys);
-  sh.dnodes.emplace(id.value(), std::unique_ptr<Dnode>(d));
-  return d;
+  // Loaded under the cache's shard lock: a dnode dropped as idle has
+  // everything it held in its metadnode slot (written by FinishSync before
+  // SyncDone made it idle), and one object never has two Dnodes.
+  return dnodes_.FindOrLoad(id.value(), [&]() -> Result<DnodeRef> {
+    POOLFS_ASSIGN_OR_RETURN(std::string slot,
+                            metadnode_->Read(id.value() * kDnodeSize, kDnodeSize));
+    DnodePhys phys;
+    if (slot.size() == kDnodeSize) {
+      POOLFS_ASSIGN_OR_RETURN(phys, DecodeDnode(reinterpret_cast<const uint8_t*>(slot.data()),
+                                                name_ + " object " + std::to_string(id.value())));
+    }
+    return NewDnode(id, phys);
+  });
 }
 
-Result<Dnode*> ObjectSet::GetAllocated(ObjectId id) {
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, Get(id));
+Result<ObjectSet::DnodeRef> ObjectSet::GetAllocated(ObjectId id) {
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, Get(id));
   if (d->IsFree())
     return Status::NotFound(name_ + ": object " + std::to_string(id.value()) + " does not exist");
   return d;
@@ -200,7 +200,7 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
     lists.live_delta++;
     lists.high_water = std::max(lists.high_water, id + 1);
   }
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, Get(ObjectId(id)));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, Get(ObjectId(id)));
   d->Allocate(tx.txg(), type, block_size, compression, bonus);
   tx.Dirtied(kDnodeSize);
   return ObjectId(id);
@@ -242,7 +242,7 @@ Result<uint64_t> ObjectSet::LegacyAllocate() {
     }
     if (object > kMaxObjectId) return Status::NoSpace("out of object ids");
     legacy_next_ = object + 1;
-    POOLFS_ASSIGN_OR_RETURN(Dnode * d, Get(ObjectId(object)));
+    POOLFS_ASSIGN_OR_RETURN(DnodeRef d, Get(ObjectId(object)));
     if (d->IsFree() && alloc_.Take(ObjectId(object)).ok()) return object;
     alloc_.CountFailedHold();
   }
@@ -250,7 +250,7 @@ Result<uint64_t> ObjectSet::LegacyAllocate() {
 
 Status ObjectSet::Free(Tx& tx, ObjectId id) {
   CHECK(tx.assigned());
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   d->Free(tx.txg());
   alloc_.Free(id, tx.txg());
   util::MutexLock l(&dirty_mu_);
@@ -261,7 +261,7 @@ Status ObjectSet::Free(Tx& tx, ObjectId id) {
 
 Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data) {
   CHECK(tx.assigned());
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
   Status st = d->Write(tx.txg(), off, data, &dirtied);
   tx.Dirtied(dirtied);
@@ -269,13 +269,13 @@ Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data
 }
 
 Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len) {
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->Read(off, len);
 }
 
 Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {
   CHECK(tx.assigned());
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
   Status st = d->Truncate(tx.txg(), length, &dirtied);
   tx.Dirtied(dirtied + kDnodeSize);
@@ -284,7 +284,7 @@ Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {
 
 Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
   CHECK(tx.assigned());
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
   Status st = d->Punch(tx.txg(), off, len, &dirtied);
   tx.Dirtied(dirtied + kDnodeSize);
@@ -293,18 +293,18 @@ Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
 
 Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus) {
   CHECK(tx.assigned());
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   tx.Dirtied(kDnodeSize);
   return d->SetBonus(tx.txg(), bonus_type, bonus);
 }
 
 Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->Info();
 }
 
 Result<zio::BlockPtr> ObjectSet::BlockPointer(ObjectId id, uint64_t blkid) {
-  POOLFS_ASSIGN_OR_RETURN(Dnode * d, GetAllocated(id));
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->BlockPointer(blkid);
 }
 
@@ -472,6 +472,7 @@ void ObjectSet::SyncDone(Txg t) {
   std::sort(synced.begin(), synced.end());
   synced.erase(std::unique(synced.begin(), synced.end()), synced.end());
   for (Dnode* d : synced) d->SyncDone(t);
+  dnodes_.Trim();  // the dnodes t dirtied are idle now
 }
 
 zio::BlockPtr ObjectSet::root() const {

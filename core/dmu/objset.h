@@ -9,9 +9,12 @@
 // pointer is what the pool stores (the uberblock for the MOS, the pool
 // directory for a dataset).
 //
-// Dnodes are loaded on first use and stay in memory (a later issue puts
-// them under the ARC's bound). Each txg keeps a list of the dnodes it
-// dirtied. A sync of txg t:
+// Dnodes are loaded on first use into a bounded cache (util::ObjectCache,
+// SetDnodeLimit): callers hold a DnodeRef while they use one, and a dnode
+// that nobody holds and no unsynced txg has changed (Dnode::Idle) may be
+// dropped, to be loaded again from its metadnode slot, which by then holds
+// everything it had. Each txg keeps a list of the dnodes it dirtied (plain
+// pointers: a dirty dnode stays until SyncDone). A sync of txg t:
 //   1. SyncTasks(t, n): the dirty dnodes split into n lists by object id, a
 //      task per list; task i writes its dnodes through allocator i (the
 //      daemon runs task i on allocator i's strand).
@@ -47,7 +50,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "dmu/dnode.h"
@@ -56,6 +58,7 @@
 #include "dmu/tx.h"
 #include "poolfs/status.h"
 #include "util/mutex.h"
+#include "util/object_cache.h"
 
 namespace poolfs::core::dmu {
 
@@ -125,13 +128,13 @@ class ObjectSet {
     cache_ = cache;
     metadnode_->cache = cache;
   }
+  // Idle dnodes kept in memory: about `count` (live; no bound until set).
+  void SetDnodeLimit(uint64_t count) { dnodes_.SetLimit(count); }
+  uint64_t cached_dnodes() { return dnodes_.size(); }
+  uint64_t dnode_evictions() const { return dnodes_.evictions(); }
 
  private:
-  static constexpr size_t kShards = 64;
-  struct Shard {
-    util::Mutex mu;
-    std::unordered_map<uint64_t, std::unique_ptr<Dnode>> dnodes GUARDED_BY(mu);
-  };
+  using DnodeRef = std::shared_ptr<Dnode>;
   struct TxgLists {
     uint64_t txg = 0;
     std::vector<Dnode*> dirty;                            // waiting for a sync task
@@ -142,11 +145,11 @@ class ObjectSet {
   };
 
   // The dnode of `id`, loaded from the metadnode if need be.
-  Result<Dnode*> Get(ObjectId id);
-  Result<Dnode*> GetAllocated(ObjectId id);
+  Result<DnodeRef> Get(ObjectId id);
+  Result<DnodeRef> GetAllocated(ObjectId id);
   TxgLists& ListsFor(uint64_t t) REQUIRES(dirty_mu_);
   void OnDirty(Dnode* d, Txg t) EXCLUDES(dirty_mu_);
-  Dnode* NewDnode(ObjectId id, const DnodePhys& phys);
+  DnodeRef NewDnode(ObjectId id, const DnodePhys& phys);
 
   zio::Zio* const zio_;
   const ObjsetType type_;
@@ -154,7 +157,7 @@ class ObjectSet {
   std::unique_ptr<Dnode> metadnode_;
   BlockBuffers* block_buffers_ = nullptr;  // written before use only
   arc::Arc* cache_ = nullptr;              // written before use only
-  std::array<Shard, kShards> shards_;
+  util::ObjectCache<Dnode> dnodes_{[](Dnode& d) { return d.Idle(); }};
 
   // Builds alloc_ from the metadnode (Open).
   Status LoadAllocator(uint64_t next_object);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -285,6 +286,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     ds->os = std::move(os).value();
     ds->os->UseBlockBuffers(block_buffers_.get());
     ds->os->UseCache(arc_.get());
+    ds->os->SetDnodeLimit(object_cache_limit());
     datasets_.emplace(e.name, std::move(ds));
   }
   dir_ = std::move(dir);
@@ -320,11 +322,25 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, ds->entry.name);
   ds->os->UseBlockBuffers(block_buffers_.get());
   ds->os->UseCache(arc_.get());
+  ds->os->SetDnodeLimit(object_cache_limit());
   dmu::ObjectSet* os = ds->os.get();
   datasets_.emplace(std::string(name), std::move(ds));
   dir_dirty_ = true;
   tx.Dirtied(4096);
   return os;
+}
+
+uint64_t Pool::object_cache_limit() const {
+  if (!arc_) return std::numeric_limits<uint64_t>::max();
+  return std::max<uint64_t>(arc_->max_bytes() / 10 / kObjectBytes, 1024);
+}
+
+void Pool::SetCacheBytes(uint64_t max_bytes) {
+  if (!arc_) return;
+  arc_->SetMaxBytes(max_bytes);
+  const uint64_t limit = object_cache_limit();
+  util::MutexLock l(&mu_);
+  for (auto& [name, ds] : datasets_) ds->os->SetDnodeLimit(limit);
 }
 
 std::vector<std::string> Pool::datasets() const {

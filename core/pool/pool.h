@@ -137,6 +137,15 @@ class Pool {
   txg::TxgManager& txgs() { return *txgs_; }
   // The cache the datasets read through (imported pools only).
   arc::Arc* cache() { return arc_.get(); }
+  // Changes the cache's bound (arc.max_bytes, live; 0: the default) and
+  // with it the number of idle objects kept in memory (below).
+  void SetCacheBytes(uint64_t max_bytes) EXCLUDES(mu_);
+  // Idle objects each dataset keeps in memory (dnodes; the POSIX layer
+  // bounds its inodes by the same number): as many as a tenth of the
+  // cache's bound holds at kObjectBytes each (ZFS's default dnode share of
+  // its ARC), at least 1024. No bound without a cache.
+  static constexpr uint64_t kObjectBytes = 1536;  // a dnode and an inode, measured
+  uint64_t object_cache_limit() const;
   // Returns once txg (0: the open one) is durable.
   Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
   PoolStats Stats() const EXCLUDES(mu_);

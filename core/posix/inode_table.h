@@ -1,10 +1,13 @@
 // Inode and InodeTable: the in-memory side of the files a mount has touched.
 //
 // An Inode caches one file's decoded znode, its directory zap handle (the
-// one Zap through which the directory's entries change, as zap.h asks), its
-// kernel lookup count and the txg of its last change (for Fsync). The table
-// maps inode numbers to Inodes in 64 shards picked by ino, each with its own
-// mutex held only to find, insert or erase: there is no table-wide lock.
+// one Zap through which the directory's entries change, as zap.h asks) and
+// the txg of its last change (for Fsync). The table keeps Inodes in a
+// util::ObjectCache (64 shards, a mutex each, no table-wide lock), bounded
+// by SetLimit, and the kernel's lookup count of every inode it knows apart
+// from them (LookupCounts): the kernel may hold millions of inodes (a create
+// storm leaves each new file in its cache), which then cost about 12 bytes
+// each, not an Inode.
 //
 // Locks of an Inode:
 //   op_mu  serializes changes to the file: held from Tx::Assign to Commit
@@ -14,28 +17,33 @@
 //          or a Tx::Assign, so readers (GetAttr, Lookup's permission check)
 //          never wait for a throttled writer.
 // Order: rename_mu (PosixFs) → op_mu (by ino) → unlinked_mu (PosixFs) →
-// shard mutex → mu (nothing is called on the table while holding mu).
+// cache shard mutex → mu → lookup-count mutex. Lookup counts change under
+// the Inode's mu, so that a count and the freed flag are seen together.
 //
-// Lifetime: Inodes are shared_ptrs; the table drops one when it is freed
-// (Erase) or when its lookup count reaches zero and nobody else holds it
-// (TryEvict, which checks use_count under the shard lock: a new reference
-// is only ever taken under that lock, so the check is exact). Hence at most
-// one Inode, one op_mu and one Zap exist per object at any time.
+// Lifetime: Inodes are shared_ptrs, handed out only under the cache's shard
+// lock, so the cache knows exactly when nobody else holds one. It drops an
+// Inode when its object is freed (Erase), when the kernel forgets it
+// (TryEvict), or when its shard is over the bound and nobody holds it: an
+// Inode holds nothing that is not on disk (through the dmu), so it is loaded
+// again when next needed. An Inode whose file is unlinked but still known to
+// the kernel (nlink 0, not freed) stays, so that the last Forget finds it
+// and frees the object. Hence at most one Inode, one op_mu and one Zap exist
+// per object at any time.
 //
 // Thread safety: every InodeTable method may be called from any thread.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
+#include "posix/lookup_counts.h"
 #include "posix/znode_phys.h"
 #include "util/mutex.h"
+#include "util/object_cache.h"
 #include "zap/zap.h"
 
 namespace poolfs::core::posix {
@@ -54,7 +62,6 @@ struct Inode {
 
   mutable util::Mutex mu;
   ZnodePhys z GUARDED_BY(mu);
-  uint64_t lookups GUARDED_BY(mu) = 0;
   bool freed GUARDED_BY(mu) = false;  // the object is gone: every call fails with Stale
 
   std::atomic<uint64_t> last_txg{0};  // the txg of the newest change
@@ -75,29 +82,40 @@ using InodeRef = std::shared_ptr<Inode>;
 
 class InodeTable {
  public:
+  InodeTable();
+  // Keeps about `count` Inodes in memory (those that may go).
+  void SetLimit(uint64_t count) { cache_.SetLimit(count); }
   // The Inode of `ino` if it is in memory, else nullptr.
-  InodeRef Find(uint64_t ino);
+  InodeRef Find(uint64_t ino) { return cache_.Find(ino); }
   // Inserts `in` unless its ino is present; returns the Inode now in the
   // table (the existing one when present).
-  InodeRef InsertIfAbsent(InodeRef in);
+  InodeRef InsertIfAbsent(InodeRef in) {
+    const uint64_t ino = in->ino;
+    return cache_.InsertIfAbsent(ino, std::move(in));
+  }
   // Inserts `in`, replacing any Inode of the same ino (a new object).
-  void Replace(InodeRef in);
+  void Replace(InodeRef in) {
+    const uint64_t ino = in->ino;
+    cache_.Replace(ino, std::move(in));
+  }
   // Drops `ino` from the table (its object was freed).
-  void Erase(uint64_t ino);
+  void Erase(uint64_t ino) { cache_.Erase(ino); }
   // Drops `in` if nobody but the table (and the caller's `in`) holds it.
-  void TryEvict(InodeRef& in);
-  // Drops every Inode (unmount).
+  void TryEvict(const InodeRef& in) { cache_.TryEvict(in->ino, in); }
+  // Drops every Inode and lookup count (unmount).
   void Clear();
-  uint64_t size();
+  uint64_t size() { return cache_.size(); }
+  uint64_t evictions() const { return cache_.evictions(); }
+
+  // The kernel's lookup counts (callers hold the Inode's mu, see above).
+  void AddLookups(uint64_t ino, uint64_t n) { counts_.Add(ino, n); }
+  // Takes n (at most the count) off; returns what is left.
+  uint64_t DropLookups(uint64_t ino, uint64_t n) { return counts_.Drop(ino, n); }
+  uint64_t Lookups(uint64_t ino) { return counts_.Get(ino); }
 
  private:
-  static constexpr size_t kShards = 64;
-  struct Shard {
-    util::Mutex mu;
-    std::unordered_map<uint64_t, InodeRef> map GUARDED_BY(mu);
-  };
-  Shard& ShardOf(uint64_t ino) { return shards_[(ino * 0x9e3779b97f4a7c15ull) >> 58]; }
-  std::array<Shard, kShards> shards_;
+  util::ObjectCache<Inode> cache_;
+  LookupCounts counts_;
 };
 
 }  // namespace poolfs::core::posix

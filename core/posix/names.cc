@@ -56,7 +56,7 @@ Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view n
   {
     util::MutexLock l(&in->mu);
     if (in->freed) return Status::NotFound("'" + std::string(name) + "' was just removed");
-    in->lookups++;
+    table_.AddLookups(in->ino, 1);
     z = in->z;
   }
   return MakeAttr(*in, z);
@@ -129,7 +129,7 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
   {
     util::MutexLock l(&in->mu);
     in->z = z;
-    in->lookups = 1;
+    table_.AddLookups(in->ino, 1);  // none before: the id was free
   }
   table_.Replace(in);
   pz.mtime = pz.ctime = z.ctime;
@@ -228,7 +228,7 @@ Result<Attr> PosixFs::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
   Note(tx, {p.get(), in.get()});
   {
     util::MutexLock l(&in->mu);
-    in->lookups++;
+    table_.AddLookups(in->ino, 1);
   }
   return MakeAttr(*in, z);
 }
@@ -240,7 +240,7 @@ Status PosixFs::DropLink(dmu::Tx& tx, Inode& in, ZnodePhys& z, bool dir) {
   uint64_t lookups;
   {
     util::MutexLock l(&in.mu);
-    lookups = in.lookups;
+    lookups = table_.Lookups(in.ino);
   }
   if (lookups == 0) {
     POOLFS_RETURN_IF_ERROR(FreeObject(tx, in.ino, z.xattr));
@@ -380,7 +380,7 @@ Status PosixFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus
       if (!emit(d)) return Status::Ok();
       if (plus) {
         util::MutexLock l(&child->mu);
-        child->lookups++;
+        table_.AddLookups(child->ino, 1);
       }
     }
     if (entries.size() < kBatch) return Status::Ok();

@@ -139,6 +139,7 @@ Status PosixFs::Init() {
                           dmu::ParseBackfillMode(opts_.metadnode_backfill));
   os_->SetBackfill(backfill);
   os_->SetAllocChunk(opts_.alloc_chunk);
+  table_.SetLimit(pool_->object_cache_limit());
   auto root = os_->Stat(ObjectId(kRootIno));
   if (!root.ok() && root.status().IsNotFound()) {
     if (os_->next_object() != 1)
@@ -387,22 +388,20 @@ Result<Attr> PosixFs::GetAttr(uint64_t ino) {
   return MakeAttr(*in);
 }
 
-uint64_t PosixFs::lookups(uint64_t ino) {
-  InodeRef in = table_.Find(ino);
-  if (!in) return 0;
-  util::MutexLock l(&in->mu);
-  return in->lookups;
-}
+uint64_t PosixFs::lookups(uint64_t ino) { return table_.Lookups(ino); }
 
 void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
   CallGuard g;
   if (!Enter(&g, false).ok()) return;
+  if (table_.DropLookups(ino, nlookup) != 0) return;
+  // Not in memory: the table dropped it while its link count was not 0,
+  // and only an Inode in memory can lose its last link (one unlinked but
+  // known to the kernel stays), so there is nothing to free.
   InodeRef in = table_.Find(ino);
   if (!in) return;
   {
     util::MutexLock l(&in->mu);
-    in->lookups -= std::min(in->lookups, nlookup);
-    if (in->lookups != 0 || in->freed) return;
+    if (in->freed) return;
   }
   if (opts_.read_only) {
     table_.TryEvict(in);
@@ -414,7 +413,7 @@ void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
   ZnodePhys z;
   {
     util::MutexLock l(&in->mu);
-    if (in->lookups != 0 || in->freed) return;
+    if (table_.Lookups(ino) != 0 || in->freed) return;  // looked up again meanwhile
     z = in->z;
   }
   if (z.nlink != 0) {

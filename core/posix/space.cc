@@ -124,7 +124,8 @@ void PosixFs::SetLive(const LiveTunables& t) {
   // unknown one (a caller outside it) leaves the mode as it is.
   if (auto mode = dmu::ParseBackfillMode(t.metadnode_backfill); mode.ok()) os_->SetBackfill(*mode);
   os_->SetAllocChunk(t.alloc_chunk);
-  if (arc::Arc* cache = pool_->cache()) cache->SetMaxBytes(t.arc_max_bytes);
+  pool_->SetCacheBytes(t.arc_max_bytes);
+  table_.SetLimit(pool_->object_cache_limit());
 }
 
 }  // namespace poolfs::core::posix

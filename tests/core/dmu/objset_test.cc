@@ -57,7 +57,14 @@ struct Fixture {
     INFO(r.status().ToString());
     REQUIRE(r.ok());
     os = std::move(r).value();
+    if (dnode_limit != 0) os->SetDnodeLimit(dnode_limit);
   }
+  void LimitDnodes(uint64_t limit) {
+    dnode_limit = limit;
+    os->SetDnodeLimit(limit);
+  }
+
+  uint64_t dnode_limit = 0;  // 0: none
 
   vdev::MemoryDevice dev;
   space::SpaceManager space;
@@ -95,8 +102,12 @@ TEST_CASE("ObjectSet reads what it wrote, before and after sync and reopen", "[d
 }
 
 TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens", "[dmu]") {
+  // Limit 1: every idle dnode leaves at the next load of its shard, so the
+  // dnodes are dropped and loaded again all the time.
+  const uint64_t limit = GENERATE(0, 1);
   for (uint64_t seed : {1, 2, 3, 4}) {
     Fixture f;
+    if (limit != 0) f.LimitDnodes(limit);
     std::mt19937_64 rng(seed);
     std::map<uint64_t, std::string> model;
     for (int round = 0; round < 60; round++) {
@@ -147,12 +158,73 @@ TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens"
       }
       for (auto& [id, m] : model) {
         auto got = f.os->Read(ObjectId(id), 0, 1 << 20);
-        INFO("seed " << seed << " round " << round << " object " << id);
+        INFO("seed " << seed << " dnode limit " << limit << " round " << round << " object " << id);
         REQUIRE(got.ok());
         REQUIRE(*got == m);
         REQUIRE(f.os->Stat(ObjectId(id))->length == m.size());
       }
     }
+  }
+}
+
+TEST_CASE("ObjectSet drops idle dnodes past its limit, never a dirty one", "[dmu]") {
+  Fixture f;
+  f.LimitDnodes(64);
+  constexpr uint64_t kObjects = 3000;
+  auto bonus = [](uint64_t id) { return "bonus of " + std::to_string(id); };
+  std::vector<ObjectId> ids;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (uint64_t i = 0; i < kObjects; i++) {
+      auto id = f.os->Create(tx, ObjectType::kPlain, 4096, util::Compression::kLz4, "");
+      REQUIRE(id.ok());
+      REQUIRE(f.os->SetBonus(tx, *id, 7, bonus(id->value())).ok());
+      REQUIRE(f.os->Write(tx, *id, 0, Pattern(id->value(), 5000)).ok());
+      ids.push_back(*id);
+    }
+    tx.Commit();
+  }
+  // Every one is dirty in the open txg: none may go.
+  CHECK(f.os->cached_dnodes() >= kObjects);
+  CHECK(f.os->dnode_evictions() == 0);
+  f.Sync();
+  // Idle now: loading others drops them, and each loads again intact.
+  for (int pass = 0; pass < 2; pass++) {
+    for (ObjectId id : ids) {
+      auto info = f.os->Stat(id);
+      REQUIRE(info.ok());
+      CHECK(info->bonus == bonus(id.value()));
+      CHECK(info->bonus_type == 7);
+      auto got = f.os->Read(id, 0, 1 << 20);
+      REQUIRE(got.ok());
+      REQUIRE(*got == Pattern(id.value(), 5000));
+    }
+  }
+  CHECK(f.os->dnode_evictions() >= kObjects);
+  CHECK(f.os->cached_dnodes() < 64 * 32);
+  // Changes to dropped dnodes: dirty again, kept until synced, and durable.
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    for (size_t i = 0; i < ids.size(); i += 2)
+      REQUIRE(f.os->Write(tx, ids[i], 100, "changed").ok());
+    tx.Commit();
+  }
+  for (size_t i = 1; i < ids.size(); i += 2) REQUIRE(f.os->Stat(ids[i]).ok());
+  for (size_t i = 0; i < ids.size(); i += 2) {
+    auto got = f.os->Read(ids[i], 100, 7);
+    REQUIRE(got.ok());
+    CHECK(*got == "changed");
+  }
+  f.Sync();
+  f.Reopen();
+  for (size_t i = 0; i < ids.size(); i++) {
+    std::string want = Pattern(ids[i].value(), 5000);
+    if (i % 2 == 0) want.replace(100, 7, "changed");
+    auto got = f.os->Read(ids[i], 0, 1 << 20);
+    REQUIRE(got.ok());
+    REQUIRE(*got == want);
   }
 }
 

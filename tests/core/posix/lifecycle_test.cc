@@ -69,6 +69,49 @@ TEST_CASE("Forget of a linked file evicts it and a later lookup reloads it", "[p
   REQUIRE(again->generation == a.generation);
 }
 
+TEST_CASE("Inodes the kernel still knows leave memory past the limit and come back intact",
+          "[posix][unlinked]") {
+  MountOptions o = FastOptions();
+  o.arc_max_bytes = 1 << 20;  // the smallest bound: 1024 inodes and dnodes
+  FsFixture f(uint64_t{2} << 30, o);
+  constexpr int kFiles = 6000;
+  std::vector<Attr> files;
+  for (int i = 0; i < kFiles; i++) {
+    files.push_back(f.MustCreate(kRootIno, "f" + std::to_string(i)));
+    if (i % 3 == 0) f.MustWrite(files.back().ino, 0, "data of " + std::to_string(i));
+  }
+  // An unlinked file the kernel still knows stays in memory, whatever the
+  // pressure, so that its last Forget frees it.
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f0").ok());
+  for (int i = 0; i < kFiles; i++) f.MustCreate(kRootIno, "g" + std::to_string(i));
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 1);
+  CHECK(f.posix()->cached_inodes() < 3 * 1024);
+  // Every lookup reference is still counted, in memory or not.
+  for (int i = 0; i < kFiles; i++) REQUIRE(f.posix()->lookups(files[i].ino) == 1);
+  for (int i = 1; i < kFiles; i++) {
+    Attr a = f.MustGetAttr(files[i].ino);
+    REQUIRE(a.generation == files[i].generation);
+    REQUIRE(a.nlink == 1);
+    if (i % 3 == 0) REQUIRE(f.MustRead(files[i].ino, 0, 100) == "data of " + std::to_string(i));
+  }
+  const uint64_t objects = f.fs->GetStatus().objects;
+  f.fs->Forget(files[0].ino, 1);
+  REQUIRE(f.fs->GetStatus().unlinked_pending == 0);
+  REQUIRE(f.fs->GetStatus().objects == objects - 1);
+  // A second lookup of a file dropped from memory: two Forgets to zero.
+  auto again = f.fs->Lookup(RootCreds(), kRootIno, "f1");
+  REQUIRE(again.ok());
+  REQUIRE(f.posix()->lookups(files[1].ino) == 2);
+  f.fs->Forget(files[1].ino, 1);
+  REQUIRE(f.posix()->lookups(files[1].ino) == 1);
+  f.fs->Forget(files[1].ino, 1);
+  REQUIRE(f.posix()->lookups(files[1].ino) == 0);
+  REQUIRE(f.fs->GetStatus().objects == objects - 1);  // linked: stays
+  f.Remount();
+  for (int i = 1; i < kFiles; i += 97)
+    REQUIRE(f.MustGetAttr(files[i].ino).generation == files[i].generation);
+}
+
 TEST_CASE("The unlinked set survives an unmount without Forget and is freed at the next mount",
           "[posix][unlinked]") {
   FsFixture f;
