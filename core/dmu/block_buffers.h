@@ -14,7 +14,11 @@
 // all, in lists by capacity. A buffer comes back here when the last
 // reference to its block drops (the dnode's slot after the sync, or a reader
 // that still held it); past the bound it is freed. New takes one of the
-// exact capacity asked for, else allocates.
+// exact capacity asked for, else allocates. What is kept follows demand:
+// Trim (the pool calls it after each txg sync) frees what the txgs since
+// the previous Trim did not ask for, so that memory kept for a stream of
+// writes goes back once the stream stops (to the ARC, say, which then
+// fills with the blocks read back).
 //
 // Locks: one mutex, taken once per buffer of kMinKept bytes or more, i.e.
 // once per 32 KiB or more copied.
@@ -45,10 +49,15 @@ class BlockBuffers {
   // An empty string with room for at least `size` bytes.
   std::shared_ptr<std::string> New(uint32_t size);
 
+  // Frees kept buffers beyond the bytes New handed out (of kMinKept or
+  // more) since the previous Trim. Returns the bytes freed.
+  uint64_t Trim();
+
   struct Stats {
-    uint64_t reused = 0;      // New calls served from kept buffers
-    uint64_t allocated = 0;   // New calls of kMinKept or more that allocated
-    uint64_t kept_bytes = 0;  // capacity kept now
+    uint64_t reused = 0;         // New calls served from kept buffers
+    uint64_t allocated = 0;      // New calls of kMinKept or more that allocated
+    uint64_t kept_bytes = 0;     // capacity kept now
+    uint64_t trimmed_bytes = 0;  // freed by Trim
   };
   Stats stats() const;
 
@@ -62,6 +71,7 @@ class BlockBuffers {
     mutable util::Mutex mu;
     std::map<size_t, std::vector<std::string*>> by_capacity GUARDED_BY(mu);
     Stats stats GUARDED_BY(mu);
+    uint64_t demand_bytes GUARDED_BY(mu) = 0;  // handed out since the last Trim
   };
   // Shared with every block handed out, so that it may outlive this.
   std::shared_ptr<Lists> lists_;

@@ -162,6 +162,7 @@ Status Pool::SyncTxg(Txg t) {
     for (auto& [name, ds] : datasets_) sets.push_back(ds->os.get());
   }
   for (dmu::ObjectSet* os : sets) os->SyncDone(t);
+  if (block_buffers_) block_buffers_->Trim();  // keep what this txg's writes needed
   return Status::Ok();
 }
 

@@ -48,6 +48,27 @@ TEST_CASE("BlockBuffers keeps at most its bound and never small buffers", "[bloc
   CHECK(buffers.stats().reused == 3);
 }
 
+TEST_CASE("BlockBuffers::Trim keeps only what the writes since the last Trim asked for",
+          "[block_buffers]") {
+  BlockBuffers buffers(uint64_t{64} << 20);
+  {
+    std::vector<std::shared_ptr<std::string>> blocks;
+    for (int i = 0; i < 8; i++) blocks.push_back(buffers.New(k128K));
+  }
+  CHECK(buffers.stats().kept_bytes == 8 * k128K);
+  // A txg that asked for all eight keeps them.
+  CHECK(buffers.Trim() == 0);
+  CHECK(buffers.stats().kept_bytes == 8 * k128K);
+  // One that asked for three (and gave them back) keeps three.
+  for (int i = 0; i < 3; i++) buffers.New(k128K);
+  CHECK(buffers.Trim() == 5 * k128K);
+  CHECK(buffers.stats().kept_bytes == 3 * k128K);
+  // Writes stopped: everything goes.
+  CHECK(buffers.Trim() == 3 * k128K);
+  CHECK(buffers.stats().kept_bytes == 0);
+  CHECK(buffers.stats().trimmed_bytes == 8 * k128K);
+}
+
 TEST_CASE("A block may outlive the BlockBuffers that made it", "[block_buffers]") {
   std::shared_ptr<std::string> survivor;
   {
