@@ -160,7 +160,7 @@ phase "read it once"
 read_back
 phase "read it twice"
 STATUS=$("$POOLFS" status "$MNT")
-grep -E "^(block cache|cache activity):" <<<"$STATUS" >&2 || true
+grep -E "^(block cache|cache activity|objects in memory):" <<<"$STATUS" >&2 || true
 PEAK=$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$PID/status")
 MET=$([[ $PEAK -lt $TARGET_MIB ]] && echo met || echo "not met")
 

@@ -112,6 +112,8 @@ class InodeTable {
   // Takes n (at most the count) off; returns what is left.
   uint64_t DropLookups(uint64_t ino, uint64_t n) { return counts_.Drop(ino, n); }
   uint64_t Lookups(uint64_t ino) { return counts_.Get(ino); }
+  // Inodes with a lookup count above 0.
+  uint64_t kernel_inodes() { return counts_.size(); }
 
  private:
   util::ObjectCache<Inode> cache_;

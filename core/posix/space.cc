@@ -103,6 +103,12 @@ FsStatus PosixFs::GetStatus() {
   s.arc_misses = c.misses;
   s.arc_evictions = c.evictions;
   s.arc_sublist_lock_misses = c.sublist_lock_misses;
+  s.object_cache_limit = pool_->object_cache_limit();
+  s.cached_dnodes = os_->cached_dnodes();
+  s.dnode_evictions = os_->dnode_evictions();
+  s.cached_inodes = table_.size();
+  s.inode_evictions = table_.evictions();
+  s.kernel_inodes = table_.kernel_inodes();
   s.arc_sublists = c.sublists;
   return s;
 }

@@ -263,6 +263,12 @@ struct FsStatus {
   uint64_t arc_evictions = 0;
   uint64_t arc_sublist_lock_misses = 0;  // the evictor's try-locks that failed
   uint32_t arc_sublists = 0;
+  // Objects in memory (bounded by a tenth of arc.max_bytes) and the
+  // kernel's references.
+  uint64_t object_cache_limit = 0;  // dnodes, and inodes, kept when idle
+  uint64_t cached_dnodes = 0, dnode_evictions = 0;
+  uint64_t cached_inodes = 0, inode_evictions = 0;
+  uint64_t kernel_inodes = 0;  // inodes the kernel holds lookups on
 };
 
 class Filesystem {
