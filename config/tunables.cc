@@ -118,6 +118,14 @@ constexpr TunableInfo kTable[] = {
             "this much to it, so the disk works while the sync goes on and the flush at its "
             "end finds little left. 0: the flush does all the writeback.",
      POOLFS_TUNABLE_FIELD(vdev_writeback_bytes)},
+    {.name = "vdev.direct_reads", .type = TunableType::kBool, .applies = Applies::kMount,
+     .maps_to = "core: vdev::FileDevice::OpenMode::direct_reads",
+     .doc = "Read blocks from a vdev file with O_DIRECT, straight into the block cache's "
+            "buffers: no copy through the kernel's page cache and no second cache of the same "
+            "blocks there, but no kernel readahead either (poolfs has no prefetch yet), so a "
+            "sequential read waits for the disk on every block. Where the file system refuses "
+            "O_DIRECT, reads stay buffered.",
+     POOLFS_TUNABLE_FIELD(vdev_direct_reads)},
     // ---- dmu ----
     {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kBackfillChoices,

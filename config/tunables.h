@@ -61,6 +61,7 @@ struct Tunables {
   uint64_t alloc_aliquot = uint64_t{2} << 20;
   // vdev
   uint64_t vdev_writeback_bytes = uint64_t{4} << 20;
+  bool vdev_direct_reads = false;
   // dmu
   Backfill dmu_metadnode_backfill = Backfill::kAuto;
   uint32_t dmu_alloc_chunk = 128;

@@ -147,6 +147,7 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   o.df_max_search = t.alloc_df_max_search;
   o.aliquot = t.alloc_aliquot;
   o.writeback_bytes = t.vdev_writeback_bytes;
+  o.direct_reads = t.vdev_direct_reads;
   o.arc_max_bytes = t.arc_max_bytes;
   o.arc_sublists = t.arc_sublists;
   o.arc_evict_batch = t.arc_evict_batch;

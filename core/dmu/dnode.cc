@@ -87,12 +87,16 @@ Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t) {
       return BlockRef{nullptr, std::move(h)};
     }
   }
-  POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
-  if (data.size() != block_size) return wrong_size(data.size());
-  if (cache == nullptr) return BlockRef{std::make_shared<const std::string>(std::move(data)), {}};
-  arc::ArcData copy = cache->AllocData(uint32_t(data.size()));
-  std::memcpy(copy.data(), data.data(), data.size());
-  return BlockRef{nullptr, cache->Insert(key, std::move(copy))};
+  if (bp.lsize != block_size || block_size == 0) return wrong_size(bp.lsize);
+  if (cache == nullptr) {
+    POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
+    return BlockRef{std::make_shared<const std::string>(std::move(data)), {}};
+  }
+  // Read straight into the cache's buffer (aligned: the disk's DMA fills it
+  // when the vdev reads with O_DIRECT).
+  arc::ArcData buf = cache->AllocData(block_size);
+  POOLFS_RETURN_IF_ERROR(zio_->ReadInto(bp, reinterpret_cast<uint8_t*>(buf.data())));
+  return BlockRef{nullptr, cache->Insert(key, std::move(buf))};
 }
 
 Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
@@ -188,12 +192,16 @@ Result<std::string> Dnode::Read(uint64_t off, uint64_t len) {
   if (off >= live_.length) return std::string();
   const uint64_t end = std::min(live_.length, off + std::min(len, live_.length - off));
   const uint64_t bs = live_.block_size;
-  std::string out(end - off, '\0');
+  // Appended block by block, so that no byte is written twice.
+  std::string out;
+  out.reserve(end - off);
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
     POOLFS_ASSIGN_OR_RETURN(BlockRef blk, Content(b, std::numeric_limits<uint64_t>::max()));
     if (blk.data() != nullptr)
-      std::memcpy(out.data() + (lo - off), blk.data() + (lo - b * bs), hi - lo);
+      out.append(blk.data() + (lo - b * bs), hi - lo);
+    else
+      out.append(hi - lo, '\0');
   }
   return out;
 }

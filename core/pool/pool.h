@@ -74,6 +74,9 @@ struct PoolOptions {
   // written to it (vdev.writeback_bytes; FileDevice's theory comment). 0:
   // the flush at the end of each sync does all of it.
   uint64_t writeback_bytes = uint64_t{4} << 20;
+  // Read aligned blocks of a vdev file with O_DIRECT, into the cache's
+  // buffers (vdev.direct_reads; FileDevice's theory comment).
+  bool direct_reads = false;
   // Memory of written dirty data blocks kept for new ones, at most
   // (dmu::BlockBuffers): a stream of writes then reuses it instead of
   // faulting in fresh pages.

@@ -145,6 +145,11 @@ class Zio {
   // vdev, the checksum does not match, or the compressed bytes do not decode
   // to lsize bytes (counted in checksum_errors); IOError from the device.
   Result<std::string> Read(const BlockPtr& bp);
+  // The same into `dst`, which has room for bp.lsize bytes (its contents are
+  // unspecified on failure). An uncompressed block is read straight into
+  // dst: given a buffer aligned to vdev::FileDevice::kDirectAlign (the
+  // ARC's are) and a vdev reading with O_DIRECT, the disk's DMA fills it.
+  Status ReadInto(const BlockPtr& bp, uint8_t* dst);
 
   // Frees the block's space in txg (a hole: nothing). Corruption from the
   // space layer for a double free or an extent it does not know, and for an
