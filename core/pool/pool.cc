@@ -332,6 +332,7 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
 }
 
 uint64_t Pool::object_cache_limit() const {
+  if (options_.object_cache_limit != 0) return options_.object_cache_limit;
   if (!arc_) return std::numeric_limits<uint64_t>::max();
   return std::max<uint64_t>(arc_->max_bytes() / 10 / kObjectBytes, 1024);
 }

@@ -77,6 +77,9 @@ struct PoolOptions {
   // Read aligned blocks of a vdev file with O_DIRECT, into the cache's
   // buffers (vdev.direct_reads; FileDevice's theory comment).
   bool direct_reads = false;
+  // Idle objects kept in memory per dataset; 0: from the cache's bound
+  // (object_cache_limit()). Tests set it low to make objects come and go.
+  uint64_t object_cache_limit = 0;
   // Memory of written dirty data blocks kept for new ones, at most
   // (dmu::BlockBuffers): a stream of writes then reuses it instead of
   // faulting in fresh pages.
@@ -146,7 +149,8 @@ class Pool {
   // Idle objects each dataset keeps in memory (dnodes; the POSIX layer
   // bounds its inodes by the same number): as many as a tenth of the
   // cache's bound holds at kObjectBytes each (ZFS's default dnode share of
-  // its ARC), at least 1024. No bound without a cache.
+  // its ARC), at least 1024; PoolOptions::object_cache_limit when set. No
+  // bound without a cache.
   static constexpr uint64_t kObjectBytes = 1536;  // a dnode and an inode, measured
   uint64_t object_cache_limit() const;
   // Returns once txg (0: the open one) is durable.

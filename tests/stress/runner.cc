@@ -55,6 +55,14 @@ core::pool::PoolOptions Runner::RandomPoolOptions(std::mt19937_64& rng) const {
   // so that gang writes, reads, frees and their crash safety are exercised
   // (they happen on their own only when the pool is fragmented).
   o.force_gang_above = rng() % 8 == 0 ? (uint64_t{8} << (rng() % 4)) << 10 : 0;
+  // Half the cycles keep only 1-64 idle dnodes per dataset in memory, so
+  // that dnodes leave memory and load again under the workload (and their
+  // cache is small); one in four reads its vdevs with O_DIRECT.
+  if (rng() % 2 == 0) {
+    o.object_cache_limit = 1 + rng() % 64;
+    o.arc.max_bytes = (1 + rng() % 8) << 20;
+  }
+  o.direct_reads = rng() % 4 == 0;
   return o;
 }
 
