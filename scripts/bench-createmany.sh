@@ -45,7 +45,8 @@
 # a load average of 10-24 from other work, saw 13-15k creates/s fall to
 # 2.3-3.8k by the 8th iteration in every mode alike, four daemons of 2.8 GB,
 # and its churn pass removing 340 files/s: it would have taken well over an
-# hour.
+# hour. (That was before idle dnodes and inodes left the daemon's memory,
+# 2026-11-30; 8 x 200,000 has not been measured since.)
 # Environment: POOLFS_BUILD (build folder, default "build").
 # Progress goes to stderr. Exit 0 when every measurement ran (whether or not
 # the targets are met), 1 when one failed, 2 for bad arguments.
@@ -126,11 +127,13 @@ if ((AVAIL_KIB < NEED_KIB)); then
   die "$WORKDIR has $((AVAIL_KIB / 1024)) MiB free; $((NEED_KIB / 1024)) MiB needed for ${#MODE_LIST[@]} pools of $FILES_PER_POOL files (use --dir, or fewer --iterations or --count)"
 fi
 
-# --- Memory: a poolfs daemon holds about 1.8 KiB per file it has created
-# (measured: 2.4-2.8 GB at 1.3-1.6M files; there is no ARC to bound it yet),
-# and every mode's pool is mounted at once; the churn pass adds half as
-# many files again to one pool at a time. Ask for 2 KiB per file.
-MEM_NEED_KIB=$(((${#MODE_LIST[@]} * ITERATIONS * COUNT + (CHURN ? ITERATIONS * COUNT / 2 : 0)) * 2))
+# --- Memory: a poolfs daemon holds its cache (bounded by arc.max_bytes), its
+# dirty data (txg.dirty_max_bytes) and about 12 bytes per file the kernel
+# holds (scripts/bench-memory.sh: 278 MiB at 2,000,000 files with both
+# bounds at 128 MiB), and every mode's pool is mounted at once; the churn
+# pass adds half as many files again to one pool at a time. Ask for 512 MiB
+# per daemon and 64 bytes per file.
+MEM_NEED_KIB=$((${#MODE_LIST[@]} * 512 * 1024 + (${#MODE_LIST[@]} * ITERATIONS * COUNT + (CHURN ? ITERATIONS * COUNT / 2 : 0)) / 16))
 MEM_AVAIL_KIB=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 if ((MEM_AVAIL_KIB < MEM_NEED_KIB)); then
   die "$((MEM_AVAIL_KIB / 1024)) MiB of memory available; about $((MEM_NEED_KIB / 1024)) MiB needed by ${#MODE_LIST[@]} daemons holding $((ITERATIONS * COUNT)) files each (use fewer --iterations, --count or --modes)"
