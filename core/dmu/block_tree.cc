@@ -62,11 +62,26 @@ Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
   }
   Indirect* raw = ind.get();
   cache_.emplace(Key{level, index}, std::move(ind));
+  if (level == 1) cached_l1_++;
   return raw;
+}
+
+void BlockTree::TrimCache() {
+  if (cached_l1_ <= kMaxCachedL1) return;
+  // Level 1 sorts first in the map: (1, index) keys, then level 2 and up.
+  for (auto it = cache_.begin(); it != cache_.end() && it->first.first == 1;) {
+    if (it->second->dirty) {
+      ++it;
+      continue;
+    }
+    it = cache_.erase(it);
+    cached_l1_--;
+  }
 }
 
 Result<BlockPtr> BlockTree::Lookup(uint64_t blkid) {
   if (blkid >= Capacity()) return BlockPtr{};
+  TrimCache();  // nothing points into the cache between calls
   if (!top_.IsHole() && top_.level != nlevels_ - 1)
     return Status::Corruption(name_ + ": top pointer is at level " + std::to_string(top_.level) +
                               ", the dnode has " + std::to_string(nlevels_) + " levels");
@@ -148,6 +163,7 @@ void BlockTree::Grow() {
   ind->bps[0] = top_;
   ind->dirty = true;
   cache_.emplace(Key{nlevels_, 0}, std::move(ind));
+  if (nlevels_ == 1) cached_l1_++;
   top_ = BlockPtr{};
   nlevels_++;
 }

@@ -10,8 +10,12 @@
 // tree grows (nlevels + 1, the old top becoming slot 0 of a new top
 // indirect) when a block past its reach is set; it never shrinks.
 //
-// Indirect blocks are read on demand and kept in memory (a later issue puts
-// them under the ARC's bound). Changing a pointer marks the indirect blocks
+// Indirect blocks are read on demand and kept in memory, the level-1 ones
+// (2048 of every 2049) up to kMaxCachedL1 of them: past that, Lookup drops
+// every clean one first (a clean block is what its parent's pointer names
+// on disk, so it loads again as it was). A dnode in memory thus holds at
+// most about 10 MiB of them however large its object (its dnode leaves
+// memory when idle: ObjectSet). Changing a pointer marks the indirect blocks
 // on its path dirty; WriteDirty writes them bottom up in sync context, each
 // level's new pointers going into the level above, and ends with a new top.
 // A block already written in the same txg (a MOS sync pass after the first)
@@ -50,6 +54,11 @@ class BlockTree {
   uint64_t used() const { return used_; }
   // Number of level-0 blocks the tree reaches without growing.
   uint64_t Capacity() const;
+  // Clean level-1 blocks kept, at most (see above): 64 x 160 KiB decoded,
+  // covering 16 GiB of 128 KiB blocks.
+  static constexpr size_t kMaxCachedL1 = 64;
+  // Indirect blocks in memory now.
+  size_t cached_indirects() const { return cache_.size(); }
 
   // Returns the pointer of data block `blkid` (a hole past the tree's reach).
   // Reads indirect blocks as needed: IOError or Corruption.
@@ -109,6 +118,8 @@ class BlockTree {
   Result<zio::BlockPtr*> Slot(uint8_t level, uint64_t index);
   Result<Indirect*> Load(uint8_t level, uint64_t index);
   void MarkPath(uint64_t blkid);
+  // Drops every clean level-1 block when more than kMaxCachedL1 are kept.
+  void TrimCache();
   void Grow();
   Status FreeUnder(uint8_t level, uint64_t index, zio::BlockPtr* slot, uint64_t first, uint64_t end,
                    Txg txg);
@@ -120,6 +131,7 @@ class BlockTree {
   zio::BlockPtr top_;
   uint64_t used_;
   std::map<Key, std::unique_ptr<Indirect>> cache_;
+  size_t cached_l1_ = 0;  // level-1 entries of cache_
 };
 
 }  // namespace poolfs::core::dmu

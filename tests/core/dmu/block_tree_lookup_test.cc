@@ -174,5 +174,39 @@ TEST_CASE("BlockTree::Next refuses an indirect block reached through two pointer
   REQUIRE(tree.Next(shared.end, &walk).first == tree.Capacity());
 }
 
+TEST_CASE("BlockTree keeps at most kMaxCachedL1 clean level-1 blocks and reloads the rest",
+          "[dmu]") {
+  TreeFixture f;
+  BlockTree tree(&f.zio, "object 1", 1, zio::BlockPtr{}, 0);
+  constexpr uint64_t kL1s = 3 * BlockTree::kMaxCachedL1;
+  std::vector<zio::BlockPtr> bps;
+  for (uint64_t i = 0; i < kL1s; i++) {
+    bps.push_back(f.Data(char('a' + i % 26), Txg(1)));
+    REQUIRE(tree.Set(i << kIndirectShift, bps.back(), Txg(1)).ok());
+  }
+  // Dirty: none may go, whatever Lookup does.
+  for (uint64_t i = 0; i < kL1s; i++) REQUIRE(tree.Lookup(i << kIndirectShift).value() == bps[i]);
+  REQUIRE(tree.cached_indirects() >= kL1s);
+  REQUIRE(tree.WriteDirty(Txg(1), 0).ok());
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint64_t i = 0; i < kL1s; i++) {
+      REQUIRE(tree.Lookup(i << kIndirectShift).value() == bps[i]);
+      REQUIRE(tree.Lookup((i << kIndirectShift) + 1).value().IsHole());
+      // The level-1 blocks, plus the one level-2 block above them.
+      REQUIRE(tree.cached_indirects() <= BlockTree::kMaxCachedL1 + 2);
+    }
+  }
+  // Changes under dropped blocks load them again, and stay until written.
+  const zio::BlockPtr z = f.Data('z', Txg(2));
+  REQUIRE(tree.Set(7 + (3 << kIndirectShift), z, Txg(2)).ok());
+  for (uint64_t i = 0; i < kL1s; i++) REQUIRE(tree.Lookup(i << kIndirectShift).value() == bps[i]);
+  REQUIRE(tree.Lookup(7 + (3 << kIndirectShift)).value() == z);
+  REQUIRE(tree.WriteDirty(Txg(2), 0).ok());
+  BlockTree again(&f.zio, "object 1", tree.nlevels(), tree.top(), tree.used());
+  for (uint64_t i = 0; i < kL1s; i++) REQUIRE(again.Lookup(i << kIndirectShift).value() == bps[i]);
+  REQUIRE(again.Lookup(7 + (3 << kIndirectShift)).value() == z);
+  REQUIRE(again.used() == tree.used());
+}
+
 }  // namespace
 }  // namespace poolfs::core::dmu
