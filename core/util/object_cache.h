@@ -100,17 +100,7 @@ class ObjectCache {
 
   // Inserts `ref` unless `key` is present; returns the object now under key.
   Ref InsertIfAbsent(uint64_t key, Ref ref) {
-    std::vector<Ref> evicted;
-    Shard& s = ShardOf(key);
-    MutexLock l(&s.mu);
-    auto [it, inserted] = s.map.emplace(key, Entry{std::move(ref), true});
-    if (!inserted) {
-      it->second.referenced = true;
-      return it->second.ref;
-    }
-    Ref now = it->second.ref;
-    Sweep(s, &evicted);
-    return now;
+    return *FindOrLoad(key, [&]() -> Result<Ref> { return std::move(ref); });
   }
 
   // Inserts `ref`, replacing whatever was under `key`.

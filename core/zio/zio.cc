@@ -405,7 +405,7 @@ Result<std::string> Zio::Read(const BlockPtr& bp) {
   POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
   std::string out(bp.lsize, '\0');
   if (bp.IsHole()) return out;
-  POOLFS_RETURN_IF_ERROR(ReadInto(bp, reinterpret_cast<uint8_t*>(out.data())));
+  POOLFS_RETURN_IF_ERROR(ReadValid(bp, reinterpret_cast<uint8_t*>(out.data())));
   return out;
 }
 
@@ -415,6 +415,10 @@ Status Zio::ReadInto(const BlockPtr& bp, uint8_t* dst) {
     std::memset(dst, 0, bp.lsize);
     return Status::Ok();
   }
+  return ReadValid(bp, dst);
+}
+
+Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
   // An uncompressed block's stored bytes are the block (psize == lsize, the
   // pointer was validated); compressed ones go to the scratch buffer
   // (aligned for direct reads too).

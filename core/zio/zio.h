@@ -212,6 +212,8 @@ class Zio {
   Status CheckExtent(const space::Dva& extent, const std::string& what) const;
   // Corruption for a failed verification of bp on its vdev; counts it.
   Status VerifyFailed(const BlockPtr& bp, const std::string& what);
+  // ReadInto's pipeline for a pointer already validated, not a hole.
+  Status ReadValid(const BlockPtr& bp, uint8_t* dst);
 
   std::vector<std::unique_ptr<VdevState>> vdevs_;
   space::SpaceManager* const space_;
