@@ -98,8 +98,12 @@ namespace {
 // 1<<19 and without FUSE_PARALLEL_DIROPS 1<<18 either, libfuse PR 861):
 // the chmod path is what works here. Its second version (requests saying
 // whether the caller lacks CAP_FSETID) does not exist in libfuse 3.14.
+//
+// Opening without a request: when the kernel can (FUSE_CAP_NO_OPEN_SUPPORT,
+// Linux 4.19 on), OPEN and CREATE answer ENOSYS (file_ops.cc).
 void Init(void* userdata, fuse_conn_info* conn) {
-  const Adapter& ad = *static_cast<const Adapter*>(userdata);
+  Adapter& ad = *static_cast<Adapter*>(userdata);
+  ad.no_open.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0, std::memory_order_relaxed);
   conn->want &= ~unsigned(FUSE_CAP_ATOMIC_O_TRUNC);
   if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV) conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
   if (ad.writeback_cache) {

@@ -7,14 +7,16 @@
 // calls the Filesystem once and replies: with the result, or with the
 // errno of the Status (ReplyStatus, the only caller of StatusToErrno).
 //
-// Thread safety: an Adapter is immutable once the session starts; handlers
-// run on any FUSE worker thread at once (the Filesystem serializes calls
-// on one inode itself).
+// Thread safety: an Adapter is immutable once the session starts (Init,
+// which the kernel answers before it sends anything else, sets no_open);
+// handlers run on any FUSE worker thread at once (the Filesystem
+// serializes calls on one inode itself).
 #pragma once
 
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "poolfs/fs.h"
@@ -29,6 +31,10 @@ struct Adapter {
   double negative_timeout = 0;  // seconds it may cache "no such name"
   bool writeback_cache = false;
   bool keep_cache = true;  // page cache survives an open (only we change data)
+  // The kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT):
+  // OPEN and CREATE answer ENOSYS once, after which the kernel sends
+  // neither, nor RELEASE (file_ops.cc says why). Set by Init.
+  std::atomic<bool> no_open{false};
 };
 
 // The Adapter the session was created with.

@@ -6,7 +6,8 @@
 // per family of operations), each of which makes one Filesystem call and
 // replies. The adapter keeps no state of its own: inode numbers are the
 // Filesystem's, directory offsets are its readdir cookies, and open files
-// carry no handle, so a handler needs nothing but the request.
+// carry no handle (the kernel opens them without asking where it can,
+// file_ops.cc), so a handler needs nothing but the request.
 //
 // Request loop. fuse_session_loop_mt with at most FuseOptions::threads
 // workers (0: DefaultThreads(), two per core: 4 here), built with

@@ -232,10 +232,11 @@ Result<BlockPtr> BlockTree::WriteBlock(zio::Zio* zio, const zio::WriteProps& pro
 }
 
 Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
-  std::string buf(kIndirectBlockSize, '\0');
+  std::string buf;  // made on first use: most dnodes a txg syncs have no indirect block
   for (uint8_t level = 1; level < nlevels_; level++) {
     for (auto& [key, ind] : cache_) {
       if (key.first != level || !ind->dirty) continue;
+      if (buf.empty()) buf.resize(kIndirectBlockSize);
       const uint64_t index = key.second;
       POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(level, index));
       BlockPtr old = *slot;

@@ -337,6 +337,12 @@ uint64_t Pool::object_cache_limit() const {
   return std::max<uint64_t>(arc_->max_bytes() / 10 / kObjectBytes, 1024);
 }
 
+uint64_t Pool::leaf_cache_limit() const {
+  if (options_.object_cache_limit != 0) return options_.object_cache_limit;
+  if (!arc_) return std::numeric_limits<uint64_t>::max();
+  return std::max<uint64_t>(arc_->max_bytes() / 64 / kLeafBytes, 64);
+}
+
 void Pool::SetCacheBytes(uint64_t max_bytes) {
   if (!arc_) return;
   arc_->SetMaxBytes(max_bytes);

@@ -153,6 +153,12 @@ class Pool {
   // bound without a cache.
   static constexpr uint64_t kObjectBytes = 1536;  // a dnode and an inode, measured
   uint64_t object_cache_limit() const;
+  // Decoded directory blocks the POSIX layer keeps beside the cache
+  // (zap::LeafCache): as many 8 KiB blocks as a 64th of the cache's bound
+  // holds, at least 64; PoolOptions::object_cache_limit when set (tests
+  // make both small at once). No bound without a cache.
+  static constexpr uint64_t kLeafBytes = 8192;
+  uint64_t leaf_cache_limit() const;
   // Returns once txg (0: the open one) is durable.
   Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
   PoolStats Stats() const EXCLUDES(mu_);

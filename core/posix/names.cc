@@ -107,7 +107,8 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
   auto in = std::make_shared<Inode>(0);
   ObjectId id;
   if (is_dir) {
-    POOLFS_ASSIGN_OR_RETURN(auto zap, zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory));
+    POOLFS_ASSIGN_OR_RETURN(auto zap,
+                            zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts()));
     id = zap->id();
     in = std::make_shared<Inode>(id.value());
     in->dir = std::move(zap);

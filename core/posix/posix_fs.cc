@@ -141,6 +141,7 @@ Status PosixFs::Init() {
   os_->SetBackfill(backfill);
   os_->SetAllocChunk(opts_.alloc_chunk);
   table_.SetLimit(pool_->object_cache_limit());
+  leaves_.SetLimit(pool_->leaf_cache_limit());
   auto root = os_->Stat(ObjectId(kRootIno));
   if (!root.ok() && root.status().IsNotFound()) {
     if (os_->next_object() != 1)
@@ -154,7 +155,7 @@ Status PosixFs::Init() {
   } else if (!root.ok()) {
     return root.status();
   }
-  POOLFS_ASSIGN_OR_RETURN(auto master, zap::Zap::Open(os_, ObjectId(kMasterObject)));
+  POOLFS_ASSIGN_OR_RETURN(auto master, zap::Zap::Open(os_, ObjectId(kMasterObject), ZapOpts()));
   auto version = master->Lookup("VERSION");
   if (!version.ok()) return version.status().WithContext("master object 2");
   if (version->object != kFsVersion)
@@ -162,7 +163,7 @@ Status PosixFs::Init() {
                                 " (this build reads version " + std::to_string(kFsVersion) + ")");
   auto unlinked = master->Lookup("UNLINKED");
   if (!unlinked.ok()) return unlinked.status().WithContext("master object 2");
-  POOLFS_ASSIGN_OR_RETURN(unlinked_, zap::Zap::Open(os_, ObjectId(unlinked->object)));
+  POOLFS_ASSIGN_OR_RETURN(unlinked_, zap::Zap::Open(os_, ObjectId(unlinked->object), ZapOpts()));
   POOLFS_ASSIGN_OR_RETURN(InodeRef r, Get(kRootIno));
   if (!r->is_dir()) return Status::Corruption("object 1 (the root) is not a directory");
   auto stats = pool_->Stats();
@@ -182,9 +183,12 @@ Status PosixFs::CreateRoot() {
   z.nlink = 2;
   z.parent = kRootIno;
   z.atime = z.mtime = z.ctime = z.btime = Now();
-  POOLFS_ASSIGN_OR_RETURN(auto root, zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory));
-  POOLFS_ASSIGN_OR_RETURN(auto master, zap::Zap::Create(tx, os_, dmu::ObjectType::kZap));
-  POOLFS_ASSIGN_OR_RETURN(auto unlinked, zap::Zap::Create(tx, os_, dmu::ObjectType::kZap));
+  POOLFS_ASSIGN_OR_RETURN(auto root,
+                          zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts()));
+  POOLFS_ASSIGN_OR_RETURN(auto master,
+                          zap::Zap::Create(tx, os_, dmu::ObjectType::kZap, {}, ZapOpts()));
+  POOLFS_ASSIGN_OR_RETURN(auto unlinked,
+                          zap::Zap::Create(tx, os_, dmu::ObjectType::kZap, {}, ZapOpts()));
   if (root->id().value() != kRootIno || master->id().value() != kMasterObject ||
       unlinked->id().value() != kUnlinkedObject)
     return Status::Corruption("dataset '" + os_->name() + "': new root objects got ids " +
@@ -286,7 +290,7 @@ Result<InodeRef> PosixFs::Load(uint64_t ino) {
   // Fsync waits for the newest change of any inode (conservative).
   in->last_txg = newest_txg_.load();
   if (is_dir) {
-    POOLFS_ASSIGN_OR_RETURN(in->dir, zap::Zap::Open(os_, ObjectId(ino)));
+    POOLFS_ASSIGN_OR_RETURN(in->dir, zap::Zap::Open(os_, ObjectId(ino), ZapOpts()));
   }
   {
     util::MutexLock l(&in->mu);

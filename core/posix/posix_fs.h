@@ -176,6 +176,12 @@ class PosixFs final : public Filesystem {
   // does not fail because its atime could not be stored). Takes in.op_mu
   // only when atime moves, so it must be called without it.
   void TouchAtime(Inode& in);
+  // How every zap here is opened and created: with leaves_.
+  zap::ZapOptions ZapOpts() {
+    zap::ZapOptions o;
+    o.leaf_cache = &leaves_;
+    return o;
+  }
 
   // Xattrs (xattr.cc).
   Status LoadXattrs(Inode& in, const ZnodePhys& z);
@@ -186,6 +192,9 @@ class PosixFs final : public Filesystem {
   std::unique_ptr<pool::Pool> pool_;
   dmu::ObjectSet* os_ = nullptr;
   MountOptions opts_;
+  // Decoded leaves of every zap below (they must outlive the Zaps, held
+  // by table_'s inodes and unlinked_); bounded by Pool::leaf_cache_limit.
+  zap::LeafCache leaves_{64};
   InodeTable table_;
   std::mutex rename_mu_;  // cross-directory directory renames
   std::mutex unlinked_mu_;

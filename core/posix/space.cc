@@ -132,6 +132,7 @@ void PosixFs::SetLive(const LiveTunables& t) {
   os_->SetAllocChunk(t.alloc_chunk);
   pool_->SetCacheBytes(t.arc_max_bytes);
   table_.SetLimit(pool_->object_cache_limit());
+  leaves_.SetLimit(pool_->leaf_cache_limit());
 }
 
 }  // namespace poolfs::core::posix

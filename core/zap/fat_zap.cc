@@ -188,11 +188,19 @@ uint64_t Zap::TableIndex(uint64_t h) const {
   return fat_.depth == 0 ? 0 : h >> (kHashBits - fat_.depth);
 }
 
-Result<Leaf> Zap::ReadLeaf(uint64_t index) const {
+Result<std::shared_ptr<const Leaf>> Zap::ReadLeaf(uint64_t index) const {
   const auto& t = fat_.table;
   const uint64_t blk = t[index];
-  POOLFS_ASSIGN_OR_RETURN(std::string bytes, ReadBlock(blk, "leaf"));
-  POOLFS_ASSIGN_OR_RETURN(Leaf leaf, Leaf::Decode(std::move(bytes), ctx_, blk));
+  std::shared_ptr<const Leaf> ref = leaf_cache_ ? leaf_cache_->Find(owner_, blk) : nullptr;
+  if (!ref) {
+    POOLFS_ASSIGN_OR_RETURN(std::string bytes, ReadBlock(blk, "leaf"));
+    POOLFS_ASSIGN_OR_RETURN(Leaf decoded, Leaf::Decode(std::move(bytes), ctx_, blk));
+    ref = leaf_cache_ ? leaf_cache_->Put(owner_, std::move(decoded))
+                      : std::make_shared<const Leaf>(std::move(decoded));
+  }
+  // The table changes only through this Zap, which keeps its cached leaves
+  // in step with it; checked on every read all the same (it is cheap).
+  const Leaf& leaf = *ref;
   const uint8_t d = fat_.depth, ld = leaf.depth();
   auto bad = [&](const std::string& what) {
     return Status::Corruption(ctx_.Where(blk, "leaf") + ": prefix " +
@@ -208,19 +216,20 @@ Result<Leaf> Zap::ReadLeaf(uint64_t index) const {
       (first + span < t.size() && t[first + span] == blk))
     return bad("but the table (" + SlotWhere(first) + ") does not point at it from exactly its " +
                std::to_string(span) + " slots");
-  return leaf;
+  return ref;
 }
 
 Result<Value> Zap::FatLookup(uint64_t h, std::string_view name) const {
-  POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
-  uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count())
+  POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> leaf, ReadLeaf(TableIndex(h)));
+  uint32_t slot = leaf->Find(h, name, nullptr);
+  if (slot == leaf->count())
     return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
-  return leaf.ValueAt(slot);
+  return leaf->ValueAt(slot);
 }
 
 Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
-  POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
+  POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
+  Leaf leaf = *ref;
   uint32_t cd;
   if (leaf.Find(h, name, &cd) != leaf.count())
     return Status::AlreadyExists(ctx_.Where(leaf.block(), "leaf") + ": the name exists");
@@ -237,7 +246,8 @@ Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& 
 }
 
 Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
-  POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
+  POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
+  Leaf leaf = *ref;
   uint32_t slot = leaf.Find(h, name, nullptr);
   if (slot == leaf.count())
     return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
@@ -252,7 +262,8 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
 }
 
 Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
-  POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(h)));
+  POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
+  Leaf leaf = *ref;
   uint32_t slot = leaf.Find(h, name, nullptr);
   if (slot == leaf.count())
     return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
@@ -264,7 +275,8 @@ Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Valu
 
 Status Zap::FatIterate(uint64_t cookie, size_t n, std::vector<Entry>* out) const {
   while (out->size() < n && cookie < kKeyLimit) {
-    POOLFS_ASSIGN_OR_RETURN(Leaf leaf, ReadLeaf(TableIndex(KeyHash(cookie))));
+    POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(KeyHash(cookie))));
+    const Leaf& leaf = *ref;
     for (uint32_t i = leaf.LowerBound(cookie); i < leaf.count() && out->size() < n; i++)
       out->push_back(Entry{std::string(leaf.NameAt(i)), leaf.ValueAt(i), leaf.KeyAt(i) + 1});
     // On to the leaf after this one's range of h (always past the cookie).
@@ -341,6 +353,20 @@ void Zap::SplitLeaf(Change& c, Leaf& leaf) {
 }
 
 Status Zap::Commit(dmu::Tx& tx, Change& c, bool header) {
+  Status s = WriteChange(tx, c, header);
+  if (leaf_cache_) {
+    for (auto& [blk, leaf] : c.leaves) {
+      if (s.ok()) {
+        leaf_cache_->Put(owner_, std::move(leaf));
+      } else {
+        leaf_cache_->Drop(owner_, blk);  // the dmu may hold either version
+      }
+    }
+  }
+  return s;
+}
+
+Status Zap::WriteChange(dmu::Tx& tx, Change& c, bool header) {
   for (auto& [blk, leaf] : c.leaves) POOLFS_RETURN_IF_ERROR(WriteBlock(tx, blk, leaf.Sealed()));
   if (fat_.table_block != 0) {
     if (c.table_moved) {

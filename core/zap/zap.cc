@@ -36,8 +36,15 @@ uint64_t DefaultHash(uint64_t salt, std::string_view name) {
   return util::Xxh3_64(buf, 8 + len);
 }
 
-Zap::Zap(dmu::ObjectSet* os, ObjectId id, const BlockContext& ctx, uint64_t salt, HashFn hash)
-    : os_(os), id_(id), ctx_(ctx), salt_(salt), hash_(hash ? hash : &DefaultHash) {}
+Zap::Zap(dmu::ObjectSet* os, ObjectId id, const BlockContext& ctx, uint64_t salt,
+         const ZapOptions& options)
+    : os_(os),
+      id_(id),
+      ctx_(ctx),
+      salt_(salt),
+      hash_(options.hash ? options.hash : &DefaultHash),
+      leaf_cache_(options.leaf_cache),
+      owner_(LeafCache::NewOwner()) {}
 
 Zap::~Zap() = default;
 
@@ -67,7 +74,7 @@ Result<std::unique_ptr<Zap>> Zap::Create(dmu::Tx& tx, dmu::ObjectSet* os, dmu::O
                           os->Create(tx, type, options.block_size, util::Compression::kLz4, bonus));
   BlockContext ctx{id.value(), options.block_size, type == dmu::ObjectType::kDirectory};
   uint64_t salt = options.salt ? options.salt : RandomSalt();
-  std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options.hash));
+  std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
   std::string block = EmptyMicroBlock(ctx, salt);
   POOLFS_RETURN_IF_ERROR(z->WriteBlock(tx, 0, block));
   WriterLock l(&z->mu_);
@@ -98,7 +105,7 @@ Result<std::unique_ptr<Zap>> Zap::Open(dmu::ObjectSet* os, ObjectId id, const Za
   uint64_t magic = util::GetLE64(p);
   uint64_t salt = util::GetLE64(p + offsetof(MicroHeaderPhys, salt));
   static_assert(offsetof(MicroHeaderPhys, salt) == offsetof(FatHeaderPhys, salt));
-  std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options.hash));
+  std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
   WriterLock l(&z->mu_);
   if (magic == kMicroMagic) {
     POOLFS_RETURN_IF_ERROR(z->LoadMicro(std::move(block)));

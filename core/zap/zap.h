@@ -32,7 +32,9 @@
 //     doubles (each pointer twice). Lookup, Add, Remove and Update read one
 //     leaf: the header and the table are kept decoded in memory (loaded by
 //     Open), so they stay one block read at any size. Leaves are never
-//     merged; a zap that shrinks keeps its leaves (as ZFS's does).
+//     merged; a zap that shrinks keeps its leaves (as ZFS's does). With a
+//     LeafCache (ZapOptions::leaf_cache, leaf_cache.h) a leaf is decoded
+//     and checked once and then read in place; a change edits a copy.
 //
 // Readdir cookies. Iterate lists entries in key order, micro or fat: in the
 // micro form the entries are sorted by key; in the fat form the leaves cover
@@ -80,6 +82,7 @@
 #include "poolfs/status.h"
 #include "poolfs/types.h"
 #include "zap/leaf.h"
+#include "zap/leaf_cache.h"
 #include "zap/shared_mutex.h"
 #include "zap/zap_phys.h"
 
@@ -97,6 +100,9 @@ struct ZapOptions {
   uint64_t salt = 0;                        // Create only: 0 picks a random salt
   HashFn hash = nullptr;  // tests only (forced collisions): replaces DefaultHash; the
                           // same function must be given at every Open
+  // Decoded leaves kept for this zap (leaf_cache.h); it must outlive the
+  // Zap. nullptr: every leaf is read and checked anew.
+  LeafCache* leaf_cache = nullptr;
 };
 
 // One entry listed by Iterate.
@@ -187,7 +193,8 @@ class Zap {
     std::vector<std::pair<uint64_t, uint64_t>> freed;  // (first block, blocks) to punch
   };
 
-  Zap(dmu::ObjectSet* os, ObjectId id, const BlockContext& ctx, uint64_t salt, HashFn hash);
+  Zap(dmu::ObjectSet* os, ObjectId id, const BlockContext& ctx, uint64_t salt,
+      const ZapOptions& options);
 
   uint64_t Hash(std::string_view name) const;
   Result<std::string> ReadBlock(uint64_t block, std::string_view kind) const;
@@ -218,8 +225,10 @@ class Zap {
   uint64_t TableIndex(uint64_t h) const REQUIRES_SHARED(mu_);
   // "zap object 17 block 0 (fat header)": the block holding table slot `index`.
   std::string SlotWhere(uint64_t index) const REQUIRES_SHARED(mu_);
-  // The leaf the table points at from slot `index`, checked against the table.
-  Result<Leaf> ReadLeaf(uint64_t index) const REQUIRES_SHARED(mu_);
+  // The leaf the table points at from slot `index`, checked against the
+  // table: from the leaf cache, else read, decoded and cached. A change
+  // edits a copy (Commit caches it).
+  Result<std::shared_ptr<const Leaf>> ReadLeaf(uint64_t index) const REQUIRES_SHARED(mu_);
   Status FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Status FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) REQUIRES(mu_);
   Status FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
@@ -230,14 +239,18 @@ class Zap {
   Status FatInsert(Change& c, uint64_t key, std::string_view name, const Value& v) REQUIRES(mu_);
   void DoubleTable(Change& c) REQUIRES(mu_);
   void SplitLeaf(Change& c, Leaf& leaf) REQUIRES(mu_);
-  // Writes the blocks of `c` (and block 0 if `header`).
+  // Writes the blocks of `c` (and block 0 if `header`); its leaves go to
+  // the leaf cache when all were written, and leave it otherwise.
   Status Commit(dmu::Tx& tx, Change& c, bool header) REQUIRES(mu_);
+  Status WriteChange(dmu::Tx& tx, Change& c, bool header) REQUIRES(mu_);
 
   dmu::ObjectSet* const os_;
   const ObjectId id_;
   const BlockContext ctx_;
   const uint64_t salt_;
   const HashFn hash_;
+  LeafCache* const leaf_cache_;
+  const uint64_t owner_;  // this Zap's leaves in leaf_cache_
 
   mutable SharedMutex mu_;
   bool micro_form_ GUARDED_BY(mu_) = true;

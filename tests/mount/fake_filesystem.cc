@@ -34,12 +34,19 @@ FakeFilesystem::FakeFilesystem() {
   root.attr.atime = root.attr.mtime = root.attr.ctime = root.attr.btime = Now();
 }
 
+uint64_t FakeFilesystem::Calls(const std::string& op) {
+  std::lock_guard l(mu_);
+  auto it = calls_.find(op);
+  return it == calls_.end() ? 0 : it->second;
+}
+
 void FakeFilesystem::FailNext(const std::string& op, Status st) {
   std::lock_guard l(mu_);
   failures_.insert_or_assign(op, std::move(st));
 }
 
 std::optional<Status> FakeFilesystem::Injected(const std::string& op) {
+  calls_[op]++;
   auto it = failures_.find(op);
   if (it == failures_.end()) return std::nullopt;
   Status st = it->second;

@@ -26,6 +26,8 @@ class FakeFilesystem : public Filesystem {
   // The next call of operation `op` ("lookup", "getattr", "getxattr",
   // "create", "unlink", "read", "write", ...) returns `st` instead.
   void FailNext(const std::string& op, Status st);
+  // Calls of operation `op` so far (names as for FailNext).
+  uint64_t Calls(const std::string& op);
   // Lookup references the kernel holds on `ino` (0 once all forgotten).
   uint64_t LookupCount(uint64_t ino);
   uint64_t fsyncs();
@@ -87,6 +89,7 @@ class FakeFilesystem : public Filesystem {
   std::mutex mu_;
   std::map<uint64_t, Node> nodes_;
   std::map<std::string, Status> failures_;
+  std::map<std::string, uint64_t> calls_;
   uint64_t next_ino_ = 2;
   uint64_t fsyncs_ = 0;
   bool unmounted_ = false;

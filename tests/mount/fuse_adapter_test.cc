@@ -121,6 +121,38 @@ TEST_CASE("A file written through the mount reads back and fsync reaches the fil
   CHECK(st.st_size == 0);
 }
 
+TEST_CASE("Files open and are made without OPEN, CREATE or RELEASE requests") {
+  FakeMount m;
+  const std::string p = m.Path("f");
+  for (int i = 0; i < 3; i++) {
+    int fd = open(p.c_str(), O_CREAT | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "abc", 3) == 3);
+    close(fd);
+  }
+  int fd = open(m.Path("g").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0400);  // mode refuses writes
+  REQUIRE(fd >= 0);
+  CHECK(write(fd, "x", 1) == 1);  // but the creating open may write
+  close(fd);
+  fd = open(p.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  char buf[8];
+  CHECK(read(fd, buf, sizeof buf) == 3);
+  close(fd);
+  // The kernel asked once (answered ENOSYS), then made files with MKNOD
+  // and opened them itself (Adapter::no_open).
+  CHECK(m.fs().Calls("create") == 0);
+  CHECK(m.fs().Calls("open") == 0);
+  CHECK(m.fs().Calls("mknod") == 2);
+  // Truncation through open(O_TRUNC) arrives as a SETATTR.
+  fd = open(p.c_str(), O_WRONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  close(fd);
+  struct stat st;
+  REQUIRE(stat(p.c_str(), &st) == 0);
+  CHECK(st.st_size == 0);
+}
+
 TEST_CASE("Names made through the mount are listed once each by readdir") {
   FakeMount m;
   std::set<std::string> made;
@@ -199,7 +231,7 @@ TEST_CASE("A Status from the filesystem reaches the caller as its errno") {
   m.fs().FailNext("lookup", Status(StatusCode::kPermissionDenied, "search"));
   CHECK(stat(m.Path("never-looked-up-2").c_str(), &st) == -1);
   CHECK(errno == EACCES);
-  m.fs().FailNext("create", Status::NoSpace("pool full"));
+  m.fs().FailNext("mknod", Status::NoSpace("pool full"));  // how the kernel makes files here
   CHECK(open(m.Path("g").c_str(), O_CREAT | O_WRONLY, 0600) == -1);
   CHECK(errno == ENOSPC);
   m.fs().FailNext("mkdir", Status(StatusCode::kReadOnly, "ro"));

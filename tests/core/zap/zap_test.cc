@@ -147,14 +147,19 @@ TEST_CASE("Zap upgrades to the fat form when the micro block fills or a name is 
 }
 
 TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgrades", "[zap]") {
+  // Without a leaf cache, with one that holds everything, and with ones
+  // so small that leaves keep leaving and coming back.
+  const uint64_t cached_leaves = GENERATE(0, 1, 3, 100000);
+  LeafCache cache(cached_leaves ? cached_leaves : 1);
   for (uint32_t bs : {4096u, 16384u}) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
-      INFO("block size " << bs << " seed " << seed);
+      INFO("block size " << bs << " seed " << seed << " cached leaves " << cached_leaves);
       Fixture f;
       std::mt19937_64 rng(seed);
       ZapOptions o;
       o.block_size = bs;
       o.salt = seed;
+      if (cached_leaves) o.leaf_cache = &cache;
       auto z = f.NewZap(seed % 2 ? dmu::ObjectType::kZap : dmu::ObjectType::kDirectory, o);
       const ObjectId id = z->id();
       std::map<std::string, Value> model;
@@ -206,7 +211,7 @@ TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgr
         if (round % 4 == 1) f.Sync();
         if (round % 7 == 3) {
           f.Reopen();
-          z = f.OpenZap(id);
+          z = f.OpenZap(id, o);
         }
         if (round % 5 == 0 || round == rounds - 1) CheckAgainst(*z, model);
       }
