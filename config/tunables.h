@@ -69,6 +69,7 @@ struct Tunables {
   uint64_t arc_max_bytes = 0;
   uint32_t arc_sublists = 0;
   uint32_t arc_evict_batch = 10;
+  bool arc_cache_whole_reads = false;
   // fuse
   uint32_t fuse_threads = 0;
   bool fuse_writeback_cache = false;

@@ -45,6 +45,7 @@ poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
   live.delay_max_ns = t.txg_delay_max_ns;
   live.df_max_search = t.alloc_df_max_search;
   live.arc_max_bytes = t.arc_max_bytes;
+  live.cache_whole_reads = t.arc_cache_whole_reads;
   SetAllocationTunables(live, t);
   return live;
 }

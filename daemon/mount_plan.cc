@@ -151,6 +151,7 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   o.arc_max_bytes = t.arc_max_bytes;
   o.arc_sublists = t.arc_sublists;
   o.arc_evict_batch = t.arc_evict_batch;
+  o.cache_whole_reads = t.arc_cache_whole_reads;
   if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
     o.metadnode_backfill = row->Format(row->get(t));
   o.alloc_chunk = t.dmu_alloc_chunk;

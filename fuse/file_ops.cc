@@ -85,9 +85,12 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
-void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   std::string out;
-  Status st = AdapterOf(req).fs->Read(ino, uint64_t(off), size, &out);
+  // The kernel keeps what it reads in its page cache, unless the file was
+  // opened with O_DIRECT (the flags come with every READ).
+  const uint32_t flags = (fi->flags & O_DIRECT) ? 0u : uint32_t{kReadCallerKeeps};
+  Status st = AdapterOf(req).fs->Read(ino, uint64_t(off), size, &out, flags);
   if (!st.ok()) return ReplyStatus(req, st, "read", ino);
   fuse_reply_buf(req, out.data(), out.size());
 }

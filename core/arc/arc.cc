@@ -268,20 +268,31 @@ ArcHandle Arc::Insert(const BlockKey& key, ArcData data) {
   }
   if (reserved && !used_reservation) Unreserve(charged);
   if (!out) {  // no room: the caller still gets its block, outside the cache
-    auto* h = headers_.New();
-    h->key = key;
-    h->hash = hash;
-    h->data = data.data_;
-    h->size = data.size_;
-    h->charged = uint32_t(charged);
-    data.data_ = nullptr;
-    h->state = ArcState::kGone;
-    h->refs.store(ArcHeader::kDetached | 1, std::memory_order_release);
     uncached_.fetch_add(1, std::memory_order_relaxed);
-    out = ArcHandle(this, h);
+    out = Outside(key, hash, std::move(data));
   }
   if (used_reservation) MaybeWakeEvictor();
   return out;
+}
+
+ArcHandle Arc::Hold(const BlockKey& key, ArcData data) {
+  CHECK(data.data_ != nullptr);
+  CHECK(data.pool_ == &pool_);
+  read_once_.fetch_add(1, std::memory_order_relaxed);
+  return Outside(key, key.Hash(), std::move(data));
+}
+
+ArcHandle Arc::Outside(const BlockKey& key, uint64_t hash, ArcData data) {
+  auto* h = headers_.New();
+  h->key = key;
+  h->hash = hash;
+  h->data = data.data_;
+  h->size = data.size_;
+  h->charged = uint32_t(BufferPool::ChargedSize(data.size_));
+  data.data_ = nullptr;
+  h->state = ArcState::kGone;
+  h->refs.store(ArcHeader::kDetached | 1, std::memory_order_release);
+  return ArcHandle(this, h);
 }
 
 void Arc::AdaptOnGhostHit(ArcState ghost, uint64_t bytes) {
@@ -466,6 +477,7 @@ ArcStats Arc::Stats() const {
   st.hash_lock_misses = hash_lock_misses_.load(std::memory_order_relaxed);
   st.sublist_lock_misses = sublist_lock_misses_.load(std::memory_order_relaxed);
   st.uncached = uncached_.load(std::memory_order_relaxed);
+  st.read_once = read_once_.load(std::memory_order_relaxed);
   st.forgotten = forgotten_.load(std::memory_order_relaxed);
   st.cached_bytes = cached_bytes();
   st.mru_bytes = StateBytes(ArcState::kMru);

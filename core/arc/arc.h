@@ -107,6 +107,7 @@ struct ArcStats {
   uint64_t hash_lock_misses = 0;     // evictor try-locks of a hash stripe that failed
   uint64_t sublist_lock_misses = 0;  // evictor try-locks of a sublist that failed
   uint64_t uncached = 0;             // Inserts that found no room (all held)
+  uint64_t read_once = 0;            // blocks held outside the cache by Hold
   uint64_t forgotten = 0;            // blocks dropped by Forget or EvictAll
   uint64_t cached_bytes = 0;         // MRU + MFU data, always <= max_bytes
   uint64_t mru_bytes = 0, mfu_bytes = 0, mru_ghost_bytes = 0, mfu_ghost_bytes = 0;
@@ -161,6 +162,11 @@ class Arc {
   // frees `data`. If no room can be made (everything evictable is held),
   // returns a hold on an uncached block, freed with its last handle.
   ArcHandle Insert(const BlockKey& key, ArcData data);
+
+  // A hold on `data` kept out of the cache: a block read for one use,
+  // whose buffer goes back to the allocator (for the next read to reuse)
+  // with its last handle. Neither grows the cache nor evicts from it.
+  ArcHandle Hold(const BlockKey& key, ArcData data);
 
   // A new dirty block of `size` bytes (contents undefined), writable through
   // mutable_data(); never evicted, freed with its last handle.
@@ -253,6 +259,8 @@ class Arc {
   void Unreserve(uint64_t bytes) { cached_bytes_.fetch_sub(bytes, std::memory_order_relaxed); }
   void MaybeWakeEvictor();
   void AdaptOnGhostHit(ArcState ghost, uint64_t bytes);
+  // A detached, uncached header for `data`: freed with its last handle.
+  ArcHandle Outside(const BlockKey& key, uint64_t hash, ArcData data);
 
   // Evicts up to evict_batch blocks (or `goal` bytes) from one sublist of the
   // list the policy picks (then of the other live list if that freed
@@ -286,6 +294,7 @@ class Arc {
   std::atomic<uint64_t> cached_bytes_{0};
   std::atomic<uint64_t> anon_bytes_{0};
   std::atomic<uint64_t> uncached_{0};
+  std::atomic<uint64_t> read_once_{0};
   std::atomic<uint64_t> forgotten_{0};
   std::atomic<uint64_t> ghost_evictions_{0};
   std::atomic<uint64_t> hash_lock_misses_{0};

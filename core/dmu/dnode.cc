@@ -50,7 +50,7 @@ arc::BlockKey Dnode::CacheKey(const zio::BlockPtr& bp) {
   return {VdevId(bp.dva.vdev), VdevOffset(bp.dva.offset), bp.birth};
 }
 
-Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t) {
+Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t, bool keep) {
   // Newest unsynced txg first: its dirty copy, else a free that covers it.
   std::array<const Slot*, kTxgSlots> order{};
   size_t n = 0;
@@ -96,7 +96,8 @@ Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t) {
   // when the vdev reads with O_DIRECT).
   arc::ArcData buf = cache->AllocData(block_size);
   POOLFS_RETURN_IF_ERROR(zio_->ReadInto(bp, reinterpret_cast<uint8_t*>(buf.data())));
-  return BlockRef{nullptr, cache->Insert(key, std::move(buf))};
+  return BlockRef{nullptr,
+                  keep ? cache->Insert(key, std::move(buf)) : cache->Hold(key, std::move(buf))};
 }
 
 Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
@@ -186,7 +187,7 @@ Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtie
   return Status::Ok();
 }
 
-Result<std::string> Dnode::Read(uint64_t off, uint64_t len) {
+Result<std::string> Dnode::Read(uint64_t off, uint64_t len, ReadCaching caching) {
   util::MutexLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   if (off >= live_.length) return std::string();
@@ -197,7 +198,10 @@ Result<std::string> Dnode::Read(uint64_t off, uint64_t len) {
   out.reserve(end - off);
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    POOLFS_ASSIGN_OR_RETURN(BlockRef blk, Content(b, std::numeric_limits<uint64_t>::max()));
+    // Whole: from the block's start to its end or the object's.
+    const bool whole = lo == b * bs && hi == std::min(live_.length, (b + 1) * bs);
+    POOLFS_ASSIGN_OR_RETURN(BlockRef blk, Content(b, std::numeric_limits<uint64_t>::max(),
+                                                  caching == ReadCaching::kAll || !whole));
     if (blk.data() != nullptr)
       out.append(blk.data() + (lo - b * bs), hi - lo);
     else

@@ -58,6 +58,17 @@ struct ObjectInfo {
   std::string bonus;
 };
 
+// Which of the blocks a read misses in the block cache it leaves there.
+enum class ReadCaching : uint8_t {
+  kAll,
+  // Only blocks the read returns part of. A block it returns whole goes
+  // into a buffer outside the cache, back to the cache's allocator once
+  // the read is done: for callers that keep what they read themselves (the
+  // kernel's page cache), so that streaming a file neither grows the cache
+  // with a second copy of it nor pushes other blocks out.
+  kPartial,
+};
+
 class Dnode {
  public:
   static constexpr int kTxgSlots = 4;
@@ -75,7 +86,8 @@ class Dnode {
   void Free(Txg t) EXCLUDES(mu_);
   Status Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) EXCLUDES(mu_);
   // Reads up to `len` bytes at `off`, stopping at the object's length.
-  Result<std::string> Read(uint64_t off, uint64_t len) EXCLUDES(mu_);
+  Result<std::string> Read(uint64_t off, uint64_t len, ReadCaching caching = ReadCaching::kAll)
+      EXCLUDES(mu_);
   // Sets the length; blocks wholly past it are freed, the tail of the last
   // one zeroed.
   Status Truncate(Txg t, uint64_t length, uint64_t* dirtied) EXCLUDES(mu_);
@@ -163,8 +175,10 @@ class Dnode {
     }
   };
   // A block's newest content before txg `t`'s own copy; reads the tree
-  // (through the cache) when no unsynced txg has it.
-  Result<BlockRef> Content(uint64_t blkid, uint64_t t) REQUIRES(mu_) EXCLUDES(tree_mu_);
+  // (through the cache; into it unless `keep` is false) when no unsynced
+  // txg has it.
+  Result<BlockRef> Content(uint64_t blkid, uint64_t t, bool keep = true) REQUIRES(mu_)
+      EXCLUDES(tree_mu_);
   Slot& SlotFor(Txg t) REQUIRES(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
   // Txg t's copy of block blkid, made on first use from `whole` (the whole

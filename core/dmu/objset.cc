@@ -268,9 +268,9 @@ Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data
   return st;
 }
 
-Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len) {
+Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, ReadCaching caching) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
-  return d->Read(off, len);
+  return d->Read(off, len, caching);
 }
 
 Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {

@@ -90,7 +90,8 @@ class ObjectSet {
   Status Free(Tx& tx, ObjectId id);
   Status Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data);
   // Reads up to len bytes at off, stopping at the object's length.
-  Result<std::string> Read(ObjectId id, uint64_t off, uint64_t len);
+  Result<std::string> Read(ObjectId id, uint64_t off, uint64_t len,
+                           ReadCaching caching = ReadCaching::kAll);
   Status Truncate(Tx& tx, ObjectId id, uint64_t length);
   Status Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len);
   Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);

@@ -65,7 +65,7 @@ void PosixFs::TouchAtime(Inode& in) {
   Note(tx, {&in});
 }
 
-Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out) {
+Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t flags) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
@@ -75,7 +75,12 @@ Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out) {
   if (len == 0) return Status::Ok();  // as Linux: a read of 0 bytes is no access
   if (off < z.size) {
     const uint64_t n = std::min<uint64_t>(len, z.size - off);
-    POOLFS_ASSIGN_OR_RETURN(*out, os_->Read(ObjectId(ino), off, n));
+    // What the caller keeps need not be kept twice (arc.cache_whole_reads).
+    const bool partial_only =
+        (flags & kReadCallerKeeps) && !cache_whole_reads_.load(std::memory_order_relaxed);
+    POOLFS_ASSIGN_OR_RETURN(
+        *out, os_->Read(ObjectId(ino), off, n,
+                        partial_only ? dmu::ReadCaching::kPartial : dmu::ReadCaching::kAll));
     if (out->size() < n) out->resize(n, '\0');
   }
   TouchAtime(*in);

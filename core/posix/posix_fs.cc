@@ -142,6 +142,7 @@ Status PosixFs::Init() {
   os_->SetAllocChunk(opts_.alloc_chunk);
   table_.SetLimit(pool_->object_cache_limit());
   leaves_.SetLimit(pool_->leaf_cache_limit());
+  cache_whole_reads_.store(opts_.cache_whole_reads, std::memory_order_relaxed);
   auto root = os_->Stat(ObjectId(kRootIno));
   if (!root.ok() && root.status().IsNotFound()) {
     if (os_->next_object() != 1)

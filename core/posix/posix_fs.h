@@ -72,7 +72,8 @@ class PosixFs final : public Filesystem {
                 std::string_view new_name, uint32_t flags) override;
   Status Open(const Creds& c, uint64_t ino, int flags) override;
   Status Access(const Creds& c, uint64_t ino, int mask) override;
-  Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out) override;
+  Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out,
+              uint32_t flags = 0) override;
   Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;
@@ -200,6 +201,7 @@ class PosixFs final : public Filesystem {
   std::mutex unlinked_mu_;
   std::unique_ptr<zap::Zap> unlinked_;
   std::atomic<uint64_t> newest_txg_{0};  // newest change of any inode (Fsync fallback)
+  std::atomic<bool> cache_whole_reads_{false};  // MountOptions::cache_whole_reads, live
 
   // Space: free bytes as of the last sync seen (ReserveSpace).
   std::mutex space_mu_;

@@ -131,6 +131,7 @@ void PosixFs::SetLive(const LiveTunables& t) {
   if (auto mode = dmu::ParseBackfillMode(t.metadnode_backfill); mode.ok()) os_->SetBackfill(*mode);
   os_->SetAllocChunk(t.alloc_chunk);
   pool_->SetCacheBytes(t.arc_max_bytes);
+  cache_whole_reads_.store(t.cache_whole_reads, std::memory_order_relaxed);
   table_.SetLimit(pool_->object_cache_limit());
   leaves_.SetLimit(pool_->leaf_cache_limit());
 }

@@ -275,7 +275,7 @@ Status FakeFilesystem::Access(const Creds&, uint64_t ino, int) {
   return Get(ino).status();
 }
 
-Status FakeFilesystem::Read(uint64_t ino, uint64_t off, size_t len, std::string* out) {
+Status FakeFilesystem::Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t) {
   std::lock_guard l(mu_);
   FAKE_INJECT("read");
   POOLFS_ASSIGN_OR_RETURN(Node * n, Get(ino));

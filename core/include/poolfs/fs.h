@@ -152,6 +152,14 @@ enum XattrFlags : uint32_t {
   kXattrReplace = 1u << 1,  // XATTR_REPLACE: fail with NoData if absent
 };
 
+// Read flags.
+enum ReadFlags : uint32_t {
+  // The caller keeps what it reads (the kernel's page cache, for a read
+  // without O_DIRECT): blocks the read returns whole need not stay in the
+  // block cache as well (unless MountOptions::cache_whole_reads).
+  kReadCallerKeeps = 1u << 0,
+};
+
 // Fallocate modes (fallocate(2)).
 enum FallocateFlags : uint32_t {
   kFallocKeepSize = 1u << 0,   // FALLOC_FL_KEEP_SIZE
@@ -200,6 +208,9 @@ struct MountOptions {
   uint64_t arc_max_bytes = 0;
   uint32_t arc_sublists = 0;
   uint32_t arc_evict_batch = 10;
+  // arc.cache_whole_reads: blocks a kReadCallerKeeps read returns whole stay
+  // in the block cache too (false: they are read once, outside it).
+  bool cache_whole_reads = false;
   // Object allocation in the root dataset (dmu.metadnode_backfill: "auto",
   // "on", "off" or "legacy"; dmu.alloc_chunk: ids handed to a thread at a
   // time).
@@ -228,6 +239,7 @@ struct LiveTunables {
   std::string metadnode_backfill = "auto";
   uint32_t alloc_chunk = 128;
   uint64_t arc_max_bytes = 0;  // 0: a share of RAM
+  bool cache_whole_reads = false;
 };
 
 // What `poolfs status` shows of a mounted pool.
@@ -341,8 +353,10 @@ class Filesystem {
   // Reads up to `len` bytes at `off` into `out` (resized to what was read:
   // short at the end of the file). Then moves atime as the mount's
   // AtimeMode says (not on a read-only mount; a failure to store it, such
-  // as a suspended pool, does not fail the read, as on Linux).
-  virtual Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out) = 0;
+  // as a suspended pool, does not fail the read, as on Linux). `flags`:
+  // ReadFlags.
+  virtual Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out,
+                      uint32_t flags = 0) = 0;
   // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
   // setgid as Linux does for a write by a non-root caller; updates mtime and
   // ctime. Returns the bytes written. FileTooLarge past the maximum size,

@@ -52,6 +52,35 @@ TEST_CASE("Arc returns an inserted block and misses an unknown one", "[arc]") {
   CHECK(st.cached_bytes == kBlock);
 }
 
+TEST_CASE("Arc holds a block read once outside the cache and reuses its buffer", "[arc]") {
+  Arc arc(Small(16));
+  ArcData d = arc.AllocData(kBlock);
+  std::memset(d.data(), 7, kBlock);
+  const std::byte* buf = d.data();
+  {
+    ArcHandle h = arc.Hold(Key(1), std::move(d));
+    REQUIRE(h.size() == kBlock);
+    CHECK(h.data()[kBlock - 1] == std::byte(7));
+    CHECK_FALSE(arc.Lookup(Key(1)));  // not cached
+    ArcStats st = arc.Stats();
+    CHECK(st.cached_bytes == 0);
+    CHECK(st.read_once == 1);
+    CHECK(st.uncached == 0);
+  }
+  // Its last handle gave the buffer back: the next one of its size is it.
+  CHECK(arc.Stats().pool_retained_bytes >= kBlock);
+  ArcData again = arc.AllocData(kBlock);
+  CHECK(again.data() == buf);
+  // A block cached meanwhile is not disturbed by a Hold of the same name.
+  Read(arc, 2);
+  ArcData other = arc.AllocData(kBlock);
+  std::memset(other.data(), 9, kBlock);
+  ArcHandle h = arc.Hold(Key(2), std::move(other));
+  CHECK(h.data()[0] == std::byte(9));
+  CHECK(Read(arc, 2));
+  CHECK(arc.Stats().cached_bytes == kBlock);
+}
+
 TEST_CASE("Arc moves a block read twice from MRU to MFU", "[arc]") {
   Arc arc(Small(16));
   Read(arc, 1);

@@ -492,6 +492,39 @@ TEST_CASE("Reads of synced blocks go through the cache, across a reopen", "[dmu]
   CHECK(cache.Stats().hits - second.hits >= 4);
 }
 
+TEST_CASE("A read that keeps only partial blocks leaves blocks it returns whole uncached",
+          "[dmu][arc]") {
+  Fixture f;
+  arc::Arc cache({.max_bytes = 16 << 20, .evict_thread = false});
+  f.os->UseCache(&cache);
+  // Three whole 128 KiB blocks and a last one holding 1000 bytes.
+  const std::string data = Pattern(9, 3 * 128 * 1024 + 1000);
+  Tx tx(&f.txgs);
+  REQUIRE(tx.Assign().ok());
+  ObjectId id = f.os->Create(tx, ObjectType::kPlain).value();
+  REQUIRE(f.os->Write(tx, id, 0, data).ok());
+  tx.Commit();
+  f.Sync();
+  f.Reopen();  // nothing of the object in memory
+  f.os->UseCache(&cache);
+  const uint64_t before = cache.Stats().cached_bytes;
+  // Whole blocks (the last one up to the object's end): none cached (the
+  // dnode's and the tree's small blocks are).
+  REQUIRE(f.os->Read(id, 0, data.size(), ReadCaching::kPartial).value() == data);
+  arc::ArcStats st = cache.Stats();
+  CHECK(st.cached_bytes < before + 128 * 1024);
+  CHECK(st.read_once == 4);
+  // A read of part of block 1 caches it; a whole read then finds it there.
+  REQUIRE(f.os->Read(id, 200000, 100, ReadCaching::kPartial).value() == data.substr(200000, 100));
+  CHECK(cache.Stats().cached_bytes == st.cached_bytes + 128 * 1024);
+  REQUIRE(f.os->Read(id, 128 * 1024, 128 * 1024, ReadCaching::kPartial).value() ==
+          data.substr(128 * 1024, 128 * 1024));
+  CHECK(cache.Stats().read_once == 4);
+  // kAll caches what it reads.
+  REQUIRE(f.os->Read(id, 0, data.size()).value() == data);
+  CHECK(cache.Stats().cached_bytes >= before + 3 * 128 * 1024);
+}
+
 TEST_CASE("A block rewritten in place by a later pass of its txg is not served from the cache",
           "[dmu][arc]") {
   // The MOS syncs in passes: a block written in pass 1 and dirtied again in
