@@ -4,8 +4,15 @@
 //
 // Theory
 // ------
-// Entries live in 64 shards picked by key, each a hash map under its own
+// Entries live in 64 shards picked by key, each a hash table under its own
 // mutex, held only to find, insert or erase: there is no cache-wide lock.
+// A shard's table is open addressing with linear probing, the key, the
+// reference and the bit inline in one 32-byte slot: a lookup touches one
+// slot (one cache miss in a large table), where a node-based map touched a
+// bucket and a chain of nodes (measured: std::unordered_map's finds were 7%
+// of the daemon's CPU under createmany, the misses of ~120,000 dnodes).
+// Erase shifts the probe run back (no tombstones); the table doubles at 3/4
+// full and halves below 1/8.
 // An entry is a shared_ptr<T> and a referenced bit, which Find and the
 // inserts set. References are only ever handed out under the shard's lock,
 // so under that lock use_count() == 1 means that nobody but the cache holds
@@ -31,15 +38,16 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "poolfs/status.h"
+#include "util/check.h"
 #include "util/mutex.h"
 
 namespace poolfs::util {
@@ -71,10 +79,10 @@ class ObjectCache {
   Ref Find(uint64_t key) {
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
-    auto it = s.map.find(key);
-    if (it == s.map.end()) return nullptr;
-    it->second.referenced = true;
-    return it->second.ref;
+    Slot* e = s.table.Find(key);
+    if (!e) return nullptr;
+    e->referenced = true;
+    return e->ref;
   }
 
   // The object under `key`; when absent, `load()` (a Result<Ref>) makes it,
@@ -85,15 +93,15 @@ class ObjectCache {
     std::vector<Ref> evicted;  // destroyed after the lock is released
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
-    auto it = s.map.find(key);
-    if (it != s.map.end()) {
-      it->second.referenced = true;
-      return it->second.ref;
+    if (Slot* e = s.table.Find(key)) {
+      e->referenced = true;
+      return e->ref;
     }
     Result<Ref> made = load();
     if (!made.ok()) return made.status();
     Ref ref = *made;
-    s.map.emplace(key, Entry{ref, true});
+    CHECK(ref != nullptr);
+    s.table.Insert(key, ref);
     Sweep(s, &evicted);
     return ref;
   }
@@ -106,12 +114,16 @@ class ObjectCache {
   // Inserts `ref`, replacing whatever was under `key`.
   void Replace(uint64_t key, Ref ref) {
     std::vector<Ref> evicted;
+    CHECK(ref != nullptr);
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
-    Entry& e = s.map[key];
-    if (e.ref) evicted.push_back(std::move(e.ref));
-    e.ref = std::move(ref);
-    e.referenced = true;
+    if (Slot* e = s.table.Find(key)) {
+      evicted.push_back(std::move(e->ref));
+      e->ref = std::move(ref);
+      e->referenced = true;
+    } else {
+      s.table.Insert(key, std::move(ref));
+    }
     Sweep(s, &evicted);
   }
 
@@ -119,10 +131,11 @@ class ObjectCache {
     Ref drop;
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
-    auto it = s.map.find(key);
-    if (it == s.map.end()) return;
-    drop = std::move(it->second.ref);
-    s.map.erase(it);
+    Slot* e = s.table.Find(key);
+    if (!e) return;
+    drop = std::move(e->ref);
+    s.table.EraseAt(size_t(e - s.table.slots()));
+    s.table.MaybeShrink();
   }
 
   // Drops `held` (the caller's reference to the object under `key`) from
@@ -131,12 +144,13 @@ class ObjectCache {
     Ref drop;
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
-    auto it = s.map.find(key);
+    Slot* e = s.table.Find(key);
     // The cache's reference and the caller's: nobody else can see it.
-    if (it == s.map.end() || it->second.ref != held || held.use_count() != 2) return false;
+    if (!e || e->ref != held || held.use_count() != 2) return false;
     if (evictable_ && !evictable_(*held)) return false;
-    drop = std::move(it->second.ref);
-    s.map.erase(it);
+    drop = std::move(e->ref);
+    s.table.EraseAt(size_t(e - s.table.slots()));
+    s.table.MaybeShrink();
     return true;
   }
 
@@ -154,10 +168,11 @@ class ObjectCache {
   // Drops every entry (held objects live on with their holders).
   void Clear() {
     for (Shard& s : shards_) {
-      std::unordered_map<uint64_t, Entry> drop;
+      Table drop;
       MutexLock l(&s.mu);
-      drop.swap(s.map);
+      drop.Swap(s.table);
       s.sweep_at = 0;
+      s.hand = 0;
     }
   }
 
@@ -165,7 +180,7 @@ class ObjectCache {
     uint64_t n = 0;
     for (Shard& s : shards_) {
       MutexLock l(&s.mu);
-      n += s.map.size();
+      n += s.table.size();
     }
     return n;
   }
@@ -174,40 +189,124 @@ class ObjectCache {
 
  private:
   static constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
-  struct Entry {
+  static constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;  // Fibonacci hashing
+
+  // An entry: empty when ref is null.
+  struct Slot {
+    uint64_t key = 0;
     Ref ref;
     bool referenced = false;
   };
+
+  // A shard's table: open addressing, linear probing, backward-shift erase.
+  // The home slot of a key takes the bits of key * kMix just below the six
+  // that picked the shard.
+  class Table {
+   public:
+    size_t size() const { return count_; }
+    size_t capacity() const { return slots_.size(); }
+    Slot* slots() { return slots_.data(); }
+
+    Slot* Find(uint64_t key) {
+      if (count_ == 0) return nullptr;
+      for (size_t i = Home(key);; i = (i + 1) & mask_) {
+        Slot& e = slots_[i];
+        if (!e.ref) return nullptr;
+        if (e.key == key) return &e;
+      }
+    }
+    // `key` must be absent.
+    void Insert(uint64_t key, Ref ref) {
+      if ((count_ + 1) * 4 > slots_.size() * 3) Resize(std::max<size_t>(16, 2 * slots_.size()));
+      size_t i = Home(key);
+      while (slots_[i].ref) i = (i + 1) & mask_;
+      slots_[i] = Slot{key, std::move(ref), true};
+      count_++;
+    }
+    // Empties slot i (its ref already moved out or dropped) and shifts the
+    // entries after it back into the hole their probes crossed.
+    void EraseAt(size_t i) {
+      slots_[i].ref.reset();
+      for (size_t j = (i + 1) & mask_; slots_[j].ref; j = (j + 1) & mask_) {
+        const size_t home = Home(slots_[j].key);
+        // j's entry may move to i if i lies on its probe path home..j.
+        if (((j - home) & mask_) >= ((j - i) & mask_)) {
+          slots_[i] = std::move(slots_[j]);
+          slots_[j].ref.reset();
+          i = j;
+        }
+      }
+      count_--;
+    }
+    // Halves the table when it is under 1/8 full (above 16 slots).
+    void MaybeShrink() {
+      if (slots_.size() > 16 && count_ * 8 < slots_.size()) Resize(slots_.size() / 2);
+    }
+    void Swap(Table& o) {
+      slots_.swap(o.slots_);
+      std::swap(count_, o.count_);
+      std::swap(mask_, o.mask_);
+      std::swap(shift_, o.shift_);
+    }
+
+   private:
+    size_t Home(uint64_t key) const { return size_t((key * kMix) >> shift_) & mask_; }
+    void Resize(size_t cap) {
+      std::vector<Slot> old(cap);
+      old.swap(slots_);
+      mask_ = cap - 1;
+      shift_ = 58 - std::countr_zero(cap);  // the bits below the shard's six
+      count_ = 0;
+      for (Slot& e : old) {
+        if (!e.ref) continue;
+        size_t i = Home(e.key);
+        while (slots_[i].ref) i = (i + 1) & mask_;
+        slots_[i] = std::move(e);
+        count_++;
+      }
+    }
+
+    std::vector<Slot> slots_;
+    size_t count_ = 0;
+    size_t mask_ = 0;
+    int shift_ = 0;
+  };
+
   struct Shard {
     Mutex mu;
-    std::unordered_map<uint64_t, Entry> map GUARDED_BY(mu);
-    uint64_t hand GUARDED_BY(mu) = 0;      // the key the last sweep stopped at
+    Table table GUARDED_BY(mu);
+    size_t hand GUARDED_BY(mu) = 0;        // the slot the last sweep stopped at
     uint64_t sweep_at GUARDED_BY(mu) = 0;  // no sweep below this size
   };
 
-  Shard& ShardOf(uint64_t key) { return shards_[(key * 0x9e3779b97f4a7c15ull) >> 58]; }
+  Shard& ShardOf(uint64_t key) { return shards_[(key * kMix) >> 58]; }
 
   void Sweep(Shard& s, std::vector<Ref>* evicted) REQUIRES(s.mu) {
     const uint64_t share = share_.load(std::memory_order_relaxed);
-    if (s.map.size() <= share || s.map.size() < s.sweep_at) return;
+    Table& t = s.table;
+    if (t.size() <= share || t.size() < s.sweep_at) return;
     const uint64_t target = share - share / 8;
     const size_t before = evicted->size();
-    auto it = s.map.find(s.hand);
-    for (size_t visits = 2 * s.map.size(); visits > 0 && s.map.size() > target; visits--) {
-      if (it == s.map.end()) it = s.map.begin();
-      Entry& e = it->second;
-      if (e.referenced) {
-        e.referenced = false;
-        ++it;
-      } else if (e.ref.use_count() == 1 && (!evictable_ || evictable_(*e.ref))) {
+    const size_t cap = t.capacity();
+    size_t i = s.hand < cap ? s.hand : 0;
+    // Two turns of the hand over the slots. An erase shifts a later entry
+    // into slot i, which is looked at next without the hand moving (an
+    // entry may thus be seen twice in a turn: CLOCK only needs most entries
+    // looked at about once).
+    for (size_t moves = 0; moves < 2 * cap && t.size() > target;) {
+      Slot& e = t.slots()[i];
+      if (e.ref && !e.referenced && e.ref.use_count() == 1 && (!evictable_ || evictable_(*e.ref))) {
         evicted->push_back(std::move(e.ref));
-        it = s.map.erase(it);
-      } else {
-        ++it;
+        t.EraseAt(i);
+        continue;
       }
+      if (e.ref) e.referenced = false;
+      i = (i + 1) % cap;
+      moves++;
     }
-    s.hand = it == s.map.end() ? 0 : it->first;
-    s.sweep_at = s.map.size() + std::max<uint64_t>(s.map.size() / 4, 16);
+    s.hand = i;
+    t.MaybeShrink();
+    s.sweep_at = t.size() + std::max<uint64_t>(t.size() / 4, 16);
     evictions_.fetch_add(evicted->size() - before, std::memory_order_relaxed);
   }
 

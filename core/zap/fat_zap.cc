@@ -227,15 +227,24 @@ Result<Value> Zap::FatLookup(uint64_t h, std::string_view name) const {
   return leaf->ValueAt(slot);
 }
 
+Leaf Zap::LeafToEdit(std::shared_ptr<const Leaf> ref) {
+  // The cache's reference and ours: no reader can be looking at it (they
+  // hold mu_ shared while they do, a change holds it alone), and Commit
+  // puts the edited leaf back or drops the entry. The Cached object that
+  // holds it was not made const, so taking it is allowed.
+  if (leaf_cache_ && ref.use_count() == 2) return std::move(const_cast<Leaf&>(*ref));
+  return *ref;
+}
+
 Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
   POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
-  Leaf leaf = *ref;
   uint32_t cd;
-  if (leaf.Find(h, name, &cd) != leaf.count())
-    return Status::AlreadyExists(ctx_.Where(leaf.block(), "leaf") + ": the name exists");
+  if (ref->Find(h, name, &cd) != ref->count())
+    return Status::AlreadyExists(ctx_.Where(ref->block(), "leaf") + ": the name exists");
   if (cd > kMaxCd)
-    return Status::NoSpace(ctx_.Where(leaf.block(), "leaf") +
+    return Status::NoSpace(ctx_.Where(ref->block(), "leaf") +
                            ": 65,536 names already share this name's hash");
+  Leaf leaf = LeafToEdit(std::move(ref));
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));
   Status s = FatInsert(c, MakeKey(h, cd), name, v);
@@ -247,13 +256,13 @@ Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& 
 
 Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
   POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
-  Leaf leaf = *ref;
-  uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count())
+  uint32_t slot = ref->Find(h, name, nullptr);
+  if (slot == ref->count())
     return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
   if (fat_.count == 0)
     return Status::Corruption(ctx_.Where(0, "fat header") + ": count 0, but " +
-                              ctx_.Where(leaf.block(), "leaf") + " has entries");
+                              ctx_.Where(ref->block(), "leaf") + " has entries");
+  Leaf leaf = LeafToEdit(std::move(ref));
   leaf.Erase(slot);
   fat_.count--;
   Change c;
@@ -263,10 +272,10 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
 
 Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
   POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
-  Leaf leaf = *ref;
-  uint32_t slot = leaf.Find(h, name, nullptr);
-  if (slot == leaf.count())
+  uint32_t slot = ref->Find(h, name, nullptr);
+  if (slot == ref->count())
     return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  Leaf leaf = LeafToEdit(std::move(ref));
   leaf.SetValue(slot, v);
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));

@@ -34,7 +34,8 @@
 //     Open), so they stay one block read at any size. Leaves are never
 //     merged; a zap that shrinks keeps its leaves (as ZFS's does). With a
 //     LeafCache (ZapOptions::leaf_cache, leaf_cache.h) a leaf is decoded
-//     and checked once and then read in place; a change edits a copy.
+//     and checked once and then read in place; a change takes it over
+//     (or edits a copy while someone else still holds it).
 //
 // Readdir cookies. Iterate lists entries in key order, micro or fat: in the
 // micro form the entries are sorted by key; in the fat form the leaves cover
@@ -229,6 +230,9 @@ class Zap {
   // table: from the leaf cache, else read, decoded and cached. A change
   // edits a copy (Commit caches it).
   Result<std::shared_ptr<const Leaf>> ReadLeaf(uint64_t index) const REQUIRES_SHARED(mu_);
+  // The leaf a change edits: the cached one taken over when only the cache
+  // and `ref` hold it, else a copy.
+  Leaf LeafToEdit(std::shared_ptr<const Leaf> ref) REQUIRES(mu_);
   Status FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Status FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) REQUIRES(mu_);
   Status FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);

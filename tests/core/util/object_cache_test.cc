@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <map>
 #include <random>
 #include <thread>
 #include <vector>
@@ -26,6 +27,48 @@ using Cache = ObjectCache<Obj>;
 uint64_t Ceiling(uint64_t limit) {
   const uint64_t share = std::max<uint64_t>(limit / Cache::kShards, 1);
   return Cache::kShards * (share + std::max<uint64_t>(share / 4, 16) + 1);
+}
+
+TEST_CASE("ObjectCache agrees with a map over random inserts, replaces and erases",
+          "[object_cache]") {
+  // Unbounded, so that only the table decides what is there: keys from a
+  // small range (long probe runs, erases shifting them back) and from all
+  // of 64 bits, the table growing and shrinking as the count swings.
+  for (uint64_t range : {uint64_t{3000}, ~uint64_t{0}}) {
+    Cache cache;
+    std::map<uint64_t, std::shared_ptr<Obj>> model;
+    std::mt19937_64 rng(range);
+    for (int round = 0; round < 6; round++) {
+      const bool grow = round % 2 == 0;
+      for (int op = 0; op < 20000; op++) {
+        const uint64_t k =
+            range == ~uint64_t{0} && !model.empty() && rng() % 2
+                ? std::next(model.begin(), long(rng() % std::min<size_t>(model.size(), 50)))->first
+                : rng() % range;
+        const int what = int(rng() % 10);
+        if (what < (grow ? 6 : 2)) {
+          auto o = std::make_shared<Obj>(k);
+          if (what == 0) {
+            cache.Replace(k, o);
+            model[k] = o;
+          } else {
+            auto got = cache.InsertIfAbsent(k, o);
+            model.emplace(k, o);
+            REQUIRE(got == model[k]);
+          }
+        } else if (what < 9) {
+          cache.Erase(k);
+          model.erase(k);
+        } else {
+          auto got = cache.Find(k);
+          auto it = model.find(k);
+          REQUIRE(got == (it == model.end() ? nullptr : it->second));
+        }
+      }
+      REQUIRE(cache.size() == model.size());
+      for (const auto& [k, o] : model) REQUIRE(cache.Find(k) == o);
+    }
+  }
 }
 
 TEST_CASE("ObjectCache keeps about its limit of idle objects", "[object_cache]") {
