@@ -428,12 +428,15 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
     phys.live_objects = synced_live_;
     old_root = root_;
   }
-  std::sort(results.begin(), results.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  // In id order, so that each metadnode block is dirtied by one run of
+  // writes; (id, index) pairs are sorted, not the DnodePhys themselves.
+  std::vector<std::pair<uint64_t, uint32_t>> order(results.size());
+  for (size_t i = 0; i < results.size(); i++) order[i] = {results[i].first, uint32_t(i)};
+  std::sort(order.begin(), order.end());
   uint8_t slot[kDnodeSize];
   uint64_t ignored = 0;
-  for (const auto& [id, d] : results) {
-    EncodeDnode(d, slot);
+  for (const auto& [id, i] : order) {
+    EncodeDnode(results[i].second, slot);
     POOLFS_RETURN_IF_ERROR(metadnode_->Write(
         t, id * kDnodeSize, std::string_view(reinterpret_cast<char*>(slot), kDnodeSize), &ignored));
   }
