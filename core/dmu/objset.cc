@@ -262,8 +262,13 @@ Status ObjectSet::Free(Tx& tx, ObjectId id) {
 Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data) {
   CHECK(tx.assigned());
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
+  return Write(tx, *d, off, data);
+}
+
+Status ObjectSet::Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data) {
+  CHECK(tx.assigned());
   uint64_t dirtied = 0;
-  Status st = d->Write(tx.txg(), off, data, &dirtied);
+  Status st = d.Write(tx.txg(), off, data, &dirtied);
   tx.Dirtied(dirtied);
   return st;
 }
@@ -271,6 +276,10 @@ Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data
 Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, ReadCaching caching) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->Read(off, len, caching);
+}
+
+Result<std::string> ObjectSet::Read(Dnode& d, uint64_t off, uint64_t len, ReadCaching caching) {
+  return d.Read(off, len, caching);
 }
 
 Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {

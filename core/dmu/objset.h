@@ -92,6 +92,16 @@ class ObjectSet {
   // Reads up to len bytes at off, stopping at the object's length.
   Result<std::string> Read(ObjectId id, uint64_t off, uint64_t len,
                            ReadCaching caching = ReadCaching::kAll);
+
+  // A hold on an allocated object's dnode. While held the dnode stays in
+  // memory, and the calls below that take it skip the lookup by id (ZFS's
+  // "by dnode" calls): for an owner that reads and writes one object
+  // often, such as a directory's zap. NotFound for a free object.
+  using DnodeRef = std::shared_ptr<Dnode>;
+  Result<DnodeRef> Hold(ObjectId id) { return GetAllocated(id); }
+  Status Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data);
+  Result<std::string> Read(Dnode& d, uint64_t off, uint64_t len,
+                           ReadCaching caching = ReadCaching::kAll);
   Status Truncate(Tx& tx, ObjectId id, uint64_t length);
   Status Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len);
   Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);
@@ -135,7 +145,6 @@ class ObjectSet {
   uint64_t dnode_evictions() const { return dnodes_.evictions(); }
 
  private:
-  using DnodeRef = std::shared_ptr<Dnode>;
   struct TxgLists {
     uint64_t txg = 0;
     std::vector<Dnode*> dirty;                            // waiting for a sync task

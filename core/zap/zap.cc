@@ -51,14 +51,14 @@ Zap::~Zap() = default;
 uint64_t Zap::Hash(std::string_view name) const { return hash_(salt_, name) >> (64 - kHashBits); }
 
 Result<std::string> Zap::ReadBlock(uint64_t block, std::string_view kind) const {
-  auto r = os_->Read(id_, block * ctx_.block_size, ctx_.block_size);
+  auto r = os_->Read(*dnode_, block * ctx_.block_size, ctx_.block_size);
   if (!r.ok()) return r.status().WithContext(ctx_.Where(block, kind));
   return r;
 }
 
 Status Zap::WriteBlock(dmu::Tx& tx, uint64_t block, const std::string& bytes) {
   DCHECK(bytes.size() == ctx_.block_size);
-  Status s = os_->Write(tx, id_, block * ctx_.block_size, bytes);
+  Status s = os_->Write(tx, *dnode_, block * ctx_.block_size, bytes);
   return s.ok() ? s : s.WithContext(ctx_.Where(block, "write"));
 }
 
@@ -75,6 +75,7 @@ Result<std::unique_ptr<Zap>> Zap::Create(dmu::Tx& tx, dmu::ObjectSet* os, dmu::O
   BlockContext ctx{id.value(), options.block_size, type == dmu::ObjectType::kDirectory};
   uint64_t salt = options.salt ? options.salt : RandomSalt();
   std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
+  POOLFS_ASSIGN_OR_RETURN(z->dnode_, os->Hold(id));
   std::string block = EmptyMicroBlock(ctx, salt);
   POOLFS_RETURN_IF_ERROR(z->WriteBlock(tx, 0, block));
   WriterLock l(&z->mu_);
@@ -106,6 +107,7 @@ Result<std::unique_ptr<Zap>> Zap::Open(dmu::ObjectSet* os, ObjectId id, const Za
   uint64_t salt = util::GetLE64(p + offsetof(MicroHeaderPhys, salt));
   static_assert(offsetof(MicroHeaderPhys, salt) == offsetof(FatHeaderPhys, salt));
   std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
+  POOLFS_ASSIGN_OR_RETURN(z->dnode_, os->Hold(id));
   WriterLock l(&z->mu_);
   if (magic == kMicroMagic) {
     POOLFS_RETURN_IF_ERROR(z->LoadMicro(std::move(block)));

@@ -124,7 +124,8 @@ struct ZapShape {
 
 // One open zap object: the handle through which its entries are read and
 // changed (the theory comment above says how). It refers to `os`, which must
-// outlive it, and caches block 0 and the pointer table, so each object has
+// outlive it, holds the object's dnode (ObjectSet::Hold), and caches block 0
+// and the pointer table, so each object has
 // at most one Zap that changes it. Thread safety: as in the theory comment
 // (reads share an internal lock, changes take it alone; callers serialize
 // changes from Tx::Assign to Commit).
@@ -255,6 +256,9 @@ class Zap {
   const HashFn hash_;
   LeafCache* const leaf_cache_;
   const uint64_t owner_;  // this Zap's leaves in leaf_cache_
+  // The object's dnode, held: every block read and write goes through it
+  // without a lookup by id (and it stays in memory while the Zap lives).
+  dmu::ObjectSet::DnodeRef dnode_;
 
   mutable SharedMutex mu_;
   bool micro_form_ GUARDED_BY(mu_) = true;
