@@ -212,12 +212,18 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   line("cache activity:", std::to_string(s.arc_hits) + " hits, " + std::to_string(s.arc_misses) +
                               " misses, " + std::to_string(s.arc_evictions) + " evictions, " +
                               std::to_string(s.arc_sublist_lock_misses) + " sublist lock misses, " +
-                              std::to_string(s.arc_sublists) + " sublists");
+                              std::to_string(s.arc_sublists) + " sublists; " +
+                              std::to_string(s.arc_read_once) +
+                              " blocks read whole for the kernel, not cached");
   line("objects in memory:",
        std::to_string(s.cached_dnodes) + " dnodes, " + std::to_string(s.cached_inodes) +
            " inodes (" + std::to_string(s.object_cache_limit) + " kept when idle; " +
            std::to_string(s.dnode_evictions) + " and " + std::to_string(s.inode_evictions) +
            " dropped); the kernel holds " + std::to_string(s.kernel_inodes) + " inodes");
+  line("directory leaves:", std::to_string(s.cached_leaves) + " decoded (about " +
+                                std::to_string(s.leaf_cache_limit) + " kept); " +
+                                std::to_string(s.leaf_hits) + " hits, " +
+                                std::to_string(s.leaf_misses) + " misses");
   out += "tunables in effect (" +
          (running.source().empty() ? std::string("defaults, no config file")
                                    : "from " + running.source()) +

@@ -110,6 +110,11 @@ FsStatus PosixFs::GetStatus() {
   s.inode_evictions = table_.evictions();
   s.kernel_inodes = table_.kernel_inodes();
   s.arc_sublists = c.sublists;
+  s.arc_read_once = c.read_once;
+  s.cached_leaves = leaves_.size();
+  s.leaf_cache_limit = leaves_.limit();
+  s.leaf_hits = leaves_.hits();
+  s.leaf_misses = leaves_.misses();
   return s;
 }
 

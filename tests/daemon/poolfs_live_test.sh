@@ -96,6 +96,9 @@ run 0 "arc.max_bytes=64MiB (in effect)" tune "$MNT" arc.max_bytes=64MiB
 status_has "of 64.0MiB (mru"
 # ... and with it the objects kept in memory: a tenth of it at 1536 bytes each.
 status_has "inodes (4369 kept when idle"
+# ... and the decoded directory leaves: a 64th of it in 8 KiB leaves.
+status_has "(about 128 kept)"
+status_has "blocks read whole for the kernel, not cached"
 run 0 "alloc.allocators: 0 -> 3 (at the next mount" tune "$MNT" alloc.allocators=3
 status_has "pending, at the next mount:"
 run 2 "did you mean txg.timeout_ms" tune "$MNT" txg.timout_ms=5

@@ -276,12 +276,18 @@ struct FsStatus {
   uint64_t arc_evictions = 0;
   uint64_t arc_sublist_lock_misses = 0;  // the evictor's try-locks that failed
   uint32_t arc_sublists = 0;
+  // Blocks read whole for a caller that keeps them, outside the cache
+  // (arc.cache_whole_reads off).
+  uint64_t arc_read_once = 0;
   // Objects in memory (bounded by a tenth of arc.max_bytes) and the
   // kernel's references.
   uint64_t object_cache_limit = 0;  // dnodes, and inodes, kept when idle
   uint64_t cached_dnodes = 0, dnode_evictions = 0;
   uint64_t cached_inodes = 0, inode_evictions = 0;
   uint64_t kernel_inodes = 0;  // inodes the kernel holds lookups on
+  // Decoded directory leaves (zap::LeafCache, a 64th of arc.max_bytes).
+  uint64_t cached_leaves = 0, leaf_cache_limit = 0;
+  uint64_t leaf_hits = 0, leaf_misses = 0;
 };
 
 class Filesystem {
