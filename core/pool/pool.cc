@@ -331,17 +331,15 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   return os;
 }
 
-uint64_t Pool::object_cache_limit() const {
+uint64_t Pool::CacheShare(uint64_t fraction, uint64_t item_bytes, uint64_t floor) const {
   if (options_.object_cache_limit != 0) return options_.object_cache_limit;
   if (!arc_) return std::numeric_limits<uint64_t>::max();
-  return std::max<uint64_t>(arc_->max_bytes() / 10 / kObjectBytes, 1024);
+  return std::max<uint64_t>(arc_->max_bytes() / fraction / item_bytes, floor);
 }
 
-uint64_t Pool::leaf_cache_limit() const {
-  if (options_.object_cache_limit != 0) return options_.object_cache_limit;
-  if (!arc_) return std::numeric_limits<uint64_t>::max();
-  return std::max<uint64_t>(arc_->max_bytes() / 64 / kLeafBytes, 64);
-}
+uint64_t Pool::object_cache_limit() const { return CacheShare(10, kObjectBytes, 1024); }
+
+uint64_t Pool::leaf_cache_limit() const { return CacheShare(64, kLeafBytes, 64); }
 
 void Pool::SetCacheBytes(uint64_t max_bytes) {
   if (!arc_) return;

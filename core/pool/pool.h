@@ -173,6 +173,10 @@ class Pool {
     std::unique_ptr<dmu::ObjectSet> os;
   };
   Pool() = default;
+  // What a 1/fraction share of the cache's bound holds of items of
+  // item_bytes, at least `floor`; PoolOptions::object_cache_limit when set;
+  // no bound without a cache.
+  uint64_t CacheShare(uint64_t fraction, uint64_t item_bytes, uint64_t floor) const;
   static Result<std::unique_ptr<Pool>> Open(std::vector<vdev::BlockDevice*> devs,
                                             std::vector<std::unique_ptr<vdev::BlockDevice>> owned,
                                             const PoolOptions& options);

@@ -140,8 +140,7 @@ Status PosixFs::Init() {
                           dmu::ParseBackfillMode(opts_.metadnode_backfill));
   os_->SetBackfill(backfill);
   os_->SetAllocChunk(opts_.alloc_chunk);
-  table_.SetLimit(pool_->object_cache_limit());
-  leaves_.SetLimit(pool_->leaf_cache_limit());
+  FollowCacheBound();
   cache_whole_reads_.store(opts_.cache_whole_reads, std::memory_order_relaxed);
   auto root = os_->Stat(ObjectId(kRootIno));
   if (!root.ok() && root.status().IsNotFound()) {

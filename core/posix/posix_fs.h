@@ -177,6 +177,9 @@ class PosixFs final : public Filesystem {
   // does not fail because its atime could not be stored). Takes in.op_mu
   // only when atime moves, so it must be called without it.
   void TouchAtime(Inode& in);
+  // Bounds the inode table and leaves_ by the pool's shares of the cache's
+  // bound (at mount, and when arc.max_bytes changes).
+  void FollowCacheBound();
   // How every zap here is opened and created: with leaves_.
   zap::ZapOptions ZapOpts() {
     zap::ZapOptions o;

@@ -137,6 +137,10 @@ void PosixFs::SetLive(const LiveTunables& t) {
   os_->SetAllocChunk(t.alloc_chunk);
   pool_->SetCacheBytes(t.arc_max_bytes);
   cache_whole_reads_.store(t.cache_whole_reads, std::memory_order_relaxed);
+  FollowCacheBound();
+}
+
+void PosixFs::FollowCacheBound() {
   table_.SetLimit(pool_->object_cache_limit());
   leaves_.SetLimit(pool_->leaf_cache_limit());
 }

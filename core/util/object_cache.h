@@ -134,8 +134,7 @@ class ObjectCache {
     Slot* e = s.table.Find(key);
     if (!e) return;
     drop = std::move(e->ref);
-    s.table.EraseAt(size_t(e - s.table.slots()));
-    s.table.MaybeShrink();
+    s.table.Erase(e);
   }
 
   // Drops `held` (the caller's reference to the object under `key`) from
@@ -149,8 +148,7 @@ class ObjectCache {
     if (!e || e->ref != held || held.use_count() != 2) return false;
     if (evictable_ && !evictable_(*held)) return false;
     drop = std::move(e->ref);
-    s.table.EraseAt(size_t(e - s.table.slots()));
-    s.table.MaybeShrink();
+    s.table.Erase(e);
     return true;
   }
 
@@ -218,13 +216,18 @@ class ObjectCache {
     // `key` must be absent.
     void Insert(uint64_t key, Ref ref) {
       if ((count_ + 1) * 4 > slots_.size() * 3) Resize(std::max<size_t>(16, 2 * slots_.size()));
-      size_t i = Home(key);
-      while (slots_[i].ref) i = (i + 1) & mask_;
-      slots_[i] = Slot{key, std::move(ref), true};
+      slots_[FreeSlot(key)] = Slot{key, std::move(ref), true};
       count_++;
     }
+    // Erases the entry `e` (one Find returned; its ref already moved out or
+    // dropped), then shrinks the table if it is under 1/8 full.
+    void Erase(Slot* e) {
+      EraseAt(size_t(e - slots_.data()));
+      MaybeShrink();
+    }
     // Empties slot i (its ref already moved out or dropped) and shifts the
-    // entries after it back into the hole their probes crossed.
+    // entries after it back into the hole their probes crossed. Never
+    // resizes: a sweep erases by index as it goes.
     void EraseAt(size_t i) {
       slots_[i].ref.reset();
       for (size_t j = (i + 1) & mask_; slots_[j].ref; j = (j + 1) & mask_) {
@@ -251,6 +254,12 @@ class ObjectCache {
 
    private:
     size_t Home(uint64_t key) const { return size_t((key * kMix) >> shift_) & mask_; }
+    // The first empty slot of key's probe run (the table has room).
+    size_t FreeSlot(uint64_t key) const {
+      size_t i = Home(key);
+      while (slots_[i].ref) i = (i + 1) & mask_;
+      return i;
+    }
     void Resize(size_t cap) {
       std::vector<Slot> old(cap);
       old.swap(slots_);
@@ -259,9 +268,7 @@ class ObjectCache {
       count_ = 0;
       for (Slot& e : old) {
         if (!e.ref) continue;
-        size_t i = Home(e.key);
-        while (slots_[i].ref) i = (i + 1) & mask_;
-        slots_[i] = std::move(e);
+        slots_[FreeSlot(e.key)] = std::move(e);
         count_++;
       }
     }

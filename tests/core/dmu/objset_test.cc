@@ -466,17 +466,23 @@ TEST_CASE("ObjectSet legacy allocation fails holds on unsynced dnodes and stays 
     REQUIRE(f.os->Stat(ObjectId(id)).ok());
 }
 
-TEST_CASE("Reads of synced blocks go through the cache, across a reopen", "[dmu][arc]") {
-  Fixture f;
-  arc::Arc cache({.max_bytes = 16 << 20, .evict_thread = false});
-  f.os->UseCache(&cache);
-  const std::string data = Pattern(7, 4 * 128 * 1024);
+// A new plain object holding `data`, synced.
+ObjectId WriteSynced(Fixture& f, const std::string& data) {
   Tx tx(&f.txgs);
   REQUIRE(tx.Assign().ok());
   ObjectId id = f.os->Create(tx, ObjectType::kPlain).value();
   REQUIRE(f.os->Write(tx, id, 0, data).ok());
   tx.Commit();
   f.Sync();
+  return id;
+}
+
+TEST_CASE("Reads of synced blocks go through the cache, across a reopen", "[dmu][arc]") {
+  Fixture f;
+  arc::Arc cache({.max_bytes = 16 << 20, .evict_thread = false});
+  f.os->UseCache(&cache);
+  const std::string data = Pattern(7, 4 * 128 * 1024);
+  const ObjectId id = WriteSynced(f, data);
   REQUIRE(f.os->Read(id, 0, data.size()).value() == data);
   arc::ArcStats first = cache.Stats();
   CHECK(first.misses >= 4);
@@ -499,12 +505,7 @@ TEST_CASE("A read that keeps only partial blocks leaves blocks it returns whole 
   f.os->UseCache(&cache);
   // Three whole 128 KiB blocks and a last one holding 1000 bytes.
   const std::string data = Pattern(9, 3 * 128 * 1024 + 1000);
-  Tx tx(&f.txgs);
-  REQUIRE(tx.Assign().ok());
-  ObjectId id = f.os->Create(tx, ObjectType::kPlain).value();
-  REQUIRE(f.os->Write(tx, id, 0, data).ok());
-  tx.Commit();
-  f.Sync();
+  const ObjectId id = WriteSynced(f, data);
   f.Reopen();  // nothing of the object in memory
   f.os->UseCache(&cache);
   const uint64_t before = cache.Stats().cached_bytes;
