@@ -105,6 +105,9 @@ Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
   Slot& s = SlotFor(t);
   auto it = s.blocks.find(blkid);
   if (it != s.blocks.end()) {
+    // A copy an owner shares (PutBlock) is the owner's to change: this
+    // write takes a buffer of its own.
+    if (it->second.use_count() > 1) it->second = std::make_shared<std::string>(*it->second);
     if (whole) it->second->assign(whole, live_.block_size);
     return it->second.get();
   }
@@ -184,6 +187,29 @@ Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtie
   }
   live_.length = std::max(live_.length, end);
   Touch(SlotFor(t));
+  return Status::Ok();
+}
+
+Status Dnode::PutBlock(Txg t, uint64_t blkid, std::shared_ptr<std::string> block,
+                       uint64_t* dirtied) {
+  util::MutexLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  const uint64_t bs = live_.block_size;
+  if (block == nullptr || block->size() != bs)
+    return Status::InvalidArgument(Name() + ": a block of " +
+                                   std::to_string(block ? block->size() : 0) +
+                                   " bytes, the object's blocks are " + std::to_string(bs));
+  if (blkid >= (uint64_t{1} << (kIndirectShift * (kMaxLevels - 1))))
+    return Status::InvalidArgument(Name() + ": block " + std::to_string(blkid) +
+                                   " is past the largest object size");
+  Slot& s = SlotFor(t);
+  auto [it, added] = s.blocks.try_emplace(blkid);
+  const uint64_t end = (blkid + 1) * bs;
+  if (it->second == block && live_.length >= end) return Status::Ok();
+  if (added) *dirtied += bs;
+  it->second = std::move(block);
+  live_.length = std::max(live_.length, end);
+  Touch(s);
   return Status::Ok();
 }
 

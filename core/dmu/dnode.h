@@ -85,6 +85,12 @@ class Dnode {
   // Frees the object in txg t: all its blocks, and the slot.
   void Free(Txg t) EXCLUDES(mu_);
   Status Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) EXCLUDES(mu_);
+  // Makes `block` (exactly one block) txg t's dirty copy of block blkid,
+  // without copying it: the caller may change it in place until t closes
+  // (shared_block.h has the rule). Extends the length to cover the block.
+  // Nothing to do when it already is t's copy.
+  Status PutBlock(Txg t, uint64_t blkid, std::shared_ptr<std::string> block, uint64_t* dirtied)
+      EXCLUDES(mu_);
   // Reads up to `len` bytes at `off`, stopping at the object's length.
   Result<std::string> Read(uint64_t off, uint64_t len, ReadCaching caching = ReadCaching::kAll)
       EXCLUDES(mu_);

@@ -273,6 +273,17 @@ Status ObjectSet::Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data) {
   return st;
 }
 
+Status ObjectSet::PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block) {
+  CHECK(tx.assigned());
+  CHECK(tx.open_context());  // a sync pass may be writing the txg's blocks
+  CHECK(block.txg_ == 0 || block.txg_ == tx.txg().value());  // Edit(tx.txg()) came first
+  uint64_t dirtied = 0;
+  Status st = d.PutBlock(tx.txg(), blkid, block.buf_, &dirtied);
+  tx.Dirtied(dirtied);
+  if (st.ok()) block.txg_ = tx.txg().value();
+  return st;
+}
+
 Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, ReadCaching caching) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->Read(off, len, caching);

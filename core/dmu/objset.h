@@ -55,6 +55,7 @@
 #include "dmu/dnode.h"
 #include "dmu/dnode_phys.h"
 #include "dmu/object_allocator.h"
+#include "dmu/shared_block.h"
 #include "dmu/tx.h"
 #include "poolfs/status.h"
 #include "util/mutex.h"
@@ -100,6 +101,11 @@ class ObjectSet {
   using DnodeRef = std::shared_ptr<Dnode>;
   Result<DnodeRef> Hold(ObjectId id) { return GetAllocated(id); }
   Status Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data);
+  // Makes `block` tx's txg's dirty copy of block blkid of d, shared, not
+  // copied (shared_block.h: the owner then changes it in place until the
+  // txg closes). Open context only. NotFound for a free object;
+  // InvalidArgument for a block that is not the object's block size.
+  Status PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block);
   Result<std::string> Read(Dnode& d, uint64_t off, uint64_t len,
                            ReadCaching caching = ReadCaching::kAll);
   Status Truncate(Tx& tx, ObjectId id, uint64_t length);

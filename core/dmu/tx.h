@@ -47,6 +47,8 @@ class Tx {
     return Status::Ok();
   }
   bool assigned() const { return assigned_; }
+  // False for a Tx of ForSync.
+  bool open_context() const { return assigner_ != nullptr; }
   Txg txg() const { return txg_; }
   // Counts bytes this Tx dirtied (reported to the throttle at Commit).
   void Dirtied(uint64_t bytes) { dirtied_ += bytes; }

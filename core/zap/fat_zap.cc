@@ -106,7 +106,7 @@ Status Zap::LoadFat(std::string block, uint64_t object_length) {
   POOLFS_RETURN_IF_ERROR(CheckTable(f));
   micro_form_ = false;
   fat_ = std::move(f);
-  header_ = std::move(block);
+  header_ = dmu::SharedBlock(std::move(block));
   return Status::Ok();
 }
 
@@ -159,7 +159,6 @@ std::string Zap::EncodeFatHeader() const {
   if (fat_.table_block == 0)
     for (size_t i = 0; i < fat_.table.size(); i++)
       PutLE64(p + kFatHeaderSize + 8 * i, fat_.table[i]);
-  SealBlock(&b);
   return b;
 }
 
@@ -175,7 +174,6 @@ std::string Zap::EncodeTableBlock(uint64_t i) const {
   PutLE32(p + offsetof(TableHeaderPhys, count), uint32_t(count));
   PutLE64(p + offsetof(TableHeaderPhys, first_index), first);
   for (uint64_t j = 0; j < count; j++) PutLE64(p + kTableHeaderSize + 8 * j, fat_.table[first + j]);
-  SealBlock(&b);
   return b;
 }
 
@@ -227,13 +225,15 @@ Result<Value> Zap::FatLookup(uint64_t h, std::string_view name) const {
   return leaf->ValueAt(slot);
 }
 
-Leaf Zap::LeafToEdit(std::shared_ptr<const Leaf> ref) {
+Leaf Zap::LeafToEdit(dmu::Tx& tx, std::shared_ptr<const Leaf> ref) {
   // The cache's reference and ours: no reader can be looking at it (they
   // hold mu_ shared while they do, a change holds it alone), and Commit
   // puts the edited leaf back or drops the entry. The Cached object that
-  // holds it was not made const, so taking it is allowed.
-  if (leaf_cache_ && ref.use_count() == 2) return std::move(const_cast<Leaf&>(*ref));
-  return *ref;
+  // holds it was not made const, so taking it is allowed. A copy copies
+  // the bytes, so readers of the cached one never see it change.
+  Leaf leaf = leaf_cache_ && ref.use_count() == 2 ? std::move(const_cast<Leaf&>(*ref)) : Leaf(*ref);
+  leaf.BeginEdit(tx.txg());
+  return leaf;
 }
 
 Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
@@ -244,7 +244,7 @@ Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& 
   if (cd > kMaxCd)
     return Status::NoSpace(ctx_.Where(ref->block(), "leaf") +
                            ": 65,536 names already share this name's hash");
-  Leaf leaf = LeafToEdit(std::move(ref));
+  Leaf leaf = LeafToEdit(tx, std::move(ref));
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));
   Status s = FatInsert(c, MakeKey(h, cd), name, v);
@@ -262,7 +262,7 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
   if (fat_.count == 0)
     return Status::Corruption(ctx_.Where(0, "fat header") + ": count 0, but " +
                               ctx_.Where(ref->block(), "leaf") + " has entries");
-  Leaf leaf = LeafToEdit(std::move(ref));
+  Leaf leaf = LeafToEdit(tx, std::move(ref));
   leaf.Erase(slot);
   fat_.count--;
   Change c;
@@ -275,7 +275,7 @@ Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Valu
   uint32_t slot = ref->Find(h, name, nullptr);
   if (slot == ref->count())
     return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
-  Leaf leaf = LeafToEdit(std::move(ref));
+  Leaf leaf = LeafToEdit(tx, std::move(ref));
   leaf.SetValue(slot, v);
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));
@@ -376,7 +376,7 @@ Status Zap::Commit(dmu::Tx& tx, Change& c, bool header) {
 }
 
 Status Zap::WriteChange(dmu::Tx& tx, Change& c, bool header) {
-  for (auto& [blk, leaf] : c.leaves) POOLFS_RETURN_IF_ERROR(WriteBlock(tx, blk, leaf.Sealed()));
+  for (auto& [blk, leaf] : c.leaves) POOLFS_RETURN_IF_ERROR(PutBlock(tx, blk, leaf.Encoded()));
   if (fat_.table_block != 0) {
     if (c.table_moved) {
       for (uint64_t i = 0; i < fat_.table_blocks; i++)
@@ -388,16 +388,15 @@ Status Zap::WriteChange(dmu::Tx& tx, Change& c, bool header) {
   }
   if (header) {
     if (header_.empty() || c.table_moved || c.embedded_table) {
-      header_ = EncodeFatHeader();
+      header_.Reset(EncodeFatHeader());
     } else {
       // Only the counts changed: patch them into the block as last written.
-      auto* p = reinterpret_cast<uint8_t*>(header_.data());
+      auto* p = reinterpret_cast<uint8_t*>(header_.Edit(tx.txg()).data());
       PutLE64(p + offsetof(FatHeaderPhys, count), fat_.count);
       PutLE64(p + offsetof(FatHeaderPhys, next_block), fat_.next_block);
       PutLE64(p + offsetof(FatHeaderPhys, leaves), fat_.leaves);
-      SealBlock(&header_);
     }
-    POOLFS_RETURN_IF_ERROR(WriteBlock(tx, 0, header_));
+    POOLFS_RETURN_IF_ERROR(PutBlock(tx, 0, header_));
   }
   const uint64_t bs = ctx_.block_size;
   for (const auto& [first, n] : c.freed) {

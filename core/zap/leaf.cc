@@ -16,7 +16,7 @@ Leaf::Leaf(const BlockContext& ctx, uint64_t block, uint64_t prefix, uint8_t dep
       prefix_(prefix),
       depth_(depth),
       heap_(ctx.block_size),
-      buf_(ctx.block_size, '\0') {
+      buf_(std::string(ctx.block_size, '\0')) {
   DCHECK(depth <= kMaxDepth);
 }
 
@@ -76,7 +76,7 @@ Result<Leaf> Leaf::Decode(std::string bytes, const BlockContext& ctx, uint64_t b
   }
   if (live > bs - l.heap_) return bad("entries overlap (they fill more than the heap)");
   l.live_bytes_ = live;
-  l.buf_ = std::move(bytes);
+  l.buf_ = dmu::SharedBlock(std::move(bytes));
   return l;
 }
 
@@ -144,7 +144,7 @@ void Leaf::Compact() {
     PutLE16(q + kLeafHeaderSize + 2 * i, uint16_t(h));
   }
   heap_ = h;
-  buf_.swap(nb);
+  buf_.Reset(std::move(nb));
 }
 
 void Leaf::Insert(uint64_t key, std::string_view name, const Value& v) {
@@ -205,7 +205,7 @@ Leaf Leaf::SplitOff(uint64_t new_block) {
   return hi;
 }
 
-const std::string& Leaf::Sealed() {
+dmu::SharedBlock& Leaf::Encoded() {
   uint8_t* p = bytes();
   std::memset(p, 0, kLeafHeaderSize);
   PutLE64(p + offsetof(LeafHeaderPhys, magic), kLeafMagic);
@@ -215,7 +215,6 @@ const std::string& Leaf::Sealed() {
   p[offsetof(LeafHeaderPhys, depth)] = depth_;
   PutLE16(p + offsetof(LeafHeaderPhys, count), uint16_t(count_));
   PutLE16(p + offsetof(LeafHeaderPhys, heap), uint16_t(heap_));
-  SealBlock(&buf_);
   return buf_;
 }
 

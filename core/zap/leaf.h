@@ -16,6 +16,12 @@
 // that finds no room in the gap compacts the heap first (Fits says whether
 // the entry fits even after compaction).
 //
+// The block's bytes are a dmu::SharedBlock: a change edits them in place
+// when they are the dirty copy of the txg it is made in (or nobody's), and
+// Commit hands them to the dnode without a copy (shared_block.h).
+// BeginEdit(t) names that txg; every change after it copies the bytes
+// first if an older txg's dirty copy is them.
+//
 // Thread safety: a value; one thread at a time.
 #pragma once
 
@@ -23,7 +29,9 @@
 #include <string>
 #include <string_view>
 
+#include "dmu/shared_block.h"
 #include "poolfs/status.h"
+#include "poolfs/types.h"
 #include "zap/zap_phys.h"
 
 namespace poolfs::core::zap {
@@ -34,7 +42,7 @@ class Leaf {
   Leaf(const BlockContext& ctx, uint64_t block, uint64_t prefix, uint8_t depth);
 
   // Decodes the bytes of `block`. Refuses with Corruption naming the zap
-  // object and block: a bad size, magic or checksum; another object or block
+  // object and block: a bad size or magic; another object or block
   // number; a depth past kMaxDepth or a prefix that does not fit it; slots or
   // entries outside the block or overlapping the heap's size; keys not
   // strictly increasing, at or past 2^62, or whose hash lacks the prefix; a
@@ -59,6 +67,8 @@ class Leaf {
   // True when an entry with a name of name_len bytes fits (after
   // compaction if need be).
   bool Fits(size_t name_len) const;
+  // The changes that follow are made in txg t.
+  void BeginEdit(Txg t) { edit_txg_ = t; }
   // Adds an entry. The key must be absent and within the prefix, and Fits.
   void Insert(uint64_t key, std::string_view name, const Value& v);
   void Erase(uint32_t slot);
@@ -67,12 +77,12 @@ class Leaf {
   // the returned leaf, stored at new_block; this one keeps the rest.
   Leaf SplitOff(uint64_t new_block);
 
-  // The block's bytes with the header and checksum brought up to date.
-  const std::string& Sealed();
+  // The block with its header brought up to date, for ObjectSet::PutBlock.
+  dmu::SharedBlock& Encoded();
 
  private:
   Leaf() = default;
-  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(buf_.data()); }
+  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(buf_.Edit(edit_txg_).data()); }
   const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(buf_.data()); }
   uint32_t SlotOffset(uint32_t i) const;
   uint32_t EntrySizeAt(uint32_t offset) const;
@@ -90,7 +100,8 @@ class Leaf {
   uint32_t count_ = 0;
   uint32_t heap_ = 0;
   uint32_t live_bytes_ = 0;  // bytes of live entries in the heap
-  std::string buf_;
+  dmu::SharedBlock buf_;
+  Txg edit_txg_;  // the txg changes are made in (BeginEdit)
 };
 
 }  // namespace poolfs::core::zap

@@ -1,13 +1,15 @@
 // LeafCache: fat-zap leaves kept decoded, shared by the zaps given it.
 //
 // Without it, every lookup, add and remove in a fat zap copies its leaf out
-// of the dmu, checksums it and checks every entry (Leaf::Decode): two leaf
+// of the dmu and checks every entry (Leaf::Decode): two leaf
 // reads per file create (the kernel's LOOKUP, then the add), most of a
 // create's CPU time in a large directory. With it, a leaf is decoded and
 // checked once; a lookup reads the decoded leaf in place, a change takes it
 // out (or copies it, if a reader still holds it), edits it and, once the
-// dmu has the new block, puts it back (Zap::Commit). The dmu stays the truth: a Commit that fails
-// drops its leaves from the cache, so they are read again.
+// dmu has the block, puts it back (Zap::Commit). Within a txg the cached
+// leaf's bytes are the dmu's dirty copy itself (dmu/shared_block.h). The
+// dmu stays the truth: a Commit that fails drops its leaves from the
+// cache, so they are read again.
 //
 // Entries are keyed by (owner, block): the owner is a number each Zap takes
 // when it is made (NewOwner, never reused in the process), so a zap opened

@@ -1,6 +1,7 @@
 // The micro form: block 0 holds a header and up to MicroCapacity fixed
-// 64-byte entries sorted by key. Zap keeps the block in memory (micro_) and
-// edits a copy of it for each change, writing the whole block.
+// 64-byte entries sorted by key. Zap keeps the block in memory (micro_),
+// hands it to the dmu as the txg's dirty copy, then edits it in place
+// (dmu/shared_block.h).
 #include <cstring>
 
 #include "util/check.h"
@@ -36,7 +37,6 @@ std::string Zap::EmptyMicroBlock(const BlockContext& ctx, uint64_t salt) {
   PutLE64(p + offsetof(MicroHeaderPhys, object), ctx.object);
   PutLE64(p + offsetof(MicroHeaderPhys, salt), salt);
   p[offsetof(MicroHeaderPhys, version)] = kFormatVersion;
-  SealBlock(&b);
   return b;
 }
 
@@ -78,21 +78,21 @@ Status Zap::LoadMicro(std::string block) {
   for (size_t j = kMicroHeaderSize + kMicroEntrySize * count; j < block.size(); j++)
     if (block[j] != 0) return bad("bytes after the last entry");
   micro_form_ = true;
-  micro_ = std::move(block);
+  micro_ = dmu::SharedBlock(std::move(block));
   micro_count_ = count;
   return Status::Ok();
 }
 
-uint64_t Zap::MicroKeyAt(uint32_t i) const { return LoadLE64(EntryAt(micro_, i)); }
+uint64_t Zap::MicroKeyAt(uint32_t i) const { return LoadLE64(EntryAt(micro_.bytes(), i)); }
 
 std::string_view Zap::MicroNameAt(uint32_t i) const {
-  const uint8_t* e = EntryAt(micro_, i);
+  const uint8_t* e = EntryAt(micro_.bytes(), i);
   return {reinterpret_cast<const char*>(e + offsetof(MicroEntryPhys, name)),
           e[offsetof(MicroEntryPhys, name_len)]};
 }
 
 Value Zap::MicroValueAt(uint32_t i) const {
-  const uint8_t* e = EntryAt(micro_, i);
+  const uint8_t* e = EntryAt(micro_.bytes(), i);
   return Value{GetLE64(e + offsetof(MicroEntryPhys, object)),
                GetLE64(e + offsetof(MicroEntryPhys, attrs))};
 }
@@ -132,7 +132,9 @@ Status Zap::MicroAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value
   // A micro zap has fewer entries than cds, so cd is always free.
   const uint64_t key = MakeKey(h, cd);
   const uint32_t pos = MicroLowerBound(key);
-  std::string next = micro_;
+  // Handed to the dmu first, then edited: a refusal leaves it unchanged.
+  std::string& next = micro_.Edit(tx.txg());
+  POOLFS_RETURN_IF_ERROR(PutBlock(tx, 0, micro_));
   uint8_t* e = EntryAt(next, pos);
   std::memmove(e + kMicroEntrySize, e, kMicroEntrySize * size_t{micro_count_ - pos});
   std::memset(e, 0, kMicroEntrySize);
@@ -142,34 +144,27 @@ Status Zap::MicroAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value
   e[offsetof(MicroEntryPhys, name_len)] = uint8_t(name.size());
   std::memcpy(e + offsetof(MicroEntryPhys, name), name.data(), name.size());
   SetCount(next, micro_count_ + 1);
-  SealBlock(&next);
-  POOLFS_RETURN_IF_ERROR(WriteBlock(tx, 0, next));
-  micro_.swap(next);
   micro_count_++;
   return Status::Ok();
 }
 
 Status Zap::MicroRemove(dmu::Tx& tx, uint32_t slot) {
-  std::string next = micro_;
+  std::string& next = micro_.Edit(tx.txg());
+  POOLFS_RETURN_IF_ERROR(PutBlock(tx, 0, micro_));
   uint8_t* e = EntryAt(next, slot);
   std::memmove(e, e + kMicroEntrySize, kMicroEntrySize * size_t{micro_count_ - slot - 1});
   std::memset(EntryAt(next, micro_count_ - 1), 0, kMicroEntrySize);
   SetCount(next, micro_count_ - 1);
-  SealBlock(&next);
-  POOLFS_RETURN_IF_ERROR(WriteBlock(tx, 0, next));
-  micro_.swap(next);
   micro_count_--;
   return Status::Ok();
 }
 
 Status Zap::MicroUpdate(dmu::Tx& tx, uint32_t slot, const Value& v) {
-  std::string next = micro_;
+  std::string& next = micro_.Edit(tx.txg());
+  POOLFS_RETURN_IF_ERROR(PutBlock(tx, 0, micro_));
   uint8_t* e = EntryAt(next, slot);
   PutLE64(e + offsetof(MicroEntryPhys, object), v.object);
   PutLE64(e + offsetof(MicroEntryPhys, attrs), v.attrs);
-  SealBlock(&next);
-  POOLFS_RETURN_IF_ERROR(WriteBlock(tx, 0, next));
-  micro_.swap(next);
   return Status::Ok();
 }
 
@@ -199,12 +194,11 @@ Status Zap::Upgrade(dmu::Tx& tx) {
     // Nothing was written (an insert failed) or the dmu refused a whole-block
     // write; either way block 0 is still the micro block we hold.
     fat_ = FatState();
-    header_.clear();
+    header_ = dmu::SharedBlock();
     micro_form_ = true;
     return s;
   }
-  micro_.clear();
-  micro_.shrink_to_fit();
+  micro_ = dmu::SharedBlock();
   micro_count_ = 0;
   return Status::Ok();
 }

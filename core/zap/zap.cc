@@ -56,6 +56,12 @@ Result<std::string> Zap::ReadBlock(uint64_t block, std::string_view kind) const 
   return r;
 }
 
+Status Zap::PutBlock(dmu::Tx& tx, uint64_t block, dmu::SharedBlock& bytes) {
+  DCHECK(bytes.size() == ctx_.block_size);
+  Status s = os_->PutBlock(tx, *dnode_, block, bytes);
+  return s.ok() ? s : s.WithContext(ctx_.Where(block, "write"));
+}
+
 Status Zap::WriteBlock(dmu::Tx& tx, uint64_t block, const std::string& bytes) {
   DCHECK(bytes.size() == ctx_.block_size);
   Status s = os_->Write(tx, *dnode_, block * ctx_.block_size, bytes);
@@ -76,11 +82,10 @@ Result<std::unique_ptr<Zap>> Zap::Create(dmu::Tx& tx, dmu::ObjectSet* os, dmu::O
   uint64_t salt = options.salt ? options.salt : RandomSalt();
   std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
   POOLFS_ASSIGN_OR_RETURN(z->dnode_, os->Hold(id));
-  std::string block = EmptyMicroBlock(ctx, salt);
-  POOLFS_RETURN_IF_ERROR(z->WriteBlock(tx, 0, block));
   WriterLock l(&z->mu_);
+  z->micro_ = dmu::SharedBlock(EmptyMicroBlock(ctx, salt));
+  POOLFS_RETURN_IF_ERROR(z->PutBlock(tx, 0, z->micro_));
   z->micro_form_ = true;
-  z->micro_ = std::move(block);
   z->micro_count_ = 0;
   return z;
 }

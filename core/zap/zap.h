@@ -56,11 +56,17 @@
 // are in [1, 2^62], so the POSIX layer may add a small offset for "." and
 // ".." and stay within a positive off_t.
 //
-// Failures. A change reads first (the one leaf), then edits in memory, then
-// writes whole blocks (which the dmu does without reading), so an I/O error
-// or damage found by a read leaves the zap unchanged. A leaf split that
-// succeeded is written even when the Add then fails (NoSpace), as the split
-// zap is valid.
+// Writing. Block 0 and the leaves are dmu::SharedBlocks: a change edits the
+// bytes in place and hands them to the dmu without a copy (ObjectSet::
+// PutBlock); the first change of a txg copies a block the previous txg's
+// sync may be writing, the later ones edit the txg's dirty copy itself.
+// Changes must come from open context (a Tx of the open txg).
+//
+// Failures. A change reads first (the one leaf), then edits, then hands
+// the blocks to the dmu, so an I/O error or damage found by a read leaves
+// the zap unchanged. A leaf split that succeeded is written even when the
+// Add then fails (NoSpace), as the split zap is valid. The dmu refuses a
+// block only for an object that is no longer allocated.
 //
 // Thread safety: Lookup, Iterate and Count may run concurrently with each
 // other and with changes (an internal reader-writer lock). Callers must still
@@ -201,6 +207,8 @@ class Zap {
   uint64_t Hash(std::string_view name) const;
   Result<std::string> ReadBlock(uint64_t block, std::string_view kind) const;
   Status WriteBlock(dmu::Tx& tx, uint64_t block, const std::string& bytes);
+  // Makes `bytes` tx's dirty copy of `block`, shared (dmu/shared_block.h).
+  Status PutBlock(dmu::Tx& tx, uint64_t block, dmu::SharedBlock& bytes);
 
   // Micro form (micro_zap.cc).
   static std::string EmptyMicroBlock(const BlockContext& ctx, uint64_t salt);
@@ -231,9 +239,9 @@ class Zap {
   // table: from the leaf cache, else read, decoded and cached. A change
   // edits a copy (Commit caches it).
   Result<std::shared_ptr<const Leaf>> ReadLeaf(uint64_t index) const REQUIRES_SHARED(mu_);
-  // The leaf a change edits: the cached one taken over when only the cache
-  // and `ref` hold it, else a copy.
-  Leaf LeafToEdit(std::shared_ptr<const Leaf> ref) REQUIRES(mu_);
+  // The leaf a change in tx's txg edits: the cached one taken over when
+  // only the cache and `ref` hold it, else a copy.
+  Leaf LeafToEdit(dmu::Tx& tx, std::shared_ptr<const Leaf> ref) REQUIRES(mu_);
   Status FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Status FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) REQUIRES(mu_);
   Status FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
@@ -262,10 +270,10 @@ class Zap {
 
   mutable SharedMutex mu_;
   bool micro_form_ GUARDED_BY(mu_) = true;
-  std::string micro_ GUARDED_BY(mu_);  // block 0 in the micro form
+  dmu::SharedBlock micro_ GUARDED_BY(mu_);  // block 0 in the micro form
   uint32_t micro_count_ GUARDED_BY(mu_) = 0;
   FatState fat_ GUARDED_BY(mu_);
-  std::string header_ GUARDED_BY(mu_);  // block 0 in the fat form, as last written
+  dmu::SharedBlock header_ GUARDED_BY(mu_);  // block 0 in the fat form, as last written
 };
 
 }  // namespace poolfs::core::zap

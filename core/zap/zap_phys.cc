@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "util/checksum.h"
 #include "util/endian.h"
 
 namespace poolfs::core::zap {
@@ -13,14 +12,6 @@ std::string BlockContext::Where(uint64_t block, std::string_view kind) const {
   s += kind;
   s += ")";
   return s;
-}
-
-uint64_t BlockChecksum(std::string_view block) {
-  return util::Xxh3_64(block.data() + 16, block.size() - 16);
-}
-
-void SealBlock(std::string* block) {
-  util::PutLE64(reinterpret_cast<uint8_t*>(block->data()) + 8, BlockChecksum(*block));
 }
 
 Status CheckBlock(std::string_view block, const BlockContext& ctx, uint64_t block_no,
@@ -36,8 +27,6 @@ Status CheckBlock(std::string_view block, const BlockContext& ctx, uint64_t bloc
                                 : "magic " + std::to_string(got) + ", not the expected kind";
     return Status::Corruption(ctx.Where(block_no, kind) + ": " + what);
   }
-  if (util::GetLE64(p + 8) != BlockChecksum(block))
-    return Status::Corruption(ctx.Where(block_no, kind) + ": checksum mismatch");
   return Status::Ok();
 }
 

@@ -6,10 +6,14 @@
 //
 // Every zap block is one data block of the zap object (all the object's
 // blocks have the same size, 4 KiB .. 32 KiB, a power of two). Each starts
-// with a magic naming its kind and an XXH3-64 checksum of the rest of the
-// block (bytes [16, block size)), so a block that is damaged, stale or put in
-// the wrong place is refused even when the pool's block checksum (which
-// covers what was written, right or wrong) passes.
+// with a magic naming its kind, then 8 unused bytes, then the zap's object
+// id (and, past block 0, the block's own number), so that a block put in
+// the wrong place is refused. Damage is the pool's block checksum's to find:
+// zio verifies every block it reads. The unused bytes held an XXH3-64 of
+// the rest of the block until 2026-12-01; they are written as zero now and
+// never read, because a change edits a block in place, possibly many times
+// a txg (dmu/shared_block.h), and a checksum per change cost a tenth of
+// the create rate.
 //
 //   block 0, micro form:  MicroHeaderPhys, then fixed 64-byte MicroEntryPhys
 //   block 0, fat form:    FatHeaderPhys, then the pointer table while small
@@ -38,9 +42,9 @@ namespace poolfs::core::zap {
 
 inline constexpr uint32_t kMinBlockSize = 4096;
 inline constexpr uint32_t kMaxBlockSize = 32768;
-// 8 KiB by measurement: every change copies, checksums and rewrites a whole
-// leaf, and a lookup decodes one, so an operation costs in proportion to the
-// block. Per CPU-second with 1M names in one zap (zap_tests "[.bench]"):
+// 8 KiB by measurement, taken when every change copied, checksummed and
+// rewrote a whole leaf and a lookup decoded one, so that an operation cost
+// in proportion to the block. Per CPU-second with 1M names in one zap (zap_tests "[.bench]"):
 // 16 KiB: 157k adds, 130k lookups; 8 KiB: 236k, 196k; 4 KiB: 295k, 262k
 // (4 KiB leaves less to compression and only 63 entries to a micro zap).
 inline constexpr uint32_t kDefaultBlockSize = 8192;
@@ -97,7 +101,7 @@ struct Value {
 // by key (strictly increasing); bytes past the last entry are zero.
 struct MicroHeaderPhys {
   uint64_t magic;         // kMicroMagic
-  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t unused;        // written 0, not read (see the top)
   uint64_t object;        // the zap's object id
   uint64_t salt;          // mixed into every name hash
   uint8_t version;        // kFormatVersion
@@ -132,7 +136,7 @@ inline constexpr uint32_t MicroCapacity(uint32_t block_size) {
 // are zero; past that it lives in table_blocks blocks from table_block.
 struct FatHeaderPhys {
   uint64_t magic;         // kFatMagic
-  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t unused;        // written 0, not read (see the top)
   uint64_t object;        // the zap's object id
   uint64_t salt;          // as in the micro form it came from
   uint8_t version;        // kFormatVersion
@@ -163,7 +167,7 @@ inline constexpr uint64_t EmbeddedTableCapacity(uint32_t block_size) {
 // kTableHeaderSize; bytes past them are zero.
 struct TableHeaderPhys {
   uint64_t magic;         // kTableMagic
-  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t unused;        // written 0, not read (see the top)
   uint64_t object;        // the zap's object id
   uint64_t block;         // this block's number in the object
   uint8_t depth;          // the depth of the table this block belongs to
@@ -188,7 +192,7 @@ inline constexpr uint64_t TablePerBlock(uint32_t block_size) {
 //   key u64, object u64, attrs u64, name length u8 (1..255), name.
 struct LeafHeaderPhys {
   uint64_t magic;         // kLeafMagic
-  uint64_t checksum;      // XXH3-64 of bytes [16, block size)
+  uint64_t unused;        // written 0, not read (see the top)
   uint64_t object;        // the zap's object id
   uint64_t block;         // this block's number in the object
   uint64_t prefix;        // the hash prefix this leaf holds, < 2^depth
@@ -217,11 +221,7 @@ struct BlockContext {
   std::string Where(uint64_t block, std::string_view kind) const;
 };
 
-// Returns the XXH3-64 of bytes [16, size) of a block.
-uint64_t BlockChecksum(std::string_view block);
-// Stores BlockChecksum in bytes [8, 16) of `block`.
-void SealBlock(std::string* block);
-// Checks a block's size, magic and checksum. Corruption naming `where`.
+// Checks a block's size and magic. Corruption naming `where`.
 Status CheckBlock(std::string_view block, const BlockContext& ctx, uint64_t block_no,
                   uint64_t magic, std::string_view kind);
 // Checks a name: 1..255 bytes (InvalidArgument, NameTooLong), and for

@@ -7,8 +7,8 @@
 //   mode & 3        block size: 4, 8, 16, 4 KiB
 //   mode & 4        the object is a directory (names refuse '/' and NUL)
 //   mode & 8        raw image (set) or built by operations (clear)
-//   mode & 16       reseal: give every block that starts with a zap magic a
-//                   good zap checksum, so the decoders' rules are reached
+//   mode & 16       unused (it resealed blocks while zap blocks carried a
+//                   checksum of their own, before 2026-12-01)
 //   mode & 32       after reading, make changes (add, remove, update)
 //
 // Raw image: `rest`, cut to 64 blocks, is the object's bytes from offset 0.
@@ -83,13 +83,6 @@ void Expect(const Status& s, std::initializer_list<StatusCode> allowed, const ch
   for (StatusCode c : allowed)
     if (s.code() == c) return;
   Fail(std::string(what) + ": " + s.ToString());
-}
-
-bool IsMagic(const std::string& block) {
-  if (block.size() < 16) return false;
-  uint64_t m = poolfs::util::GetLE64(reinterpret_cast<const uint8_t*>(block.data()));
-  return m == zap::kMicroMagic || m == zap::kFatMagic || m == zap::kTableMagic ||
-         m == zap::kLeafMagic;
 }
 
 // Lists the whole zap (or up to where it fails); checks the cookies.
@@ -174,13 +167,6 @@ void RunRaw(uint8_t mode, uint32_t bs, dmu::ObjectType type, const uint8_t* data
   Pool& pool = ThePool();
   dmu::ObjectSet os(&pool.zio, dmu::ObjsetType::kDataset, "fuzz");
   std::string bytes(reinterpret_cast<const char*>(data), std::min<size_t>(size, 64 * size_t{bs}));
-  if (mode & 16)
-    for (size_t off = 0; off + bs <= bytes.size(); off += bs) {
-      std::string b = bytes.substr(off, bs);
-      if (!IsMagic(b)) continue;
-      zap::SealBlock(&b);
-      bytes.replace(off, bs, b);
-    }
   ObjectId id;
   {
     dmu::Tx tx(&pool.txgs);
@@ -274,7 +260,6 @@ void RunBuilt(uint8_t mode, uint32_t bs, dmu::ObjectType type, const uint8_t* da
       auto block = os.Read(id, b * bs, bs);
       if (!block.ok() || block->size() != bs) Fail("read back");
       (*block)[off] ^= char(data[i + 3] ? data[i + 3] : 1);
-      if (mode & 16 && IsMagic(*block)) zap::SealBlock(&*block);
       if (!os.Write(tx, id, b * bs, *block).ok()) Fail("write back");
     }
   }

@@ -559,5 +559,71 @@ TEST_CASE("A block rewritten in place by a later pass of its txg is not served f
   f.os->SyncDone(t);
 }
 
+TEST_CASE("A shared block is its txg's dirty copy, edited in place until the txg closes", "[dmu]") {
+  Fixture f;
+  const std::string a = Pattern(1, 4096), b = Pattern(2, 4096);
+  ObjectId id;
+  ObjectSet::DnodeRef d;
+  SharedBlock blk(a);
+  const Txg t(f.txgs.open.load());
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    id = f.os->Create(tx, ObjectType::kPlain, 4096).value();
+    d = f.os->Hold(id).value();
+    REQUIRE(f.os->PutBlock(tx, *d, 2, blk).ok());
+    REQUIRE(blk.txg() == t.value());
+    REQUIRE(f.os->Stat(id)->length == 3 * 4096);  // the length covers the block
+    // The same txg: the very buffer, changed where it is, with no second put.
+    const char* before = blk.data();
+    std::string& bytes = blk.Edit(t);
+    REQUIRE(bytes.data() == before);
+    bytes.replace(0, 100, std::string(100, 'x'));
+    REQUIRE(f.os->Read(id, 2 * 4096, 4096).value() == blk.bytes());
+    // Refused: a block of another size, a free object.
+    SharedBlock small(std::string(512, 'y'));
+    REQUIRE(f.os->PutBlock(tx, *d, 0, small).code() == StatusCode::kInvalidArgument);
+    REQUIRE(small.txg() == 0);
+  }
+  const std::string at_t = blk.bytes();
+  f.txgs.open++;  // t closes
+  {
+    // The next txg gets a copy of its own: t's dirty copy stays as t left it.
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    const char* before = blk.data();
+    std::string& bytes = blk.Edit(Txg(t.value() + 1));
+    REQUIRE(bytes.data() != before);
+    REQUIRE(blk.txg() == 0);
+    bytes = b;
+    REQUIRE(f.os->PutBlock(tx, *d, 2, blk).ok());
+    // A write by anyone else to a shared block takes a buffer of its own.
+    REQUIRE(f.os->Write(tx, *d, 2 * 4096, std::string(10, 'z')).ok());
+    REQUIRE(blk.bytes() == b);
+    REQUIRE(f.os->Read(id, 2 * 4096, 10).value() == std::string(10, 'z'));
+  }
+  for (auto& task : f.os->SyncTasks(t, 2)) REQUIRE(task.fn().ok());
+  auto root = f.os->FinishSync(t, 0);
+  REQUIRE(root.ok());
+  f.space.Sync(t, [](const space::Metaslab&) {});
+  f.space.SyncDone(t);
+  f.os->SyncDone(t);
+  auto as_written = ObjectSet::Open(&f.zio, *root, "test");
+  REQUIRE(as_written.ok());
+  REQUIRE((*as_written)->Read(id, 2 * 4096, 4096).value() == at_t);
+  REQUIRE((*as_written)->Read(id, 0, 4096).value() == std::string(4096, '\0'));
+  d.reset();
+  f.Sync();
+  f.Reopen();
+  REQUIRE(f.os->Read(id, 2 * 4096, 4096).value() == std::string(10, 'z') + b.substr(10));
+  // A free object refuses.
+  Tx tx(&f.txgs);
+  REQUIRE(tx.Assign().ok());
+  ObjectSet::DnodeRef held = f.os->Hold(id).value();
+  REQUIRE(f.os->Free(tx, id).ok());
+  SharedBlock late(a);
+  REQUIRE(f.os->PutBlock(tx, *held, 0, late).IsNotFound());
+}
+
 }  // namespace
 }  // namespace poolfs::core::dmu

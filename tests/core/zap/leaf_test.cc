@@ -32,7 +32,7 @@ void CheckLeaf(Leaf& leaf, const std::map<uint64_t, std::string>& model) {
     REQUIRE(leaf.ValueAt(i) == Value{key ^ 1, key ^ 2});
     i++;
   }
-  auto again = Leaf::Decode(leaf.Sealed(), kCtx, leaf.block());
+  auto again = Leaf::Decode(leaf.Encoded().bytes(), kCtx, leaf.block());
   INFO(again.status().ToString());
   REQUIRE(again.ok());
   REQUIRE(again->count() == leaf.count());
