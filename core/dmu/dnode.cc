@@ -337,6 +337,32 @@ size_t Dnode::DirtyBlocks(Txg t) const {
 }
 
 Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
+  Attrs attrs;
+  {
+    util::MutexLock l(&mu_);
+    Slot& s = slots_[t.value() % kTxgSlots];
+    CHECK_EQ(s.txg, t.value());
+    if (s.blocks.empty() && s.frees.empty()) {
+      // Most dnodes a txg syncs changed only their attributes (a new empty
+      // file, a chmod, a link count): nothing to write but the dnode. The
+      // slot's attributes are moved out, not copied: a later change in t
+      // copies them in again (Touch), and SyncDone drops the slot.
+      s.queued = false;
+      attrs = std::move(s.attrs);
+    }
+  }
+  if (attrs.type != ObjectType::kNone) {
+    DnodePhys phys;
+    {
+      util::MutexLock l(&tree_mu_);
+      POOLFS_RETURN_IF_ERROR(tree_.WriteDirty(t, allocator));  // nothing, normally
+      phys.nlevels = tree_.nlevels();
+      phys.bp = tree_.top();
+      phys.used = tree_.used();
+    }
+    SetAttrs(std::move(attrs), &phys);
+    return phys;
+  }
   POOLFS_ASSIGN_OR_RETURN(SyncPlan plan, SyncBegin(t));
   POOLFS_RETURN_IF_ERROR(SyncBlocks(t, plan, 0, plan.blocks.size(), allocator));
   return SyncEnd(t, plan, allocator);
@@ -415,16 +441,19 @@ Result<DnodePhys> Dnode::SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) 
     }
     s.frees.erase(s.frees.begin(), s.frees.begin() + std::min(plan.frees, s.frees.size()));
   }
-  const Attrs& attrs = plan.attrs;
-  if (attrs.type == ObjectType::kNone) return DnodePhys();
-  phys.type = attrs.type;
-  phys.compression = attrs.compression;
-  phys.bonus_type = attrs.bonus_type;
-  phys.block_size = attrs.block_size;
-  phys.length = attrs.length;
-  phys.generation = attrs.generation;
-  phys.bonus = attrs.bonus;
+  if (plan.attrs.type == ObjectType::kNone) return DnodePhys();
+  SetAttrs(plan.attrs, &phys);
   return phys;
+}
+
+void Dnode::SetAttrs(Attrs attrs, DnodePhys* phys) {
+  phys->type = attrs.type;
+  phys->compression = attrs.compression;
+  phys->bonus_type = attrs.bonus_type;
+  phys->block_size = attrs.block_size;
+  phys->length = attrs.length;
+  phys->generation = attrs.generation;
+  phys->bonus = std::move(attrs.bonus);
 }
 
 void Dnode::SyncDone(Txg t) {

@@ -119,7 +119,8 @@ class Dnode {
   // The number of blocks txg t dirtied that are not yet written.
   size_t DirtyBlocks(Txg t) const EXCLUDES(mu_);
   // Writes txg t's changes through `allocator` and returns the dnode as it
-  // stands at the end of t: SyncBegin, SyncBlocks of every block, SyncEnd.
+  // stands at the end of t: SyncBegin, SyncBlocks of every block, SyncEnd
+  // (or, when t changed no block, just the dnode, under one lock).
   Result<DnodePhys> Sync(Txg t, size_t allocator) EXCLUDES(mu_, tree_mu_);
 
   // The same in steps, so that several allocators can write the blocks of
@@ -194,6 +195,9 @@ class Dnode {
   void FreeBlocks(Txg t, uint64_t first, uint64_t end) REQUIRES(mu_);
   Status ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) REQUIRES(mu_);
   std::string Name() const { return "object " + std::to_string(id_.value()); }
+  // The attribute fields of a DnodePhys (a copy of `attrs` is made only
+  // when the caller passes an lvalue).
+  static void SetAttrs(Attrs attrs, DnodePhys* phys);
 
   zio::Zio* const zio_;
   const ObjectId id_;
