@@ -27,15 +27,20 @@ Dnode::Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys)
 }
 
 Dnode::Slot& Dnode::SlotFor(Txg t) {
-  Slot& s = slots_[t.value() % kTxgSlots];
-  if (s.txg != t.value()) {
-    // The ring holds at most the open, quiescing and syncing txgs; a slot is
-    // reused only after SyncDone cleared it.
-    CHECK_EQ(s.txg, 0u);
-    s = Slot();
-    s.txg = t.value();
+  std::unique_ptr<Slot>& s = slots_[t.value() % kTxgSlots];
+  if (s == nullptr) {
+    s = std::make_unique<Slot>();
+    s->txg = t.value();
   }
-  return s;
+  // The ring holds at most the open, quiescing and syncing txgs; a slot is
+  // reused only after SyncDone dropped it.
+  CHECK_EQ(s->txg, t.value());
+  return *s;
+}
+
+Dnode::Slot* Dnode::SlotOf(Txg t) const {
+  Slot* s = slots_[t.value() % kTxgSlots].get();
+  return s != nullptr && s->txg == t.value() ? s : nullptr;
 }
 
 void Dnode::Touch(Slot& s) {
@@ -54,8 +59,8 @@ Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t, bool keep) {
   // Newest unsynced txg first: its dirty copy, else a free that covers it.
   std::array<const Slot*, kTxgSlots> order{};
   size_t n = 0;
-  for (const Slot& s : slots_)
-    if (s.txg != 0 && s.txg <= t) order[n++] = &s;
+  for (const auto& s : slots_)
+    if (s != nullptr && s->txg <= t) order[n++] = s.get();
   for (size_t i = 1; i < n; i++)  // at most four: an insertion sort, newest first
     for (size_t j = i; j > 0 && order[j - 1]->txg < order[j]->txg; j--)
       std::swap(order[j - 1], order[j]);
@@ -309,15 +314,15 @@ bool Dnode::IsFree() const {
 bool Dnode::Idle() const {
   if (!mu_.TryLock()) return false;
   bool idle = true;
-  for (const Slot& s : slots_) idle &= s.txg == 0;
+  for (const auto& s : slots_) idle &= s == nullptr;
   mu_.Unlock();
   return idle;
 }
 
 bool Dnode::DirtyIn(Txg t) const {
   util::MutexLock l(&mu_);
-  const Slot& s = slots_[t.value() % kTxgSlots];
-  return s.txg == t.value() && s.queued;
+  const Slot* s = SlotOf(t);
+  return s != nullptr && s->queued;
 }
 
 Result<zio::BlockPtr> Dnode::BlockPointer(uint64_t blkid) {
@@ -332,16 +337,17 @@ BlockTree::NextBlock Dnode::NextBlock(uint64_t from, BlockTree::Walk* walk) {
 
 size_t Dnode::DirtyBlocks(Txg t) const {
   util::MutexLock l(&mu_);
-  const Slot& s = slots_[t.value() % kTxgSlots];
-  return s.txg == t.value() ? s.blocks.size() : 0;
+  const Slot* s = SlotOf(t);
+  return s != nullptr ? s->blocks.size() : 0;
 }
 
 Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
   Attrs attrs;
   {
     util::MutexLock l(&mu_);
-    Slot& s = slots_[t.value() % kTxgSlots];
-    CHECK_EQ(s.txg, t.value());
+    Slot* sp = SlotOf(t);
+    CHECK(sp != nullptr);
+    Slot& s = *sp;
     if (s.blocks.empty() && s.frees.empty()) {
       // Most dnodes a txg syncs changed only their attributes (a new empty
       // file, a chmod, a link count): nothing to write but the dnode. The
@@ -373,8 +379,9 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
   std::vector<std::pair<uint64_t, uint64_t>> frees;
   {
     util::MutexLock l(&mu_);
-    Slot& s = slots_[t.value() % kTxgSlots];
-    CHECK_EQ(s.txg, t.value());
+    Slot* sp = SlotOf(t);
+    CHECK(sp != nullptr);
+    Slot& s = *sp;
     plan.attrs = s.attrs;
     plan.blocks.assign(s.blocks.begin(), s.blocks.end());
     frees = s.frees;
@@ -434,7 +441,9 @@ Result<DnodePhys> Dnode::SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) 
     // The tree now has what the slot held: drop it (unless a later pass of
     // the same txg replaced a block meanwhile).
     util::MutexLock l(&mu_);
-    Slot& s = slots_[t.value() % kTxgSlots];
+    Slot* sp = SlotOf(t);
+    CHECK(sp != nullptr);  // SyncDone has not run
+    Slot& s = *sp;
     for (const auto& [blkid, data] : plan.blocks) {
       auto it = s.blocks.find(blkid);
       if (it != s.blocks.end() && it->second == data) s.blocks.erase(it);
@@ -458,12 +467,12 @@ void Dnode::SetAttrs(Attrs attrs, DnodePhys* phys) {
 
 void Dnode::SyncDone(Txg t) {
   util::MutexLock l(&mu_);
-  Slot& s = slots_[t.value() % kTxgSlots];
-  if (s.txg != t.value()) return;
-  CHECK(s.blocks.empty());
-  CHECK(s.frees.empty());
-  CHECK(!s.queued);
-  s = Slot();
+  Slot* s = SlotOf(t);
+  if (s == nullptr) return;
+  CHECK(s->blocks.empty());
+  CHECK(s->frees.empty());
+  CHECK(!s->queued);
+  slots_[t.value() % kTxgSlots].reset();
 }
 
 }  // namespace poolfs::core::dmu

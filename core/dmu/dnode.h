@@ -186,7 +186,10 @@ class Dnode {
   // txg has it.
   Result<BlockRef> Content(uint64_t blkid, uint64_t t, bool keep = true) REQUIRES(mu_)
       EXCLUDES(tree_mu_);
+  // Txg t's slot, made on first use.
   Slot& SlotFor(Txg t) REQUIRES(mu_);
+  // Txg t's slot, or nullptr when t has not changed this dnode (or synced).
+  Slot* SlotOf(Txg t) const REQUIRES(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
   // Txg t's copy of block blkid, made on first use from `whole` (the whole
   // new contents) or, when null, from the newest older version.
@@ -204,7 +207,9 @@ class Dnode {
 
   mutable util::Mutex mu_;
   Attrs live_ GUARDED_BY(mu_);
-  std::array<Slot, kTxgSlots> slots_ GUARDED_BY(mu_);
+  // Made when a txg first changes the dnode, dropped by SyncDone: most
+  // dnodes in memory are clean, and a slot is most of a dnode's size.
+  std::array<std::unique_ptr<Slot>, kTxgSlots> slots_ GUARDED_BY(mu_);
 
   mutable util::Mutex tree_mu_;
   BlockTree tree_ GUARDED_BY(tree_mu_);
