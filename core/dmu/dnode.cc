@@ -153,7 +153,7 @@ Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
 }
 
 void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
-                     std::string_view bonus) {
+                     std::string_view bonus, uint8_t bonus_type) {
   util::MutexLock l(&mu_);
   CHECK(live_.type == ObjectType::kNone);
   CHECK_LE(bonus.size(), kMaxBonus);
@@ -162,6 +162,7 @@ void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compress
   live_.compression = uint8_t(compression);
   live_.block_size = block_size;
   live_.generation = t.value();
+  live_.bonus_type = bonus_type;
   live_.bonus.assign(bonus);
   Touch(SlotFor(t));
 }

@@ -81,7 +81,7 @@ class Dnode {
   // Open context. Each returns the bytes newly dirtied through *dirtied.
   // Makes a free dnode a new object in txg t.
   void Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
-                std::string_view bonus) EXCLUDES(mu_);
+                std::string_view bonus, uint8_t bonus_type = 0) EXCLUDES(mu_);
   // Frees the object in txg t: all its blocks, and the slot.
   void Free(Txg t) EXCLUDES(mu_);
   Status Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) EXCLUDES(mu_);

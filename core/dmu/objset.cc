@@ -171,7 +171,8 @@ void ObjectSet::OnDirty(Dnode* d, Txg t) {
 }
 
 Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
-                                   util::Compression compression, std::string_view bonus) {
+                                   util::Compression compression, std::string_view bonus,
+                                   uint8_t bonus_type) {
   CHECK(tx.assigned());
   if (type == ObjectType::kNone || type == ObjectType::kMetadnode)
     return Status::InvalidArgument("cannot create an object of type " +
@@ -201,7 +202,7 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
     lists.high_water = std::max(lists.high_water, id + 1);
   }
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, Get(ObjectId(id)));
-  d->Allocate(tx.txg(), type, block_size, compression, bonus);
+  d->Allocate(tx.txg(), type, block_size, compression, bonus, bonus_type);
   tx.Dirtied(kDnodeSize);
   return ObjectId(id);
 }

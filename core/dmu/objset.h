@@ -83,10 +83,11 @@ class ObjectSet {
   const std::string& name() const { return name_; }
   ObjsetType type() const { return type_; }
 
-  // Creates an object in tx's txg. NoSpace when object ids run out.
+  // Creates an object in tx's txg, with `bonus` of `bonus_type`. NoSpace
+  // when object ids run out.
   Result<ObjectId> Create(Tx& tx, ObjectType type, uint32_t block_size = kDefaultBlockSize,
                           util::Compression compression = util::Compression::kLz4,
-                          std::string_view bonus = {});
+                          std::string_view bonus = {}, uint8_t bonus_type = 0);
   // Frees an object and all its blocks. NotFound if it is not allocated.
   Status Free(Tx& tx, ObjectId id);
   Status Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data);

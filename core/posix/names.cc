@@ -104,20 +104,24 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
 
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(2048 + target.size()));
-  auto in = std::make_shared<Inode>(0);
+  const std::string bonus = EncodeZnode(z);
+  InodeRef in;
   ObjectId id;
+  Status st;
   if (is_dir) {
     POOLFS_ASSIGN_OR_RETURN(auto zap,
                             zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts()));
     id = zap->id();
     in = std::make_shared<Inode>(id.value());
     in->dir = std::move(zap);
+    st = os_->SetBonus(tx, id, kZnodeBonus, bonus);
   } else {
-    POOLFS_ASSIGN_OR_RETURN(id, os_->Create(tx, dmu::ObjectType::kPlain, kRecordSize));
+    // The znode goes in with the object: no second lookup of the dnode.
+    POOLFS_ASSIGN_OR_RETURN(id, os_->Create(tx, dmu::ObjectType::kPlain, kRecordSize,
+                                            util::Compression::kLz4, bonus, kZnodeBonus));
     in = std::make_shared<Inode>(id.value());
   }
   in->generation = tx.txg().value();
-  Status st = os_->SetBonus(tx, id, kZnodeBonus, EncodeZnode(z));
   if (st.ok() && S_ISLNK(mode) && z.inline_target.empty()) st = os_->Write(tx, id, 0, target);
   if (st.ok()) st = p->dir->Add(tx, name, zap::Value{id.value(), Type(mode)});
   if (!st.ok()) {

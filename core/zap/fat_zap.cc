@@ -220,8 +220,7 @@ Result<std::shared_ptr<const Leaf>> Zap::ReadLeaf(uint64_t index) const {
 Result<Value> Zap::FatLookup(uint64_t h, std::string_view name) const {
   POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> leaf, ReadLeaf(TableIndex(h)));
   uint32_t slot = leaf->Find(h, name, nullptr);
-  if (slot == leaf->count())
-    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == leaf->count()) return NoSuchName();
   return leaf->ValueAt(slot);
 }
 
@@ -257,8 +256,7 @@ Status Zap::FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& 
 Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
   POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
   uint32_t slot = ref->Find(h, name, nullptr);
-  if (slot == ref->count())
-    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == ref->count()) return NoSuchName();
   if (fat_.count == 0)
     return Status::Corruption(ctx_.Where(0, "fat header") + ": count 0, but " +
                               ctx_.Where(ref->block(), "leaf") + " has entries");
@@ -273,8 +271,7 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
 Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {
   POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> ref, ReadLeaf(TableIndex(h)));
   uint32_t slot = ref->Find(h, name, nullptr);
-  if (slot == ref->count())
-    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == ref->count()) return NoSuchName();
   Leaf leaf = LeafToEdit(tx, std::move(ref));
   leaf.SetValue(slot, v);
   Change c;

@@ -138,8 +138,7 @@ Result<Value> Zap::Lookup(std::string_view name) const {
   ReaderLock l(&mu_);
   if (!micro_form_) return FatLookup(h, name);
   uint32_t slot = MicroFind(h, name, nullptr);
-  if (slot == micro_count_)
-    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == micro_count_) return NoSuchName();
   return MicroValueAt(slot);
 }
 
@@ -149,8 +148,7 @@ Status Zap::Remove(dmu::Tx& tx, std::string_view name) {
   WriterLock l(&mu_);
   if (!micro_form_) return FatRemove(tx, h, name);
   uint32_t slot = MicroFind(h, name, nullptr);
-  if (slot == micro_count_)
-    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == micro_count_) return NoSuchName();
   return MicroRemove(tx, slot);
 }
 
@@ -160,8 +158,7 @@ Status Zap::Update(dmu::Tx& tx, std::string_view name, const Value& value) {
   WriterLock l(&mu_);
   if (!micro_form_) return FatUpdate(tx, h, name, value);
   uint32_t slot = MicroFind(h, name, nullptr);
-  if (slot == micro_count_)
-    return Status::NotFound("zap object " + std::to_string(id_.value()) + ": no such name");
+  if (slot == micro_count_) return NoSuchName();
   return MicroUpdate(tx, slot, value);
 }
 

@@ -221,6 +221,10 @@ struct BlockContext {
   std::string Where(uint64_t block, std::string_view kind) const;
 };
 
+// NotFound for a name a zap does not hold. Its message names no zap (the
+// caller knows which directory it asked): short enough for the string's
+// inline buffer, since a negative lookup is on every file create's path.
+inline Status NoSuchName() { return Status::NotFound("no such name"); }
 // Checks a block's size and magic. Corruption naming `where`.
 Status CheckBlock(std::string_view block, const BlockContext& ctx, uint64_t block_no,
                   uint64_t magic, std::string_view kind);
