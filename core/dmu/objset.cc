@@ -278,6 +278,8 @@ Status ObjectSet::PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block)
   CHECK(tx.assigned());
   CHECK(tx.open_context());  // a sync pass may be writing the txg's blocks
   CHECK(block.txg_ == 0 || block.txg_ == tx.txg().value());  // Edit(tx.txg()) came first
+  // Already the txg's dirty copy: the owner's changes went straight into it.
+  if (block.txg_ != 0) return Status::Ok();
   uint64_t dirtied = 0;
   Status st = d.PutBlock(tx.txg(), blkid, block.buf_, &dirtied);
   tx.Dirtied(dirtied);

@@ -104,8 +104,9 @@ class ObjectSet {
   Status Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data);
   // Makes `block` tx's txg's dirty copy of block blkid of d, shared, not
   // copied (shared_block.h: the owner then changes it in place until the
-  // txg closes). Open context only. NotFound for a free object;
-  // InvalidArgument for a block that is not the object's block size.
+  // txg closes; putting it again in that txg is free). Open context only.
+  // NotFound for a free object; InvalidArgument for a block that is not
+  // the object's block size.
   Status PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block);
   Result<std::string> Read(Dnode& d, uint64_t off, uint64_t len,
                            ReadCaching caching = ReadCaching::kAll);

@@ -102,10 +102,13 @@ Value Leaf::ValueAt(uint32_t i) const {
 }
 
 uint32_t Leaf::LowerBound(uint64_t key) const {
+  // The bytes' address once: KeyAt would load it through the shared
+  // buffer at every step.
+  const uint8_t* p = bytes();
   uint32_t lo = 0, hi = count_;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (KeyAt(mid) < key)
+    if (LoadLE64(p + LoadLE16(p + kLeafHeaderSize + 2 * mid)) < key)
       lo = mid + 1;
     else
       hi = mid;
