@@ -6,8 +6,8 @@
 // block into the dnode's dirty copy, and the owner keeps a second copy to
 // read from. With a SharedBlock the owner hands the buffer itself to the
 // dnode (ObjectSet::PutBlock): from then on, changes in the same txg go
-// straight into the dirty copy, and PutBlock again costs a lookup. This is
-// ZFS's dbuf: one buffer, dirtied in place, copied once per txg.
+// straight into the dirty copy, and PutBlock again returns at once. This
+// is ZFS's dbuf: one buffer, dirtied in place, copied once per txg.
 //
 // The rule that makes it safe. After PutBlock in txg t, the buffer is t's
 // dirty copy, and t's sync writes it without any lock once t has closed.
