@@ -126,6 +126,13 @@ constexpr TunableInfo kTable[] = {
             "sequential read waits for the disk on every block. Where the file system refuses "
             "O_DIRECT, reads stay buffered.",
      POOLFS_TUNABLE_FIELD(vdev_direct_reads)},
+    {.name = "vdev.direct_writes", .type = TunableType::kBool, .applies = Applies::kMount,
+     .maps_to = "core: vdev::FileDevice::OpenMode::direct_writes",
+     .doc = "Write blocks to a vdev file with O_DIRECT: no copy into the kernel's page cache "
+            "and no second cache of the same blocks there; each block write waits for the "
+            "disk. Blocks not aligned to 4 KiB, and all blocks where the file system refuses "
+            "O_DIRECT, are written buffered.",
+     POOLFS_TUNABLE_FIELD(vdev_direct_writes)},
     // ---- dmu ----
     {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kBackfillChoices,

@@ -62,6 +62,7 @@ struct Tunables {
   // vdev
   uint64_t vdev_writeback_bytes = uint64_t{4} << 20;
   bool vdev_direct_reads = false;
+  bool vdev_direct_writes = true;
   // dmu
   Backfill dmu_metadnode_backfill = Backfill::kAuto;
   uint32_t dmu_alloc_chunk = 128;

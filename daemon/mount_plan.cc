@@ -148,6 +148,7 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   o.aliquot = t.alloc_aliquot;
   o.writeback_bytes = t.vdev_writeback_bytes;
   o.direct_reads = t.vdev_direct_reads;
+  o.direct_writes = t.vdev_direct_writes;
   o.arc_max_bytes = t.arc_max_bytes;
   o.arc_sublists = t.arc_sublists;
   o.arc_evict_batch = t.arc_evict_batch;

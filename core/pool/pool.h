@@ -77,6 +77,9 @@ struct PoolOptions {
   // Read aligned blocks of a vdev file with O_DIRECT, into the cache's
   // buffers (vdev.direct_reads; FileDevice's theory comment).
   bool direct_reads = false;
+  // Write aligned blocks of a vdev file with O_DIRECT (vdev.direct_writes;
+  // FileDevice's theory comment).
+  bool direct_writes = true;
   // Idle objects kept in memory per dataset; 0: from the cache's bound
   // (object_cache_limit()). Tests set it low to make objects come and go.
   uint64_t object_cache_limit = 0;

@@ -95,6 +95,7 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.space.aliquot = options.aliquot;
   po.writeback_bytes = options.writeback_bytes;
   po.direct_reads = options.direct_reads;
+  po.direct_writes = options.direct_writes;
   po.arc.max_bytes = options.arc_max_bytes;
   po.arc.sublists = options.arc_sublists;
   po.arc.evict_batch = options.arc_evict_batch;

@@ -8,11 +8,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "util/check.h"
 
 namespace poolfs::core::vdev {
 namespace {
@@ -80,7 +84,9 @@ FileDevice::FileDevice(std::string path, int fd, int direct_fd, uint64_t size, u
       sector_size_(sector_size),
       read_only_(mode.read_only),
       is_block_device_(is_block_device),
-      writeback_bytes_(mode.read_only ? 0 : mode.writeback_bytes) {}
+      writeback_bytes_(mode.read_only ? 0 : mode.writeback_bytes),
+      direct_reads_(direct_fd >= 0 && mode.direct_reads),
+      direct_writes_(direct_fd >= 0 && mode.direct_writes && !mode.read_only) {}
 
 FileDevice::~FileDevice() {
   if (direct_fd_ >= 0) close(direct_fd_);
@@ -115,10 +121,11 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path, Op
     Status locked = LockExclusive(fd, path);
     if (!locked.ok()) return fail(locked);
   }
-  // A second open file description, for reads only (the flock stays with
+  // A second open file description, for direct I/O (the flock stays with
   // fd); refused by file systems without O_DIRECT, which is no error.
+  const bool direct = mode.direct_reads || (mode.direct_writes && !mode.read_only);
   const int direct_fd =
-      mode.direct_reads ? open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC) : -1;
+      direct ? open(path.c_str(), (mode.read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC) : -1;
   return std::unique_ptr<FileDevice>(
       new FileDevice(path, fd, direct_fd, size, sector, mode, is_block));
 }
@@ -180,7 +187,7 @@ Status FileDevice::Read(uint64_t off, void* buf, size_t len) {
   auto* p = static_cast<uint8_t*>(buf);
   // Aligned: straight from the disk into buf (a short direct read, at the
   // end of a file whose size is not aligned, finishes buffered).
-  bool direct = direct_fd_ >= 0 && off % kDirectAlign == 0 && len % kDirectAlign == 0 &&
+  bool direct = direct_reads_ && off % kDirectAlign == 0 && len % kDirectAlign == 0 &&
                 reinterpret_cast<uintptr_t>(buf) % kDirectAlign == 0;
   if (direct) direct_reads_done_.fetch_add(1, std::memory_order_relaxed);
   size_t done = 0;
@@ -206,6 +213,11 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
   POOLFS_RETURN_IF_ERROR(CheckRange(path_, "write", size_, off, len));
   auto* p = static_cast<const uint8_t*>(buf);
   size_t done = 0;
+  if (direct_writes_ && off % kDirectAlign == 0 && len % kDirectAlign == 0 &&
+      !direct_refused_.load(std::memory_order_relaxed)) {
+    POOLFS_RETURN_IF_ERROR(WriteDirect(off, p, len, &done));
+  }
+  const size_t direct_done = done;
   while (done < len) {
     ssize_t n = pwrite(fd_, p + done, len - done, off_t(off + done));
     if (n < 0) {
@@ -215,8 +227,48 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
     if (n == 0) return DeviceIoError(path_, "write", off, len, 0, done);
     done += size_t(n);
   }
-  NoteWritten(len);
+  if (len > direct_done) NoteWritten(len - direct_done);
   return Status::Ok();
+}
+
+Status FileDevice::WriteDirect(uint64_t off, const uint8_t* p, size_t len, size_t* done) {
+  const bool aligned = reinterpret_cast<uintptr_t>(p) % kDirectAlign == 0;
+  // Stops early, leaving the rest to the buffered loop, where a direct
+  // write cannot go on: refused (EINVAL: an alignment the file system does
+  // not take), or cut short off a sector boundary.
+  while (*done < len && *done % kDirectAlign == 0) {
+    size_t n = len - *done;
+    const uint8_t* from = p + *done;
+    if (!aligned) {
+      n = std::min(n, kBounceBytes);
+      uint8_t* bounce = BounceBuffer();
+      std::memcpy(bounce, from, n);
+      from = bounce;
+    }
+    ssize_t w = pwrite(direct_fd_, from, n, off_t(off + *done));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EINVAL) {
+        if (*done == 0) direct_refused_.store(true, std::memory_order_relaxed);
+        break;
+      }
+      return DeviceIoError(path_, "write", off, len, errno);
+    }
+    if (w == 0) return DeviceIoError(path_, "write", off, len, 0, *done);
+    *done += size_t(w);
+  }
+  if (*done > 0) direct_writes_done_.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+uint8_t* FileDevice::BounceBuffer() {
+  struct Free {
+    void operator()(uint8_t* b) const { std::free(b); }
+  };
+  thread_local std::unique_ptr<uint8_t, Free> buf(
+      static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, kBounceBytes)));
+  CHECK(buf != nullptr);
+  return buf.get();
 }
 
 void FileDevice::NoteWritten(uint64_t len) {

@@ -203,6 +203,7 @@ struct MountOptions {
   uint64_t aliquot = 2 * 1024 * 1024;
   uint64_t writeback_bytes = 4 * 1024 * 1024;  // vdev.writeback_bytes; 0: off
   bool direct_reads = false;                    // vdev.direct_reads
+  bool direct_writes = true;                    // vdev.direct_writes
   // The block cache (arc.max_bytes, 0: a share of RAM; arc.sublists, 0: one
   // per core, at least 4; arc.evict_batch).
   uint64_t arc_max_bytes = 0;

@@ -168,17 +168,23 @@ TEST_CASE("Pool import refuses what is not a pool, and a pool in use", "[pool]")
   std::filesystem::remove_all(dir);
 }
 
-// vdev.direct_reads: blocks read with O_DIRECT into the cache's buffers
-// (file_device_test checks the reads are direct) come back intact, data
-// and metadata, compressed or not, across an import.
-TEST_CASE("Pool reads back what it wrote with direct reads", "[pool]") {
+// vdev.direct_reads and vdev.direct_writes: blocks read with O_DIRECT into
+// the cache's buffers, or written with O_DIRECT (file_device_test checks
+// the I/O is direct), come back intact, data and metadata, compressed or
+// not, across an import; in each mix of direct and buffered.
+TEST_CASE("Pool reads back what it wrote with direct reads and writes", "[pool]") {
+  const auto [direct_reads, direct_writes] =
+      GENERATE(std::pair{true, false}, std::pair{true, true}, std::pair{false, true});
+  INFO("direct_reads " << direct_reads << ", direct_writes " << direct_writes);
   auto dir =
       std::filesystem::temp_directory_path() / ("poolfs-pool-direct-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::string path = (dir / "p").string();
+  std::filesystem::remove(path);
   REQUIRE(Pool::Create({path}, kDevSize, CreateOptions{"d"}).ok());
   PoolOptions o = FastOptions();
-  o.direct_reads = true;
+  o.direct_reads = direct_reads;
+  o.direct_writes = direct_writes;
   std::vector<std::pair<ObjectId, std::string>> objs;
   {
     auto p = Pool::Import({path}, o);
