@@ -64,6 +64,13 @@ Scratch& PadScratch() {
   return s;
 }
 
+// `st`, given "PREFIX<bp>" as context when it failed. Nothing is formatted
+// when it did not: the read path calls this several times a block.
+Status AboutBlock(Status st, const char* prefix, const BlockPtr& bp) {
+  if (st.ok()) return st;
+  return st.WithContext(prefix + bp.ToString());
+}
+
 bool IsAllZero(std::string_view data) {
   return !data.empty() && data[0] == 0 &&
          std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
@@ -189,17 +196,18 @@ Status Zio::WritePadded(VdevState& v, uint64_t off, const uint8_t* bytes, uint64
   return Status::Ok();
 }
 
-Status Zio::CheckExtent(const space::Dva& extent, const std::string& what) const {
+Status Zio::CheckExtent(const space::Dva& extent) const {
   if (extent.vdev >= vdevs_.size())
-    return Status::Corruption(what + ": vdev " + std::to_string(extent.vdev) +
+    return Status::Corruption("vdev " + std::to_string(extent.vdev) +
                               " does not exist (the pool has " + std::to_string(vdevs_.size()) +
                               ")");
   const VdevState& v = *vdevs_[extent.vdev];
   if (extent.offset < vdev::kFrontReserved || extent.offset > v.alloc_end ||
       extent.size > v.alloc_end - extent.offset)
-    return Status::Corruption(
-        what + ": lies outside the allocatable area [" + std::to_string(vdev::kFrontReserved) +
-        ", " + std::to_string(v.alloc_end) + ") of vdev " + std::to_string(extent.vdev));
+    return Status::Corruption("lies outside the allocatable area [" +
+                              std::to_string(vdev::kFrontReserved) + ", " +
+                              std::to_string(v.alloc_end) + ") of vdev " +
+                              std::to_string(extent.vdev));
   return Status::Ok();
 }
 
@@ -341,28 +349,29 @@ Result<BlockPtr> Zio::RewriteGang(const BlockPtr& old, const WriteProps& props, 
   uint64_t at = 0;
   for (const space::Dva& k : kids) {
     const uint64_t n = std::min<uint64_t>(k.size, s.psize - at);
-    POOLFS_RETURN_IF_ERROR(WritePadded(*vdevs_[k.vdev], k.offset, s.bytes + at, n, k.size)
-                               .WithContext("rewrite of gang block " + bp.ToString()));
+    POOLFS_RETURN_IF_ERROR(AboutBlock(WritePadded(*vdevs_[k.vdev], k.offset, s.bytes + at, n, k.size),
+                                      "rewrite of gang block ", bp));
     at += n;
   }
   return bp;
 }
 
 Result<std::vector<space::Dva>> Zio::GangChildren(const BlockPtr& bp) {
-  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
   if (!bp.IsGang()) return Status::InvalidArgument("block " + bp.ToString() + " is not a gang");
-  POOLFS_RETURN_IF_ERROR(CheckExtent(bp.dva, "gang header of block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(bp.dva), "gang header of block ", bp));
   std::string header(bp.dva.size, '\0');
-  POOLFS_RETURN_IF_ERROR(vdevs_[bp.dva.vdev]
-                             ->dev->Read(bp.dva.offset, header.data(), header.size())
-                             .WithContext("read of the gang header of block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(
+      AboutBlock(vdevs_[bp.dva.vdev]->dev->Read(bp.dva.offset, header.data(), header.size()),
+                 "read of the gang header of block ", bp));
   bytes_read_.fetch_add(header.size(), std::memory_order_relaxed);
   Result<std::vector<space::Dva>> kids = DecodeGangHeader(header, "");
   if (!kids.ok()) return VerifyFailed(bp, kids.status().message());
   uint64_t sum = 0;
   for (size_t i = 0; i < kids->size(); i++) {
-    Status in = CheckExtent((*kids)[i], "child " + std::to_string(i));
-    if (!in.ok()) return VerifyFailed(bp, "gang header's " + in.message());
+    Status in = CheckExtent((*kids)[i]);
+    if (!in.ok())
+      return VerifyFailed(bp, "gang header's child " + std::to_string(i) + ": " + in.message());
     sum += (*kids)[i].size;
   }
   if (sum != bp.gang_asize)
@@ -391,8 +400,8 @@ Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std:
 
   const BlockPtr bp = StoredPointer(old.dva, 0, props, uint32_t(data.size()), s, txg, "rewrite");
 
-  POOLFS_RETURN_IF_ERROR(WriteStored(*vdevs_[bp.dva.vdev], bp.dva.offset, len, s)
-                             .WithContext("rewrite of block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(WriteStored(*vdevs_[bp.dva.vdev], bp.dva.offset, len, s),
+                                    "rewrite of block ", bp));
   return bp;
 }
 
@@ -402,7 +411,7 @@ Status Zio::VerifyFailed(const BlockPtr& bp, const std::string& what) {
 }
 
 Result<std::string> Zio::Read(const BlockPtr& bp) {
-  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
   std::string out(bp.lsize, '\0');
   if (bp.IsHole()) return out;
   POOLFS_RETURN_IF_ERROR(ReadValid(bp, reinterpret_cast<uint8_t*>(out.data())));
@@ -410,7 +419,7 @@ Result<std::string> Zio::Read(const BlockPtr& bp) {
 }
 
 Status Zio::ReadInto(const BlockPtr& bp, uint8_t* dst) {
-  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
   if (bp.IsHole()) {
     std::memset(dst, 0, bp.lsize);
     return Status::Ok();
@@ -429,17 +438,16 @@ Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
     uint64_t at = 0;
     for (size_t i = 0; i < kids.size(); i++) {
       const uint64_t n = std::min<uint64_t>(kids[i].size, bp.psize - at);
-      POOLFS_RETURN_IF_ERROR(
-          vdevs_[kids[i].vdev]
-              ->dev->Read(kids[i].offset, stored + at, n)
-              .WithContext("read of child " + std::to_string(i) + " of block " + bp.ToString()));
+      Status read = vdevs_[kids[i].vdev]->dev->Read(kids[i].offset, stored + at, n);
+      if (!read.ok())
+        return read.WithContext("read of child " + std::to_string(i) + " of block " +
+                                bp.ToString());
       at += n;
     }
   } else {
-    POOLFS_RETURN_IF_ERROR(CheckExtent(bp.dva, "block " + bp.ToString()));
-    POOLFS_RETURN_IF_ERROR(vdevs_[bp.dva.vdev]
-                               ->dev->Read(bp.dva.offset, stored, bp.psize)
-                               .WithContext("read of block " + bp.ToString()));
+    POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(bp.dva), "block ", bp));
+    POOLFS_RETURN_IF_ERROR(AboutBlock(
+        vdevs_[bp.dva.vdev]->dev->Read(bp.dva.offset, stored, bp.psize), "read of block ", bp));
   }
   bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
   const util::Checksum128 got = util::Xxh3_128(stored, bp.psize);
@@ -456,7 +464,7 @@ Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
 Status Zio::Free(const BlockPtr& bp, Txg txg) {
   CHECK(space_ != nullptr);
   if (bp.IsHole()) return Status::Ok();
-  POOLFS_RETURN_IF_ERROR(ValidateBlockPtr(bp).WithContext("free of block " + bp.ToString()));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "free of block ", bp));
   if (bp.IsGang()) {
     // A header that no longer verifies: its children leak (poolfs check
     // reports them) rather than this sync failing.
@@ -464,7 +472,7 @@ Status Zio::Free(const BlockPtr& bp, Txg txg) {
     if (kids.ok()) {
       for (const space::Dva& k : *kids)
         POOLFS_RETURN_IF_ERROR(
-            space_->Free(k, txg).WithContext("free of a child of gang block " + bp.ToString()));
+            AboutBlock(space_->Free(k, txg), "free of a child of gang block ", bp));
     } else {
       gang_leaks_.fetch_add(1, std::memory_order_relaxed);
     }

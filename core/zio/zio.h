@@ -208,8 +208,8 @@ class Zio {
   Result<BlockPtr> WriteGang(const WriteProps& props, uint32_t lsize, const Stored& s, Txg txg,
                              size_t allocator, const Status& why);
   // Checks that the extent lies in the allocatable area of an existing
-  // vdev; Corruption naming `what` otherwise.
-  Status CheckExtent(const space::Dva& extent, const std::string& what) const;
+  // vdev; Corruption saying why otherwise (the caller names the block).
+  Status CheckExtent(const space::Dva& extent) const;
   // Corruption for a failed verification of bp on its vdev; counts it.
   Status VerifyFailed(const BlockPtr& bp, const std::string& what);
   // ReadInto's pipeline for a pointer already validated, not a hole.
