@@ -186,6 +186,14 @@ constexpr TunableInfo kTable[] = {
      .doc = "Let the kernel cache writes and send them in larger requests (FUSE's writeback "
             "cache); the kernel then keeps file sizes and mtimes itself between requests.",
      POOLFS_TUNABLE_FIELD(fuse_writeback_cache)},
+    {.name = "fuse.read_ahead_bytes", .type = TunableType::kSize, .applies = Applies::kMount,
+     .min = 4 * kKiB, .max = 256 * kMiB, .zero_means = "the kernel's (128 KiB for a FUSE mount)",
+     .maps_to = "daemon: /sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount",
+     .doc = "How far the kernel reads ahead of a sequential reader of a file on the mount. The "
+            "kernel asks for at most 128 KiB ahead of a FUSE mount, one READ request each; 1 "
+            "MiB makes it one request per MiB, the largest a request can be. Only root may set "
+            "it: for other users the mount keeps the kernel's, and says so in its log.",
+     POOLFS_TUNABLE_FIELD(fuse_read_ahead_bytes)},
     // ---- log ----
     {.name = "log.level", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kLogLevelChoices,

@@ -74,6 +74,7 @@ struct Tunables {
   // fuse
   uint32_t fuse_threads = 0;
   bool fuse_writeback_cache = false;
+  uint64_t fuse_read_ahead_bytes = uint64_t{1} << 20;
   // log
   LogLevel log_level = LogLevel::kInfo;
 

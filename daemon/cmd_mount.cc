@@ -20,10 +20,13 @@
 // thread, the control thread, the Asio sync pool and the core's own. The
 // signals are blocked in all of them but the signal thread's sigtimedwait.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -36,6 +39,7 @@
 #include "logging.h"
 #include "mount_detach.h"
 #include "mount_plan.h"
+#include "mount_table.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -128,7 +132,6 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
       plan.config_path.empty() ? "defaults" : plan.config_path,
       plan.fuse.threads ? plan.fuse.threads : fuse::FuseOptions::DefaultThreads(),
       executor.threads(), executor.strands());
-  report.Succeeded();
 
   sigset_t set;
   sigemptyset(&set);
@@ -136,10 +139,35 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   std::atomic<bool> stop{false};
   std::thread signals([&] { SignalLoop(set, stop, **server, live); });
 
+  // `poolfs mount` returns once the mount answers a request: this thread's
+  // stat of its root waits for the loop below to answer FUSE's INIT and
+  // then the GETATTR. Only then can the readahead be set: the kernel sets
+  // it from INIT's answer (to at most the 128 KiB it offers).
+  std::thread first_request([&plan, &report] {
+    struct stat root;
+    if (stat(plan.mountpoint.c_str(), &root) != 0) {
+      const int err = errno;
+      report.Failed(kExitFailure,
+                    "the mount on " + plan.mountpoint + " does not answer: " + std::strerror(err));
+      return;
+    }
+    if (plan.read_ahead_bytes != 0) {
+      Status ra = SetReadAhead(plan.mountpoint, plan.read_ahead_bytes);
+      if (ra.ok()) {
+        spdlog::debug("readahead on {} set to {} KiB", plan.mountpoint,
+                      plan.read_ahead_bytes / 1024);
+      } else {
+        spdlog::info("readahead on {} left as the kernel set it (fuse.read_ahead_bytes): {}",
+                     plan.mountpoint, ra.ToString());
+      }
+    }
+    report.Succeeded();
+  });
   Status run = (*server)->Run();
   if (!run.ok()) spdlog::error("{}", run.ToString());
   stop.store(true);
   signals.join();
+  first_request.join();
   server->reset();
 
   closing.store(true);

@@ -13,7 +13,9 @@
 // In the foreground (-f) there is no fork: the same StartupReport prints
 // a failure to stderr and does nothing on success.
 //
-// Thread safety: main's thread only; Detach before any other thread exists.
+// Thread safety: Detach before any other thread exists; then one thread at a
+// time (the mount reports success from the thread that waits for the mount
+// to answer a first request, while main's thread runs the request loop).
 #pragma once
 
 #include <optional>

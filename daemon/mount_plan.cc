@@ -177,6 +177,7 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   plan.fuse.mountpoint = plan.mountpoint;
   plan.fuse.fsname = plan.pool_file;
   plan.fuse.threads = t.fuse_threads;
+  plan.read_ahead_bytes = t.fuse_read_ahead_bytes;
   plan.fuse.writeback_cache = t.fuse_writeback_cache;
   for (const std::string& group : args.options) {
     size_t start = 0;

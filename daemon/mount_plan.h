@@ -35,6 +35,7 @@ struct MountPlan {
   fuse::FuseOptions fuse;
   size_t sync_threads = 0;  // of the Asio executor (txg.sync_threads; 0: one per strand)
   size_t strands = 0;       // one per allocator
+  uint64_t read_ahead_bytes = 0;  // fuse.read_ahead_bytes; 0: the kernel's
 };
 
 // Checks the arguments and reads the config. Fails with NotFound (no such

@@ -1,5 +1,8 @@
 #include "mount_table.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -40,6 +43,7 @@ Result<std::vector<MountEntry>> ReadMountTable() {
     MountEntry e;
     if (!(fields >> e.fstype >> e.source)) continue;
     e.mountpoint = UnescapeMountField(mountpoint);
+    e.device = dev;
     e.source = UnescapeMountField(e.source);
     mounts.push_back(std::move(e));
   }
@@ -61,6 +65,30 @@ Result<std::optional<MountEntry>> FindPoolfsMountOf(const std::string& pool_path
     if (m.fstype == kPoolfsFsType && m.source == pool_path) return std::optional(std::move(m));
   }
   return std::optional<MountEntry>();
+}
+
+Status SetReadAhead(const std::string& canonical_path, uint64_t bytes,
+                    const std::string& bdi_root) {
+  POOLFS_ASSIGN_OR_RETURN(std::optional<MountEntry> m, FindMountAt(canonical_path));
+  if (!m) return Status::NotFound("nothing is mounted on " + canonical_path);
+  const std::string file = bdi_root + "/" + m->device + "/read_ahead_kb";
+  const std::string kib = std::to_string(bytes / 1024) + "\n";
+  const int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  ssize_t n = -1;
+  int err = 0;
+  if (fd >= 0) {
+    n = write(fd, kib.data(), kib.size());
+    if (n < 0) err = errno;
+    close(fd);
+  } else {
+    err = errno;
+  }
+  if (n == ssize_t(kib.size())) return Status::Ok();
+  if (err == 0) err = EIO;  // a short write
+  const std::string what = "cannot write " + file + ": " + std::strerror(err);
+  if (err == EACCES || err == EPERM) return Status(StatusCode::kPermissionDenied, what);
+  if (err == ENOENT) return Status::NotFound(what);
+  return Status::IOError(what);
 }
 
 }  // namespace poolfs::daemon

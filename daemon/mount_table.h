@@ -24,6 +24,7 @@ struct MountEntry {
   std::string mountpoint;  // absolute
   std::string fstype;      // "fuse.poolfs", "ext4", ...
   std::string source;      // for poolfs: the pool file
+  std::string device;      // "MAJOR:MINOR"; a FUSE mount's own, named in /sys/class/bdi
 };
 
 // Returns every mount, in the table's order. IOError when the table cannot
@@ -40,5 +41,15 @@ Result<std::optional<MountEntry>> FindPoolfsMountOf(const std::string& pool_path
 
 // Undoes mountinfo's octal escapes ("a\040b" -> "a b").
 std::string UnescapeMountField(const std::string& field);
+
+// Sets how far the kernel reads ahead on the mount at `canonical_path`:
+// writes `bytes` / 1024 to read_ahead_kb of its backing device info,
+// `bdi_root`/MAJOR:MINOR/ (the mount table names the device). NotFound
+// when nothing is mounted there; the errno of a failed open or write
+// otherwise, naming the file (PermissionDenied for a user other than
+// root). No FUSE request is made, so the mount's own daemon may call it
+// before it answers any.
+Status SetReadAhead(const std::string& canonical_path, uint64_t bytes,
+                    const std::string& bdi_root = "/sys/class/bdi");
 
 }  // namespace poolfs::daemon

@@ -86,6 +86,10 @@ echo hello >mnt/a && mkdir mnt/d && echo inside >mnt/d/f && ln -s a mnt/s && mv 
 dd if=/dev/urandom of=big bs=1M count=3 status=none && cp big mnt/big && cmp -s big mnt/big \
   && ok "3 MiB copied in and read back" || fail "3 MiB copy differs"
 [[ "$(ls mnt | tr '\n' ' ')" == "a big d s " ]] && ok "readdir" || fail "readdir: $(ls mnt)"
+# fuse.read_ahead_bytes (default 1 MiB) is in place when poolfs mount returns.
+read_ahead_kb() { cat "/sys/class/bdi/$(mountpoint -d "$1")/read_ahead_kb"; }
+[[ "$(read_ahead_kb mnt)" == 1024 ]] && ok "readahead 1024 KiB on the mount" \
+  || fail "readahead on the mount: $(read_ahead_kb mnt) KiB, expected 1024"
 
 # --- errors: clear message, non-zero exit, nothing left running
 expect 2 "already mounted on $DIR/mnt" "$POOLFS" mount "$DIR/tank.pool" "$DIR/m2"
@@ -131,9 +135,11 @@ done
 # --- SIGHUP reloads the config file: live changes apply, a bad file is refused
 mkdir -p "$XDG_CONFIG_HOME/poolfs"
 LOG=$XDG_STATE_HOME/poolfs/tank.log
-printf '[txg]\ntimeout_ms = 5000\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
+printf '[txg]\ntimeout_ms = 5000\n[fuse]\nread_ahead_bytes = "4MiB"\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
 expect 0 "" "$POOLFS" unmount "$DIR/mnt"
 expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt"  # finds the file in $XDG_CONFIG_HOME
+[[ "$(read_ahead_kb mnt)" == 4096 ]] && ok "readahead from the config file" \
+  || fail "readahead with fuse.read_ahead_bytes = 4MiB: $(read_ahead_kb mnt) KiB"
 printf '[txg]\ntimeout_ms = 1000\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
 pid=$(daemon_pid "$DIR/mnt")
 kill -HUP "$pid"
@@ -179,6 +185,10 @@ mkdir -p user/mnt && chown -R "$USER_NAME" user
 as_user() { runuser -u "$USER_NAME" -- env XDG_STATE_HOME="$DIR/user/state" HOME="$DIR/user" "$@"; }
 expect 0 "" as_user "$POOLFS" create "$DIR/user/u.pool" --size 128M
 expect 0 "" as_user "$POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt"
+# Only root may set the readahead: the user's mount keeps the kernel's and logs why.
+[[ "$(read_ahead_kb user/mnt)" != 1024 ]] && grep -q "readahead on $DIR/user/mnt left as the kernel set it" \
+  "$DIR/user/state/poolfs/u.log" && ok "the user's mount logs that it keeps the kernel's readahead" \
+  || fail "user readahead: $(read_ahead_kb user/mnt) KiB; log: $(tail -n 3 "$DIR/user/state/poolfs/u.log")"
 as_user sh -c "echo mine >$DIR/user/mnt/f && mkdir $DIR/user/mnt/d" || fail "user writes"
 [[ "$(as_user stat -c %U "$DIR/user/mnt/f" 2>&1)" == "$USER_NAME" ]] && ok "the user's file is the user's" \
   || fail "owner of the user's file: $(as_user stat -c %U "$DIR/user/mnt/f" 2>&1)"
