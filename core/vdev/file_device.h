@@ -86,7 +86,8 @@ class FileDevice final : public BlockDevice {
     // Write aligned ranges with O_DIRECT when the file allows it (see above).
     bool direct_writes = false;
   };
-  // Offset, length and buffer alignment of a direct read.
+  // Offset and length alignment of direct I/O, and buffer alignment of a
+  // direct read (a direct write copies an unaligned buffer).
   static constexpr uint64_t kDirectAlign = 4096;
 
   // Opens `path`, a regular file or a block device. Fails with NotFound when

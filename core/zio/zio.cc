@@ -204,10 +204,9 @@ Status Zio::CheckExtent(const space::Dva& extent) const {
   const VdevState& v = *vdevs_[extent.vdev];
   if (extent.offset < vdev::kFrontReserved || extent.offset > v.alloc_end ||
       extent.size > v.alloc_end - extent.offset)
-    return Status::Corruption("lies outside the allocatable area [" +
-                              std::to_string(vdev::kFrontReserved) + ", " +
-                              std::to_string(v.alloc_end) + ") of vdev " +
-                              std::to_string(extent.vdev));
+    return Status::Corruption(
+        "lies outside the allocatable area [" + std::to_string(vdev::kFrontReserved) + ", " +
+        std::to_string(v.alloc_end) + ") of vdev " + std::to_string(extent.vdev));
   return Status::Ok();
 }
 
@@ -349,8 +348,9 @@ Result<BlockPtr> Zio::RewriteGang(const BlockPtr& old, const WriteProps& props, 
   uint64_t at = 0;
   for (const space::Dva& k : kids) {
     const uint64_t n = std::min<uint64_t>(k.size, s.psize - at);
-    POOLFS_RETURN_IF_ERROR(AboutBlock(WritePadded(*vdevs_[k.vdev], k.offset, s.bytes + at, n, k.size),
-                                      "rewrite of gang block ", bp));
+    POOLFS_RETURN_IF_ERROR(
+        AboutBlock(WritePadded(*vdevs_[k.vdev], k.offset, s.bytes + at, n, k.size),
+                   "rewrite of gang block ", bp));
     at += n;
   }
   return bp;
