@@ -143,12 +143,17 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   // stat of its root waits for the loop below to answer FUSE's INIT and
   // then the GETATTR. Only then can the readahead be set: the kernel sets
   // it from INIT's answer (to at most the 128 KiB it offers).
-  std::thread first_request([&plan, &report] {
+  fuse::FuseServer& fuse_server = **server;
+  std::thread first_request([&plan, &report, &fuse_server] {
     struct stat root;
     if (stat(plan.mountpoint.c_str(), &root) != 0) {
       const int err = errno;
       report.Failed(kExitFailure,
                     "the mount on " + plan.mountpoint + " does not answer: " + std::strerror(err));
+      // `poolfs mount` said it failed: the daemon does not stay.
+      Status unmounted = fuse_server.RequestUnmount();
+      if (!unmounted.ok())
+        spdlog::error("unmount after the failed start: {}", unmounted.ToString());
       return;
     }
     if (plan.read_ahead_bytes != 0) {
