@@ -37,7 +37,8 @@ std::vector<std::string> RandomChunks(size_t n) {
 }
 
 double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::string>& chunks,
-               uint32_t allocators, uint64_t dirty_max_mib, uint64_t writeback_kib) {
+               uint32_t allocators, uint64_t dirty_max_mib, uint64_t writeback_kib,
+               bool direct_writes) {
   std::string path = dir + "/bench.pool";
   std::filesystem::remove(path);
   core::pool::CreateOptions co;
@@ -47,6 +48,7 @@ double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::stri
   po.space.allocators = allocators;
   if (dirty_max_mib) po.txg.dirty_max_bytes = dirty_max_mib << 20;
   po.writeback_bytes = writeback_kib << 10;
+  po.direct_writes = direct_writes;
   auto pool = core::pool::Pool::Import({path}, po);
   CHECK(pool.ok());
   core::dmu::ObjectSet* os = (*pool)->root_dataset();
@@ -97,10 +99,14 @@ int RunPoolBench(int argc, char** argv) {
   uint32_t allocators = 0;
   uint64_t dirty_max_mib = 0;
   uint64_t writeback_kib = core::pool::PoolOptions().writeback_bytes >> 10;
+  bool direct_writes = core::pool::PoolOptions().direct_writes;
   bool json = false;
   app.add_option("--dirty-max-mib", dirty_max_mib, "txg.dirty_max_bytes in MiB (0: the default)");
   app.add_option("--writeback-kib", writeback_kib,
-                 "vdev.writeback_bytes in KiB (0: the flush at the end of each sync writes back)");
+                 "vdev.writeback_bytes in KiB (0: the flush at the end of each sync writes back); "
+                 "it applies to buffered writes only, see --direct-writes");
+  app.add_option("--direct-writes", direct_writes,
+                 "vdev.direct_writes: write blocks with O_DIRECT (true) or buffered (false)");
   app.add_option("--dir", dir, "where the pool file and the raw file go (the same disk)");
   app.add_option("--mib", mib, "MiB written per run");
   app.add_option("--runs", runs, "runs of each (the median is reported)");
@@ -112,7 +118,8 @@ int RunPoolBench(int argc, char** argv) {
   std::vector<double> pool_rates, raw_rates;
   for (int r = 0; r < runs; r++) {
     raw_rates.push_back(RawRun(dir, mib, chunks));
-    pool_rates.push_back(PoolRun(dir, mib, chunks, allocators, dirty_max_mib, writeback_kib));
+    pool_rates.push_back(
+        PoolRun(dir, mib, chunks, allocators, dirty_max_mib, writeback_kib, direct_writes));
   }
   double pool = Median(pool_rates), raw = Median(raw_rates);
   if (json) {

@@ -116,7 +116,8 @@ constexpr TunableInfo kTable[] = {
      .maps_to = "core: vdev::FileDevice::OpenMode::writeback_bytes",
      .doc = "A txg sync starts the kernel's writeback of a vdev file each time it has written "
             "this much to it, so the disk works while the sync goes on and the flush at its "
-            "end finds little left. 0: the flush does all the writeback.",
+            "end finds little left. 0: the flush does all the writeback. Only buffered writes "
+            "count (see vdev.direct_writes).",
      POOLFS_TUNABLE_FIELD(vdev_writeback_bytes)},
     {.name = "vdev.direct_reads", .type = TunableType::kBool, .applies = Applies::kMount,
      .maps_to = "core: vdev::FileDevice::OpenMode::direct_reads",
