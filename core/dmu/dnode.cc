@@ -404,26 +404,63 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
   // is freed, or was rewritten in place under the same name (a later pass
   // of the same txg) and must not be served as it was.
   std::vector<arc::BlockKey> replaced;
-  for (size_t i = first; i < end; i++) {
-    const auto& [blkid, data] = plan.blocks[i];
-    // A dnode block's fill counts its allocated dnodes (a dnode's first
-    // byte, its type, is 0 when free): import rebuilds the free set from it.
-    if (dnodes) {
-      props.fill = 0;
-      for (size_t at = 0; at < data->size(); at += kDnodeSize) props.fill += (*data)[at] != 0;
-    }
-    zio::BlockPtr old;
+  // Blocks go to zio in batches of up to zio::kAggregateBytes, which it
+  // writes with one device write where their extents come out adjacent (a
+  // file's blocks, in block id order from one allocator, usually do).
+  // Compression, checksums and writes happen outside the tree's lock: other
+  // ranges of this dnode are written at the same time.
+  struct Item {
+    uint64_t blkid;
+    zio::BlockPtr old, bp;  // what it replaces, what it becomes
+    zio::BlockWrite write;
+  };
+  std::vector<Item> items;
+  std::vector<zio::BlockWrite> batch;
+  std::vector<size_t> fresh;  // the items of batch
+  for (size_t i = first; i < end;) {
+    items.clear();
+    uint64_t bytes = 0;
     {
       util::MutexLock l(&tree_mu_);
-      POOLFS_ASSIGN_OR_RETURN(old, tree_.Lookup(blkid));
+      for (; i < end &&
+             (items.empty() || bytes + plan.blocks[i].second->size() <= zio::kAggregateBytes);
+           i++) {
+        const auto& [blkid, data] = plan.blocks[i];
+        POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr old, tree_.Lookup(blkid));
+        // A dnode block's fill counts its allocated dnodes (a dnode's first
+        // byte, its type, is 0 when free): import rebuilds the free set from it.
+        if (dnodes) {
+          props.fill = 0;
+          for (size_t at = 0; at < data->size(); at += kDnodeSize) props.fill += (*data)[at] != 0;
+        }
+        items.push_back({blkid, old, {}, {props, *data}});
+        bytes += data->size();
+      }
     }
-    // Compress, checksum and write outside the tree's lock: other ranges of
-    // this dnode are written at the same time.
-    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp,
-                            BlockTree::WriteBlock(zio_, props, *data, old, t, allocator));
-    if (cache != nullptr && !old.IsHole()) replaced.push_back(CacheKey(old));
+    // A block this txg wrote already (in an earlier sync pass) is rewritten
+    // in place where it still fits; the others are written anew, together.
+    batch.clear();
+    fresh.clear();
+    for (size_t k = 0; k < items.size(); k++) {
+      Item& it = items[k];
+      if (!it.old.IsHole() && it.old.birth == t) {
+        POOLFS_ASSIGN_OR_RETURN(it.bp, BlockTree::WriteBlock(zio_, it.write.props, it.write.data,
+                                                             it.old, t, allocator));
+      } else {
+        batch.push_back(it.write);
+        fresh.push_back(k);
+      }
+    }
+    if (!batch.empty()) {
+      POOLFS_ASSIGN_OR_RETURN(std::vector<zio::BlockPtr> written,
+                              zio_->WriteMany(batch, t, allocator));
+      for (size_t k = 0; k < fresh.size(); k++) items[fresh[k]].bp = written[k];
+    }
     util::MutexLock l(&tree_mu_);
-    POOLFS_RETURN_IF_ERROR(tree_.Set(blkid, bp, t));
+    for (const Item& it : items) {
+      if (cache != nullptr && !it.old.IsHole()) replaced.push_back(CacheKey(it.old));
+      POOLFS_RETURN_IF_ERROR(tree_.Set(it.blkid, it.bp, t));
+    }
   }
   if (!replaced.empty()) cache->Forget(replaced);
   return Status::Ok();

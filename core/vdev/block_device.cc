@@ -4,6 +4,14 @@
 
 namespace poolfs::core::vdev {
 
+Status BlockDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
+  for (const WritePart& part : parts) {
+    POOLFS_RETURN_IF_ERROR(Write(off, part.data, part.len));
+    off += part.len;
+  }
+  return Status::Ok();
+}
+
 std::string ErrnoText(int err) { return std::system_category().message(err); }
 
 Status CheckRange(std::string_view name, std::string_view op, uint64_t size, uint64_t off,

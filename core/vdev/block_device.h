@@ -32,12 +32,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "poolfs/status.h"
 
 namespace poolfs::core::vdev {
+
+// One piece of a WriteParts: `len` bytes at `data`.
+struct WritePart {
+  const void* data;
+  size_t len;
+};
 
 class BlockDevice {
  public:
@@ -61,6 +68,13 @@ class BlockDevice {
   // Writes exactly len bytes from buf at off. InvalidArgument when out of
   // bounds (or the device is read-only); IOError on any failure or short write.
   virtual Status Write(uint64_t off, const void* buf, size_t len) = 0;
+
+  // Writes the parts one after the other from `off` on, as one Write of
+  // their concatenation would (the same kinds of error; a failure leaves
+  // the whole range unknown). The pipeline hands adjacent blocks over this way, so
+  // that a device may write them with one I/O (FileDevice does for direct
+  // writes); this default writes each part with its own Write.
+  virtual Status WriteParts(uint64_t off, std::span<const WritePart> parts);
 
   // The durability barrier described above. IOError when the device reports a
   // failure: the caller must then assume that no write since the last

@@ -231,6 +231,38 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
   return Status::Ok();
 }
 
+Status FileDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
+  size_t len = 0;
+  for (const WritePart& part : parts) len += part.len;
+  if (parts.size() < 2 || !direct_writes_ || off % kDirectAlign != 0 || len % kDirectAlign != 0 ||
+      direct_refused_.load(std::memory_order_relaxed)) {
+    return BlockDevice::WriteParts(off, parts);
+  }
+  if (read_only_) return Status::InvalidArgument("cannot write to " + path_ + ": open read-only");
+  POOLFS_RETURN_IF_ERROR(CheckRange(path_, "write", size_, off, len));
+  // Fill the bounce buffer and write it, a whole buffer at a time (so every
+  // write but the last is kBounceBytes long, and the last one is aligned
+  // as the whole range is). Write takes the aligned buffer as it is.
+  uint8_t* bounce = BounceBuffer();
+  size_t filled = 0;
+  for (const WritePart& part : parts) {
+    auto* p = static_cast<const uint8_t*>(part.data);
+    for (size_t at = 0; at < part.len;) {
+      const size_t n = std::min(part.len - at, kBounceBytes - filled);
+      std::memcpy(bounce + filled, p + at, n);
+      filled += n;
+      at += n;
+      if (filled == kBounceBytes) {
+        POOLFS_RETURN_IF_ERROR(Write(off, bounce, filled));
+        off += filled;
+        filled = 0;
+      }
+    }
+  }
+  if (filled > 0) return Write(off, bounce, filled);
+  return Status::Ok();
+}
+
 Status FileDevice::WriteDirect(uint64_t off, const uint8_t* p, size_t len, size_t* done) {
   const bool aligned = reinterpret_cast<uintptr_t>(p) % kDirectAlign == 0;
   // Stops early, leaving the rest to the buffered loop, where a direct

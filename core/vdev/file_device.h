@@ -49,6 +49,15 @@
 // fresh page cache pages led the profile); direct 379, 383, 343 MiB/s, the
 // CPU busy 2.1, 2.0, 2.3 s.
 //
+// Gathered direct writes. WriteParts of an aligned range copies the parts
+// into the bounce buffer and writes it with one direct write per 1 MiB:
+// zio hands over adjacent blocks this way. On this machine's disk, 1 GiB
+// written with dd oflag=direct went at 515, 528 MiB/s in 128 KiB writes
+// and 885, 1028 MiB/s in 1 MiB ones, with half the CPU time (each write
+// is a trip to the hypervisor and an interrupt); 4 MiB writes were no
+// faster (811). Other ranges, and everything when direct writes are off,
+// go part by part.
+//
 // The size is taken once at Open: st_size for a regular file,
 // BLKGETSIZE64 for a block device. Writes never extend the file.
 //
@@ -65,6 +74,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "poolfs/status.h"
@@ -130,6 +140,7 @@ class FileDevice final : public BlockDevice {
 
   Status Read(uint64_t off, void* buf, size_t len) override;
   Status Write(uint64_t off, const void* buf, size_t len) override;
+  Status WriteParts(uint64_t off, std::span<const WritePart> parts) override;
   Status Flush() override;
 
  private:

@@ -47,9 +47,14 @@ class Scratch {
   size_t cap_ = 0;
 };
 
-Scratch& WriteScratch() {
-  thread_local Scratch s;
-  return s;
+// Scratch buffer number `slot` of the calling thread: where the write
+// pipeline compresses block number `slot` of a WriteMany (or pads its
+// last sector), so that every block of a batch keeps its stored bytes until
+// the batch is written.
+Scratch& WriteScratch(size_t slot) {
+  thread_local std::vector<std::unique_ptr<Scratch>> slots;
+  while (slots.size() <= slot) slots.push_back(std::make_unique<Scratch>());
+  return *slots[slot];
 }
 
 Scratch& ReadScratch() {
@@ -140,14 +145,14 @@ Zio::Zio(std::vector<Vdev> vdevs, space::SpaceManager* space) : space_(space) {
 
 Zio::~Zio() = default;
 
-Zio::Stored Zio::Prepare(const WriteProps& props, std::string_view data) {
+Zio::Stored Zio::Prepare(const WriteProps& props, std::string_view data, size_t slot) {
   Stored s;
   s.bytes = reinterpret_cast<const uint8_t*>(data.data());
   s.psize = uint32_t(data.size());
   if (props.compression != util::Compression::kOff) {
     const size_t granule = size_t{1} << max_ashift_;
     const size_t limit = util::CompressLimit(data.size());
-    uint8_t* buf = WriteScratch().Get(RoundUp(limit, granule));
+    uint8_t* buf = WriteScratch(slot).Get(RoundUp(limit, granule));
     bool worth_trying = true;
     if (data.size() >= kProbeMinSize) {  // early abort: probe the first kProbeSize bytes
       worth_trying = util::Compress(props.compression, data.data(), kProbeSize, buf,
@@ -231,38 +236,112 @@ BlockPtr Zio::StoredPointer(const space::Dva& dva, uint64_t gang_asize, const Wr
 
 Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg txg,
                             size_t allocator) {
+  const BlockWrite block{props, data};
+  POOLFS_ASSIGN_OR_RETURN(std::vector<BlockPtr> bps,
+                          WriteMany(std::span<const BlockWrite>(&block, 1), txg, allocator));
+  return bps[0];
+}
+
+Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks, Txg txg,
+                                             size_t allocator) {
   CHECK(space_ != nullptr);
-  POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
-  if (props.type == BlockType::kData && props.level == 0 && IsAllZero(data))
-    return MakeHole(props.type, props.level, uint32_t(data.size()), txg);
-
-  const Stored s = Prepare(props, data);
+  for (const BlockWrite& b : blocks)
+    POOLFS_RETURN_IF_ERROR(CheckWriteArgs(b.props, b.data.size(), txg));
   const uint64_t granule = uint64_t{1} << max_ashift_;
-  const uint64_t asize = RoundUp(s.psize, granule);
-  if (force_gang_above_ != 0 && asize > force_gang_above_ && asize > granule)
-    return WriteGang(props, uint32_t(data.size()), s, txg, allocator,
-                     Status::NoSpace("forced gang block (a testing aid)"));
-  Result<space::Dva> allocated = space_->Allocate(allocator, asize, txg);
-  if (!allocated.ok()) {
-    if (allocated.status().IsNoSpace() && asize > granule)
-      return WriteGang(props, uint32_t(data.size()), s, txg, allocator, allocated.status());
-    return allocated.status();
-  }
-  const space::Dva dva = *allocated;
-  CHECK_LT(dva.vdev, vdevs_.size());
-  CHECK_EQ(dva.size, asize);
-  VdevState& v = *vdevs_[dva.vdev];
-  CHECK_LE(dva.offset + dva.size, v.alloc_end);
+  std::vector<BlockPtr> bps(blocks.size());
+  // Frees what the batch allocated so far (holes free nothing).
+  auto undo = [&](Status st) {
+    for (const BlockPtr& bp : bps) {
+      Status freed = Free(bp, txg);
+      if (!freed.ok()) util::CheckFailed(__FILE__, __LINE__, freed.ToString());
+    }
+    return st;
+  };
 
-  const BlockPtr bp = StoredPointer(dva, 0, props, uint32_t(data.size()), s, txg, "write");
+  // Compress, checksum and allocate every block; gang blocks are written at
+  // once, the others wait for their neighbours. A block's stored bytes are
+  // a head straight from where they are and, when they end within a
+  // sector, that sector zero-padded in the block's scratch.
+  struct Pending {
+    size_t block;
+    vdev::WritePart head, tail;
+  };
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < blocks.size(); i++) {
+    const WriteProps& props = blocks[i].props;
+    const std::string_view data = blocks[i].data;
+    if (props.type == BlockType::kData && props.level == 0 && IsAllZero(data)) {
+      bps[i] = MakeHole(props.type, props.level, uint32_t(data.size()), txg);
+      continue;
+    }
+    const Stored s = Prepare(props, data, i);
+    const uint64_t asize = RoundUp(s.psize, granule);
+    Result<space::Dva> allocated =
+        force_gang_above_ != 0 && asize > force_gang_above_ && asize > granule
+            ? Result<space::Dva>(Status::NoSpace("forced gang block (a testing aid)"))
+            : space_->Allocate(allocator, asize, txg);
+    if (!allocated.ok()) {
+      if (!allocated.status().IsNoSpace() || asize <= granule) return undo(allocated.status());
+      Result<BlockPtr> gang =
+          WriteGang(props, uint32_t(data.size()), s, txg, allocator, allocated.status());
+      if (!gang.ok()) return undo(gang.status());
+      bps[i] = *gang;
+      continue;
+    }
+    const space::Dva dva = *allocated;
+    CHECK_LT(dva.vdev, vdevs_.size());
+    CHECK_EQ(dva.size, asize);
+    CHECK_LE(dva.offset + dva.size, vdevs_[dva.vdev]->alloc_end);
+    bps[i] = StoredPointer(dva, 0, props, uint32_t(data.size()), s, txg, "write");
 
-  Status st = WriteStored(v, dva.offset, asize, s);
-  if (!st.ok()) {
-    Status freed = space_->Free(dva, txg);
-    if (!freed.ok()) util::CheckFailed(__FILE__, __LINE__, freed.ToString());
-    return st.WithContext("write of block " + bp.ToString());
+    Pending p{i, {s.bytes, s.psize & ~(granule - 1)}, {nullptr, 0}};
+    if (p.head.len < asize) {
+      // Compressed bytes were padded where they are; the caller's are not.
+      if (s.compression != util::Compression::kOff) {
+        p.head.len = asize;
+      } else {
+        uint8_t* tail = WriteScratch(i).Get(granule);
+        const size_t n = s.psize - p.head.len;
+        std::memcpy(tail, s.bytes + p.head.len, n);
+        std::memset(tail + n, 0, granule - n);
+        p.tail = {tail, granule};
+      }
+    }
+    pending.push_back(p);
   }
-  return bp;
+
+  // Write them in runs of adjacent extents.
+  auto extent = [&](const Pending& p) -> const space::Dva& { return bps[p.block].dva; };
+  std::sort(pending.begin(), pending.end(), [&](const Pending& a, const Pending& b) {
+    return std::pair(extent(a).vdev, extent(a).offset) <
+           std::pair(extent(b).vdev, extent(b).offset);
+  });
+  std::vector<vdev::WritePart> parts;
+  for (size_t first = 0, end; first < pending.size(); first = end) {
+    const space::Dva& start = extent(pending[first]);
+    uint64_t len = start.size;
+    for (end = first + 1; end < pending.size(); end++) {
+      const space::Dva& next = extent(pending[end]);
+      if (next.vdev != start.vdev || next.offset != start.offset + len ||
+          len + next.size > kAggregateBytes)
+        break;
+      len += next.size;
+    }
+    parts.clear();
+    for (size_t k = first; k < end; k++) {
+      if (pending[k].head.len > 0) parts.push_back(pending[k].head);
+      if (pending[k].tail.len > 0) parts.push_back(pending[k].tail);
+    }
+    Status st = vdevs_[start.vdev]->dev->WriteParts(start.offset, parts);
+    if (!st.ok()) {
+      std::string what = "write of block " + bps[pending[first].block].ToString();
+      if (end - first > 1)
+        what += " and the " + std::to_string(end - first - 1) + " blocks after it";
+      return undo(st.WithContext(what));
+    }
+    bytes_written_.fetch_add(len, std::memory_order_relaxed);
+  }
+  return bps;
 }
 
 Result<BlockPtr> Zio::WriteGang(const WriteProps& props, uint32_t lsize, const Stored& s, Txg txg,
@@ -390,7 +469,7 @@ Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std:
   CHECK_EQ(old.birth, txg);
   CHECK_LT(old.dva.vdev, vdevs_.size());
   POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
-  const Stored s = Prepare(props, data);
+  const Stored s = Prepare(props, data, 0);
   if (old.IsGang()) return RewriteGang(old, props, uint32_t(data.size()), s, txg);
   if (s.psize > old.dva.size) {
     return Status::NoSpace("rewrite of block " + old.ToString() + ": " + std::to_string(s.psize) +

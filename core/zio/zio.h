@@ -53,6 +53,15 @@
 // verifies there leaks its children rather than failing the sync (counted
 // in gang_leaks(); `poolfs check` reports the leaked extents).
 //
+// Aggregation. WriteMany runs the pipeline over a batch of blocks and then
+// writes the blocks whose extents came out adjacent on a vdev with one
+// WriteParts of up to kAggregateBytes (ZFS's vdev queue aggregation, done
+// at the source: the sync writes a dnode's dirty blocks in batches, and one
+// allocator hands out consecutive extents). Measured 2026-12-01, 1 GiB
+// through a mount with dd conv=fsync, three interleaved runs: 132, 238,
+// 224 MiB/s one block per write, 385, 451, 381 MiB/s aggregated, the CPU
+// busy 7.3, 3.7, 3.9 s against 2.6, 2.1, 2.6 s.
+//
 // Failure: a write that fails frees its allocation again (in the same txg, so
 // the space is deferred like any other free) and returns IOError. A read that
 // does not verify — checksum mismatch, undecodable compressed bytes, a
@@ -60,22 +69,24 @@
 // (BlockPtr::ToString) and is counted in checksum_errors(vdev); no byte of it
 // is handed up.
 //
-// Callers: the dmu (dbuf sync writes, reads on cache misses), the pool's MOS
-// sync (Rewrite of blocks already written in the syncing txg, FlushAll around
-// the uberblock), `poolfs check` (Read of every block, with no
-// SpaceManager).
+// Callers: the dmu (dbuf sync writes through WriteMany, reads on cache
+// misses), the pool's MOS sync (Rewrite of blocks already written in the
+// syncing txg, FlushAll around the uberblock), `poolfs check` (Read of
+// every block, with no SpaceManager).
 //
-// Thread safety: Write, Rewrite, Read, Free, FlushAll and the statistics may
-// be called concurrently from any number of threads. The pipeline keeps no
-// lock of its own: the space manager and the devices are thread-safe, the
-// counters are atomics, and each thread has its own scratch buffers
-// (thread_local, grown to the largest block that thread has handled and kept).
+// Thread safety: Write, WriteMany, Rewrite, Read, Free, FlushAll and the
+// statistics may be called concurrently from any number of threads. The
+// pipeline keeps no lock of its own: the space manager and the devices are
+// thread-safe, the counters are atomics, and each thread has its own scratch
+// buffers (thread_local, one per block of a batch, each grown to the largest
+// block it has held and kept).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +105,11 @@ namespace poolfs::core::zio {
 inline constexpr size_t kProbeSize = 16 * 1024;
 inline constexpr size_t kProbeMinSize = 2 * kProbeSize;
 
+// WriteMany hands adjacent blocks to their device together, up to this many
+// bytes at a time (vdev::FileDevice: one direct write of 1 MiB went at twice
+// the rate of eight of 128 KiB here, with half the CPU time).
+inline constexpr uint64_t kAggregateBytes = uint64_t{1} << 20;
+
 // What to write. `type` must not be kNone; level > 0 if and only if type is
 // kIndirect; fill as BlockPtr::fill (1 for L0 data; at most lsize/512 for L0
 // dnode blocks).
@@ -102,6 +118,12 @@ struct WriteProps {
   uint8_t level = 0;
   util::Compression compression = util::Compression::kLz4;
   uint64_t fill = 1;
+};
+
+// One block of a WriteMany: Write's first two arguments.
+struct BlockWrite {
+  WriteProps props;
+  std::string_view data;
 };
 
 class Zio {
@@ -127,6 +149,17 @@ class Zio {
   // txg 0; NoSpace from the allocator; IOError from the device (the
   // allocation is then freed again).
   Result<BlockPtr> Write(const WriteProps& props, std::string_view data, Txg txg, size_t allocator);
+
+  // Writes the blocks as that many Writes would and returns their pointers
+  // in the same order, but hands blocks whose extents came out adjacent on
+  // a vdev (consecutive allocations from one allocator usually do) to the
+  // device in one WriteParts of up to kAggregateBytes. Fails as Write would
+  // for any of them; no block of the batch is left allocated then (those
+  // already written are freed again). The caller bounds the batch: each of
+  // its blocks keeps a scratch buffer of the calling thread busy until the
+  // end (grown to the block's size and kept).
+  Result<std::vector<BlockPtr>> WriteMany(std::span<const BlockWrite> blocks, Txg txg,
+                                          size_t allocator);
 
   // Writes `data` at the DVA of `old` without allocating: the MOS sync passes
   // rewrite blocks written earlier in the same txg until they converge.
@@ -189,8 +222,9 @@ class Zio {
   struct VdevState;
   struct Stored;
 
-  // Compresses (or not) `data` into a Stored and checksums it.
-  Stored Prepare(const WriteProps& props, std::string_view data);
+  // Compresses (or not) `data` into a Stored and checksums it; compressed
+  // bytes go to the calling thread's scratch buffer number `slot`.
+  Stored Prepare(const WriteProps& props, std::string_view data, size_t slot);
   // Writes the stored bytes at off, zero-padded to `len` bytes.
   Status WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s);
   // The pointer to `s` stored at dva (a gang: its header, with gang_asize

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,13 +87,45 @@ inline BlockPtr RandomValidBlockPtr(std::mt19937_64& rng) {
   return bp;
 }
 
+// Passes everything to `inner` and records each WriteParts (offset, bytes,
+// parts), so that tests see how the pipeline grouped its writes.
+class RecordingDevice final : public vdev::BlockDevice {
+ public:
+  struct Call {
+    uint64_t off, len;
+    size_t parts;
+  };
+  explicit RecordingDevice(vdev::BlockDevice* inner) : inner_(inner) {}
+  uint64_t size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
+  uint32_t sector_size() const override { return inner_->sector_size(); }
+  Status Read(uint64_t off, void* buf, size_t len) override { return inner_->Read(off, buf, len); }
+  Status Write(uint64_t off, const void* buf, size_t len) override {
+    calls.push_back({off, len, 0});
+    return inner_->Write(off, buf, len);
+  }
+  Status WriteParts(uint64_t off, std::span<const vdev::WritePart> parts) override {
+    uint64_t len = 0;
+    for (const vdev::WritePart& part : parts) len += part.len;
+    calls.push_back({off, len, parts.size()});
+    return inner_->WriteParts(off, parts);
+  }
+  Status Flush() override { return inner_->Flush(); }
+
+  std::vector<Call> calls;  // Write calls have parts == 0; not thread-safe
+
+ private:
+  vdev::BlockDevice* const inner_;
+};
+
 // A pool of `nvdevs` memory devices of `size` bytes (ashift 12) with a
 // SpaceManager of `allocators` allocators and a Zio over them. With `faulty`,
-// each device is wrapped in a FaultInjectingDevice (fault(i)).
+// each device is wrapped in a FaultInjectingDevice (fault(i)); then, with
+// `recording`, in a RecordingDevice (recorded(i)).
 class TestPool {
  public:
   explicit TestPool(uint64_t size = 64 * vdev::kMiB, int nvdevs = 1, uint32_t allocators = 1,
-                    bool faulty = false) {
+                    bool faulty = false, bool recording = false) {
     std::vector<space::VdevSpaceConfig> configs;
     std::vector<Zio::Vdev> vdevs;
     for (int i = 0; i < nvdevs; i++) {
@@ -101,6 +134,10 @@ class TestPool {
       if (faulty) {
         fault_.push_back(std::make_unique<vdev::FaultInjectingDevice>(dev, 4096));
         dev = fault_.back().get();
+      }
+      if (recording) {
+        recorded_.push_back(std::make_unique<RecordingDevice>(dev));
+        dev = recorded_.back().get();
       }
       vdev::VdevLayout layout = *vdev::ComputeVdevLayout(size);
       configs.push_back({uint32_t(i), layout.alloc_start, layout.alloc_size, 12, 0});
@@ -116,6 +153,7 @@ class TestPool {
   space::SpaceManager& space() { return *space_; }
   vdev::MemoryDevice& mem(int i = 0) { return *mem_[i]; }
   vdev::FaultInjectingDevice& fault(int i = 0) { return *fault_[i]; }
+  RecordingDevice& recorded(int i = 0) { return *recorded_[i]; }
 
   // Syncs and ends txgs first..last in the space manager.
   void SyncTxgs(uint64_t first, uint64_t last) {
@@ -128,6 +166,7 @@ class TestPool {
  private:
   std::vector<std::unique_ptr<vdev::MemoryDevice>> mem_;
   std::vector<std::unique_ptr<vdev::FaultInjectingDevice>> fault_;
+  std::vector<std::unique_ptr<RecordingDevice>> recorded_;
   std::unique_ptr<space::SpaceManager> space_;
   std::unique_ptr<Zio> zio_;
 };
