@@ -57,7 +57,8 @@ constexpr TunableInfo kTable[] = {
      .min = kMiB, .max = kTiB,
      .maps_to = "core: txg::TxgOptions::dirty_max_bytes",
      .doc = "Dirty data, summed over every txg not yet synced, at which writers block until a "
-            "sync completes. The write throttle delays them well before that.",
+            "sync completes. The write throttle delays them well before that. More absorbs "
+            "longer bursts of writes, but costs memory the daemon must touch afresh.",
      POOLFS_TUNABLE_FIELD(txg_dirty_max_bytes)},
     {.name = "txg.dirty_sync_percent", .type = TunableType::kInteger, .applies = Applies::kLive,
      .min = 1, .max = 100,

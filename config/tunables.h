@@ -49,7 +49,7 @@ struct Tunables {
   // txg
   uint64_t txg_timeout_ms = 5000;
   uint32_t txg_sync_threads = 0;
-  uint64_t txg_dirty_max_bytes = uint64_t{1} << 30;
+  uint64_t txg_dirty_max_bytes = uint64_t{256} << 20;
   uint32_t txg_dirty_sync_percent = 20;
   uint32_t txg_delay_min_dirty_percent = 60;
   uint64_t txg_delay_scale_ns = 500000;

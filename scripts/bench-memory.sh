@@ -12,9 +12,8 @@
 # /proc/PID/status), read after each phase.
 #
 # Dirty data is bounded by the write throttle, not by the cache: the config
-# also sets txg.dirty_max_bytes = 128MiB (the default, 1 GiB, would let
-# step 2 alone hold 1 GiB dirty), so the bound tested is cache + dirty data
-# + the daemon's own structures.
+# also sets txg.dirty_max_bytes = 128MiB (half the default), so the bound
+# tested is cache + dirty data + the daemon's own structures.
 #
 # Printed: one line per phase (elapsed seconds, VmRSS and VmHWM), then
 # peak_rss_mib and whether it is under the target; with --json one JSON

@@ -56,7 +56,7 @@ TEST_CASE("The rendered default config documents every tunable and fits 79 colum
   }
   CHECK(text.find("# Milliseconds, 1 to 600000; live.\ntimeout_ms = 5000\n") !=
         std::string::npos);
-  CHECK(text.find("dirty_max_bytes = \"1GiB\"\n") != std::string::npos);
+  CHECK(text.find("dirty_max_bytes = \"256MiB\"\n") != std::string::npos);
   CHECK(text.find("# One of auto|on|off|legacy; live.\nmetadnode_backfill = \"auto\"\n") !=
         std::string::npos);
   CHECK(text.find("# Integer, 0 (one per allocator) or 1 to 256; at mount.\nsync_threads = 0\n") !=
@@ -122,7 +122,7 @@ TEST_CASE("The tunables in effect show values and where the non-defaults came fr
   const std::string text = RenderEffectiveTunables(*c);
   CHECK(text.find("txg.timeout_ms = 100ms") != std::string::npos);
   CHECK(text.find("# my.toml:2") != std::string::npos);
-  CHECK(text.find("txg.dirty_max_bytes = 1GiB\n") != std::string::npos);
+  CHECK(text.find("txg.dirty_max_bytes = 256MiB\n") != std::string::npos);
   CHECK(Lines(text).size() == AllTunables().size());
 }
 
