@@ -71,7 +71,7 @@ class BlockDevice {
 
   // Writes the parts one after the other from `off` on, as one Write of
   // their concatenation would (the same kinds of error; a failure leaves
-  // the whole range unknown). The pipeline hands adjacent blocks over this way, so
+  // the whole range unknown). zio hands adjacent blocks over this way, so
   // that a device may write them with one I/O (FileDevice does for direct
   // writes); this default writes each part with its own Write.
   virtual Status WriteParts(uint64_t off, std::span<const WritePart> parts);

@@ -249,7 +249,8 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
     POOLFS_RETURN_IF_ERROR(CheckWriteArgs(b.props, b.data.size(), txg));
   const uint64_t granule = uint64_t{1} << max_ashift_;
   std::vector<BlockPtr> bps(blocks.size());
-  // Frees what the batch allocated so far (holes free nothing).
+  // Frees what the batch allocated so far (holes free nothing; a gang
+  // block's pieces are found from its header, as Free does).
   auto undo = [&](Status st) {
     for (const BlockPtr& bp : bps) {
       Status freed = Free(bp, txg);
