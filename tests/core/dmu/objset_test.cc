@@ -5,9 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 
 #include "space/allocator.h"
@@ -25,16 +27,43 @@ class ManualTxgs : public TxAssigner {
   std::atomic<uint64_t> open{1};
 };
 
+// Passes every I/O to a memory device and counts the device writes of
+// zio::kAggregateBytes or more.
+class CountingDevice final : public vdev::BlockDevice {
+ public:
+  explicit CountingDevice(vdev::BlockDevice* inner) : inner_(inner) {}
+  uint64_t size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
+  Status Read(uint64_t off, void* buf, size_t len) override { return inner_->Read(off, buf, len); }
+  Status Write(uint64_t off, const void* buf, size_t len) override {
+    if (len >= zio::kAggregateBytes) full_runs++;
+    return inner_->Write(off, buf, len);
+  }
+  Status WriteParts(uint64_t off, std::span<const vdev::WritePart> parts) override {
+    uint64_t len = 0;
+    for (const vdev::WritePart& part : parts) len += part.len;
+    if (len >= zio::kAggregateBytes) full_runs++;
+    return inner_->WriteParts(off, parts);
+  }
+  Status Flush() override { return inner_->Flush(); }
+
+  std::atomic<uint64_t> full_runs{0};
+
+ private:
+  vdev::BlockDevice* const inner_;
+};
+
 struct Fixture {
   Fixture()
       : dev(256 << 20),
+        counting(&dev),
         space({{0, 4 << 20, (256 << 20) - (8 << 20), 12, 0}},
               [] {
                 space::SpaceOptions o;
                 o.allocators = 2;
                 return o;
               }()),
-        zio({{&dev, 12}}, &space),
+        zio({{&counting, 12}}, &space),
         os(std::make_unique<ObjectSet>(&zio, ObjsetType::kDataset, "test")) {}
 
   // Syncs the open txg: every dnode, then the object set; then opens the
@@ -67,6 +96,7 @@ struct Fixture {
   uint64_t dnode_limit = 0;  // 0: none
 
   vdev::MemoryDevice dev;
+  CountingDevice counting;
   space::SpaceManager space;
   zio::Zio zio;
   ManualTxgs txgs;
@@ -381,6 +411,26 @@ TEST_CASE("ObjectSet writes a large object's blocks from every strand at once", 
   REQUIRE(info->length == model.size());
   REQUIRE(info->used >= model.size());
   REQUIRE(info->used < model.size() + 40 * 4096);  // the freed blocks are not counted
+}
+
+TEST_CASE("ObjectSet writes a large object's blocks to the device in runs of 1 MiB", "[dmu]") {
+  // 4 MiB of 128 KiB blocks, below the split threshold: one strand writes
+  // them, from one allocator, whose extents come out adjacent on a fresh
+  // device.
+  Fixture f;
+  const std::string data = Pattern(7, 4 << 20);
+  ObjectId id;
+  {
+    Tx tx(&f.txgs);
+    REQUIRE(tx.Assign().ok());
+    id = *f.os->Create(tx, ObjectType::kPlain, 128 * 1024);
+    REQUIRE(f.os->Write(tx, id, 0, data).ok());
+  }
+  f.Sync();
+  CHECK(f.counting.full_runs == 4);
+  REQUIRE(f.os->Read(id, 0, data.size()).value() == data);
+  f.Reopen();
+  REQUIRE(f.os->Read(id, 0, data.size()).value() == data);
 }
 
 TEST_CASE("ObjectSet import rebuilds the same free object ids from the fill counts", "[dmu]") {
