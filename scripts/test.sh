@@ -5,10 +5,11 @@
 #   1. scripts/setup.sh (installs missing Debian packages)
 #   2. build/ (RelWithDebInfo), scripts/check-layers.sh, ctest
 #   3. build-asan/ (ASan+UBSan, tests only), ctest
-#   3b. build-tsan/ (TSan): only arc_tests, util_tests and zap_tests (the
-#      ARC, the read-mostly lock, the object cache, the zap's concurrent
+#   3b. build-tsan/ (TSan): only arc_tests, util_tests, zap_tests and
+#      dmu_tests (the ARC, the locks, the object cache, the zap's concurrent
 #      readers with its leaf cache, and its blocks shared with a syncing
-#      txg), ctest -R of those, to keep CI time small
+#      txg, a file's reads beside its writes and syncs), ctest -R of those,
+#      to keep CI time small
 #   4. build-fuzz/ (clang, libFuzzer, tests only), ctest -R '^fuzz' (replays
 #      the fuzz corpora); skipped when clang++ is not installed
 #
@@ -136,9 +137,10 @@ run_ctest "$BUILD-asan" error
 # TSan, for the concurrent code whose tests are written for it (about 2 min of
 # build, seconds of tests). Any report fails the test that triggered it.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-BUILD_TARGETS="arc_tests util_tests zap_tests" build "$BUILD-tsan" -DPOOLFS_SANITIZE=thread \
-  -DPOOLFS_ONLY_TESTS=ON
-run_ctest "$BUILD-tsan" error -R '^(arc|util):|^zap:(Readers share|Zap serves concurrent|Zap changes made while)'
+BUILD_TARGETS="arc_tests util_tests zap_tests dmu_tests" build "$BUILD-tsan" \
+  -DPOOLFS_SANITIZE=thread -DPOOLFS_ONLY_TESTS=ON
+run_ctest "$BUILD-tsan" error -R \
+  '^(arc|util):|^zap:(Readers share|Zap serves concurrent|Zap changes made while)|^dmu:ObjectSet reads of one object'
 
 # Fuzz: every fuzz target registers a ctest test named "fuzz:..." that replays
 # its corpus. Until tests/fuzz/ has a CMakeLists.txt there are none, which is

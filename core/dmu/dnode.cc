@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include "util/check.h"
 
@@ -16,7 +18,7 @@ Dnode::Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys)
     : zio_(zio),
       id_(id),
       tree_(zio, "object " + std::to_string(id.value()), phys.nlevels, phys.bp, phys.used) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   live_.type = phys.type;
   live_.compression = phys.compression;
   live_.bonus_type = phys.bonus_type;
@@ -55,7 +57,7 @@ arc::BlockKey Dnode::CacheKey(const zio::BlockPtr& bp) {
   return {VdevId(bp.dva.vdev), VdevOffset(bp.dva.offset), bp.birth};
 }
 
-Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t, bool keep) {
+Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp) {
   // Newest unsynced txg first: its dirty copy, else a free that covers it.
   std::array<const Slot*, kTxgSlots> order{};
   size_t n = 0;
@@ -64,45 +66,78 @@ Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t, bool keep) {
   for (size_t i = 1; i < n; i++)  // at most four: an insertion sort, newest first
     for (size_t j = i; j > 0 && order[j - 1]->txg < order[j]->txg; j--)
       std::swap(order[j - 1], order[j]);
+  *ref = BlockRef();
   for (size_t i = 0; i < n; i++) {
     auto it = order[i]->blocks.find(blkid);
-    if (it != order[i]->blocks.end()) return BlockRef{it->second, {}};
+    if (it != order[i]->blocks.end()) {
+      ref->bytes = it->second;
+      return true;
+    }
     for (const auto& [first, end] : order[i]->frees)
-      if (blkid >= first && blkid < end) return BlockRef();
+      if (blkid >= first && blkid < end) return true;
   }
-  zio::BlockPtr bp;
   {
     util::MutexLock l(&tree_mu_);
-    POOLFS_ASSIGN_OR_RETURN(bp, tree_.Lookup(blkid));
+    POOLFS_ASSIGN_OR_RETURN(*bp, tree_.Lookup(blkid));
   }
-  if (bp.IsHole()) return BlockRef();
+  if (bp->IsHole()) return true;
   const uint32_t block_size = live_.block_size;
   auto wrong_size = [&](uint64_t size) {
     return Status::Corruption(Name() + " block " + std::to_string(blkid) + " holds " +
                               std::to_string(size) + " bytes, the object's blocks are " +
                               std::to_string(block_size));
   };
-  arc::BlockKey key;
   if (cache != nullptr) {
-    key = CacheKey(bp);
-    if (arc::ArcHandle h = cache->Lookup(key)) {
+    if (arc::ArcHandle h = cache->Lookup(CacheKey(*bp))) {
       // Verified when it was read in (checksum here, size below); a block's
       // name is unique, so the size check only guards a damaged tree.
       if (h.size() != block_size) return wrong_size(h.size());
-      return BlockRef{nullptr, std::move(h)};
+      ref->cached = std::move(h);
+      return true;
     }
   }
-  if (bp.lsize != block_size || block_size == 0) return wrong_size(bp.lsize);
+  if (bp->lsize != block_size || block_size == 0) return wrong_size(bp->lsize);
+  return false;
+}
+
+Status Dnode::ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs) {
+  std::vector<zio::BlockRead> reads(misses.size());
   if (cache == nullptr) {
-    POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
-    return BlockRef{std::make_shared<const std::string>(std::move(data)), {}};
+    std::vector<std::shared_ptr<std::string>> bufs(misses.size());
+    for (size_t i = 0; i < misses.size(); i++) {
+      bufs[i] = std::make_shared<std::string>(misses[i].bp.lsize, '\0');
+      reads[i] = {misses[i].bp, reinterpret_cast<uint8_t*>(bufs[i]->data())};
+    }
+    POOLFS_RETURN_IF_ERROR(zio_->ReadMany(reads));
+    for (size_t i = 0; i < misses.size(); i++) refs[misses[i].index].bytes = std::move(bufs[i]);
+    return Status::Ok();
   }
-  // Read straight into the cache's buffer (aligned: the disk's DMA fills it
-  // when the vdev reads with O_DIRECT).
-  arc::ArcData buf = cache->AllocData(block_size);
-  POOLFS_RETURN_IF_ERROR(zio_->ReadInto(bp, reinterpret_cast<uint8_t*>(buf.data())));
-  return BlockRef{nullptr,
-                  keep ? cache->Insert(key, std::move(buf)) : cache->Hold(key, std::move(buf))};
+  // Read straight into the cache's buffers (aligned: the disk's DMA fills
+  // them when the vdev reads with O_DIRECT).
+  std::vector<arc::ArcData> bufs;
+  bufs.reserve(misses.size());
+  for (size_t i = 0; i < misses.size(); i++) {
+    bufs.push_back(cache->AllocData(misses[i].bp.lsize));
+    reads[i] = {misses[i].bp, reinterpret_cast<uint8_t*>(bufs[i].data())};
+  }
+  POOLFS_RETURN_IF_ERROR(zio_->ReadMany(reads));
+  for (size_t i = 0; i < misses.size(); i++) {
+    const arc::BlockKey key = CacheKey(misses[i].bp);
+    refs[misses[i].index].cached = misses[i].keep ? cache->Insert(key, std::move(bufs[i]))
+                                                  : cache->Hold(key, std::move(bufs[i]));
+  }
+  return Status::Ok();
+}
+
+Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t, bool keep) {
+  BlockRef ref;
+  zio::BlockPtr bp;
+  POOLFS_ASSIGN_OR_RETURN(bool found, Locate(blkid, t, &ref, &bp));
+  if (!found) {
+    const Miss miss{bp, keep, 0};
+    POOLFS_RETURN_IF_ERROR(ReadBlocks({&miss, 1}, {&ref, 1}));
+  }
+  return ref;
 }
 
 Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
@@ -154,7 +189,7 @@ Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
 
 void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
                      std::string_view bonus, uint8_t bonus_type) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   CHECK(live_.type == ObjectType::kNone);
   CHECK_LE(bonus.size(), kMaxBonus);
   live_ = Attrs();
@@ -168,14 +203,14 @@ void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compress
 }
 
 void Dnode::Free(Txg t) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   FreeBlocks(t, 0, kAllBlocks);
   live_ = Attrs();
   Touch(SlotFor(t));
 }
 
 Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   const uint64_t bs = live_.block_size;
   const uint64_t end = off + data.size();
@@ -198,7 +233,7 @@ Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtie
 
 Status Dnode::PutBlock(Txg t, uint64_t blkid, std::shared_ptr<std::string> block,
                        uint64_t* dirtied) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   const uint64_t bs = live_.block_size;
   if (block == nullptr || block->size() != bs)
@@ -220,30 +255,52 @@ Status Dnode::PutBlock(Txg t, uint64_t blkid, std::shared_ptr<std::string> block
 }
 
 Result<std::string> Dnode::Read(uint64_t off, uint64_t len, ReadCaching caching) {
-  util::MutexLock l(&mu_);
+  // Shared: reads of one object go on at once, each holding the lock across
+  // its disk reads, so that no write changes (and no sync frees) a block
+  // whose pointer a read holds.
+  util::ReaderLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   if (off >= live_.length) return std::string();
   const uint64_t end = std::min(live_.length, off + std::min(len, live_.length - off));
   const uint64_t bs = live_.block_size;
-  // Appended block by block, so that no byte is written twice.
+  // A window of blocks at a time: found in memory or, together, on disk
+  // (ReadBlocks: adjacent ones in one device read), then appended block by
+  // block, so that no byte is written twice.
   std::string out;
   out.reserve(end - off);
-  for (uint64_t b = off / bs; b * bs < end; b++) {
-    uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    // Whole: from the block's start to its end or the object's.
-    const bool whole = lo == b * bs && hi == std::min(live_.length, (b + 1) * bs);
-    POOLFS_ASSIGN_OR_RETURN(BlockRef blk, Content(b, std::numeric_limits<uint64_t>::max(),
-                                                  caching == ReadCaching::kAll || !whole));
-    if (blk.data() != nullptr)
-      out.append(blk.data() + (lo - b * bs), hi - lo);
-    else
-      out.append(hi - lo, '\0');
+  std::vector<BlockRef> refs;
+  std::vector<Miss> misses;
+  for (uint64_t b = off / bs; b * bs < end;) {
+    const uint64_t first = b;
+    refs.clear();
+    misses.clear();
+    for (; b * bs < end && refs.size() < kReadWindowBlocks &&
+           misses.size() * bs < zio::kAggregateBytes;
+         b++) {
+      const uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
+      // Whole: from the block's start to its end or the object's.
+      const bool whole = lo == b * bs && hi == std::min(live_.length, (b + 1) * bs);
+      zio::BlockPtr bp;
+      refs.emplace_back();
+      POOLFS_ASSIGN_OR_RETURN(bool found,
+                              Locate(b, std::numeric_limits<uint64_t>::max(), &refs.back(), &bp));
+      if (!found) misses.push_back({bp, caching == ReadCaching::kAll || !whole, refs.size() - 1});
+    }
+    if (!misses.empty()) POOLFS_RETURN_IF_ERROR(ReadBlocks(misses, refs));
+    for (uint64_t i = first; i < b; i++) {
+      const uint64_t lo = std::max(off, i * bs), hi = std::min(end, (i + 1) * bs);
+      const BlockRef& blk = refs[i - first];
+      if (blk.data() != nullptr)
+        out.append(blk.data() + (lo - i * bs), hi - lo);
+      else
+        out.append(hi - lo, '\0');
+    }
   }
   return out;
 }
 
 Status Dnode::Truncate(Txg t, uint64_t length, uint64_t* dirtied) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   const uint64_t bs = live_.block_size;
   if (length < live_.length) {
@@ -261,7 +318,7 @@ Status Dnode::Truncate(Txg t, uint64_t length, uint64_t* dirtied) {
 }
 
 Status Dnode::Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   const uint64_t bs = live_.block_size;
   uint64_t end = std::min(off + len, (live_.length + bs - 1) / bs * bs);
@@ -284,7 +341,7 @@ Status Dnode::SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) {
   if (bonus.size() > kMaxBonus)
     return Status::InvalidArgument(Name() + ": bonus of " + std::to_string(bonus.size()) +
                                    " bytes (at most 384)");
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   live_.bonus_type = bonus_type;
   live_.bonus.assign(bonus);
@@ -293,7 +350,7 @@ Status Dnode::SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) {
 }
 
 ObjectInfo Dnode::Info() const {
-  util::MutexLock l(&mu_);
+  util::ReaderLock l(&mu_);
   ObjectInfo info;
   info.id = id_;
   info.type = live_.type;
@@ -308,7 +365,7 @@ ObjectInfo Dnode::Info() const {
 }
 
 bool Dnode::IsFree() const {
-  util::MutexLock l(&mu_);
+  util::ReaderLock l(&mu_);
   return live_.type == ObjectType::kNone;
 }
 
@@ -321,7 +378,7 @@ bool Dnode::Idle() const {
 }
 
 bool Dnode::DirtyIn(Txg t) const {
-  util::MutexLock l(&mu_);
+  util::ReaderLock l(&mu_);
   const Slot* s = SlotOf(t);
   return s != nullptr && s->queued;
 }
@@ -337,7 +394,7 @@ BlockTree::NextBlock Dnode::NextBlock(uint64_t from, BlockTree::Walk* walk) {
 }
 
 size_t Dnode::DirtyBlocks(Txg t) const {
-  util::MutexLock l(&mu_);
+  util::ReaderLock l(&mu_);
   const Slot* s = SlotOf(t);
   return s != nullptr ? s->blocks.size() : 0;
 }
@@ -345,7 +402,7 @@ size_t Dnode::DirtyBlocks(Txg t) const {
 Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
   Attrs attrs;
   {
-    util::MutexLock l(&mu_);
+    util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
     CHECK(sp != nullptr);
     Slot& s = *sp;
@@ -379,7 +436,7 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
   SyncPlan plan;
   std::vector<std::pair<uint64_t, uint64_t>> frees;
   {
-    util::MutexLock l(&mu_);
+    util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
     CHECK(sp != nullptr);
     Slot& s = *sp;
@@ -478,7 +535,7 @@ Result<DnodePhys> Dnode::SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) 
   {
     // The tree now has what the slot held: drop it (unless a later pass of
     // the same txg replaced a block meanwhile).
-    util::MutexLock l(&mu_);
+    util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
     CHECK(sp != nullptr);  // SyncDone has not run
     Slot& s = *sp;
@@ -504,7 +561,7 @@ void Dnode::SetAttrs(Attrs attrs, DnodePhys* phys) {
 }
 
 void Dnode::SyncDone(Txg t) {
-  util::MutexLock l(&mu_);
+  util::WriterLock l(&mu_);
   Slot* s = SlotOf(t);
   if (s == nullptr) return;
   CHECK(s->blocks.empty());

@@ -25,13 +25,19 @@
 //
 // Locks: mu_ guards attributes and slots; tree_mu_ guards the block tree.
 // Order: mu_ before tree_mu_ (a write that must read an old block holds
-// both); sync takes them one at a time.
+// both); sync takes them one at a time. mu_ is a reader-writer lock: Read
+// holds it shared across its disk reads, so the reads of one file (the
+// kernel's readahead sends several at once) reach the disk together, and
+// no change of the file comes between a read's lookup of a block pointer
+// and its read of the block (a block's space is freed only after a change
+// replaced or dropped it).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +78,9 @@ enum class ReadCaching : uint8_t {
 class Dnode {
  public:
   static constexpr int kTxgSlots = 4;
+  // Read finds at most this many blocks before it appends them (and reads
+  // at most zio::kAggregateBytes of them from disk at a time).
+  static constexpr size_t kReadWindowBlocks = 64;
 
   // An object loaded from (or, when free, to be created in) its slot.
   Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys);
@@ -181,15 +190,29 @@ class Dnode {
       return bytes ? bytes->data() : nullptr;
     }
   };
-  // A block's newest content before txg `t`'s own copy; reads the tree
-  // (through the cache; into it unless `keep` is false) when no unsynced
-  // txg has it.
-  Result<BlockRef> Content(uint64_t blkid, uint64_t t, bool keep = true) REQUIRES(mu_)
+  // A block Locate left to the disk: its pointer, whether the read leaves
+  // it in the cache, and which BlockRef gets it.
+  struct Miss {
+    zio::BlockPtr bp;
+    bool keep;
+    size_t index;
+  };
+  // A block's newest content before txg `t`'s own copy, as far as memory
+  // has it: true with *ref set (a dirty copy, zeros, a cached block), or
+  // false with its pointer in *bp when it must be read from disk.
+  Result<bool> Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp)
+      REQUIRES_SHARED(mu_) EXCLUDES(tree_mu_);
+  // Reads the blocks Locate left to the disk together (zio ReadMany) into
+  // refs[miss.index], through the cache (into it when miss.keep).
+  Status ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs) REQUIRES_SHARED(mu_);
+  // Locate, then the read when the block is only on disk (into the cache
+  // unless `keep` is false).
+  Result<BlockRef> Content(uint64_t blkid, uint64_t t, bool keep = true) REQUIRES_SHARED(mu_)
       EXCLUDES(tree_mu_);
   // Txg t's slot, made on first use.
   Slot& SlotFor(Txg t) REQUIRES(mu_);
   // Txg t's slot, or nullptr when t has not changed this dnode (or synced).
-  Slot* SlotOf(Txg t) const REQUIRES(mu_);
+  Slot* SlotOf(Txg t) const REQUIRES_SHARED(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
   // Txg t's copy of block blkid, made on first use from `whole` (the whole
   // new contents) or, when null, from the newest older version.
@@ -205,7 +228,7 @@ class Dnode {
   zio::Zio* const zio_;
   const ObjectId id_;
 
-  mutable util::Mutex mu_;
+  mutable util::SharedMutex mu_;
   Attrs live_ GUARDED_BY(mu_);
   // Made when a txg first changes the dnode, dropped by SyncDone: most
   // dnodes in memory are clean, and a slot is most of a dnode's size.

@@ -5,6 +5,8 @@
 // g++ the annotations compile to nothing.
 #pragma once
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
@@ -53,6 +55,55 @@ class SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex* mu_;
+};
+
+// A reader-writer lock the analysis understands, for data that many
+// threads read at once and writers change briefly (a directory's zap, a
+// file's dnode while its blocks are read from disk). Writers go first: once
+// a writer waits, new readers wait behind it, so a stream of readers cannot
+// hold a writer off for ever (glibc's default rwlock, and so
+// std::shared_mutex, lets them: lookups in a busy directory would starve
+// its creates). The price: a reader must not take it again while it holds
+// it (a writer may be waiting between the two, and then both wait for ever).
+class CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex();
+  ~SharedMutex() { pthread_rwlock_destroy(&rw_); }
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void Lock() ACQUIRE();
+  void Unlock() RELEASE() { pthread_rwlock_unlock(&rw_); }
+  bool TryLock() TRY_ACQUIRE(true) { return pthread_rwlock_trywrlock(&rw_) == 0; }
+  void LockShared() ACQUIRE_SHARED();
+  void UnlockShared() RELEASE_SHARED() { pthread_rwlock_unlock(&rw_); }
+
+ private:
+  pthread_rwlock_t rw_;
+};
+
+// Holds a SharedMutex alone for its scope.
+class SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~WriterLock() RELEASE() { mu_->Unlock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex* mu_;
+};
+
+// Holds a SharedMutex shared for its scope.
+class SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex* mu) ACQUIRE_SHARED(mu) : mu_(mu) { mu_->LockShared(); }
+  ~ReaderLock() RELEASE() { mu_->UnlockShared(); }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex* mu_;
 };
 
 // A condition variable that waits on a Mutex (which the caller holds).

@@ -12,6 +12,14 @@ Status BlockDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
   return Status::Ok();
 }
 
+Status BlockDevice::ReadParts(uint64_t off, std::span<const ReadPart> parts) {
+  for (const ReadPart& part : parts) {
+    POOLFS_RETURN_IF_ERROR(Read(off, part.data, part.len));
+    off += part.len;
+  }
+  return Status::Ok();
+}
+
 std::string ErrnoText(int err) { return std::system_category().message(err); }
 
 Status CheckRange(std::string_view name, std::string_view op, uint64_t size, uint64_t off,

@@ -46,6 +46,12 @@ struct WritePart {
   size_t len;
 };
 
+// One piece of a ReadParts: room for `len` bytes at `data`.
+struct ReadPart {
+  void* data;
+  size_t len;
+};
+
 class BlockDevice {
  public:
   virtual ~BlockDevice() = default;
@@ -75,6 +81,13 @@ class BlockDevice {
   // that a device may write them with one I/O (FileDevice does for direct
   // writes); this default writes each part with its own Write.
   virtual Status WriteParts(uint64_t off, std::span<const WritePart> parts);
+
+  // Reads into the parts one after the other from `off` on, as one Read
+  // of their concatenation would (the same kinds of error; after a failure
+  // the parts hold anything). zio reads adjacent blocks this way, so that a
+  // device may read them with one I/O (FileDevice does); this default reads
+  // each part with its own Read.
+  virtual Status ReadParts(uint64_t off, std::span<const ReadPart> parts);
 
   // The durability barrier described above. IOError when the device reports a
   // failure: the caller must then assume that no write since the last

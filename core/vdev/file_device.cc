@@ -6,15 +6,18 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "util/check.h"
 
@@ -184,28 +187,17 @@ Status FileDevice::CreateSparse(const std::string& path, uint64_t size, bool for
 
 Status FileDevice::Read(uint64_t off, void* buf, size_t len) {
   POOLFS_RETURN_IF_ERROR(CheckRange(path_, "read", size_, off, len));
-  auto* p = static_cast<uint8_t*>(buf);
   // Aligned: straight from the disk into buf (a short direct read, at the
   // end of a file whose size is not aligned, finishes buffered).
-  bool direct = direct_reads_ && off % kDirectAlign == 0 && len % kDirectAlign == 0 &&
-                reinterpret_cast<uintptr_t>(buf) % kDirectAlign == 0;
-  if (direct) direct_reads_done_.fetch_add(1, std::memory_order_relaxed);
-  size_t done = 0;
-  while (done < len) {
-    const bool aligned = direct && done % kDirectAlign == 0;
-    ssize_t n = pread(aligned ? direct_fd_ : fd_, p + done, len - done, off_t(off + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EINVAL && aligned) {  // an alignment the device refuses: read buffered
-        direct = false;
-        continue;
-      }
-      return DeviceIoError(path_, "read", off, len, errno);
-    }
-    if (n == 0) return DeviceIoError(path_, "read", off, len, 0, done);  // the file shrank
-    done += size_t(n);
-  }
-  return Status::Ok();
+  const bool direct = direct_reads_ && off % kDirectAlign == 0 && len % kDirectAlign == 0 &&
+                      reinterpret_cast<uintptr_t>(buf) % kDirectAlign == 0;
+  const ReadPart part{buf, len};
+  return ReadVector(off, {&part, 1}, len, direct);
+}
+
+void FileDevice::DropBehind(uint64_t off, size_t len) {
+  // A failure only leaves the pages cached.
+  (void)posix_fadvise(fd_, off_t(off), off_t(len), POSIX_FADV_DONTNEED);
 }
 
 Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
@@ -260,6 +252,64 @@ Status FileDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
     }
   }
   if (filled > 0) return Write(off, bounce, filled);
+  return Status::Ok();
+}
+
+Status FileDevice::ReadParts(uint64_t off, std::span<const ReadPart> parts) {
+  size_t len = 0;
+  bool parts_aligned = true;
+  for (const ReadPart& part : parts) {
+    len += part.len;
+    parts_aligned &=
+        part.len % kDirectAlign == 0 && reinterpret_cast<uintptr_t>(part.data) % kDirectAlign == 0;
+  }
+  if (parts.size() < 2 || parts.size() > size_t(IOV_MAX)) return BlockDevice::ReadParts(off, parts);
+  POOLFS_RETURN_IF_ERROR(CheckRange(path_, "read", size_, off, len));
+  const bool direct = direct_reads_ && off % kDirectAlign == 0 && len % kDirectAlign == 0;
+  if (direct && !parts_aligned && len <= kBounceBytes) {
+    uint8_t* bounce = BounceBuffer();
+    POOLFS_RETURN_IF_ERROR(Read(off, bounce, len));  // aligned: Read goes direct
+    for (const ReadPart& part : parts) {
+      std::memcpy(part.data, bounce, part.len);
+      bounce += part.len;
+    }
+    return Status::Ok();
+  }
+  return ReadVector(off, parts, len, direct && parts_aligned);
+}
+
+Status FileDevice::ReadVector(uint64_t off, std::span<const ReadPart> parts, size_t len,
+                              bool direct) {
+  std::vector<iovec> iov(parts.size());
+  for (size_t i = 0; i < parts.size(); i++) iov[i] = {parts[i].data, parts[i].len};
+  if (direct) direct_reads_done_.fetch_add(1, std::memory_order_relaxed);
+  size_t done = 0, first = 0;  // iov[first] is the first part not filled yet
+  bool buffered = false;
+  while (done < len) {
+    const bool aligned = direct && done % kDirectAlign == 0;
+    ssize_t n = preadv(aligned ? direct_fd_ : fd_, iov.data() + first, int(iov.size() - first),
+                       off_t(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EINVAL && aligned) {  // an alignment the device refuses: read buffered
+        direct = false;
+        continue;
+      }
+      return DeviceIoError(path_, "read", off, len, errno);
+    }
+    if (n == 0) return DeviceIoError(path_, "read", off, len, 0, done);  // the file shrank
+    buffered |= !aligned;
+    done += size_t(n);
+    for (size_t left = size_t(n); left > 0;) {  // skip what this preadv filled
+      const size_t used = std::min(left, iov[first].iov_len);
+      iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + used;
+      iov[first].iov_len -= used;
+      left -= used;
+      if (iov[first].iov_len == 0) first++;
+    }
+    while (first < iov.size() && iov[first].iov_len == 0) first++;
+  }
+  if (buffered) DropBehind(off, len);
   return Status::Ok();
 }
 

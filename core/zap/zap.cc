@@ -82,7 +82,7 @@ Result<std::unique_ptr<Zap>> Zap::Create(dmu::Tx& tx, dmu::ObjectSet* os, dmu::O
   uint64_t salt = options.salt ? options.salt : RandomSalt();
   std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
   POOLFS_ASSIGN_OR_RETURN(z->dnode_, os->Hold(id));
-  WriterLock l(&z->mu_);
+  util::WriterLock l(&z->mu_);
   z->micro_ = dmu::SharedBlock(EmptyMicroBlock(ctx, salt));
   POOLFS_RETURN_IF_ERROR(z->PutBlock(tx, 0, z->micro_));
   z->micro_form_ = true;
@@ -113,7 +113,7 @@ Result<std::unique_ptr<Zap>> Zap::Open(dmu::ObjectSet* os, ObjectId id, const Za
   static_assert(offsetof(MicroHeaderPhys, salt) == offsetof(FatHeaderPhys, salt));
   std::unique_ptr<Zap> z(new Zap(os, id, ctx, salt, options));
   POOLFS_ASSIGN_OR_RETURN(z->dnode_, os->Hold(id));
-  WriterLock l(&z->mu_);
+  util::WriterLock l(&z->mu_);
   if (magic == kMicroMagic) {
     POOLFS_RETURN_IF_ERROR(z->LoadMicro(std::move(block)));
   } else if (magic == kFatMagic) {
@@ -127,7 +127,7 @@ Result<std::unique_ptr<Zap>> Zap::Open(dmu::ObjectSet* os, ObjectId id, const Za
 Status Zap::Add(dmu::Tx& tx, std::string_view name, const Value& value) {
   POOLFS_RETURN_IF_ERROR(CheckName(name, ctx_.directory));
   uint64_t h = Hash(name);
-  WriterLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (micro_form_) return MicroAdd(tx, h, name, value);
   return FatAdd(tx, h, name, value);
 }
@@ -135,7 +135,7 @@ Status Zap::Add(dmu::Tx& tx, std::string_view name, const Value& value) {
 Result<Value> Zap::Lookup(std::string_view name) const {
   POOLFS_RETURN_IF_ERROR(CheckName(name, ctx_.directory));
   uint64_t h = Hash(name);
-  ReaderLock l(&mu_);
+  util::ReaderLock l(&mu_);
   if (!micro_form_) return FatLookup(h, name);
   uint32_t slot = MicroFind(h, name, nullptr);
   if (slot == micro_count_) return NoSuchName();
@@ -145,7 +145,7 @@ Result<Value> Zap::Lookup(std::string_view name) const {
 Status Zap::Remove(dmu::Tx& tx, std::string_view name) {
   POOLFS_RETURN_IF_ERROR(CheckName(name, ctx_.directory));
   uint64_t h = Hash(name);
-  WriterLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (!micro_form_) return FatRemove(tx, h, name);
   uint32_t slot = MicroFind(h, name, nullptr);
   if (slot == micro_count_) return NoSuchName();
@@ -155,7 +155,7 @@ Status Zap::Remove(dmu::Tx& tx, std::string_view name) {
 Status Zap::Update(dmu::Tx& tx, std::string_view name, const Value& value) {
   POOLFS_RETURN_IF_ERROR(CheckName(name, ctx_.directory));
   uint64_t h = Hash(name);
-  WriterLock l(&mu_);
+  util::WriterLock l(&mu_);
   if (!micro_form_) return FatUpdate(tx, h, name, value);
   uint32_t slot = MicroFind(h, name, nullptr);
   if (slot == micro_count_) return NoSuchName();
@@ -163,13 +163,13 @@ Status Zap::Update(dmu::Tx& tx, std::string_view name, const Value& value) {
 }
 
 uint64_t Zap::Count() const {
-  ReaderLock l(&mu_);
+  util::ReaderLock l(&mu_);
   return micro_form_ ? micro_count_ : fat_.count;
 }
 
 Result<std::vector<Entry>> Zap::Iterate(uint64_t cookie, size_t n) const {
   std::vector<Entry> out;
-  ReaderLock l(&mu_);
+  util::ReaderLock l(&mu_);
   if (micro_form_) {
     MicroIterate(cookie, n, &out);
   } else {
@@ -179,7 +179,7 @@ Result<std::vector<Entry>> Zap::Iterate(uint64_t cookie, size_t n) const {
 }
 
 ZapShape Zap::Shape() const {
-  ReaderLock l(&mu_);
+  util::ReaderLock l(&mu_);
   ZapShape s;
   s.micro = micro_form_;
   if (!micro_form_) {

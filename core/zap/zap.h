@@ -88,9 +88,9 @@
 #include "dmu/objset.h"
 #include "poolfs/status.h"
 #include "poolfs/types.h"
+#include "util/mutex.h"
 #include "zap/leaf.h"
 #include "zap/leaf_cache.h"
-#include "zap/shared_mutex.h"
 #include "zap/zap_phys.h"
 
 namespace poolfs::core::zap {
@@ -268,7 +268,7 @@ class Zap {
   // without a lookup by id (and it stays in memory while the Zap lives).
   dmu::ObjectSet::DnodeRef dnode_;
 
-  mutable SharedMutex mu_;
+  mutable util::SharedMutex mu_;
   bool micro_form_ GUARDED_BY(mu_) = true;
   dmu::SharedBlock micro_ GUARDED_BY(mu_);  // block 0 in the micro form
   uint32_t micro_count_ GUARDED_BY(mu_) = 0;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "util/check.h"
 #include "util/checksum.h"
@@ -57,9 +58,13 @@ Scratch& WriteScratch(size_t slot) {
   return *slots[slot];
 }
 
-Scratch& ReadScratch() {
-  thread_local Scratch s;
-  return s;
+// Scratch buffer number `slot` of the calling thread for reads: where block
+// number `slot` of a ReadMany run lands when it cannot go straight to its
+// destination (compressed, or shorter than its extent).
+Scratch& ReadScratch(size_t slot) {
+  thread_local std::vector<std::unique_ptr<Scratch>> slots;
+  while (slots.size() <= slot) slots.push_back(std::make_unique<Scratch>());
+  return *slots[slot];
 }
 
 // The zero-padded last sector of a write (apart from WriteScratch, which may
@@ -507,12 +512,72 @@ Status Zio::ReadInto(const BlockPtr& bp, uint8_t* dst) {
   return ReadValid(bp, dst);
 }
 
+Status Zio::ReadMany(std::span<const BlockRead> blocks) {
+  // Holes and gang blocks one by one; the others in order of place.
+  std::vector<size_t> order;
+  order.reserve(blocks.size());
+  for (size_t i = 0; i < blocks.size(); i++) {
+    const BlockPtr& bp = blocks[i].bp;
+    POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
+    if (bp.IsHole()) {
+      std::memset(blocks[i].dst, 0, bp.lsize);
+    } else if (bp.IsGang()) {
+      POOLFS_RETURN_IF_ERROR(ReadValid(bp, blocks[i].dst));
+    } else {
+      POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(bp.dva), "block ", bp));
+      order.push_back(i);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const space::Dva &x = blocks[a].bp.dva, &y = blocks[b].bp.dva;
+    return std::tie(x.vdev, x.offset) < std::tie(y.vdev, y.offset);
+  });
+  std::vector<vdev::ReadPart> parts;
+  for (size_t run = 0, end = 0; run < order.size(); run = end) {
+    // A run: blocks each of which starts where the one before ends, up to
+    // kAggregateBytes in all.
+    const space::Dva& head = blocks[order[run]].bp.dva;
+    uint64_t bytes = head.size;
+    for (end = run + 1; end < order.size(); end++) {
+      const space::Dva &prev = blocks[order[end - 1]].bp.dva, &next = blocks[order[end]].bp.dva;
+      if (next.vdev != head.vdev || next.offset != prev.offset + prev.size ||
+          bytes + next.size > kAggregateBytes)
+        break;
+      bytes += next.size;
+    }
+    if (end - run == 1) {
+      POOLFS_RETURN_IF_ERROR(ReadValid(blocks[order[run]].bp, blocks[order[run]].dst));
+      continue;
+    }
+    // Each block's whole extent, so that the parts tile the run: into the
+    // block's destination when its stored bytes are the block and fill the
+    // extent, else into a scratch buffer.
+    parts.clear();
+    for (size_t k = run; k < end; k++) {
+      const BlockRead& b = blocks[order[k]];
+      const bool in_place =
+          b.bp.compression == util::Compression::kOff && b.bp.psize == b.bp.dva.size;
+      parts.push_back({in_place ? b.dst : ReadScratch(k - run).Get(b.bp.dva.size), b.bp.dva.size});
+    }
+    Status read = vdevs_[head.vdev]->dev->ReadParts(head.offset, parts);
+    if (!read.ok()) {
+      return read.WithContext("read of " + std::to_string(end - run) + " adjacent blocks from " +
+                              blocks[order[run]].bp.ToString());
+    }
+    for (size_t k = run; k < end; k++) {
+      const BlockRead& b = blocks[order[k]];
+      POOLFS_RETURN_IF_ERROR(Verify(b.bp, static_cast<const uint8_t*>(parts[k - run].data), b.dst));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
   // An uncompressed block's stored bytes are the block (psize == lsize, the
   // pointer was validated); compressed ones go to the scratch buffer
   // (aligned for direct reads too).
   const bool in_place = bp.compression == util::Compression::kOff;
-  uint8_t* stored = in_place ? dst : ReadScratch().Get(bp.psize);
+  uint8_t* stored = in_place ? dst : ReadScratch(0).Get(bp.psize);
   if (bp.IsGang()) {
     POOLFS_ASSIGN_OR_RETURN(std::vector<space::Dva> kids, GangChildren(bp));
     uint64_t at = 0;
@@ -529,13 +594,20 @@ Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
     POOLFS_RETURN_IF_ERROR(AboutBlock(
         vdevs_[bp.dva.vdev]->dev->Read(bp.dva.offset, stored, bp.psize), "read of block ", bp));
   }
+  return Verify(bp, stored, dst);
+}
+
+Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst) {
   bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
   const util::Checksum128 got = util::Xxh3_128(stored, bp.psize);
   if (got != bp.checksum) {
     return VerifyFailed(bp, "checksum mismatch (expected " + Hex128(bp.checksum) + ", computed " +
                                 Hex128(got) + ")");
   }
-  if (in_place) return Status::Ok();
+  if (bp.compression == util::Compression::kOff) {
+    if (stored != dst) std::memcpy(dst, stored, bp.psize);
+    return Status::Ok();
+  }
   Status st = util::Decompress(bp.compression, stored, bp.psize, dst, bp.lsize);
   if (!st.ok()) return VerifyFailed(bp, "checksum matches but " + st.message());
   return Status::Ok();

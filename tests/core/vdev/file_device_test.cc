@@ -270,15 +270,25 @@ struct AlignedBuf {
   uint8_t* data;
 };
 
+// A fresh sparse file at `path` opened with `mode` (direct reads or writes
+// asked for), or null, with a warning, when its file system refuses O_DIRECT
+// (Catch2 v2 has no SKIP).
+std::unique_ptr<FileDevice> OpenDirect(const std::string& path, FileDevice::OpenMode mode) {
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto dev = OpenOk(path, mode);
+  if ((mode.direct_reads && !dev->direct_reads()) ||
+      (mode.direct_writes && !dev->direct_writes())) {
+    WARN("not run: the file system under " << path << " refuses O_DIRECT");
+    return nullptr;
+  }
+  return dev;
+}
+
 TEST_CASE("FileDevice direct reads see buffered writes, flushed or not", "[file_device]") {
   TempDir dir;
   std::string path = dir.File("direct.pool");
-  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
-  auto dev = OpenOk(path, {.direct_reads = true});
-  if (!dev->direct_reads()) {  // Catch2 v2 has no SKIP
-    WARN("not run: the file system under " << path << " refuses O_DIRECT");
-    return;
-  }
+  auto dev = OpenDirect(path, {.direct_reads = true});
+  if (dev == nullptr) return;
   std::vector<uint8_t> a = Pattern(128 * 1024, 7), b = Pattern(128 * 1024, 8);
   REQUIRE(dev->Write(1 * kMiB, a.data(), a.size()).ok());
   AlignedBuf buf(a.size());
@@ -313,12 +323,8 @@ TEST_CASE("FileDevice direct writes: aligned ones direct, the rest buffered, all
           "[file_device]") {
   TempDir dir;
   std::string path = dir.File("direct-writes.pool");
-  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
-  auto dev = OpenOk(path, {.writeback_bytes = 4096, .direct_writes = true});
-  if (!dev->direct_writes()) {  // Catch2 v2 has no SKIP
-    WARN("not run: the file system under " << path << " refuses O_DIRECT");
-    return;
-  }
+  auto dev = OpenDirect(path, {.writeback_bytes = 4096, .direct_writes = true});
+  if (dev == nullptr) return;
   CHECK_FALSE(dev->direct_reads());
   std::vector<uint8_t> model(kSize, 0);
   auto write = [&](uint64_t off, const uint8_t* p, size_t n) {
@@ -374,12 +380,8 @@ TEST_CASE("FileDevice WriteParts: an aligned range in 1 MiB direct writes, the r
           "[file_device]") {
   TempDir dir;
   std::string path = dir.File("write-parts.pool");
-  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
-  auto dev = OpenOk(path, {.direct_writes = true});
-  if (!dev->direct_writes()) {  // Catch2 v2 has no SKIP
-    WARN("not run: the file system under " << path << " refuses O_DIRECT");
-    return;
-  }
+  auto dev = OpenDirect(path, {.direct_writes = true});
+  if (dev == nullptr) return;
   std::vector<uint8_t> model(kSize, 0);
   // Parts of odd sizes and addresses, cut from one pattern.
   auto write_parts = [&](uint64_t off, const std::vector<uint8_t>& bytes,
@@ -422,6 +424,54 @@ TEST_CASE("FileDevice WriteParts: an aligned range in 1 MiB direct writes, the r
   auto again = OpenOk(path, {.read_only = true});
   CHECK(ReadBytes(*again, 0, kSize) == model);
   CHECK(again->WriteParts(0, parts).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("FileDevice ReadParts: one direct read where aligned, buffered otherwise",
+          "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("read-parts.pool");
+  auto dev = OpenDirect(path, {.direct_reads = true});
+  if (dev == nullptr) return;
+  std::vector<uint8_t> model = Pattern(4 * kMiB, 9);
+  REQUIRE(dev->Write(kMiB, model.data(), model.size()).ok());
+  // Reads [off, off + sum of sizes) into parts of those sizes, each from
+  // an aligned address moved on by `shift`, and checks them.
+  auto read_parts = [&](FileDevice& d, uint64_t off, const std::vector<size_t>& sizes,
+                        size_t shift) {
+    std::vector<std::unique_ptr<AlignedBuf>> bufs;
+    std::vector<ReadPart> parts;
+    for (size_t n : sizes) {
+      bufs.push_back(std::make_unique<AlignedBuf>(n, shift));
+      parts.push_back({bufs.back()->data, n});
+    }
+    REQUIRE(d.ReadParts(off, parts).ok());
+    uint64_t at = off - kMiB;
+    for (size_t i = 0; i < sizes.size(); i++) {
+      INFO("part " << i);
+      CHECK(std::equal(bufs[i]->data, bufs[i]->data + sizes[i], model.begin() + at));
+      at += sizes[i];
+    }
+  };
+  // Aligned range and parts: one direct preadv into the parts.
+  read_parts(*dev, kMiB, {128 * 1024, 4096, 1024 * 1024 - 4096 - 128 * 1024}, 0);
+  CHECK(dev->direct_reads_done() == 1);
+  // Aligned range, unaligned parts: one direct read into the bounce buffer.
+  read_parts(*dev, 2 * kMiB, {100, 8192, 4096 - 100}, 0);
+  read_parts(*dev, 2 * kMiB, {4096, 8192}, 8);
+  CHECK(dev->direct_reads_done() == 3);
+  // Unaligned range, or unaligned parts past the bounce buffer: buffered.
+  read_parts(*dev, kMiB + 512, {4096, 4096}, 0);
+  read_parts(*dev, kMiB, {kMiB, 4096}, 8);
+  CHECK(dev->direct_reads_done() == 3);
+  // Out of range: refused.
+  AlignedBuf end(8192);
+  std::vector<ReadPart> past{{end.data, 4096}, {end.data + 4096, 4096}};
+  CHECK(dev->ReadParts(kSize - 4096, past).code() == StatusCode::kInvalidArgument);
+  // Without direct reads, the same reads from the page cache.
+  auto plain = OpenOk(path, {.read_only = true, .exclusive = false});
+  read_parts(*plain, kMiB, {128 * 1024, 4096, 1024 * 1024 - 4096 - 128 * 1024}, 0);
+  read_parts(*plain, 2 * kMiB + 4096, {100, 8192, 2 * kMiB - 100}, 8);
+  CHECK(plain->direct_reads_done() == 0);
 }
 
 }  // namespace

@@ -240,6 +240,19 @@ TEST_CASE("A failed block write returns IOError and frees its allocation", "[zio
   REQUIRE(*pool.zio().Read(*bp) == data);
 }
 
+// Blocks of every kind a write makes, for a pool that stores blocks above
+// 64 KiB as gang blocks (set_force_gang_above).
+std::vector<std::pair<WriteProps, std::string>> MixedBlocks() {
+  const WriteProps dnodes{BlockType::kDnodes, 0, Compression::kLz4, 3};
+  return {{Data(), RandomBytes(128 * 1024, 1)},              // a gang
+          {Data(), std::string(128 * 1024, '\0')},           // a hole
+          {Data(), CompressibleBytes(20000, 2)},             // compressed, padded
+          {Data(Compression::kOff), RandomBytes(5000, 3)},   // a partial last sector
+          {Data(Compression::kOff), RandomBytes(100, 4)},    // less than a sector
+          {dnodes, CompressibleBytes(16384, 5)},             // fill 3
+          {Data(Compression::kOff), RandomBytes(8192, 6)}};  // whole sectors
+}
+
 TEST_CASE("WriteMany hands adjacent blocks to the device together, up to 1 MiB", "[zio]") {
   TestPool pool(64 * vdev::kMiB, 1, 1, /*faulty=*/false, /*recording=*/true);
   std::vector<std::string> data;
@@ -274,15 +287,7 @@ TEST_CASE("WriteMany stores holes, compressed, padded and gang blocks as Write d
   // Dirty the space first so that padding is visible.
   std::string junk(vdev::kMiB, '\xa5');
   REQUIRE(pool.mem().Write(vdev::kFrontReserved, junk.data(), junk.size()).ok());
-  const WriteProps dnodes{BlockType::kDnodes, 0, Compression::kLz4, 3};
-  const std::vector<std::pair<WriteProps, std::string>> in = {
-      {Data(), RandomBytes(128 * 1024, 1)},              // a gang (forced)
-      {Data(), std::string(128 * 1024, '\0')},           // a hole
-      {Data(), CompressibleBytes(20000, 2)},             // compressed, padded
-      {Data(Compression::kOff), RandomBytes(5000, 3)},   // a partial last sector
-      {Data(Compression::kOff), RandomBytes(100, 4)},    // less than a sector
-      {dnodes, CompressibleBytes(16384, 5)},             // fill 3
-      {Data(Compression::kOff), RandomBytes(8192, 6)}};  // whole sectors
+  const std::vector<std::pair<WriteProps, std::string>> in = MixedBlocks();
   std::vector<BlockWrite> blocks;
   for (const auto& [props, data] : in) blocks.push_back({props, data});
   auto bps = pool.zio().WriteMany(blocks, Txg(1), 0);
@@ -359,6 +364,106 @@ TEST_CASE("A failed block read is IOError naming the block", "[zio]") {
   REQUIRE(got.status().message().find(bp->ToString()) != std::string::npos);
   REQUIRE(pool.zio().checksum_errors(0) == 0);
   REQUIRE(*pool.zio().Read(*bp) == data);
+}
+
+TEST_CASE("ReadMany reads adjacent blocks with one device read, up to 1 MiB", "[zio]") {
+  TestPool pool(64 * vdev::kMiB, 1, 1, /*faulty=*/false, /*recording=*/true);
+  std::vector<std::string> data;
+  std::vector<BlockWrite> writes;
+  for (int i = 0; i < 20; i++) data.push_back(RandomBytes(128 * 1024, uint64_t(i)));
+  for (const std::string& d : data) writes.push_back({Data(), d});
+  auto bps = pool.zio().WriteMany(writes, Txg(1), 0);
+  REQUIRE(bps.ok());
+  // Asked for out of order, block 10 left out: adjacent are 0-9 and 11-19.
+  std::vector<std::string> got(data.size(), std::string(128 * 1024, '\0'));
+  std::vector<BlockRead> reads;
+  const std::vector<size_t> asked{19, 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 18};
+  for (size_t i : asked) reads.push_back({(*bps)[i], reinterpret_cast<uint8_t*>(got[i].data())});
+  pool.recorded().reads.clear();
+  REQUIRE(pool.zio().ReadMany(reads).ok());
+  for (size_t i : asked) {
+    INFO("block " << i);
+    CHECK(got[i] == data[i]);
+  }
+  CHECK(got[10] == std::string(128 * 1024, '\0'));
+  // Blocks 0-7 (1 MiB), 8-9, 11-18, 19: four device reads.
+  const auto& calls = pool.recorded().reads;
+  REQUIRE(calls.size() == 4);
+  const std::vector<std::pair<size_t, size_t>> runs{{0, 8}, {8, 2}, {11, 8}, {19, 1}};
+  for (size_t k = 0; k < runs.size(); k++) {
+    INFO("device read " << k);
+    CHECK(calls[k].off == (*bps)[runs[k].first].dva.offset);
+    CHECK(calls[k].len == runs[k].second * 128 * 1024);
+    CHECK(calls[k].parts == (runs[k].second == 1 ? 0 : runs[k].second));
+  }
+  CHECK(pool.zio().bytes_read() == 19 * 128 * 1024);
+}
+
+TEST_CASE("ReadMany reads holes, compressed, padded and gang blocks as Read does", "[zio]") {
+  TestPool pool(64 * vdev::kMiB, 1, 1, /*faulty=*/false, /*recording=*/true);
+  pool.zio().set_force_gang_above(64 * 1024);
+  const std::vector<std::pair<WriteProps, std::string>> in = MixedBlocks();
+  std::vector<BlockWrite> writes;
+  for (const auto& [props, data] : in) writes.push_back({props, data});
+  auto bps = pool.zio().WriteMany(writes, Txg(1), 0);
+  REQUIRE(bps.ok());
+  std::vector<std::string> got;
+  for (const auto& [props, data] : in) got.emplace_back(data.size(), '\x5a');
+  std::vector<BlockRead> reads;
+  for (size_t i = 0; i < in.size(); i++)
+    reads.push_back({(*bps)[i], reinterpret_cast<uint8_t*>(got[i].data())});
+  pool.recorded().reads.clear();
+  REQUIRE(pool.zio().ReadMany(reads).ok());
+  for (size_t i = 0; i < in.size(); i++) {
+    INFO("block " << i << ": " << (*bps)[i].ToString());
+    CHECK(got[i] == in[i].second);
+  }
+  // The gang block's header and pieces one by one; the five stored blocks,
+  // adjacent, in one device read of five parts (each a whole extent).
+  uint64_t first = UINT64_MAX, stored = 0;
+  for (size_t i = 2; i < in.size(); i++) {
+    first = std::min(first, (*bps)[i].dva.offset);
+    stored += (*bps)[i].dva.size;
+  }
+  size_t gathered = 0;
+  for (const auto& call : pool.recorded().reads) {
+    if (call.parts == 0) continue;
+    gathered++;
+    CHECK(call.off == first);
+    CHECK(call.len == stored);
+    CHECK(call.parts == 5);
+  }
+  CHECK(gathered == 1);
+}
+
+TEST_CASE("ReadMany fails as Read does: damage is Corruption, a failed run IOError", "[zio]") {
+  TestPool pool(64 * vdev::kMiB, 1, 1, /*faulty=*/true);
+  std::vector<std::string> data;
+  std::vector<BlockWrite> writes;
+  for (int i = 0; i < 4; i++) data.push_back(RandomBytes(16384, uint64_t(i)));
+  for (const std::string& d : data) writes.push_back({Data(Compression::kOff), d});
+  auto bps = pool.zio().WriteMany(writes, Txg(1), 0);
+  REQUIRE(bps.ok());
+  std::vector<std::string> got(data.size(), std::string(16384, '\0'));
+  std::vector<BlockRead> reads;
+  for (size_t i = 0; i < data.size(); i++)
+    reads.push_back({(*bps)[i], reinterpret_cast<uint8_t*>(got[i].data())});
+
+  pool.fault().FailNthIo(1, vdev::IoKind::kRead);
+  Status st = pool.zio().ReadMany(reads);
+  REQUIRE(st.code() == StatusCode::kIOError);
+  CHECK(st.message().find("read of 4 adjacent blocks from " + (*bps)[0].ToString()) !=
+        std::string::npos);
+  CHECK(pool.zio().checksum_errors(0) == 0);
+
+  // One flipped bit in the third block: that block is named, and counted.
+  pool.fault().FlipBitOnRead((*bps)[2].dva.offset + 100, 0x10);
+  st = pool.zio().ReadMany(reads);
+  REQUIRE(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find((*bps)[2].ToString()) != std::string::npos);
+  CHECK(pool.zio().checksum_errors(0) == 1);
+  CHECK(got[0] == data[0]);
+  CHECK(got[1] == data[1]);
 }
 
 TEST_CASE("Rewrite stores new contents at the same DVA in the same txg", "[zio]") {

@@ -87,8 +87,9 @@ inline BlockPtr RandomValidBlockPtr(std::mt19937_64& rng) {
   return bp;
 }
 
-// Passes everything to `inner` and records each WriteParts (offset, bytes,
-// parts), so that tests see how the pipeline grouped its writes.
+// Passes everything to `inner` and records each Write and WriteParts in
+// `calls`, each Read and ReadParts in `reads` (offset, bytes, parts), so
+// that tests see how the pipeline grouped its I/O.
 class RecordingDevice final : public vdev::BlockDevice {
  public:
   struct Call {
@@ -99,7 +100,16 @@ class RecordingDevice final : public vdev::BlockDevice {
   uint64_t size() const override { return inner_->size(); }
   std::string name() const override { return inner_->name(); }
   uint32_t sector_size() const override { return inner_->sector_size(); }
-  Status Read(uint64_t off, void* buf, size_t len) override { return inner_->Read(off, buf, len); }
+  Status Read(uint64_t off, void* buf, size_t len) override {
+    reads.push_back({off, len, 0});
+    return inner_->Read(off, buf, len);
+  }
+  Status ReadParts(uint64_t off, std::span<const vdev::ReadPart> parts) override {
+    uint64_t len = 0;
+    for (const vdev::ReadPart& part : parts) len += part.len;
+    reads.push_back({off, len, parts.size()});
+    return inner_->ReadParts(off, parts);
+  }
   Status Write(uint64_t off, const void* buf, size_t len) override {
     calls.push_back({off, len, 0});
     return inner_->Write(off, buf, len);
@@ -112,7 +122,9 @@ class RecordingDevice final : public vdev::BlockDevice {
   }
   Status Flush() override { return inner_->Flush(); }
 
-  std::vector<Call> calls;  // Write calls have parts == 0; not thread-safe
+  // Single calls have parts == 0; not thread-safe.
+  std::vector<Call> calls;  // writes
+  std::vector<Call> reads;
 
  private:
   vdev::BlockDevice* const inner_;
