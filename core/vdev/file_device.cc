@@ -195,11 +195,6 @@ Status FileDevice::Read(uint64_t off, void* buf, size_t len) {
   return ReadVector(off, {&part, 1}, len, direct);
 }
 
-void FileDevice::DropBehind(uint64_t off, size_t len) {
-  // A failure only leaves the pages cached.
-  (void)posix_fadvise(fd_, off_t(off), off_t(len), POSIX_FADV_DONTNEED);
-}
-
 Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
   if (read_only_) return Status::InvalidArgument("cannot write to " + path_ + ": open read-only");
   POOLFS_RETURN_IF_ERROR(CheckRange(path_, "write", size_, off, len));
@@ -284,7 +279,6 @@ Status FileDevice::ReadVector(uint64_t off, std::span<const ReadPart> parts, siz
   for (size_t i = 0; i < parts.size(); i++) iov[i] = {parts[i].data, parts[i].len};
   if (direct) direct_reads_done_.fetch_add(1, std::memory_order_relaxed);
   size_t done = 0, first = 0;  // iov[first] is the first part not filled yet
-  bool buffered = false;
   while (done < len) {
     const bool aligned = direct && done % kDirectAlign == 0;
     ssize_t n = preadv(aligned ? direct_fd_ : fd_, iov.data() + first, int(iov.size() - first),
@@ -298,7 +292,6 @@ Status FileDevice::ReadVector(uint64_t off, std::span<const ReadPart> parts, siz
       return DeviceIoError(path_, "read", off, len, errno);
     }
     if (n == 0) return DeviceIoError(path_, "read", off, len, 0, done);  // the file shrank
-    buffered |= !aligned;
     done += size_t(n);
     for (size_t left = size_t(n); left > 0;) {  // skip what this preadv filled
       const size_t used = std::min(left, iov[first].iov_len);
@@ -309,7 +302,6 @@ Status FileDevice::ReadVector(uint64_t off, std::span<const ReadPart> parts, siz
     }
     while (first < iov.size() && iov[first].iov_len == 0) first++;
   }
-  if (buffered) DropBehind(off, len);
   return Status::Ok();
 }
 

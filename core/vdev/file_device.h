@@ -16,17 +16,6 @@
 // 0.93-0.95 with the default 4 MiB. Only buffered writes count (direct
 // writes, below, leave no dirty pages).
 //
-// Drop-behind. A buffered read drops the pages it read from the page cache
-// again (posix_fadvise DONTNEED; the kernel's readahead ahead of it stays):
-// the ARC is the pool's cache, and a second copy of every block read in
-// the page cache only takes memory from it and from the applications. The
-// pages go back to the free lists hot, and the next readahead takes them
-// again: fresh pages cost far more to fill in this virtual machine than
-// reused ones. 1 GiB read in 1 MiB preads after dropping the caches, three
-// runs each alternating (2026-12-01): 896, 592, 1260 MiB/s with 0.65,
-// 1.36, 0.19 s of system time; with drop-behind 1722, 936, 1354 MiB/s with
-// 0.10, 0.54, 0.15 s.
-//
 // Direct reads. With `direct_reads`, Open also opens the file with
 // O_DIRECT, and a Read whose offset, length and buffer are all aligned to
 // kDirectAlign goes through it: the disk's DMA fills the caller's buffer
@@ -40,7 +29,13 @@
 // (scripts/bench-fs.sh, 2026-11-30) buffered reads gave 930-950 MiB/s and
 // direct ones 490, as nothing reads ahead of a sequential reader in direct
 // mode: the kernel's readahead did, and poolfs has no prefetch of its own
-// yet (a first try, 16 blocks ahead from 2 threads, reached 620).
+// yet (a first try, 16 blocks ahead from 2 threads, reached 620). With
+// reads gathered into 1 MiB (ReadParts) and up to 13 of them at once
+// (2026-12-01, fuse.read_ahead_bytes 4 MiB, bench-fs.sh --runs 3): direct
+// 597-670 MiB/s against 1420-1875 for dd of a plain file, buffered 600-971
+// against 1481-1787. Dropping each range a buffered read read from the
+// page cache (posix_fadvise DONTNEED: one cache, the ARC) was slower too:
+// 495-697 MiB/s against 546-858 without, alternating runs.
 //
 // Direct writes. With `direct_writes` (the default), a Write whose offset
 // and length are aligned to kDirectAlign goes through the same O_DIRECT
@@ -176,9 +171,6 @@ class FileDevice final : public BlockDevice {
   // *done; stops early, leaving the rest to a buffered write, when the file
   // system refuses (EINVAL) or a write ends off a sector boundary.
   Status WriteDirect(uint64_t off, const uint8_t* p, size_t len, size_t* done);
-  // Drops the page cache's copy of a range a buffered read just read (see
-  // above).
-  void DropBehind(uint64_t off, size_t len);
   // Reads the parts with preadv, through direct_fd_ when `direct` (while
   // the file system takes it), looping over short reads.
   Status ReadVector(uint64_t off, std::span<const ReadPart> parts, size_t len, bool direct);
