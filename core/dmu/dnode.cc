@@ -455,8 +455,8 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
   CHECK_LE(first, end);
   CHECK_LE(end, plan.blocks.size());
   const bool dnodes = plan.attrs.type == ObjectType::kMetadnode;
-  zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
-                        util::Compression(plan.attrs.compression), 1};
+  const zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
+                              util::Compression(plan.attrs.compression), 1};
   // The blocks these replace leave the cache, in one batch at the end: each
   // is freed, or was rewritten in place under the same name (a later pass
   // of the same txg) and must not be served as it was.
@@ -484,14 +484,18 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
            i++) {
         const auto& [blkid, data] = plan.blocks[i];
         POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr old, tree_.Lookup(blkid));
-        // A dnode block's fill counts its allocated dnodes (a dnode's first
-        // byte, its type, is 0 when free): import rebuilds the free set from it.
-        if (dnodes) {
-          props.fill = 0;
-          for (size_t at = 0; at < data->size(); at += kDnodeSize) props.fill += (*data)[at] != 0;
-        }
         items.push_back({blkid, old, {}, {props, *data}});
         bytes += data->size();
+      }
+    }
+    // A dnode block's fill counts its allocated dnodes (a dnode's first
+    // byte, its type, is 0 when free): import rebuilds the free set from it.
+    if (dnodes) {
+      for (Item& it : items) {
+        const std::string_view data = it.write.data;
+        it.write.props.fill = 0;
+        for (size_t at = 0; at < data.size(); at += kDnodeSize)
+          it.write.props.fill += data[at] != 0;
       }
     }
     // A block this txg wrote already (in an earlier sync pass) is rewritten
