@@ -260,10 +260,13 @@ TEST_CASE("FileDevice starts writeback once per writeback_bytes written, from an
 }
 
 // A buffer aligned for direct reads, with `shift` bytes taken off the front
-// (to make it unaligned).
+// (to make it unaligned). aligned_alloc takes only sizes that are multiples
+// of the alignment.
 struct AlignedBuf {
+  static constexpr size_t kAlign = FileDevice::kDirectAlign;
   explicit AlignedBuf(size_t n, size_t shift = 0)
-      : raw(static_cast<uint8_t*>(std::aligned_alloc(FileDevice::kDirectAlign, n + 4096))),
+      : raw(static_cast<uint8_t*>(
+            std::aligned_alloc(kAlign, (n + shift + kAlign - 1) / kAlign * kAlign))),
         data(raw + shift) {}
   ~AlignedBuf() { std::free(raw); }
   uint8_t* raw;
