@@ -13,7 +13,8 @@
 #include <fstream>
 #include <string>
 #include <thread>
-#include <vector>
+
+#include "core/util/lock_test_util.h"
 
 namespace poolfs::util {
 namespace {
@@ -39,51 +40,12 @@ bool WaitAsleep(const std::atomic<pid_t>& tid) {
 
 TEST_CASE("SharedMutex lets readers in together", "[mutex]") {
   SharedMutex mu;
-  constexpr int kReaders = 4;
-  std::atomic<int> inside{0}, saw_all{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < kReaders; t++) {
-    ts.emplace_back([&] {
-      ReaderLock r(&mu);
-      inside.fetch_add(1);
-      // Bounded, so that a lock that does not share fails instead of hanging.
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (inside.load() < kReaders && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::yield();
-      if (inside.load() == kReaders) saw_all.fetch_add(1);
-    });
-  }
-  for (auto& t : ts) t.join();
-  CHECK(saw_all.load() == kReaders);
+  testing::CheckReadersShare<ReaderLock>(&mu, 4);
 }
 
 TEST_CASE("SharedMutex writer excludes readers and writers", "[mutex]") {
   SharedMutex mu;
-  uint64_t a = 0, b = 0;  // guarded by mu: a writer keeps a == b; readers check it
-  std::atomic<int> writers_inside{0};
-  std::atomic<bool> broken{false};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < 4; t++) {
-    ts.emplace_back([&, t] {
-      for (int i = 0; i < 3000; i++) {
-        if (t < 2 && i % 10 == 0) {
-          WriterLock w(&mu);
-          if (writers_inside.fetch_add(1) != 0) broken = true;
-          a++;
-          std::this_thread::yield();
-          b++;
-          writers_inside.fetch_sub(1);
-        } else {
-          ReaderLock r(&mu);
-          if (writers_inside.load() != 0 || a != b) broken = true;
-        }
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-  CHECK_FALSE(broken.load());
-  CHECK(a == 2 * 300);
-  CHECK(b == a);
+  testing::CheckWriterExcludes<WriterLock, ReaderLock>(&mu, 4);
   bool free_again = false;
   if (mu.TryLock()) {
     free_again = true;
