@@ -25,6 +25,9 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -85,14 +88,46 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
+// A READ's reply is built in a page-aligned buffer of the worker thread's,
+// which the core fills straight from the pool file (Filesystem::Read) and
+// the kernel copies into its page-aligned page cache. Both copies are much
+// slower here to or from the 16-byte offset of a malloc'd block: a 1 GiB
+// pread loop took 0.13-0.18 s of system time into a page-aligned buffer
+// (six runs of seven), 0.63-2.55 s into one 16 bytes past a page. Through
+// the mount (1 GiB, caches dropped, alternating runs), the daemon's CPU
+// time in perf samples, median of five: 4262 against 6205 with the string
+// reply this replaced (blocks appended to it, then copied by the kernel).
+class ReadBuffer {
+ public:
+  ~ReadBuffer() { std::free(data_); }
+  // Room for `size` bytes (0 too), or nullptr when memory ran out.
+  char* Get(size_t size) {
+    if (data_ != nullptr && size <= capacity_) return data_;
+    const size_t capacity = std::max<size_t>(1, (size + kAlign - 1) / kAlign) * kAlign;
+    void* p = std::aligned_alloc(kAlign, capacity);
+    if (p == nullptr) return nullptr;
+    std::free(data_);
+    data_ = static_cast<char*>(p);
+    capacity_ = capacity;
+    return data_;
+  }
+
+ private:
+  static constexpr size_t kAlign = 4096;
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-  std::string out;
+  thread_local ReadBuffer buffer;
+  char* dst = buffer.Get(size);
+  if (dst == nullptr) return (void)fuse_reply_err(req, ENOMEM);
   // The kernel keeps what it reads in its page cache, unless the file was
   // opened with O_DIRECT (the flags come with every READ).
   const uint32_t flags = (fi->flags & O_DIRECT) ? 0u : uint32_t{kReadCallerKeeps};
-  Status st = AdapterOf(req).fs->Read(ino, uint64_t(off), size, &out, flags);
-  if (!st.ok()) return ReplyStatus(req, st, "read", ino);
-  fuse_reply_buf(req, out.data(), out.size());
+  Result<size_t> n = AdapterOf(req).fs->Read(ino, uint64_t(off), std::span<char>(dst, size), flags);
+  if (!n.ok()) return ReplyStatus(req, n.status(), "read", ino);
+  fuse_reply_buf(req, dst, *n);
 }
 
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,

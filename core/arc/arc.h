@@ -107,7 +107,7 @@ struct ArcStats {
   uint64_t hash_lock_misses = 0;     // evictor try-locks of a hash stripe that failed
   uint64_t sublist_lock_misses = 0;  // evictor try-locks of a sublist that failed
   uint64_t uncached = 0;             // Inserts that found no room (all held)
-  uint64_t read_once = 0;            // blocks held outside the cache by Hold
+  uint64_t read_once = 0;            // blocks read past the cache (Hold, NoteReadOnce)
   uint64_t forgotten = 0;            // blocks dropped by Forget or EvictAll
   uint64_t cached_bytes = 0;         // MRU + MFU data, always <= max_bytes
   uint64_t mru_bytes = 0, mfu_bytes = 0, mru_ghost_bytes = 0, mfu_ghost_bytes = 0;
@@ -167,6 +167,9 @@ class Arc {
   // whose buffer goes back to the allocator (for the next read to reuse)
   // with its last handle. Neither grows the cache nor evicts from it.
   ArcHandle Hold(const BlockKey& key, ArcData data);
+  // Counts `blocks` read for one use straight into a caller's buffer,
+  // never in the cache's memory (with Hold's in read_once).
+  void NoteReadOnce(uint64_t blocks) { read_once_.fetch_add(blocks, std::memory_order_relaxed); }
 
   // A new dirty block of `size` bytes (contents undefined), writable through
   // mutable_data(); never evicted, freed with its last handle.

@@ -100,8 +100,12 @@ Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::Block
   return false;
 }
 
-Status Dnode::ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs) {
+Status Dnode::ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs,
+                         std::span<const zio::BlockRead> in_place) {
+  // One ReadMany for all, so that adjacent blocks make one device read
+  // whichever buffer each goes to.
   std::vector<zio::BlockRead> reads(misses.size());
+  reads.insert(reads.end(), in_place.begin(), in_place.end());
   if (cache == nullptr) {
     std::vector<std::shared_ptr<std::string>> bufs(misses.size());
     for (size_t i = 0; i < misses.size(); i++) {
@@ -121,6 +125,7 @@ Status Dnode::ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs)
     reads[i] = {misses[i].bp, reinterpret_cast<uint8_t*>(bufs[i].data())};
   }
   POOLFS_RETURN_IF_ERROR(zio_->ReadMany(reads));
+  if (!in_place.empty()) cache->NoteReadOnce(in_place.size());
   for (size_t i = 0; i < misses.size(); i++) {
     const arc::BlockKey key = CacheKey(misses[i].bp);
     refs[misses[i].index].cached = misses[i].keep ? cache->Insert(key, std::move(bufs[i]))
@@ -255,48 +260,76 @@ Status Dnode::PutBlock(Txg t, uint64_t blkid, std::shared_ptr<std::string> block
 }
 
 Result<std::string> Dnode::Read(uint64_t off, uint64_t len, ReadCaching caching) {
+  util::ReaderLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  if (off >= live_.length) return std::string();
+  std::string out(std::min(len, live_.length - off), '\0');
+  POOLFS_RETURN_IF_ERROR(ReadLocked(off, out, caching));
+  return out;
+}
+
+Result<size_t> Dnode::ReadInto(uint64_t off, std::span<char> dst, ReadCaching caching) {
   // Shared: reads of one object go on at once, each holding the lock across
   // its disk reads, so that no write changes (and no sync frees) a block
   // whose pointer a read holds.
   util::ReaderLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
-  if (off >= live_.length) return std::string();
-  const uint64_t end = std::min(live_.length, off + std::min(len, live_.length - off));
+  if (off >= live_.length) return size_t{0};
+  const size_t n = std::min<uint64_t>(dst.size(), live_.length - off);
+  POOLFS_RETURN_IF_ERROR(ReadLocked(off, dst.first(n), caching));
+  return n;
+}
+
+Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching) {
+  const uint64_t end = off + dst.size();
   const uint64_t bs = live_.block_size;
   // A window of blocks at a time: found in memory or, together, on disk
-  // (ReadBlocks: adjacent ones in one device read), then appended block by
-  // block, so that no byte is written twice.
-  std::string out;
-  out.reserve(end - off);
+  // (ReadBlocks: adjacent ones in one device read), then copied out block
+  // by block. A block on disk that dst takes whole and the cache need not
+  // keep is read straight into dst.
   std::vector<BlockRef> refs;
   std::vector<Miss> misses;
+  std::vector<zio::BlockRead> in_place;
+  std::vector<bool> placed;
   for (uint64_t b = off / bs; b * bs < end;) {
     const uint64_t first = b;
     refs.clear();
     misses.clear();
+    in_place.clear();
+    placed.clear();
     for (; b * bs < end && refs.size() < kReadWindowBlocks &&
-           misses.size() * bs < zio::kAggregateBytes;
+           (misses.size() + in_place.size()) * bs < zio::kAggregateBytes;
          b++) {
       const uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
       // Whole: from the block's start to its end or the object's.
       const bool whole = lo == b * bs && hi == std::min(live_.length, (b + 1) * bs);
       zio::BlockPtr bp;
       refs.emplace_back();
+      placed.push_back(false);
       POOLFS_ASSIGN_OR_RETURN(bool found,
                               Locate(b, std::numeric_limits<uint64_t>::max(), &refs.back(), &bp));
-      if (!found) misses.push_back({bp, caching == ReadCaching::kAll || !whole, refs.size() - 1});
+      if (found) continue;
+      if (caching == ReadCaching::kPartial && hi - lo == bs) {
+        in_place.push_back({bp, reinterpret_cast<uint8_t*>(dst.data() + (lo - off))});
+        placed.back() = true;
+      } else {
+        misses.push_back({bp, caching == ReadCaching::kAll || !whole, refs.size() - 1});
+      }
     }
-    if (!misses.empty()) POOLFS_RETURN_IF_ERROR(ReadBlocks(misses, refs));
+    if (!misses.empty() || !in_place.empty())
+      POOLFS_RETURN_IF_ERROR(ReadBlocks(misses, refs, in_place));
     for (uint64_t i = first; i < b; i++) {
+      if (placed[i - first]) continue;
       const uint64_t lo = std::max(off, i * bs), hi = std::min(end, (i + 1) * bs);
+      char* to = dst.data() + (lo - off);
       const BlockRef& blk = refs[i - first];
       if (blk.data() != nullptr)
-        out.append(blk.data() + (lo - i * bs), hi - lo);
+        std::memcpy(to, blk.data() + (lo - i * bs), hi - lo);
       else
-        out.append(hi - lo, '\0');
+        std::memset(to, 0, hi - lo);
     }
   }
-  return out;
+  return Status::Ok();
 }
 
 Status Dnode::Truncate(Txg t, uint64_t length, uint64_t* dirtied) {

@@ -67,19 +67,19 @@ struct ObjectInfo {
 // Which of the blocks a read misses in the block cache it leaves there.
 enum class ReadCaching : uint8_t {
   kAll,
-  // Only blocks the read returns part of. A block it returns whole goes
-  // into a buffer outside the cache, back to the cache's allocator once
-  // the read is done: for callers that keep what they read themselves (the
-  // kernel's page cache), so that streaming a file neither grows the cache
-  // with a second copy of it nor pushes other blocks out.
+  // Only blocks the read returns part of. A block it returns whole is read
+  // from disk straight into the caller's buffer: for callers that keep
+  // what they read themselves (the kernel's page cache), so that streaming
+  // a file neither grows the cache with a second copy of it nor pushes
+  // other blocks out, and its bytes are copied once less.
   kPartial,
 };
 
 class Dnode {
  public:
   static constexpr int kTxgSlots = 4;
-  // Read finds at most this many blocks before it appends them (and reads
-  // at most zio::kAggregateBytes of them from disk at a time).
+  // Read finds at most this many blocks before it copies them out (and
+  // reads at most zio::kAggregateBytes of them from disk at a time).
   static constexpr size_t kReadWindowBlocks = 64;
 
   // An object loaded from (or, when free, to be created in) its slot.
@@ -103,6 +103,9 @@ class Dnode {
   // Reads up to `len` bytes at `off`, stopping at the object's length.
   Result<std::string> Read(uint64_t off, uint64_t len, ReadCaching caching = ReadCaching::kAll)
       EXCLUDES(mu_);
+  // The same into `dst` (up to dst.size() bytes); returns how many.
+  Result<size_t> ReadInto(uint64_t off, std::span<char> dst,
+                          ReadCaching caching = ReadCaching::kAll) EXCLUDES(mu_);
   // Sets the length; blocks wholly past it are freed, the tail of the last
   // one zeroed.
   Status Truncate(Txg t, uint64_t length, uint64_t* dirtied) EXCLUDES(mu_);
@@ -203,8 +206,13 @@ class Dnode {
   Result<bool> Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp)
       REQUIRES_SHARED(mu_) EXCLUDES(tree_mu_);
   // Reads the blocks Locate left to the disk together (zio ReadMany) into
-  // refs[miss.index], through the cache (into it when miss.keep).
-  Status ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs) REQUIRES_SHARED(mu_);
+  // refs[miss.index], through the cache (into it when miss.keep), and with
+  // them the blocks of `in_place` straight to their destinations.
+  Status ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs,
+                    std::span<const zio::BlockRead> in_place = {}) REQUIRES_SHARED(mu_);
+  // ReadInto with mu_ held: dst.size() bytes at `off`, all within the
+  // object's length.
+  Status ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching) REQUIRES_SHARED(mu_);
   // Locate, then the read when the block is only on disk (into the cache
   // unless `keep` is false).
   Result<BlockRef> Content(uint64_t blkid, uint64_t t, bool keep = true) REQUIRES_SHARED(mu_)

@@ -292,6 +292,12 @@ Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, Rea
   return d->Read(off, len, caching);
 }
 
+Result<size_t> ObjectSet::ReadInto(ObjectId id, uint64_t off, std::span<char> dst,
+                                   ReadCaching caching) {
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
+  return d->ReadInto(off, dst, caching);
+}
+
 Result<std::string> ObjectSet::Read(Dnode& d, uint64_t off, uint64_t len, ReadCaching caching) {
   return d.Read(off, len, caching);
 }

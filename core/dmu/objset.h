@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ class ObjectSet {
   // Reads up to len bytes at off, stopping at the object's length.
   Result<std::string> Read(ObjectId id, uint64_t off, uint64_t len,
                            ReadCaching caching = ReadCaching::kAll);
+  // The same into `dst` (up to dst.size() bytes); returns how many.
+  Result<size_t> ReadInto(ObjectId id, uint64_t off, std::span<char> dst,
+                          ReadCaching caching = ReadCaching::kAll);
 
   // A hold on an allocated object's dnode. While held the dnode stays in
   // memory, and the calls below that take it skip the lookup by id (ZFS's

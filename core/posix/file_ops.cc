@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "posix/posix_fs.h"
 
@@ -65,26 +66,26 @@ void PosixFs::TouchAtime(Inode& in) {
   Note(tx, {&in});
 }
 
-Status PosixFs::Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t flags) {
+Result<size_t> PosixFs::Read(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
   const ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
-  out->clear();
-  if (len == 0) return Status::Ok();  // as Linux: a read of 0 bytes is no access
+  if (dst.empty()) return size_t{0};  // as Linux: a read of 0 bytes is no access
+  size_t n = 0;
   if (off < z.size) {
-    const uint64_t n = std::min<uint64_t>(len, z.size - off);
+    n = std::min<uint64_t>(dst.size(), z.size - off);
     // What the caller keeps need not be kept twice (arc.cache_whole_reads).
     const bool partial_only =
         (flags & kReadCallerKeeps) && !cache_whole_reads_.load(std::memory_order_relaxed);
-    POOLFS_ASSIGN_OR_RETURN(
-        *out, os_->Read(ObjectId(ino), off, n,
-                        partial_only ? dmu::ReadCaching::kPartial : dmu::ReadCaching::kAll));
-    if (out->size() < n) out->resize(n, '\0');
+    POOLFS_ASSIGN_OR_RETURN(size_t got, os_->ReadInto(ObjectId(ino), off, dst.first(n),
+                                                      partial_only ? dmu::ReadCaching::kPartial
+                                                                   : dmu::ReadCaching::kAll));
+    if (got < n) std::memset(dst.data() + got, 0, n - got);
   }
   TouchAtime(*in);
-  return Status::Ok();
+  return n;
 }
 
 Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) {

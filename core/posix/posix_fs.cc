@@ -111,6 +111,13 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   return std::unique_ptr<Filesystem>(std::move(fs));
 }
 
+Status Filesystem::Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t flags) {
+  out->resize(len);
+  Result<size_t> n = Read(ino, off, std::span<char>(*out), flags);
+  out->resize(n.ok() ? *n : 0);
+  return n.status();
+}
+
 }  // namespace poolfs
 
 namespace poolfs::core::posix {

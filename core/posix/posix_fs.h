@@ -72,8 +72,8 @@ class PosixFs final : public Filesystem {
                 std::string_view new_name, uint32_t flags) override;
   Status Open(const Creds& c, uint64_t ino, int flags) override;
   Status Access(const Creds& c, uint64_t ino, int mask) override;
-  Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out,
-              uint32_t flags = 0) override;
+  using Filesystem::Read;
+  Result<size_t> Read(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags = 0) override;
   Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;

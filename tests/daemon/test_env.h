@@ -113,7 +113,7 @@ class FakeFilesystem : public poolfs::Filesystem {
   }
   Status Open(const Creds&, uint64_t, int) override { return No(); }
   Status Access(const Creds&, uint64_t, int) override { return No(); }
-  Status Read(uint64_t, uint64_t, size_t, std::string*, uint32_t) override { return No(); }
+  Result<size_t> Read(uint64_t, uint64_t, std::span<char>, uint32_t) override { return No(); }
   Result<size_t> Write(const Creds&, uint64_t, uint64_t, std::string_view) override { return No(); }
   Status Fallocate(const Creds&, uint64_t, uint32_t, uint64_t, uint64_t) override { return No(); }
   Status Fsync(uint64_t, bool) override { return No(); }

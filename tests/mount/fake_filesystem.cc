@@ -275,13 +275,12 @@ Status FakeFilesystem::Access(const Creds&, uint64_t ino, int) {
   return Get(ino).status();
 }
 
-Status FakeFilesystem::Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t) {
+Result<size_t> FakeFilesystem::Read(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t) {
   std::lock_guard l(mu_);
   FAKE_INJECT("read");
   POOLFS_ASSIGN_OR_RETURN(Node * n, Get(ino));
-  out->clear();
-  if (off < n->data.size()) *out = n->data.substr(off, len);
-  return Status::Ok();
+  if (off >= n->data.size()) return size_t{0};
+  return n->data.copy(dst.data(), dst.size(), off);
 }
 
 Result<size_t> FakeFilesystem::Write(const Creds&, uint64_t ino, uint64_t off,

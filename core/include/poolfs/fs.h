@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -357,13 +358,17 @@ class Filesystem {
   virtual Status Open(const Creds& c, uint64_t ino, int flags) = 0;
   // access(2): mask of R_OK, W_OK, X_OK (F_OK: 0).
   virtual Status Access(const Creds& c, uint64_t ino, int mask) = 0;
-  // Reads up to `len` bytes at `off` into `out` (resized to what was read:
-  // short at the end of the file). Then moves atime as the mount's
+  // Reads up to dst.size() bytes at `off` into `dst` and returns how many
+  // (short at the end of the file). Then moves atime as the mount's
   // AtimeMode says (not on a read-only mount; a failure to store it, such
   // as a suspended pool, does not fail the read, as on Linux). `flags`:
-  // ReadFlags.
-  virtual Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out,
-                      uint32_t flags = 0) = 0;
+  // ReadFlags. Whole blocks of a kReadCallerKeeps read go from the disk
+  // straight into `dst`: a page-aligned `dst` makes that copy, and the
+  // caller's own, several times faster (file_ops.cc in fuse/ has figures).
+  virtual Result<size_t> Read(uint64_t ino, uint64_t off, std::span<char> dst,
+                              uint32_t flags = 0) = 0;
+  // The same into `out`, resized to what was read.
+  Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t flags = 0);
   // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
   // setgid as Linux does for a write by a non-root caller; updates mtime and
   // ctime. Returns the bytes written. FileTooLarge past the maximum size,

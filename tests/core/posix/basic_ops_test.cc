@@ -105,6 +105,41 @@ TEST_CASE("Write and Read round-trip data with holes and short reads at the end"
   (void)root;
 }
 
+TEST_CASE("Read into a caller's buffer returns the bytes read and writes none past them",
+          "[posix]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "data");
+  std::string data(3 * 128 * 1024 + 777, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = char(i * 7 + i / 4096);
+  f.MustWrite(a.ino, 0, data);
+  f.Remount();  // the blocks on disk only
+  struct Case {
+    uint64_t off, len;
+  };
+  for (uint32_t flags : {uint32_t{kReadCallerKeeps}, 0u}) {
+    for (const Case& c : std::initializer_list<Case>{{0, data.size() + 4096},
+                                                     {128 * 1024, 256 * 1024},
+                                                     {3, 128 * 1024},
+                                                     {data.size() - 10, 100},
+                                                     {data.size(), 10}}) {
+      INFO("flags " << flags << " off " << c.off << " len " << c.len);
+      std::string buf(c.len + 128, 'S');
+      Result<size_t> n = f.fs->Read(a.ino, c.off, std::span<char>(buf.data() + 64, c.len), flags);
+      REQUIRE(n.ok());
+      const size_t want = std::min<uint64_t>(c.len, data.size() - c.off);
+      REQUIRE(*n == want);
+      CHECK(buf.compare(64, want, data, c.off, want) == 0);
+      CHECK(buf.find_first_not_of('S', 64 + want) == std::string::npos);
+      CHECK(buf.find_first_not_of('S') == (want == 0 ? std::string::npos : 64));
+    }
+  }
+  // A read of nothing, and of a directory.
+  char byte = 'S';
+  CHECK(f.fs->Read(a.ino, 0, std::span<char>(&byte, 0)).value() == 0);
+  CHECK(Code(f.fs->Read(kRootIno, 0, std::span<char>(&byte, 1))) == StatusCode::kIsADirectory);
+  CHECK(byte == 'S');
+}
+
 TEST_CASE("Truncate shrinks and extends a file with zeros", "[posix]") {
   FsFixture f;
   Attr a = f.MustCreate(kRootIno, "t");
