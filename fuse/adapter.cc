@@ -63,7 +63,9 @@ void ReplyStatus(fuse_req_t req, const Status& st, const char* op, uint64_t ino)
   const int err = StatusToErrno(st);
   if (IsServerError(st)) {
     spdlog::error("fuse {} inode {}: {} (errno {})", op, ino, st.ToString(), err);
-  } else {
+  } else if (spdlog::should_log(spdlog::level::debug)) {
+    // Asked first: every create's LOOKUP ends here (ENOENT), and the
+    // message is a string built for nothing when debug lines are off.
     spdlog::debug("fuse {} inode {}: {}", op, ino, st.ToString());
   }
   fuse_reply_err(req, err);
