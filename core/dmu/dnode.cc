@@ -283,6 +283,21 @@ Result<size_t> Dnode::ReadInto(uint64_t off, std::span<char> dst, ReadCaching ca
 Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching) {
   const uint64_t end = off + dst.size();
   const uint64_t bs = live_.block_size;
+  if (dst.empty()) return Status::Ok();
+  // Within one block found in memory (a dnode slot, a zap block): no window.
+  if (off / bs == (end - 1) / bs) {
+    BlockRef blk;
+    zio::BlockPtr bp;
+    POOLFS_ASSIGN_OR_RETURN(bool found,
+                            Locate(off / bs, std::numeric_limits<uint64_t>::max(), &blk, &bp));
+    if (found) {
+      if (blk.data() != nullptr)
+        std::memcpy(dst.data(), blk.data() + off % bs, dst.size());
+      else
+        std::memset(dst.data(), 0, dst.size());
+      return Status::Ok();
+    }
+  }
   // A window of blocks at a time: found in memory or, together, on disk
   // (ReadBlocks: adjacent ones in one device read), then copied out block
   // by block. A block on disk that dst takes whole and the cache need not

@@ -141,8 +141,12 @@ Result<ObjectSet::DnodeRef> ObjectSet::Get(ObjectId id) {
                             metadnode_->Read(id.value() * kDnodeSize, kDnodeSize));
     DnodePhys phys;
     if (slot.size() == kDnodeSize) {
-      POOLFS_ASSIGN_OR_RETURN(phys, DecodeDnode(reinterpret_cast<const uint8_t*>(slot.data()),
-                                                name_ + " object " + std::to_string(id.value())));
+      const auto* bytes = reinterpret_cast<const uint8_t*>(slot.data());
+      Result<DnodePhys> decoded = DecodeDnode(bytes, name_);
+      // Decoded again to name the object: its name is built only for damage.
+      if (!decoded.ok())
+        decoded = DecodeDnode(bytes, name_ + " object " + std::to_string(id.value()));
+      POOLFS_ASSIGN_OR_RETURN(phys, std::move(decoded));
     }
     return NewDnode(id, phys);
   });
@@ -323,8 +327,13 @@ Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
 Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus) {
   CHECK(tx.assigned());
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
+  return SetBonus(tx, *d, bonus_type, bonus);
+}
+
+Status ObjectSet::SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_view bonus) {
+  CHECK(tx.assigned());
   tx.Dirtied(kDnodeSize);
-  return d->SetBonus(tx.txg(), bonus_type, bonus);
+  return d.SetBonus(tx.txg(), bonus_type, bonus);
 }
 
 Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {

@@ -117,6 +117,8 @@ class ObjectSet {
   Status Truncate(Tx& tx, ObjectId id, uint64_t length);
   Status Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len);
   Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);
+  // The same by dnode (NotFound for a free object).
+  Status SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_view bonus);
   // NotFound for a free object.
   Result<ObjectInfo> Stat(ObjectId id);
   // The pointer to data block `blkid` of an object as of the last sync (a

@@ -368,7 +368,11 @@ Attr PosixFs::MakeAttr(const Inode& in, const ZnodePhys& z) {
 }
 
 Status PosixFs::SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z) {
-  POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, ObjectId(in.ino), kZnodeBonus, EncodeZnode(z)));
+  // A directory's zap holds its dnode: no lookup by id (every create
+  // saves its directory's znode).
+  const std::string bonus = EncodeZnode(z);
+  POOLFS_RETURN_IF_ERROR(in.dir ? os_->SetBonus(tx, in.dir->dnode(), kZnodeBonus, bonus)
+                                : os_->SetBonus(tx, ObjectId(in.ino), kZnodeBonus, bonus));
   util::MutexLock l(&in.mu);
   in.z = z;
   return Status::Ok();

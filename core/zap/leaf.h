@@ -12,9 +12,10 @@
 //
 // Keeping the slots in key order is what makes readdir cookies work: a leaf
 // lists its entries in (h, cd) order with no sorting, and a lookup finds the
-// run of entries with one h by binary search, then compares names. An insert
-// that finds no room in the gap compacts the heap first (Fits says whether
-// the entry fits even after compaction).
+// run of entries with one h by search (interpolation, then bisection: the
+// keys are hashes), then compares names. An insert that finds no room in
+// the gap compacts the heap first (Fits says whether the entry fits even
+// after compaction).
 //
 // The block's bytes are a dmu::SharedBlock: a change edits them in place
 // when they are the dirty copy of the txg it is made in (or nobody's), and
@@ -57,7 +58,9 @@ class Leaf {
   uint64_t KeyAt(uint32_t i) const;
   std::string_view NameAt(uint32_t i) const;
   Value ValueAt(uint32_t i) const;
-  // The first slot whose key is >= key (count() when none).
+  // The first slot whose key is >= key (count() when none). Interpolates
+  // first (at most kInterpolationProbes probes), then bisects.
+  static constexpr int kInterpolationProbes = 3;
   uint32_t LowerBound(uint64_t key) const;
   // The slot of `name`, whose hash is h, or count() when it is absent. If
   // free_cd is given, it gets the smallest cd that no entry with hash h

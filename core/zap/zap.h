@@ -156,6 +156,8 @@ class Zap {
   ~Zap();
 
   ObjectId id() const { return id_; }
+  // The object's dnode, held while the Zap lives (for calls by dnode).
+  dmu::Dnode& dnode() const { return *dnode_; }
 
   // Adds `name` -> `value` in tx's txg. AlreadyExists if the name is there;
   // InvalidArgument or NameTooLong for a bad name (CheckName); NoSpace when

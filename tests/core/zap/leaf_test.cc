@@ -3,8 +3,11 @@
 // through Decode; the directory name check.
 #include "zap/leaf.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "zap/zap_phys.h"
 
@@ -61,6 +64,44 @@ TEST_CASE("Leaf keeps entries in key order through inserts, removals and compact
     if (round % 50 == 0) CheckLeaf(leaf, model);
   }
   CheckLeaf(leaf, model);
+}
+
+TEST_CASE("Leaf LowerBound agrees with a plain search, keys spread evenly or bunched", "[zap]") {
+  // The interpolating search must hold for any keys the prefix allows:
+  // even spreads, keys bunched at one end, long runs of one hash.
+  std::mt19937_64 rng(11);
+  for (int shape = 0; shape < 4; shape++) {
+    const uint8_t depth = uint8_t(shape == 0 ? 0 : 3 + shape);
+    const uint64_t prefix = depth == 0 ? 0 : rng() % (uint64_t{1} << depth);
+    Leaf leaf(kCtx, 9, prefix, depth);
+    std::vector<uint64_t> keys;
+    const uint64_t base = KeyIn(rng, prefix, depth);
+    for (int i = 0; i < 400; i++) {
+      if (!leaf.Fits(8)) break;
+      uint64_t key = KeyIn(rng, prefix, depth);
+      if (shape == 2) key = MakeKey(KeyHash(base), 0) + (key % 5000);  // bunched together
+      if (shape == 3) key = MakeKey(KeyHash(base) + uint64_t(i) / 50, uint32_t(i) % 50);  // runs
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      if (KeyHash(key) >> (kHashBits - depth) != prefix && depth != 0) continue;
+      leaf.Insert(key, "n" + std::to_string(i), Value{1, 2});
+      keys.push_back(key);
+    }
+    std::sort(keys.begin(), keys.end());
+    REQUIRE(keys.size() > 100);
+    std::vector<uint64_t> probes = {0, MakeKey(prefix << (kHashBits - depth), 0), ~uint64_t{0} >> 2,
+                                    keys.front() - 1, keys.back() + 1};
+    for (uint64_t k : keys) {
+      probes.push_back(k);
+      probes.push_back(k + 1);
+      probes.push_back(k - 1);
+    }
+    for (int i = 0; i < 1000; i++) probes.push_back(KeyIn(rng, prefix, depth));
+    for (uint64_t probe : probes) {
+      INFO("shape " << shape << " key " << probe);
+      const auto want = std::lower_bound(keys.begin(), keys.end(), probe) - keys.begin();
+      REQUIRE(leaf.LowerBound(probe) == uint32_t(want));
+    }
+  }
 }
 
 TEST_CASE("Leaf finds names among equal hashes and the smallest free cd", "[zap]") {
