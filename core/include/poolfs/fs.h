@@ -367,7 +367,7 @@ class Filesystem {
   // caller's own, several times faster (file_ops.cc in fuse/ has figures).
   virtual Result<size_t> Read(uint64_t ino, uint64_t off, std::span<char> dst,
                               uint32_t flags = 0) = 0;
-  // The same into `out`, resized to what was read.
+  // The same into `out`, resized to what was read (sized to `len` first).
   Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t flags = 0);
   // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
   // setgid as Linux does for a write by a non-root caller; updates mtime and
