@@ -284,6 +284,13 @@ Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching)
   const uint64_t end = off + dst.size();
   const uint64_t bs = live_.block_size;
   if (dst.empty()) return Status::Ok();
+  // n bytes of a block found in memory from `from` on (zeros for a hole).
+  auto copy_out = [](const BlockRef& blk, uint64_t from, char* to, uint64_t n) {
+    if (blk.data() != nullptr)
+      std::memcpy(to, blk.data() + from, n);
+    else
+      std::memset(to, 0, n);
+  };
   // Within one block found in memory (a dnode slot, a zap block): no window.
   if (off / bs == (end - 1) / bs) {
     BlockRef blk;
@@ -291,10 +298,7 @@ Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching)
     POOLFS_ASSIGN_OR_RETURN(bool found,
                             Locate(off / bs, std::numeric_limits<uint64_t>::max(), &blk, &bp));
     if (found) {
-      if (blk.data() != nullptr)
-        std::memcpy(dst.data(), blk.data() + off % bs, dst.size());
-      else
-        std::memset(dst.data(), 0, dst.size());
+      copy_out(blk, off % bs, dst.data(), dst.size());
       return Status::Ok();
     }
   }
@@ -336,12 +340,7 @@ Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching)
     for (uint64_t i = first; i < b; i++) {
       if (placed[i - first]) continue;
       const uint64_t lo = std::max(off, i * bs), hi = std::min(end, (i + 1) * bs);
-      char* to = dst.data() + (lo - off);
-      const BlockRef& blk = refs[i - first];
-      if (blk.data() != nullptr)
-        std::memcpy(to, blk.data() + (lo - i * bs), hi - lo);
-      else
-        std::memset(to, 0, hi - lo);
+      copy_out(refs[i - first], lo - i * bs, dst.data() + (lo - off), hi - lo);
     }
   }
   return Status::Ok();
