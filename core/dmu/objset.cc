@@ -159,6 +159,14 @@ Result<ObjectSet::DnodeRef> ObjectSet::GetAllocated(ObjectId id) {
   return d;
 }
 
+Status ObjectSet::Admit(const Tx& tx) const {
+  CHECK(tx.assigned());
+  if (tx.txg().value() >= first_txg_) return Status::Ok();
+  return Status::InvalidArgument(name_ + " was created in txg " + std::to_string(first_txg_) +
+                                 ": a transaction of txg " + std::to_string(tx.txg().value()) +
+                                 " (assigned before it existed) cannot change it");
+}
+
 ObjectSet::TxgLists& ObjectSet::ListsFor(uint64_t t) {
   TxgLists& l = lists_[t % Dnode::kTxgSlots];
   if (l.txg != t) {
@@ -177,7 +185,7 @@ void ObjectSet::OnDirty(Dnode* d, Txg t) {
 Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
                                    util::Compression compression, std::string_view bonus,
                                    uint8_t bonus_type) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   if (type == ObjectType::kNone || type == ObjectType::kMetadnode)
     return Status::InvalidArgument("cannot create an object of type " +
                                    std::string(ObjectTypeName(type)));
@@ -254,7 +262,7 @@ Result<uint64_t> ObjectSet::LegacyAllocate() {
 }
 
 Status ObjectSet::Free(Tx& tx, ObjectId id) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   d->Free(tx.txg());
   alloc_.Free(id, tx.txg());
@@ -265,13 +273,12 @@ Status ObjectSet::Free(Tx& tx, ObjectId id) {
 }
 
 Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data) {
-  CHECK(tx.assigned());
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return Write(tx, *d, off, data);
 }
 
 Status ObjectSet::Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   uint64_t dirtied = 0;
   Status st = d.Write(tx.txg(), off, data, &dirtied);
   tx.Dirtied(dirtied);
@@ -279,7 +286,7 @@ Status ObjectSet::Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data) {
 }
 
 Status ObjectSet::PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   CHECK(tx.open_context());  // a sync pass may be writing the txg's blocks
   CHECK(block.txg_ == 0 || block.txg_ == tx.txg().value());  // Edit(tx.txg()) came first
   // Already the txg's dirty copy: the owner's changes went straight into it.
@@ -307,7 +314,7 @@ Result<std::string> ObjectSet::Read(Dnode& d, uint64_t off, uint64_t len, ReadCa
 }
 
 Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
   Status st = d->Truncate(tx.txg(), length, &dirtied);
@@ -316,7 +323,7 @@ Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {
 }
 
 Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
   Status st = d->Punch(tx.txg(), off, len, &dirtied);
@@ -325,13 +332,12 @@ Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
 }
 
 Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus) {
-  CHECK(tx.assigned());
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return SetBonus(tx, *d, bonus_type, bonus);
 }
 
 Status ObjectSet::SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_view bonus) {
-  CHECK(tx.assigned());
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
   tx.Dirtied(kDnodeSize);
   return d.SetBonus(tx.txg(), bonus_type, bonus);
 }

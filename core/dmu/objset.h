@@ -83,6 +83,13 @@ class ObjectSet {
 
   const std::string& name() const { return name_; }
   ObjsetType type() const { return type_; }
+  // The txg the object set was created in (0: an older one). Set once,
+  // before the set is used. A Tx of an earlier txg cannot change it: that
+  // txg syncs without it, so the change would be lost. Changes under such a
+  // Tx fail with InvalidArgument: a Tx assigned after the set was created
+  // is never one.
+  void SetFirstTxg(Txg t) { first_txg_ = t.value(); }
+  Txg first_txg() const { return Txg(first_txg_); }
 
   // Creates an object in tx's txg, with `bonus` of `bonus_type`. NoSpace
   // when object ids run out.
@@ -171,6 +178,8 @@ class ObjectSet {
   // The dnode of `id`, loaded from the metadnode if need be.
   Result<DnodeRef> Get(ObjectId id);
   Result<DnodeRef> GetAllocated(ObjectId id);
+  // Ok when `tx` may change this set (see SetFirstTxg).
+  Status Admit(const Tx& tx) const;
   TxgLists& ListsFor(uint64_t t) REQUIRES(dirty_mu_);
   void OnDirty(Dnode* d, Txg t) EXCLUDES(dirty_mu_);
   DnodeRef NewDnode(ObjectId id, const DnodePhys& phys);
@@ -181,6 +190,7 @@ class ObjectSet {
   std::unique_ptr<Dnode> metadnode_;
   BlockBuffers* block_buffers_ = nullptr;  // written before use only
   arc::Arc* cache_ = nullptr;              // written before use only
+  uint64_t first_txg_ = 0;                 // written before use only
   util::ObjectCache<Dnode> dnodes_{[](Dnode& d) { return d.Idle(); }};
 
   // Builds alloc_ from the metadnode (Open).

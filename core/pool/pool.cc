@@ -325,6 +325,7 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   ds->os->UseBlockBuffers(block_buffers_.get());
   ds->os->UseCache(arc_.get());
   ds->os->SetDnodeLimit(object_cache_limit());
+  ds->os->SetFirstTxg(tx.txg());
   dmu::ObjectSet* os = ds->os.get();
   datasets_.emplace(std::string(name), std::move(ds));
   dir_dirty_ = true;

@@ -138,7 +138,9 @@ class Pool {
   dmu::ObjectSet* dataset(std::string_view name) EXCLUDES(mu_);
   // The dataset created with the pool, named after it.
   dmu::ObjectSet* root_dataset() { return dataset(config_.name); }
-  // Creates a dataset (it reaches disk with the next txg).
+  // Creates a dataset (it reaches disk with the next txg). It belongs to
+  // the open txg: a Tx assigned before this returned may be of an earlier
+  // one, and cannot change it (ObjectSet::SetFirstTxg).
   Result<dmu::ObjectSet*> CreateDataset(std::string_view name) EXCLUDES(mu_);
   std::vector<std::string> datasets() const EXCLUDES(mu_);
 

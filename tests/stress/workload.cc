@@ -181,6 +181,7 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local)
         break;
       }
     }
+    const size_t sets = SetCount();  // those that exist before the Tx's txg
     dmu::Tx tx(pool_->assigner());
     Status st = tx.Assign(256 * 1024);
     if (!st.ok()) {
@@ -188,7 +189,7 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local)
       break;
     }
     const int n = 1 + int(rng() % 4);
-    for (int i = 0; i < n && st.ok(); i++) st = OneOp(tx, rng, mine, local);
+    for (int i = 0; i < n && st.ok(); i++) st = OneOp(tx, sets, rng, mine, local);
     const uint64_t txg = tx.txg().value();
     tx.Commit();
     if (!st.ok()) {
@@ -224,8 +225,8 @@ Status Workload::Record(const OpRecord& r, LocalModels& local) {
   return local[r.dataset].Apply(r).WithContext("the thread's own model");
 }
 
-Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine,
-                       LocalModels& local) {
+Status Workload::OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng,
+                       std::vector<ObjectState>& mine, LocalModels& local) {
   OpRecord r;
   r.txg = tx.txg().value();
   int kind = int(rng() % 100);
@@ -236,7 +237,7 @@ Status Workload::OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectStat
     r.seq = log_->NextSeq();
     const uint32_t bs = PickBlockSize(rng);
     const util::Compression comp = PickCompression(rng);
-    r.dataset = uint16_t(rng() % SetCount());
+    r.dataset = uint16_t(rng() % sets);
     dmu::ObjectSet* const os = Set(r.dataset);
     auto id = os->Create(tx, dmu::ObjectType::kPlain, bs, comp);
     if (!id.ok()) return id.status().WithContext(os->name() + ": create");

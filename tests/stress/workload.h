@@ -94,7 +94,9 @@ class Workload {
  private:
   void Run(int thread, std::vector<ObjectState> mine, LocalModels local);
   void Watch();
-  Status OneOp(dmu::Tx& tx, std::mt19937_64& rng, std::vector<ObjectState>& mine,
+  // `sets`: how many datasets the Tx may use, those created before it was
+  // assigned (a later one may belong to a later txg).
+  Status OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng, std::vector<ObjectState>& mine,
                LocalModels& local);
   // Logs `r` and applies it to the thread's model.
   Status Record(const OpRecord& r, LocalModels& local);

@@ -110,6 +110,64 @@ TEST_CASE("Pool does not write a dataset in a txg older than its creation", "[po
   REQUIRE((*p)->Export().ok());
 }
 
+TEST_CASE("Pool refuses a change to a dataset under a Tx older than the dataset", "[pool]") {
+  // Found by poolfs-stress: a thread holding a Tx of t (quiescing) used a
+  // dataset another thread had just created in t + 1. SyncDatasets(t) skips
+  // the dataset (created after t), so the change was never written and
+  // SyncDone(t) aborted on the dataset's dirty list.
+  vdev::MemoryDevice mem(128 << 20, "mem");
+  REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{"tank"}).ok());
+  PoolOptions opts;
+  opts.txg.timeout_ms = 3600 * 1000;
+  ObjectId id;
+  {
+    auto p = Pool::ImportDevices({&mem}, opts);
+    REQUIRE(p.ok());
+    Pool& pool = **p;
+    Status synced;
+    std::thread waiter;
+    Txg t;
+    {
+      dmu::Tx tx(pool.assigner());
+      REQUIRE(tx.Assign().ok());
+      t = tx.txg();
+      waiter = std::thread([&] { synced = pool.WaitSynced(t); });
+      while (pool.txgs().open_txg() == t) std::this_thread::yield();  // t is quiescing
+      auto early = pool.CreateDataset("early");                       // in t + 1
+      REQUIRE(early.ok());
+      REQUIRE((*early)->first_txg() == Txg(t.value() + 1));
+      auto refused = (*early)->Create(tx, dmu::ObjectType::kPlain);
+      INFO(refused.status().ToString());
+      REQUIRE(refused.status().code() == StatusCode::kInvalidArgument);
+      REQUIRE(refused.status().message().find("early was created in txg") != std::string::npos);
+      // The set it may change is unaffected.
+      REQUIRE(pool.root_dataset()->Create(tx, dmu::ObjectType::kPlain).ok());
+    }
+    waiter.join();
+    REQUIRE(synced.ok());
+    dmu::ObjectSet* early = pool.dataset("early");
+    {
+      dmu::Tx tx(pool.assigner());
+      REQUIRE(tx.Assign().ok());
+      auto made = early->Create(tx, dmu::ObjectType::kPlain);
+      REQUIRE(made.ok());
+      id = *made;
+      REQUIRE(early->Write(tx, id, 0, "later").ok());
+    }
+    REQUIRE(pool.WaitSynced(Txg(0)).ok());
+    REQUIRE(pool.Export().ok());
+  }
+  auto p = Pool::ImportDevices({&mem}, opts);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  dmu::ObjectSet* early = (*p)->dataset("early");
+  REQUIRE(early != nullptr);
+  auto read = early->Read(id, 0, 5);
+  REQUIRE(read.ok());
+  REQUIRE(*read == "later");
+  REQUIRE((*p)->Export().ok());
+}
+
 TEST_CASE("Pool writes a dataset created during a sync with the next txg", "[pool]") {
   vdev::MemoryDevice mem(128 << 20, "mem");
   REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{"tank"}).ok());
