@@ -46,7 +46,7 @@ set(CPACK_DEBIAN_FILE_NAME "DEB-DEFAULT")
 # Runtime libraries of Debian 12 (bookworm). dpkg-shlibdeps adds whatever the
 # binaries really link, so this list is the floor, not the whole story.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libfuse3-3 (>= 3.14), fuse3, libxxhash0 (>= 0.8), liblz4-1, libzstd1, libspdlog1.10, libfmt9")
+    "libfuse3-3 (>= 3.14), fuse3, libxxhash0 (>= 0.8), liblz4-1, libzstd1, libspdlog1.10, libfmt9, libtcmalloc-minimal4")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 
 include(CPack)

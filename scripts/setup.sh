@@ -15,6 +15,8 @@ PACKAGES=(
   # libraries
   libfuse3-dev fuse3 libboost-dev libspdlog-dev catch2 libcli11-dev
   libtomlplusplus-dev libxxhash-dev liblz4-dev libzstd-dev
+  # tcmalloc for the poolfs program (daemon/CMakeLists.txt says why)
+  libgoogle-perftools-dev
   # benchmarks and stress (plots, baselines, load)
   gnuplot-nox fio stress-ng
 )
