@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "txg/inline_executor.h"
@@ -29,6 +30,24 @@ class HookExecutor : public txg::InlineExecutor {
   std::atomic<bool> armed{false};
   std::function<void()> hook;
 };
+
+// Holds a Tx of the open txg t, waits until t quiesces (a thread waits for
+// it to sync), runs `during` with the Tx (a new dataset then belongs to
+// t + 1), then releases the Tx. Returns t; `synced` gets WaitSynced(t).
+Txg WhileQuiescing(Pool& pool, Status* synced, const std::function<void(dmu::Tx&, Txg)>& during) {
+  std::thread waiter;
+  Txg t;
+  {
+    dmu::Tx tx(pool.assigner());
+    REQUIRE(tx.Assign().ok());
+    t = tx.txg();
+    waiter = std::thread([&pool, synced, t] { *synced = pool.WaitSynced(t); });
+    while (pool.txgs().open_txg() == t) std::this_thread::yield();
+    during(tx, t);
+  }  // releases t: its sync starts
+  waiter.join();
+  return t;
+}
 
 TEST_CASE("Pool keeps a txg importable when a dataset is created during its sync", "[pool]") {
   vdev::MemoryDevice mem(128 << 20, "mem");
@@ -85,18 +104,10 @@ TEST_CASE("Pool does not write a dataset in a txg older than its creation", "[po
     REQUIRE(p.ok());
     Pool& pool = **p;
     Status synced;
-    std::thread waiter;
-    {
-      dmu::Tx tx(pool.assigner());
-      REQUIRE(tx.Assign().ok());
-      t = tx.txg();
+    t = WhileQuiescing(pool, &synced, [&](dmu::Tx& tx, Txg) {
       REQUIRE(pool.root_dataset()->Create(tx, dmu::ObjectType::kPlain).ok());
-      waiter = std::thread([&] { synced = pool.WaitSynced(t); });
-      while (pool.txgs().open_txg() == t) std::this_thread::yield();  // t is quiescing
-      auto early = pool.CreateDataset("early");                       // in t + 1
-      REQUIRE(early.ok());
-    }  // releases t: its sync starts
-    waiter.join();
+      REQUIRE(pool.CreateDataset("early").ok());  // in t + 1
+    });
     REQUIRE(synced.ok());
     dev.CutPowerAfter(0);  // crash before t + 1 reaches disk
     (void)pool.Export();
@@ -125,15 +136,8 @@ TEST_CASE("Pool refuses a change to a dataset under a Tx older than the dataset"
     REQUIRE(p.ok());
     Pool& pool = **p;
     Status synced;
-    std::thread waiter;
-    Txg t;
-    {
-      dmu::Tx tx(pool.assigner());
-      REQUIRE(tx.Assign().ok());
-      t = tx.txg();
-      waiter = std::thread([&] { synced = pool.WaitSynced(t); });
-      while (pool.txgs().open_txg() == t) std::this_thread::yield();  // t is quiescing
-      auto early = pool.CreateDataset("early");                       // in t + 1
+    WhileQuiescing(pool, &synced, [&](dmu::Tx& tx, Txg t) {
+      auto early = pool.CreateDataset("early");  // in t + 1
       REQUIRE(early.ok());
       REQUIRE((*early)->first_txg() == Txg(t.value() + 1));
       auto refused = (*early)->Create(tx, dmu::ObjectType::kPlain);
@@ -142,8 +146,7 @@ TEST_CASE("Pool refuses a change to a dataset under a Tx older than the dataset"
       REQUIRE(refused.status().message().find("early was created in txg") != std::string::npos);
       // The set it may change is unaffected.
       REQUIRE(pool.root_dataset()->Create(tx, dmu::ObjectType::kPlain).ok());
-    }
-    waiter.join();
+    });
     REQUIRE(synced.ok());
     dmu::ObjectSet* early = pool.dataset("early");
     {
