@@ -35,13 +35,13 @@ class HookExecutor : public txg::InlineExecutor {
 // it to sync), runs `during` with the Tx (a new dataset then belongs to
 // t + 1), then releases the Tx. Returns t; `synced` gets WaitSynced(t).
 Txg WhileQuiescing(Pool& pool, Status* synced, const std::function<void(dmu::Tx&, Txg)>& during) {
-  std::thread waiter;
+  std::jthread waiter;  // joined on the way out when a REQUIRE in `during` fails
   Txg t;
   {
     dmu::Tx tx(pool.assigner());
     REQUIRE(tx.Assign().ok());
     t = tx.txg();
-    waiter = std::thread([&pool, synced, t] { *synced = pool.WaitSynced(t); });
+    waiter = std::jthread([&pool, synced, t] { *synced = pool.WaitSynced(t); });
     while (pool.txgs().open_txg() == t) std::this_thread::yield();
     during(tx, t);
   }  // releases t: its sync starts
