@@ -127,9 +127,9 @@ constexpr TunableInfo kTable[] = {
      .maps_to = "core: vdev::FileDevice::OpenMode::direct_reads",
      .doc = "Read blocks from a vdev file with O_DIRECT, straight into the block cache's "
             "buffers: no copy through the kernel's page cache and no second cache of the same "
-            "blocks there, but no kernel readahead either (poolfs has no prefetch yet), so a "
-            "sequential read waits for the disk on every block. Where the file system refuses "
-            "O_DIRECT, reads stay buffered.",
+            "blocks there, but no kernel readahead either: sequential reads rely on poolfs's "
+            "own (dmu.prefetch_distance_bytes). Where the file system refuses O_DIRECT, reads "
+            "stay buffered.",
      POOLFS_TUNABLE_FIELD(vdev_direct_reads)},
     {.name = "vdev.direct_writes", .type = TunableType::kBool, .applies = Applies::kMount,
      .maps_to = "core: vdev::FileDevice::OpenMode::direct_writes",
@@ -154,6 +154,21 @@ constexpr TunableInfo kTable[] = {
      .doc = "Object ids handed to a thread at a time, so that creating threads do not share a "
             "lock per create.",
      POOLFS_TUNABLE_FIELD(dmu_alloc_chunk)},
+    {.name = "dmu.prefetch_distance_bytes", .type = TunableType::kSize,
+     .applies = Applies::kMount, .min = 128 * kKiB, .max = kGiB, .zero_means = "no read ahead",
+     .maps_to = "core: dmu::ReadAheadOptions::distance_bytes",
+     .doc = "How far poolfs reads a file ahead of a sequential reader (ZFS's prefetch): from "
+            "2 MiB, doubling with each read that follows the last, up to this. Blocks read "
+            "ahead wait outside the block cache until a read takes them; at most 4 times this "
+            "waits in all. With vdev.direct_reads the disk then works while the daemon "
+            "replies, instead of once per request.",
+     POOLFS_TUNABLE_FIELD(dmu_prefetch_distance_bytes)},
+    {.name = "dmu.prefetch_threads", .type = TunableType::kInteger, .applies = Applies::kMount,
+     .min = 1, .max = 64,
+     .maps_to = "core: dmu::ReadAheadOptions::threads",
+     .doc = "Threads that read ahead: at most this many disk reads of up to 1 MiB in flight "
+            "for it.",
+     POOLFS_TUNABLE_FIELD(dmu_prefetch_threads)},
     // ---- arc ----
     {.name = "arc.max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
      .min = kMiB, .max = kPiB, .zero_means = "a share of RAM",

@@ -61,11 +61,13 @@ struct Tunables {
   uint64_t alloc_aliquot = uint64_t{2} << 20;
   // vdev
   uint64_t vdev_writeback_bytes = uint64_t{4} << 20;
-  bool vdev_direct_reads = false;
+  bool vdev_direct_reads = true;
   bool vdev_direct_writes = true;
   // dmu
   Backfill dmu_metadnode_backfill = Backfill::kAuto;
   uint32_t dmu_alloc_chunk = 128;
+  uint64_t dmu_prefetch_distance_bytes = uint64_t{32} << 20;
+  uint32_t dmu_prefetch_threads = 8;
   // arc
   uint64_t arc_max_bytes = 0;
   uint32_t arc_sublists = 0;

@@ -215,6 +215,11 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
                               std::to_string(s.arc_sublists) + " sublists; " +
                               std::to_string(s.arc_read_once) +
                               " blocks read whole for the kernel, not cached");
+  line("read ahead:", std::to_string(s.prefetch_requested) + " blocks asked for, " +
+                          std::to_string(s.prefetch_hits) + " ready when read, " +
+                          std::to_string(s.prefetch_waits) + " waited for, " +
+                          std::to_string(s.prefetch_dropped) + " never read, " +
+                          std::to_string(s.prefetch_failed) + " failed");
   line("objects in memory:",
        std::to_string(s.cached_dnodes) + " dnodes, " + std::to_string(s.cached_inodes) +
            " inodes (" + std::to_string(s.object_cache_limit) + " kept when idle; " +

@@ -156,6 +156,8 @@ MountOptions ToMountOptions(const config::Tunables& t) {
   if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
     o.metadnode_backfill = row->Format(row->get(t));
   o.alloc_chunk = t.dmu_alloc_chunk;
+  o.prefetch_distance_bytes = t.dmu_prefetch_distance_bytes;
+  o.prefetch_threads = t.dmu_prefetch_threads;
   return o;
 }
 

@@ -140,7 +140,7 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 BUILD_TARGETS="arc_tests util_tests zap_tests dmu_tests" build "$BUILD-tsan" \
   -DPOOLFS_SANITIZE=thread -DPOOLFS_ONLY_TESTS=ON
 run_ctest "$BUILD-tsan" error -R \
-  '^(arc|util):|^zap:(Readers share|Zap serves concurrent|Zap changes made while)|^dmu:ObjectSet reads of one object'
+  '^(arc|util):|^zap:(Readers share|Zap serves concurrent|Zap changes made while)|^dmu:(ObjectSet reads of one object|A sequential reader|Reads in a small window|Blocks read ahead|A block whose space|Take hands|Read ahead stays)'
 
 # Fuzz: every fuzz target registers a ctest test named "fuzz:..." that replays
 # its corpus. Until tests/fuzz/ has a CMakeLists.txt there are none, which is

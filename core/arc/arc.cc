@@ -201,6 +201,14 @@ ArcHandle Arc::Lookup(const BlockKey& key) {
   return ArcHandle(this, h);
 }
 
+bool Arc::Contains(const BlockKey& key) {
+  const uint64_t hash = key.Hash();
+  Stripe& s = StripeOf(hash);
+  MutexLock l(&s.mu);
+  const ArcHeader* h = Find(s, key, hash);
+  return h != nullptr && IsCached(h->state);
+}
+
 ArcData Arc::AllocData(uint32_t size) {
   CHECK_GT(size, 0u);
   return ArcData(&pool_, pool_.Alloc(size), size);

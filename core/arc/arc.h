@@ -153,6 +153,9 @@ class Arc {
   // Returns a hold on the cached block `key`, or an empty handle on a miss
   // (never cached, evicted, or only a ghost).
   ArcHandle Lookup(const BlockKey& key);
+  // Whether block `key` is cached, for a caller deciding whether to read it
+  // ahead: not a hit or a miss, and the block's list does not change.
+  bool Contains(const BlockKey& key);
 
   // A buffer of `size` bytes (> 0) to decode a block into before Insert.
   ArcData AllocData(uint32_t size);

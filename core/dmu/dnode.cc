@@ -28,6 +28,8 @@ Dnode::Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys)
   live_.bonus = phys.bonus;
 }
 
+Dnode::~Dnode() { delete stream_.load(std::memory_order_acquire); }
+
 Dnode::Slot& Dnode::SlotFor(Txg t) {
   std::unique_ptr<Slot>& s = slots_[t.value() % kTxgSlots];
   if (s == nullptr) {
@@ -53,11 +55,10 @@ void Dnode::Touch(Slot& s) {
   }
 }
 
-arc::BlockKey Dnode::CacheKey(const zio::BlockPtr& bp) {
-  return {VdevId(bp.dva.vdev), VdevOffset(bp.dva.offset), bp.birth};
-}
+arc::BlockKey Dnode::CacheKey(const zio::BlockPtr& bp) { return BlockKeyOf(bp); }
 
-Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp) {
+Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp,
+                           bool peek) {
   // Newest unsynced txg first: its dirty copy, else a free that covers it.
   std::array<const Slot*, kTxgSlots> order{};
   size_t n = 0;
@@ -87,6 +88,7 @@ Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::Block
                               std::to_string(size) + " bytes, the object's blocks are " +
                               std::to_string(block_size));
   };
+  if (cache != nullptr && peek) return cache->Contains(CacheKey(*bp));
   if (cache != nullptr) {
     if (arc::ArcHandle h = cache->Lookup(CacheKey(*bp))) {
       // Verified when it was read in (checksum here, size below); a block's
@@ -268,7 +270,8 @@ Result<std::string> Dnode::Read(uint64_t off, uint64_t len, ReadCaching caching)
   return out;
 }
 
-Result<size_t> Dnode::ReadInto(uint64_t off, std::span<char> dst, ReadCaching caching) {
+Result<size_t> Dnode::ReadInto(uint64_t off, std::span<char> dst, ReadCaching caching,
+                               ReadPieces* shared) {
   // Shared: reads of one object go on at once, each holding the lock across
   // its disk reads, so that no write changes (and no sync frees) a block
   // whose pointer a read holds.
@@ -276,20 +279,88 @@ Result<size_t> Dnode::ReadInto(uint64_t off, std::span<char> dst, ReadCaching ca
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   if (off >= live_.length) return size_t{0};
   const size_t n = std::min<uint64_t>(dst.size(), live_.length - off);
-  POOLFS_RETURN_IF_ERROR(ReadLocked(off, dst.first(n), caching));
+  if (read_ahead != nullptr) ReadAheadOf(off, n);
+  POOLFS_RETURN_IF_ERROR(ReadLocked(off, dst.first(n), caching, shared));
   return n;
 }
 
-Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching) {
+void Dnode::ReadAheadOf(uint64_t off, uint64_t n) {
+  const uint64_t bs = live_.block_size;
+  if (n == 0 || bs == 0) return;
+  Stream* s = stream_.load(std::memory_order_acquire);
+  if (s == nullptr) {
+    auto* fresh = new Stream;
+    if (stream_.compare_exchange_strong(s, fresh, std::memory_order_acq_rel))
+      s = fresh;
+    else
+      delete fresh;  // another reader made it first: s is that one
+  }
+  const uint64_t first = off / bs, end = (off + n + bs - 1) / bs;
+  const uint64_t blocks = (live_.length + bs - 1) / bs;
+  const uint64_t max_distance = std::max<uint64_t>(read_ahead->distance_bytes() / bs, 1);
+  uint64_t from, to;
+  {
+    util::MutexLock l(&s->mu);
+    // Follows: within one read of the stream's blocks, those read or asked
+    // for (the kernel's READs of one file can arrive out of order).
+    const uint64_t len = end - first;
+    if (s->started && end + len >= s->start && first <= std::max(s->next, s->ahead) + len) {
+      const uint64_t min_distance =
+          std::min(std::max<uint64_t>(ReadAhead::kMinDistanceBytes / bs, 1), max_distance);
+      s->distance = s->distance == 0 ? min_distance : std::min(2 * s->distance, max_distance);
+      s->start = std::min(s->start, first);
+      s->next = std::max(s->next, end);
+    } else {  // a new stream starts here; it reads ahead once a read follows
+      s->started = true;
+      s->start = first;
+      s->next = s->ahead = end;
+      s->distance = 0;
+      return;
+    }
+    from = std::max(s->ahead, s->next);
+    to = std::min(s->next + s->distance, blocks);
+    if (from >= to) return;
+    s->ahead = to;
+  }
+  std::vector<zio::BlockPtr> bps;
+  for (uint64_t b = from; b < to; b++) {
+    BlockRef ref;
+    zio::BlockPtr bp;
+    Result<bool> found = Locate(b, std::numeric_limits<uint64_t>::max(), &ref, &bp, /*peek=*/true);
+    // In memory (or a hole) needs no read; a failure is the reader's to meet.
+    if (!found.ok() || *found || bp.IsGang()) continue;
+    bps.push_back(bp);
+  }
+  read_ahead->Request(zio_, bps);
+}
+
+Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching,
+                         ReadPieces* shared) {
   const uint64_t end = off + dst.size();
   const uint64_t bs = live_.block_size;
   if (dst.empty()) return Status::Ok();
-  // n bytes of a block found in memory from `from` on (zeros for a hole).
-  auto copy_out = [](const BlockRef& blk, uint64_t from, char* to, uint64_t n) {
+  // The next piece of a shared read: joined to the last when it follows it
+  // in memory (dst's, mostly).
+  auto add_piece = [shared](const char* p, uint64_t n) {
+    auto& pieces = shared->pieces;
+    if (!pieces.empty() && pieces.back().data() + pieces.back().size() == p)
+      pieces.back() = {pieces.back().data(), pieces.back().size() + n};
+    else
+      pieces.emplace_back(p, n);
+  };
+  // n bytes of a block found in memory from `from` on (zeros for a hole),
+  // copied to `to`, or for a shared read left in the cache when held there.
+  auto copy_out = [&](BlockRef& blk, uint64_t from, char* to, uint64_t n) {
+    if (shared != nullptr && blk.cached) {
+      add_piece(blk.data() + from, n);
+      shared->holds.push_back(std::move(blk.cached));
+      return;
+    }
     if (blk.data() != nullptr)
       std::memcpy(to, blk.data() + from, n);
     else
       std::memset(to, 0, n);
+    if (shared != nullptr) add_piece(to, n);
   };
   // Within one block found in memory (a dnode slot, a zap block): no window.
   if (off / bs == (end - 1) / bs) {
@@ -328,6 +399,14 @@ Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching)
       POOLFS_ASSIGN_OR_RETURN(bool found,
                               Locate(b, std::numeric_limits<uint64_t>::max(), &refs.back(), &bp));
       if (found) continue;
+      if (read_ahead != nullptr) {
+        if (arc::ArcData ahead = read_ahead->Take(bp); ahead.data() != nullptr) {
+          const bool keep = caching == ReadCaching::kAll || !whole;
+          refs.back().cached = keep ? cache->Insert(CacheKey(bp), std::move(ahead))
+                                    : cache->Hold(CacheKey(bp), std::move(ahead));
+          continue;
+        }
+      }
       if (caching == ReadCaching::kPartial && hi - lo == bs) {
         in_place.push_back({bp, reinterpret_cast<uint8_t*>(dst.data() + (lo - off))});
         placed.back() = true;
@@ -338,8 +417,11 @@ Status Dnode::ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching)
     if (!misses.empty() || !in_place.empty())
       POOLFS_RETURN_IF_ERROR(ReadBlocks(misses, refs, in_place));
     for (uint64_t i = first; i < b; i++) {
-      if (placed[i - first]) continue;
       const uint64_t lo = std::max(off, i * bs), hi = std::min(end, (i + 1) * bs);
+      if (placed[i - first]) {
+        if (shared != nullptr) add_piece(dst.data() + (lo - off), hi - lo);
+        continue;
+      }
       copy_out(refs[i - first], lo - i * bs, dst.data() + (lo - off), hi - lo);
     }
   }

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -46,6 +47,7 @@
 #include "dmu/block_buffers.h"
 #include "dmu/block_tree.h"
 #include "dmu/dnode_phys.h"
+#include "dmu/read_ahead.h"
 #include "poolfs/status.h"
 #include "poolfs/types.h"
 #include "util/mutex.h"
@@ -75,6 +77,15 @@ enum class ReadCaching : uint8_t {
   kPartial,
 };
 
+// A read's bytes left where they lie (ReadInto's `shared`): pieces, in
+// order, of the caller's buffer or of blocks held in the cache, which stay
+// valid while `holds` lives. For a caller that sends the bytes on (a FUSE
+// reply) instead of keeping them: a cached block is not copied first.
+struct ReadPieces {
+  std::vector<std::span<const char>> pieces;
+  std::vector<arc::ArcHandle> holds;
+};
+
 class Dnode {
  public:
   static constexpr int kTxgSlots = 4;
@@ -84,6 +95,9 @@ class Dnode {
 
   // An object loaded from (or, when free, to be created in) its slot.
   Dnode(zio::Zio* zio, ObjectId id, const DnodePhys& phys);
+  ~Dnode();
+  Dnode(const Dnode&) = delete;
+  Dnode& operator=(const Dnode&) = delete;
 
   ObjectId id() const { return id_; }
 
@@ -103,9 +117,13 @@ class Dnode {
   // Reads up to `len` bytes at `off`, stopping at the object's length.
   Result<std::string> Read(uint64_t off, uint64_t len, ReadCaching caching = ReadCaching::kAll)
       EXCLUDES(mu_);
-  // The same into `dst` (up to dst.size() bytes); returns how many.
+  // The same into `dst` (up to dst.size() bytes); returns how many. With
+  // `shared`, the bytes of blocks held in the cache stay there (pieces of
+  // them in shared->pieces, beside pieces of dst for the rest); dirty
+  // blocks, which a write may change once the read returns, are copied.
   Result<size_t> ReadInto(uint64_t off, std::span<char> dst,
-                          ReadCaching caching = ReadCaching::kAll) EXCLUDES(mu_);
+                          ReadCaching caching = ReadCaching::kAll, ReadPieces* shared = nullptr)
+      EXCLUDES(mu_);
   // Sets the length; blocks wholly past it are freed, the tail of the last
   // one zeroed.
   Status Truncate(Txg t, uint64_t length, uint64_t* dirtied) EXCLUDES(mu_);
@@ -171,6 +189,9 @@ class Dnode {
   // Set by the owner before first use: the cache of synced blocks that reads
   // go through (nullptr: every read goes to the disk).
   arc::Arc* cache = nullptr;
+  // Set by the owner before first use, with `cache`: where ReadInto asks
+  // for the blocks ahead of a sequential reader (nullptr: it does not).
+  ReadAhead* read_ahead = nullptr;
 
   // The cache's name for the block `bp` points to.
   static arc::BlockKey CacheKey(const zio::BlockPtr& bp);
@@ -203,16 +224,33 @@ class Dnode {
   // A block's newest content before txg `t`'s own copy, as far as memory
   // has it: true with *ref set (a dirty copy, zeros, a cached block), or
   // false with its pointer in *bp when it must be read from disk.
-  Result<bool> Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp)
-      REQUIRES_SHARED(mu_) EXCLUDES(tree_mu_);
+  // With `peek`, only whether the block must come from disk: a cached one
+  // is found but not held (*ref stays empty) and counts as no cache hit.
+  Result<bool> Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp,
+                      bool peek = false) REQUIRES_SHARED(mu_) EXCLUDES(tree_mu_);
   // Reads the blocks Locate left to the disk together (zio ReadMany) into
   // refs[miss.index], through the cache (into it when miss.keep), and with
   // them the blocks of `in_place` straight to their destinations.
   Status ReadBlocks(std::span<const Miss> misses, std::span<BlockRef> refs,
                     std::span<const zio::BlockRead> in_place = {}) REQUIRES_SHARED(mu_);
+  // The reads of the object as one sequential reader would make them
+  // (ReadAhead's theory): where the last ones ended and how far ahead of
+  // that blocks are asked for. Made by the first ReadInto with read_ahead.
+  struct Stream {
+    util::Mutex mu;
+    bool started GUARDED_BY(mu) = false;
+    uint64_t start GUARDED_BY(mu) = 0;     // first block
+    uint64_t next GUARDED_BY(mu) = 0;      // end of the farthest read, in blocks
+    uint64_t ahead GUARDED_BY(mu) = 0;     // end of the blocks asked for
+    uint64_t distance GUARDED_BY(mu) = 0;  // blocks ahead of next; 0: not yet a stream
+  };
+  // ReadInto's read of n bytes at off goes into the stream; when it follows
+  // it, asks read_ahead for the blocks on disk up to the distance.
+  void ReadAheadOf(uint64_t off, uint64_t n) REQUIRES_SHARED(mu_) EXCLUDES(tree_mu_);
   // ReadInto with mu_ held: dst.size() bytes at `off`, all within the
   // object's length.
-  Status ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching) REQUIRES_SHARED(mu_);
+  Status ReadLocked(uint64_t off, std::span<char> dst, ReadCaching caching,
+                    ReadPieces* shared = nullptr) REQUIRES_SHARED(mu_);
   // Locate, then the read when the block is only on disk (into the cache
   // unless `keep` is false).
   Result<BlockRef> Content(uint64_t blkid, uint64_t t, bool keep = true) REQUIRES_SHARED(mu_)
@@ -244,6 +282,8 @@ class Dnode {
 
   mutable util::Mutex tree_mu_;
   BlockTree tree_ GUARDED_BY(tree_mu_);
+
+  std::atomic<Stream*> stream_{nullptr};  // owned
 };
 
 }  // namespace poolfs::core::dmu

@@ -126,6 +126,7 @@ ObjectSet::DnodeRef ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
   d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
   d->block_buffers = block_buffers_;
   d->cache = cache_;
+  d->read_ahead = read_ahead_;
   return d;
 }
 
@@ -304,9 +305,9 @@ Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, Rea
 }
 
 Result<size_t> ObjectSet::ReadInto(ObjectId id, uint64_t off, std::span<char> dst,
-                                   ReadCaching caching) {
+                                   ReadCaching caching, ReadPieces* shared) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
-  return d->ReadInto(off, dst, caching);
+  return d->ReadInto(off, dst, caching, shared);
 }
 
 Result<std::string> ObjectSet::Read(Dnode& d, uint64_t off, uint64_t len, ReadCaching caching) {

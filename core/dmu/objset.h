@@ -102,9 +102,10 @@ class ObjectSet {
   // Reads up to len bytes at off, stopping at the object's length.
   Result<std::string> Read(ObjectId id, uint64_t off, uint64_t len,
                            ReadCaching caching = ReadCaching::kAll);
-  // The same into `dst` (up to dst.size() bytes); returns how many.
+  // The same into `dst` (up to dst.size() bytes); returns how many. With
+  // `shared`: Dnode::ReadInto's pieces.
   Result<size_t> ReadInto(ObjectId id, uint64_t off, std::span<char> dst,
-                          ReadCaching caching = ReadCaching::kAll);
+                          ReadCaching caching = ReadCaching::kAll, ReadPieces* shared = nullptr);
 
   // A hold on an allocated object's dnode. While held the dnode stays in
   // memory, and the calls below that take it skip the lookup by id (ZFS's
@@ -154,10 +155,12 @@ class ObjectSet {
   // once, before the set is used; must outlive it (nullptr: malloc's).
   void UseBlockBuffers(BlockBuffers* buffers) { block_buffers_ = buffers; }
   // The cache this set's reads go through (its data, directory and dnode
-  // blocks). Set once, before the set is used; must outlive it (nullptr:
-  // reads go to the disk).
-  void UseCache(arc::Arc* cache) {
+  // blocks), and what reads ahead of its objects' sequential readers
+  // (ReadInto; the metadnode's are not). Set once, before the set is used;
+  // both must outlive it (nullptr: reads go to the disk; no read ahead).
+  void UseCache(arc::Arc* cache, ReadAhead* read_ahead = nullptr) {
     cache_ = cache;
+    read_ahead_ = cache != nullptr ? read_ahead : nullptr;
     metadnode_->cache = cache;
   }
   // Idle dnodes kept in memory: about `count` (live; no bound until set).
@@ -190,6 +193,7 @@ class ObjectSet {
   std::unique_ptr<Dnode> metadnode_;
   BlockBuffers* block_buffers_ = nullptr;  // written before use only
   arc::Arc* cache_ = nullptr;              // written before use only
+  ReadAhead* read_ahead_ = nullptr;        // written before use only
   uint64_t first_txg_ = 0;                 // written before use only
   util::ObjectCache<Dnode> dnodes_{[](Dnode& d) { return d.Idle(); }};
 

@@ -163,6 +163,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   p->options_ = options;
   p->block_buffers_ = std::make_unique<dmu::BlockBuffers>(options.block_buffer_retain_bytes);
   p->arc_ = std::make_unique<arc::Arc>(options.arc);
+  p->read_ahead_ = std::make_unique<dmu::ReadAhead>(p->arc_.get(), options.read_ahead);
   p->owned_devs_ = std::move(owned);
   // Read every label; put the vdevs in pool order.
   std::vector<vdev::VdevLabelInfo> infos(devs.size());
@@ -287,7 +288,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     ds->entry = e;
     ds->os = std::move(os).value();
     ds->os->UseBlockBuffers(block_buffers_.get());
-    ds->os->UseCache(arc_.get());
+    ds->os->UseCache(arc_.get(), read_ahead_.get());
     ds->os->SetDnodeLimit(object_cache_limit());
     datasets_.emplace(e.name, std::move(ds));
   }
@@ -298,6 +299,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
 Status Pool::Export() {
   if (exported_) return Status::Ok();
   exported_ = true;
+  if (read_ahead_) read_ahead_->Stop();  // no read in flight when the files close
   Status st = txgs_ ? txgs_->Stop() : Status::Ok();
   txgs_.reset();
   owned_executor_.reset();
@@ -323,7 +325,7 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   ds->entry.name = std::string(name);
   ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, ds->entry.name);
   ds->os->UseBlockBuffers(block_buffers_.get());
-  ds->os->UseCache(arc_.get());
+  ds->os->UseCache(arc_.get(), read_ahead_.get());
   ds->os->SetDnodeLimit(object_cache_limit());
   ds->os->SetFirstTxg(tx.txg());
   dmu::ObjectSet* os = ds->os.get();
@@ -370,6 +372,7 @@ PoolStats Pool::Stats() const {
   for (size_t i = 0; i < devs_.size(); i++) s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
   s.datasets = datasets();
   if (arc_) s.arc = arc_->Stats();
+  if (read_ahead_) s.read_ahead = read_ahead_->Stats();
   return s;
 }
 

@@ -76,7 +76,7 @@ struct PoolOptions {
   uint64_t writeback_bytes = uint64_t{4} << 20;
   // Read aligned blocks of a vdev file with O_DIRECT, into the cache's
   // buffers (vdev.direct_reads; FileDevice's theory comment).
-  bool direct_reads = false;
+  bool direct_reads = true;
   // Write aligned blocks of a vdev file with O_DIRECT (vdev.direct_writes;
   // FileDevice's theory comment).
   bool direct_writes = true;
@@ -89,6 +89,8 @@ struct PoolOptions {
   uint64_t block_buffer_retain_bytes = uint64_t{64} << 20;
   // The cache of synced blocks the datasets read through (arc.*).
   arc::ArcOptions arc;
+  // Reads ahead of sequential readers of the datasets' objects (prefetch.*).
+  dmu::ReadAheadOptions read_ahead;
 };
 
 struct CreateOptions {
@@ -106,6 +108,7 @@ struct PoolStats {
   std::vector<std::string> datasets;
   uint64_t syncs = 0;
   arc::ArcStats arc;  // the cache of an imported pool (zeros otherwise)
+  dmu::ReadAheadStats read_ahead;
 };
 
 class Pool {
@@ -214,6 +217,9 @@ class Pool {
   // and read through the second.
   std::unique_ptr<dmu::BlockBuffers> block_buffers_;
   std::unique_ptr<arc::Arc> arc_;
+  // After the cache (its buffers) and the pipeline it reads through, before
+  // the object sets whose dnodes ask it.
+  std::unique_ptr<dmu::ReadAhead> read_ahead_;
   std::unique_ptr<dmu::ObjectSet> mos_;
   std::unique_ptr<txg::TxgManager> txgs_;
   bool exported_ = false;

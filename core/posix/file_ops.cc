@@ -67,6 +67,23 @@ void PosixFs::TouchAtime(Inode& in) {
 }
 
 Result<size_t> PosixFs::Read(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags) {
+  return ReadFile(ino, off, dst, flags, nullptr);
+}
+
+Status PosixFs::ReadShared(uint64_t ino, uint64_t off, std::span<char> scratch, uint32_t flags,
+                           SharedRead* out) {
+  auto pieces = std::make_shared<dmu::ReadPieces>();
+  POOLFS_RETURN_IF_ERROR(ReadFile(ino, off, scratch, flags, pieces.get()).status());
+  out->pieces = std::move(pieces->pieces);
+  if (pieces->holds.empty())
+    out->hold.reset();
+  else
+    out->hold = std::move(pieces);  // the cached blocks' holds
+  return Status::Ok();
+}
+
+Result<size_t> PosixFs::ReadFile(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags,
+                                 dmu::ReadPieces* shared) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
@@ -79,10 +96,14 @@ Result<size_t> PosixFs::Read(uint64_t ino, uint64_t off, std::span<char> dst, ui
     // What the caller keeps need not be kept twice (arc.cache_whole_reads).
     const bool partial_only =
         (flags & kReadCallerKeeps) && !cache_whole_reads_.load(std::memory_order_relaxed);
-    POOLFS_ASSIGN_OR_RETURN(size_t got, os_->ReadInto(ObjectId(ino), off, dst.first(n),
-                                                      partial_only ? dmu::ReadCaching::kPartial
-                                                                   : dmu::ReadCaching::kAll));
-    if (got < n) std::memset(dst.data() + got, 0, n - got);
+    POOLFS_ASSIGN_OR_RETURN(
+        size_t got,
+        os_->ReadInto(ObjectId(ino), off, dst.first(n),
+                      partial_only ? dmu::ReadCaching::kPartial : dmu::ReadCaching::kAll, shared));
+    if (got < n) {  // the object ends before the file's size: zeros
+      std::memset(dst.data() + got, 0, n - got);
+      if (shared != nullptr) shared->pieces.emplace_back(dst.data() + got, n - got);
+    }
   }
   TouchAtime(*in);
   return n;

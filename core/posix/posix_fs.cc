@@ -99,6 +99,8 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.arc.max_bytes = options.arc_max_bytes;
   po.arc.sublists = options.arc_sublists;
   po.arc.evict_batch = options.arc_evict_batch;
+  po.read_ahead.distance_bytes = options.prefetch_distance_bytes;
+  po.read_ahead.threads = options.prefetch_threads;
   po.executor = options.executor;
   if (options.on_txg_synced) {
     po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {

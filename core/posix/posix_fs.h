@@ -74,6 +74,8 @@ class PosixFs final : public Filesystem {
   Status Access(const Creds& c, uint64_t ino, int mask) override;
   using Filesystem::Read;
   Result<size_t> Read(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags = 0) override;
+  Status ReadShared(uint64_t ino, uint64_t off, std::span<char> scratch, uint32_t flags,
+                    SharedRead* out) override;
   Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;
@@ -127,6 +129,10 @@ class PosixFs final : public Filesystem {
   Result<InodeRef> Load(uint64_t ino);
   // A directory's Inode: NotADirectory otherwise.
   Result<InodeRef> GetDir(uint64_t ino);
+  // Read, and ReadShared when `shared` is given (the pieces of dst and of
+  // cached blocks the read leaves there).
+  Result<size_t> ReadFile(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags,
+                          dmu::ReadPieces* shared);
   Attr MakeAttr(const Inode& in) EXCLUDES(in.mu);
   Attr MakeAttr(const Inode& in, const ZnodePhys& z);
   // Writes `z` as `in`'s znode in tx, then caches it.

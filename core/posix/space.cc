@@ -111,6 +111,12 @@ FsStatus PosixFs::GetStatus() {
   s.kernel_inodes = table_.kernel_inodes();
   s.arc_sublists = c.sublists;
   s.arc_read_once = c.read_once;
+  const dmu::ReadAheadStats& ra = stats.read_ahead;
+  s.prefetch_requested = ra.requested;
+  s.prefetch_hits = ra.hits;
+  s.prefetch_waits = ra.waits;
+  s.prefetch_dropped = ra.dropped;
+  s.prefetch_failed = ra.failed;
   s.cached_leaves = leaves_.size();
   s.leaf_cache_limit = leaves_.limit();
   s.leaf_hits = leaves_.hits();

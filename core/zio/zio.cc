@@ -512,7 +512,7 @@ Status Zio::ReadInto(const BlockPtr& bp, uint8_t* dst) {
   return ReadValid(bp, dst);
 }
 
-Status Zio::ReadMany(std::span<const BlockRead> blocks) {
+Status Zio::ReadMany(std::span<const BlockRead> blocks, ReadUse use) {
   // Holes and gang blocks one by one; the others in order of place.
   std::vector<size_t> order;
   order.reserve(blocks.size());
@@ -522,6 +522,8 @@ Status Zio::ReadMany(std::span<const BlockRead> blocks) {
     if (bp.IsHole()) {
       std::memset(blocks[i].dst, 0, bp.lsize);
     } else if (bp.IsGang()) {
+      if (use == ReadUse::kSpeculative)
+        return Status::InvalidArgument("block " + bp.ToString() + " is a gang: not read ahead");
       POOLFS_RETURN_IF_ERROR(ReadValid(bp, blocks[i].dst));
     } else {
       POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(bp.dva), "block ", bp));
@@ -546,7 +548,7 @@ Status Zio::ReadMany(std::span<const BlockRead> blocks) {
       bytes += next.size;
     }
     if (end - run == 1) {
-      POOLFS_RETURN_IF_ERROR(ReadValid(blocks[order[run]].bp, blocks[order[run]].dst));
+      POOLFS_RETURN_IF_ERROR(ReadValid(blocks[order[run]].bp, blocks[order[run]].dst, use));
       continue;
     }
     // Each block's whole extent, so that the parts tile the run: into the
@@ -566,13 +568,14 @@ Status Zio::ReadMany(std::span<const BlockRead> blocks) {
     }
     for (size_t k = run; k < end; k++) {
       const BlockRead& b = blocks[order[k]];
-      POOLFS_RETURN_IF_ERROR(Verify(b.bp, static_cast<const uint8_t*>(parts[k - run].data), b.dst));
+      POOLFS_RETURN_IF_ERROR(
+          Verify(b.bp, static_cast<const uint8_t*>(parts[k - run].data), b.dst, use));
     }
   }
   return Status::Ok();
 }
 
-Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
+Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use) {
   // An uncompressed block's stored bytes are the block (psize == lsize, the
   // pointer was validated); compressed ones go to the scratch buffer
   // (aligned for direct reads too).
@@ -594,22 +597,26 @@ Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst) {
     POOLFS_RETURN_IF_ERROR(AboutBlock(
         vdevs_[bp.dva.vdev]->dev->Read(bp.dva.offset, stored, bp.psize), "read of block ", bp));
   }
-  return Verify(bp, stored, dst);
+  return Verify(bp, stored, dst, use);
 }
 
-Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst) {
+Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst, ReadUse use) {
   bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
+  auto failed = [&](const std::string& what) {
+    if (use == ReadUse::kDemand) return VerifyFailed(bp, what);
+    return Status::Corruption("block " + bp.ToString() + " read ahead: " + what);
+  };
   const util::Checksum128 got = util::Xxh3_128(stored, bp.psize);
   if (got != bp.checksum) {
-    return VerifyFailed(bp, "checksum mismatch (expected " + Hex128(bp.checksum) + ", computed " +
-                                Hex128(got) + ")");
+    return failed("checksum mismatch (expected " + Hex128(bp.checksum) + ", computed " +
+                  Hex128(got) + ")");
   }
   if (bp.compression == util::Compression::kOff) {
     if (stored != dst) std::memcpy(dst, stored, bp.psize);
     return Status::Ok();
   }
   Status st = util::Decompress(bp.compression, stored, bp.psize, dst, bp.lsize);
-  if (!st.ok()) return VerifyFailed(bp, "checksum matches but " + st.message());
+  if (!st.ok()) return failed("checksum matches but " + st.message());
   return Status::Ok();
 }
 

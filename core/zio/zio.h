@@ -203,7 +203,13 @@ class Zio {
   // ReadInto's), the others through the calling thread's scratch buffers.
   // Fails as ReadInto would for any of them (the first failure; every
   // dst then holds anything); IOError of a run names its first block.
-  Status ReadMany(std::span<const BlockRead> blocks);
+  // A speculative read (dmu::ReadAhead's) does not count a block that fails
+  // its checksum in checksum_errors: nothing asked for that block yet, and
+  // its space may have been freed and reused since its pointer was taken
+  // (the read that does ask finds and counts a real one). It takes no gang
+  // blocks (InvalidArgument).
+  enum class ReadUse : uint8_t { kDemand, kSpeculative };
+  Status ReadMany(std::span<const BlockRead> blocks, ReadUse use = ReadUse::kDemand);
 
   // Frees the block's space in txg (a hole: nothing). Corruption from the
   // space layer for a double free or an extent it does not know, and for an
@@ -268,11 +274,12 @@ class Zio {
   // Corruption for a failed verification of bp on its vdev; counts it.
   Status VerifyFailed(const BlockPtr& bp, const std::string& what);
   // ReadInto's pipeline for a pointer already validated, not a hole.
-  Status ReadValid(const BlockPtr& bp, uint8_t* dst);
+  Status ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use = ReadUse::kDemand);
   // The end of the read pipeline: counts the read, verifies `stored` (the
   // block's psize stored bytes) and decodes it into dst (a copy when
   // uncompressed and stored != dst).
-  Status Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst);
+  Status Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst,
+                ReadUse use = ReadUse::kDemand);
 
   std::vector<std::unique_ptr<VdevState>> vdevs_;
   space::SpaceManager* const space_;

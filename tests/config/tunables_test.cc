@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "poolfs/fs.h"
+
 namespace poolfs::config {
 namespace {
 
@@ -104,6 +106,9 @@ TEST_CASE("Defaults are those of ARCHITECTURE.md and of the core's option struct
   CHECK(t.alloc_df_max_search == uint64_t{16} << 20);
   CHECK(t.dmu_metadnode_backfill == Backfill::kAuto);
   CHECK(t.dmu_alloc_chunk == 128);
+  CHECK(t.dmu_prefetch_distance_bytes == MountOptions().prefetch_distance_bytes);
+  CHECK(t.dmu_prefetch_threads == MountOptions().prefetch_threads);
+  CHECK(t.vdev_direct_reads == MountOptions().direct_reads);
   CHECK(t.arc_max_bytes == 0);
   CHECK(t.arc_sublists == 0);
   CHECK(t.arc_evict_batch == 10);

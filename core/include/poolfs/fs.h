@@ -161,6 +161,17 @@ enum ReadFlags : uint32_t {
   kReadCallerKeeps = 1u << 0,
 };
 
+// What Filesystem::ReadShared returns.
+struct SharedRead {
+  std::vector<std::span<const char>> pieces;
+  std::shared_ptr<const void> hold;  // keeps pieces outside the scratch buffer valid
+  size_t size() const {
+    size_t n = 0;
+    for (const auto& p : pieces) n += p.size();
+    return n;
+  }
+};
+
 // Fallocate modes (fallocate(2)).
 enum FallocateFlags : uint32_t {
   kFallocKeepSize = 1u << 0,   // FALLOC_FL_KEEP_SIZE
@@ -203,7 +214,7 @@ struct MountOptions {
   uint64_t df_max_search = 16 * 1024 * 1024;
   uint64_t aliquot = 2 * 1024 * 1024;
   uint64_t writeback_bytes = 4 * 1024 * 1024;  // vdev.writeback_bytes; 0: off
-  bool direct_reads = false;                    // vdev.direct_reads
+  bool direct_reads = true;                    // vdev.direct_reads
   bool direct_writes = true;                    // vdev.direct_writes
   // The block cache (arc.max_bytes, 0: a share of RAM; arc.sublists, 0: one
   // per core, at least 4; arc.evict_batch).
@@ -218,6 +229,10 @@ struct MountOptions {
   // time).
   std::string metadnode_backfill = "auto";
   uint32_t alloc_chunk = 128;
+  // Read ahead of sequential readers (dmu.prefetch_distance_bytes, 0: off;
+  // dmu.prefetch_threads).
+  uint64_t prefetch_distance_bytes = uint64_t{32} << 20;
+  uint32_t prefetch_threads = 8;
   // Where sync work runs (one strand per allocator); nullptr: a thread pool
   // the core owns. Must outlive the Filesystem.
   Executor* executor = nullptr;
@@ -281,6 +296,11 @@ struct FsStatus {
   // Blocks read whole for a caller that keeps them, outside the cache
   // (arc.cache_whole_reads off).
   uint64_t arc_read_once = 0;
+  // Blocks read ahead of sequential readers (dmu.prefetch_*) since the
+  // mount: asked for, taken ready by a read, taken by a read that waited
+  // for the disk, never taken (dropped, failed).
+  uint64_t prefetch_requested = 0, prefetch_hits = 0, prefetch_waits = 0;
+  uint64_t prefetch_dropped = 0, prefetch_failed = 0;
   // Objects in memory (bounded by a tenth of arc.max_bytes) and the
   // kernel's references.
   uint64_t object_cache_limit = 0;  // dnodes, and inodes, kept when idle
@@ -369,6 +389,20 @@ class Filesystem {
                               uint32_t flags = 0) = 0;
   // The same into `out`, resized to what was read (sized to `len` first).
   Status Read(uint64_t ino, uint64_t off, size_t len, std::string* out, uint32_t flags = 0);
+  // Read for a caller that sends the bytes on (a FUSE reply) instead of
+  // keeping them: blocks the core holds in its cache are not copied into
+  // `scratch` but returned where they lie. The bytes read are
+  // out->pieces in order: of scratch (room for the whole read, as Read's
+  // dst) or of the core's memory, valid while `out` lives. This default
+  // reads into scratch (one piece).
+  virtual Status ReadShared(uint64_t ino, uint64_t off, std::span<char> scratch, uint32_t flags,
+                            SharedRead* out) {
+    Result<size_t> n = Read(ino, off, scratch, flags);
+    if (!n.ok()) return n.status();
+    out->pieces.assign(1, scratch.first(*n));
+    out->hold.reset();
+    return Status::Ok();
+  }
   // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
   // setgid as Linux does for a write by a non-root caller; updates mtime and
   // ctime. Returns the bytes written. FileTooLarge past the maximum size,

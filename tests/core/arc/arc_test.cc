@@ -92,6 +92,24 @@ TEST_CASE("Arc moves a block read twice from MRU to MFU", "[arc]") {
   CHECK(st.mru_hits == 1);
 }
 
+TEST_CASE("Arc says whether a block is cached without a hit, a miss or a move", "[arc]") {
+  Arc arc(Small(2));
+  CHECK_FALSE(arc.Contains(Key(1)));
+  Read(arc, 1);
+  const ArcStats before = arc.Stats();
+  CHECK(arc.Contains(Key(1)));
+  CHECK_FALSE(arc.Contains(Key(2)));
+  ArcStats st = arc.Stats();
+  CHECK(st.hits == before.hits);
+  CHECK(st.misses == before.misses);
+  CHECK(st.mru_blocks == 1);  // not moved to MFU
+  // A ghost is not cached.
+  Read(arc, 2);
+  Read(arc, 3);
+  CHECK(arc.Stats().mru_ghost_blocks >= 1);
+  CHECK_FALSE(arc.Contains(Key(1)));
+}
+
 TEST_CASE("Arc never caches more than max_bytes and keeps ghosts of what it evicts", "[arc]") {
   Arc arc(Small(16));
   for (uint64_t n = 0; n < 100; n++) {

@@ -105,6 +105,17 @@ TEST_CASE("Write and Read round-trip data with holes and short reads at the end"
   (void)root;
 }
 
+// The reads the Read tests make of a file of `size` bytes (three blocks and
+// more): past its end, two whole blocks, one across two blocks, its tail,
+// at its end.
+struct ReadCase {
+  uint64_t off, len;
+};
+std::vector<ReadCase> ReadCases(uint64_t size) {
+  return {
+      {0, size + 4096}, {128 * 1024, 256 * 1024}, {3, 128 * 1024}, {size - 10, 100}, {size, 10}};
+}
+
 TEST_CASE("Read into a caller's buffer returns the bytes read and writes none past them",
           "[posix]") {
   FsFixture f;
@@ -113,15 +124,8 @@ TEST_CASE("Read into a caller's buffer returns the bytes read and writes none pa
   for (size_t i = 0; i < data.size(); i++) data[i] = char(i * 7 + i / 4096);
   f.MustWrite(a.ino, 0, data);
   f.Remount();  // the blocks on disk only
-  struct Case {
-    uint64_t off, len;
-  };
   for (uint32_t flags : {uint32_t{kReadCallerKeeps}, 0u}) {
-    for (const Case& c : std::initializer_list<Case>{{0, data.size() + 4096},
-                                                     {128 * 1024, 256 * 1024},
-                                                     {3, 128 * 1024},
-                                                     {data.size() - 10, 100},
-                                                     {data.size(), 10}}) {
+    for (const ReadCase& c : ReadCases(data.size())) {
       INFO("flags " << flags << " off " << c.off << " len " << c.len);
       std::string buf(c.len + 128, 'S');
       Result<size_t> n = f.fs->Read(a.ino, c.off, std::span<char>(buf.data() + 64, c.len), flags);
@@ -138,6 +142,44 @@ TEST_CASE("Read into a caller's buffer returns the bytes read and writes none pa
   CHECK(f.fs->Read(a.ino, 0, std::span<char>(&byte, 0)).value() == 0);
   CHECK(Code(f.fs->Read(kRootIno, 0, std::span<char>(&byte, 1))) == StatusCode::kIsADirectory);
   CHECK(byte == 'S');
+}
+
+TEST_CASE("ReadShared returns Read's bytes, cached blocks left where they lie", "[posix]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "data");
+  std::string data(3 * 128 * 1024 + 777, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = char(i * 5 + i / 4096);
+  f.MustWrite(a.ino, 0, data);
+  f.Remount();  // the blocks on disk only
+  bool held = false;
+  // Twice: on disk the first time; the second time, reads without the
+  // flag (and reads of part of a block) find them cached.
+  for (int round = 0; round < 2; round++) {
+    for (uint32_t flags : {uint32_t{kReadCallerKeeps}, 0u}) {
+      for (const ReadCase& c : ReadCases(data.size())) {
+        INFO("round " << round << " flags " << flags << " off " << c.off << " len " << c.len);
+        std::string scratch(c.len, 'S');
+        SharedRead got;
+        REQUIRE(f.fs->ReadShared(a.ino, c.off, std::span<char>(scratch), flags, &got).ok());
+        const size_t want = std::min<uint64_t>(c.len, data.size() - c.off);
+        REQUIRE(got.size() == want);
+        std::string joined;
+        for (std::span<const char> p : got.pieces) {
+          joined.append(p.data(), p.size());
+          held |= p.data() < scratch.data() || p.data() >= scratch.data() + scratch.size();
+        }
+        CHECK(joined == data.substr(c.off, want));
+        if (got.hold == nullptr) {  // nothing outside scratch
+          for (std::span<const char> p : got.pieces) CHECK(p.data() >= scratch.data());
+        }
+      }
+    }
+  }
+  CHECK(held);
+  SharedRead got;
+  char byte = 'S';
+  CHECK(Code(f.fs->ReadShared(kRootIno, 0, std::span<char>(&byte, 1), 0, &got)) ==
+        StatusCode::kIsADirectory);
 }
 
 TEST_CASE("Truncate shrinks and extends a file with zeros", "[posix]") {
