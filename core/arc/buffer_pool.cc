@@ -1,5 +1,8 @@
 #include "arc/buffer_pool.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <new>
@@ -24,9 +27,85 @@ BufferPool::BufferPool(uint64_t retain_bytes, uint32_t shards)
 
 BufferPool::~BufferPool() {
   for (size_t i = 0; i < size_t(shards_) * kClasses; i++) {
-    util::MutexLock l(&classes_[i].mu);
-    for (std::byte* p : classes_[i].free) std::free(p);
-    classes_[i].free.clear();
+    std::vector<std::byte*> bufs;
+    {
+      util::MutexLock l(&classes_[i].mu);
+      bufs.swap(classes_[i].free);
+    }
+    DropBuffers(bufs, int(i % kClasses));
+  }
+  // Chunks with buffers still out (a caller's leak) go too.
+  util::MutexLock l(&chunk_mu_);
+  for (auto& [base, chunk] : chunks_) munmap(chunk->base, kChunkBytes);
+}
+
+uint64_t BufferPool::chunks() const {
+  util::MutexLock l(&chunk_mu_);
+  return chunks_.size();
+}
+
+std::byte* BufferPool::NewBuffer(int c) {
+  const uint64_t bytes = uint64_t{kMinClass} << c;
+  if (bytes >= kChunkedClass) return FromChunk(c);
+  const size_t align = bytes >= 4096 ? 4096 : kMinClass;
+  void* p = std::aligned_alloc(align, bytes);
+  if (!p) throw std::bad_alloc();
+  return static_cast<std::byte*>(p);
+}
+
+std::byte* BufferPool::FromChunk(int c) {
+  const uint64_t bytes = uint64_t{kMinClass} << c;
+  util::MutexLock l(&chunk_mu_);
+  std::vector<Chunk*>& partial = partial_[c];
+  if (partial.empty()) {
+    // 2 MiB aligned: map twice that and trim both ends.
+    void* m =
+        mmap(nullptr, 2 * kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t raw = reinterpret_cast<uintptr_t>(m);
+    const uintptr_t base = (raw + kChunkBytes - 1) & ~uintptr_t(kChunkBytes - 1);
+    if (base > raw) munmap(m, base - raw);
+    if (raw + 2 * kChunkBytes > base + kChunkBytes)
+      munmap(reinterpret_cast<void*>(base + kChunkBytes),
+             raw + 2 * kChunkBytes - base - kChunkBytes);
+    madvise(reinterpret_cast<void*>(base), kChunkBytes, MADV_HUGEPAGE);  // best effort
+    auto chunk = std::make_unique<Chunk>();
+    chunk->base = reinterpret_cast<std::byte*>(base);
+    chunk->buffers = uint32_t(kChunkBytes / bytes);
+    for (uint32_t i = chunk->buffers; i-- > 0;) chunk->free.push_back(chunk->base + i * bytes);
+    partial.push_back(chunk.get());
+    chunks_.emplace(base, std::move(chunk));
+  }
+  // The fullest chunk, so that the emptier ones can empty.
+  auto fullest = std::min_element(partial.begin(), partial.end(), [](Chunk* a, Chunk* b) {
+    return a->free.size() < b->free.size();
+  });
+  Chunk* chunk = *fullest;
+  std::byte* p = chunk->free.back();
+  chunk->free.pop_back();
+  if (chunk->free.empty()) partial.erase(fullest);
+  return p;
+}
+
+void BufferPool::DropBuffers(std::span<std::byte* const> bufs, int c) {
+  if (bufs.empty()) return;
+  if ((uint64_t{kMinClass} << c) < kChunkedClass) {
+    for (std::byte* p : bufs) std::free(p);
+    return;
+  }
+  util::MutexLock l(&chunk_mu_);
+  std::vector<Chunk*>& partial = partial_[c];
+  for (std::byte* p : bufs) {
+    auto it = chunks_.find(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(kChunkBytes - 1));
+    CHECK(it != chunks_.end());
+    Chunk* chunk = it->second.get();
+    chunk->free.push_back(p);
+    if (chunk->free.size() == 1) partial.push_back(chunk);
+    if (chunk->free.size() < chunk->buffers) continue;
+    // Every buffer back: the chunk goes.
+    partial.erase(std::find(partial.begin(), partial.end(), chunk));
+    munmap(chunk->base, kChunkBytes);
+    chunks_.erase(it);
   }
 }
 
@@ -62,10 +141,9 @@ std::byte* BufferPool::Alloc(uint32_t size) {
       if (p) return p;
     }
   }
-  uint64_t bytes = ChargedSize(size);
-  size_t align = bytes >= 4096 ? 4096 : kMinClass;
-  bytes = (bytes + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, bytes);
+  if (c >= 0) return NewBuffer(c);
+  const uint64_t bytes = (uint64_t{size} + 4095) / 4096 * 4096;
+  void* p = std::aligned_alloc(4096, bytes);
   if (!p) throw std::bad_alloc();
   return static_cast<std::byte*>(p);
 }
@@ -91,7 +169,7 @@ void BufferPool::Free(std::byte* p, uint32_t size) {
     util::MutexLock l(&sc.mu);
     PushLocked(sc, c, p, &spill);
   }
-  for (std::byte* s : spill) std::free(s);
+  DropBuffers(spill, c);
 }
 
 void BufferPool::FreeBatch(std::span<const PoolBuf> bufs) {
@@ -110,13 +188,16 @@ void BufferPool::FreeBatch(std::span<const PoolBuf> bufs) {
   std::vector<std::byte*> spill;
   for (int c = 0; c < kClasses; c++) {
     if (!(present & (1u << c))) continue;
-    SizeClass& sc = At(shard, c);
-    util::MutexLock l(&sc.mu);
-    for (const PoolBuf& b : bufs) {
-      if (b.data && ClassOf(b.size) == c) PushLocked(sc, c, b.data, &spill);
+    spill.clear();
+    {
+      SizeClass& sc = At(shard, c);
+      util::MutexLock l(&sc.mu);
+      for (const PoolBuf& b : bufs) {
+        if (b.data && ClassOf(b.size) == c) PushLocked(sc, c, b.data, &spill);
+      }
     }
+    DropBuffers(spill, c);
   }
-  for (std::byte* s : spill) std::free(s);
 }
 
 uint64_t BufferPool::retained_bytes() const {

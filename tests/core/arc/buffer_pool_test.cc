@@ -49,6 +49,51 @@ TEST_CASE("BufferPool keeps no more than its cap and FreeBatch keeps the batch",
   for (std::byte* p : kept) pool.Free(p, 4096);
 }
 
+TEST_CASE("BufferPool carves buffers of 64 KiB and up from 2 MiB chunks, unmapped when all return",
+          "[arc][pool]") {
+  BufferPool pool(0, 1);  // keeps nothing: every freed buffer goes back to its chunk
+  constexpr uint32_t kBuf = 128 * 1024;
+  constexpr uint64_t kChunk = BufferPool::kChunkBytes;
+  std::vector<std::byte*> a;
+  for (int i = 0; i < 16; i++) a.push_back(pool.Alloc(kBuf));
+  CHECK(pool.chunks() == 1);
+  std::set<uintptr_t> bases;
+  for (std::byte* p : a) {
+    CHECK(reinterpret_cast<uintptr_t>(p) % kBuf == 0);
+    bases.insert(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(kChunk - 1));
+  }
+  CHECK(bases.size() == 1);
+  std::vector<std::byte*> b;
+  for (int i = 0; i < 16; i++) b.push_back(pool.Alloc(kBuf));
+  CHECK(pool.chunks() == 2);
+  // Ten of the first chunk's back, two of the second's: the next buffer
+  // comes from the second, the fuller one.
+  for (int i = 0; i < 10; i++) pool.Free(a[i], kBuf);
+  for (int i = 0; i < 2; i++) pool.Free(b[i], kBuf);
+  std::byte* next = pool.Alloc(kBuf);
+  CHECK((reinterpret_cast<uintptr_t>(next) & ~uintptr_t(kChunk - 1)) ==
+        (reinterpret_cast<uintptr_t>(b[5]) & ~uintptr_t(kChunk - 1)));
+  pool.Free(next, kBuf);
+  // The first chunk's last six back: it is unmapped; the second stays.
+  for (int i = 10; i < 16; i++) pool.Free(a[i], kBuf);
+  CHECK(pool.chunks() == 1);
+  std::vector<PoolBuf> rest;
+  for (int i = 2; i < 16; i++) rest.push_back({b[i], kBuf});
+  pool.FreeBatch(rest);
+  CHECK(pool.chunks() == 0);
+  // Smaller classes and the largest: malloc's, no chunk.
+  std::byte* small = pool.Alloc(32 * 1024);
+  std::byte* big = pool.Alloc((1 << 20) + 1);
+  CHECK(pool.chunks() == 0);
+  pool.Free(small, 32 * 1024);
+  pool.Free(big, (1 << 20) + 1);
+  // A retained buffer of a chunk keeps it until the pool goes.
+  BufferPool keeper(1 << 20, 1);
+  keeper.Free(keeper.Alloc(kBuf), kBuf);
+  CHECK(keeper.chunks() == 1);
+  CHECK(keeper.retained_bytes() == kBuf);
+}
+
 TEST_CASE("HeaderCache reuses headers reset to their initial state", "[arc][pool]") {
   HeaderCache cache(64 * sizeof(ArcHeader), 1);
   ArcHeader* h = cache.New();
