@@ -133,7 +133,7 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
   // The kernel keeps what it reads in its page cache, unless the file was
   // opened with O_DIRECT (the flags come with every READ).
   const uint32_t flags = (fi->flags & O_DIRECT) ? 0u : uint32_t{kReadCallerKeeps};
-  thread_local SharedRead got;
+  SharedRead got;  // holds the cached blocks the reply is sent from
   Status st =
       AdapterOf(req).fs->ReadShared(ino, uint64_t(off), std::span<char>(dst, size), flags, &got);
   if (!st.ok()) return ReplyStatus(req, st, "read", ino);
@@ -141,7 +141,6 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
   iov.clear();
   for (std::span<const char> p : got.pieces) iov.push_back({const_cast<char*>(p.data()), p.size()});
   fuse_reply_iov(req, iov.data(), int(iov.size()));
-  got.hold.reset();  // the cached blocks the reply was sent from
 }
 
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,

@@ -74,15 +74,19 @@ void ReadAhead::Request(zio::Zio* zio, std::span<const zio::BlockPtr> bps) {
   for (size_t i = 0; i < jobs.size(); i++) work_cv_.Signal();
 }
 
+ReadAhead::EntryMap::iterator ReadAhead::Current(const arc::BlockKey& key, uint64_t seq) {
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.seq == seq ? it : entries_.end();
+}
+
 bool ReadAhead::MakeRoom(uint64_t bytes) {
   while (stats_.bytes + bytes > max_bytes_) {
     // The oldest waiting block goes; queued and in-flight ones stay (a read
     // is about to want them).
     auto victim = order_.end();
     for (auto o = order_.begin(); o != order_.end(); ++o) {
-      auto it = entries_.find(o->first);
-      if (it == entries_.end() || it->second.seq != o->second) continue;
-      if (it->second.state == State::kReady) {
+      auto it = Current(o->first, o->second);
+      if (it != entries_.end() && it->second.state == State::kReady) {
         victim = o;
         break;
       }
@@ -96,15 +100,14 @@ bool ReadAhead::MakeRoom(uint64_t bytes) {
   // them once they are half of order_ (a block nobody takes can stay at
   // the front while a stream goes on behind it).
   auto stale = [this](const std::pair<arc::BlockKey, uint64_t>& o) REQUIRES(mu_) {
-    auto it = entries_.find(o.first);
-    return it == entries_.end() || it->second.seq != o.second;
+    return Current(o.first, o.second) == entries_.end();
   };
   while (!order_.empty() && stale(order_.front())) order_.pop_front();
   if (order_.size() > 2 * entries_.size() + 64) std::erase_if(order_, stale);
   return true;
 }
 
-void ReadAhead::Erase(std::unordered_map<arc::BlockKey, Entry, KeyHash>::iterator it) {
+void ReadAhead::Erase(EntryMap::iterator it) {
   stats_.bytes -= it->second.size;
   entries_.erase(it);
 }
@@ -129,9 +132,9 @@ arc::ArcData ReadAhead::Take(const zio::BlockPtr& bp) {
     const uint64_t seq = it->second.seq;
     do {
       ready_cv_.Wait(&mu_);
-      it = entries_.find(key);
-    } while (it != entries_.end() && it->second.seq == seq && it->second.state == State::kReading);
-    if (it == entries_.end() || it->second.seq != seq) return {};  // failed, or dropped
+      it = Current(key, seq);
+    } while (it != entries_.end() && it->second.state == State::kReading);
+    if (it == entries_.end()) return {};  // failed, or dropped
   } else {
     stats_.hits++;
   }
@@ -184,8 +187,8 @@ void ReadAhead::RunJob(Job job) {
   {
     util::MutexLock l(&mu_);
     for (size_t i = 0; i < job.bps.size(); i++) {
-      auto it = entries_.find(BlockKeyOf(job.bps[i]));
-      if (it == entries_.end() || it->second.seq != seqs[i]) continue;
+      auto it = Current(BlockKeyOf(job.bps[i]), seqs[i]);
+      if (it == entries_.end()) continue;
       if (!st.ok()) {
         stats_.failed++;
         Erase(it);

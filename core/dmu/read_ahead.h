@@ -132,10 +132,15 @@ class ReadAhead {
   void Worker() EXCLUDES(mu_);
   // Reads one job's blocks that are still queued.
   void RunJob(Job job) EXCLUDES(mu_);
+  using EntryMap = std::unordered_map<arc::BlockKey, Entry, KeyHash>;
+
+  // The entry of `key` when it is still the one requested as `seq` (not
+  // taken, dropped or failed since, and not requested again), else end().
+  EntryMap::iterator Current(const arc::BlockKey& key, uint64_t seq) REQUIRES(mu_);
   // Drops waiting blocks, oldest first, until `bytes` more fit; false when
   // they do not.
   bool MakeRoom(uint64_t bytes) REQUIRES(mu_);
-  void Erase(std::unordered_map<arc::BlockKey, Entry, KeyHash>::iterator it) REQUIRES(mu_);
+  void Erase(EntryMap::iterator it) REQUIRES(mu_);
 
   arc::Arc* const cache_;
   const ReadAheadOptions options_;
@@ -147,7 +152,7 @@ class ReadAhead {
   util::CondVar ready_cv_;  // a block read (or failed)
   bool stopping_ GUARDED_BY(mu_) = false;
   std::deque<Job> jobs_ GUARDED_BY(mu_);
-  std::unordered_map<arc::BlockKey, Entry, KeyHash> entries_ GUARDED_BY(mu_);
+  EntryMap entries_ GUARDED_BY(mu_);
   // Keys in request order with their seq (stale ones skipped).
   std::deque<std::pair<arc::BlockKey, uint64_t>> order_ GUARDED_BY(mu_);
   uint64_t next_seq_ GUARDED_BY(mu_) = 0;
