@@ -188,6 +188,9 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
                                std::to_string(s.open_txg) + ", imported at txg " +
                                std::to_string(s.imported_txg) + ", " + std::to_string(s.syncs) +
                                " syncs since)");
+  if (s.syncs > 0)
+    line("MOS passes:", std::to_string(s.mos_passes_last) + " in the last sync, at most " +
+                            std::to_string(s.mos_passes_max) + " since the mount");
   line("space:", FormatBytesHuman(s.space_allocated) + " used, " + FormatBytesHuman(s.space_free) +
                      " free, " + FormatBytesHuman(s.space_total) + " total");
   line("checksum errors:", std::to_string(s.checksum_errors));

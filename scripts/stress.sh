@@ -8,8 +8,9 @@
 #                          [-b BIN] [-f]
 #   -t TOTAL    stop starting runs after TOTAL seconds (default 600; 0: forever)
 #   -s RUN      seconds per run (default 120)
-#   -m MODE     kill, powercut, both, or mixed: each run picks one of the
-#               three (default mixed)
+#   -m MODE     kill, powercut, both, mounts (many short clean mounts of a
+#               large pool), or mixed: each run picks one of the four
+#               (default mixed)
 #   -n THREADS  workload threads per run (default 4)
 #   -d DIR      working folder (default /tmp/poolfs-stress-$USER); failed
 #               runs are kept as DIR/fail-<seed>/ with the pool files, the op
@@ -44,8 +45,8 @@ while getopts "t:s:m:n:d:b:fh" opt; do
       ;;
   esac
 done
-case "$mode" in kill | powercut | both | mixed) ;; *)
-  echo "stress.sh: -m must be kill, powercut, both or mixed" >&2
+case "$mode" in kill | powercut | both | mounts | mixed) ;; *)
+  echo "stress.sh: -m must be kill, powercut, both, mounts or mixed" >&2
   exit 2
   ;;
 esac
@@ -57,11 +58,11 @@ mkdir -p "$dir"
 
 start=$SECONDS
 runs=0 failed=0 cycles=0 txgs=0 bytes=0
-modes=(kill powercut both)
+modes=(kill powercut both mounts)
 while ((total == 0 || SECONDS - start < total)); do
   seed=$(( (RANDOM << 30) ^ (RANDOM << 15) ^ RANDOM ))
   m=$mode
-  [[ $m == mixed ]] && m=${modes[RANDOM % 3]}
+  [[ $m == mixed ]] && m=${modes[RANDOM % 4]}
   work="$dir/run-$seed"
   rm -rf "$work"
   mkdir -p "$work"

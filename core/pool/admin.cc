@@ -140,7 +140,13 @@ std::string CheckReport::Summary() const {
   s += "  " + Plural(datasets, "dataset", "datasets") + ", " +
        Plural(objects, "object", "objects") + ", " + Plural(blocks, "block", "blocks") + "\n";
   s += "  referenced " + Bytes(bytes_referenced) + "\n";
-  s += "  allocated by the space maps " + Bytes(bytes_allocated_by_maps) + "\n";
+  s += "  allocated by the space maps " + Bytes(bytes_allocated_by_maps);
+  if (deferred_frees > 0)
+    s += ", " + Plural(deferred_frees, "block", "blocks") + " of them deferred frees";
+  s += "\n";
+  if (trial_sync_passes > 0)
+    s += "  trial sync of txg " + std::to_string(trial_sync_txg) + ": converged in " +
+         Plural(trial_sync_passes, "MOS pass", "MOS passes") + "\n";
   s += "  " + Plural(checksum_errors, "checksum error", "checksum errors") + ", " +
        Plural(problems.size() + problems_omitted, "problem", "problems") + ", " +
        Plural(warnings.size(), "warning", "warnings") + "\n";

@@ -9,9 +9,11 @@
 #include "dmu/objset.h"
 #include "pool/check_space.h"
 #include "pool/check_walker.h"
+#include "pool/pool.h"
 #include "pool/pool_phys.h"
 #include "space/allocator.h"
 #include "vdev/label.h"
+#include "vdev/overlay_device.h"
 #include "vdev/vdev_layout.h"
 #include "zio/zio.h"
 
@@ -145,6 +147,62 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
   return Status::Ok();
 }
 
+// Step 5: imports the pool over overlays of `devs` (nothing reaches them),
+// changes one object of a dataset and syncs that txg, as the first write
+// of a mount would. A pool whose sync fails here suspends at the first sync
+// of every read-write mount.
+void TrialSync(const std::vector<vdev::BlockDevice*>& devs, CheckReport* report,
+               ProblemSink* sink) {
+  std::vector<std::unique_ptr<vdev::OverlayDevice>> overlays;
+  std::vector<vdev::BlockDevice*> over;
+  for (vdev::BlockDevice* d : devs) {
+    overlays.push_back(std::make_unique<vdev::OverlayDevice>(d));
+    over.push_back(overlays.back().get());
+  }
+  PoolOptions options;
+  options.txg.timeout_ms = 3600 * 1000;  // only the trial's own sync
+  options.space.allocators = 1;
+  options.arc.max_bytes = uint64_t{64} << 20;
+  options.arc.evict_thread = false;
+  options.read_ahead.threads = 0;
+  options.block_buffer_retain_bytes = 0;
+  const std::string where = "trial sync";
+  auto pool = Pool::ImportDevices(over, options);
+  if (!pool.ok()) {
+    sink->Add(where, "the pool does not import read-write: " + pool.status().message());
+    return;
+  }
+  Pool& p = **pool;
+  dmu::ObjectSet* os = p.root_dataset();
+  if (os == nullptr) {
+    const std::vector<std::string> names = p.datasets();
+    if (!names.empty()) os = p.dataset(names[0]);
+  }
+  Txg txg = p.txgs().open_txg();
+  Status st;
+  if (os != nullptr) {
+    dmu::Tx tx(p.assigner());
+    st = tx.Assign();
+    if (st.ok()) {
+      txg = tx.txg();
+      Result<ObjectId> id = os->Create(tx, dmu::ObjectType::kPlain);
+      st = id.ok() ? os->Write(tx, *id, 0, "poolfs check: trial sync") : id.status();
+    }
+  }
+  report->trial_sync_txg = txg.value();
+  if (st.ok()) st = p.WaitSynced(txg);
+  const Status exported = p.Export();
+  if (st.ok()) st = exported;
+  if (!st.ok()) {
+    sink->Add(where + " of txg " + U(txg.value()),
+              st.message() +
+                  ": every read-write mount of this pool would suspend at its first "
+                  "sync, losing what it writes");
+    return;
+  }
+  report->trial_sync_passes = p.Stats().mos_passes_max;
+}
+
 }  // namespace
 
 Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
@@ -228,6 +286,8 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
                "created in txg " + U(e.created.value()) + ", after the checked txg");
     walker.WalkDataset(e.name, e.root);
   }
+  walker.ReferenceDeferredFrees(dir.deferred_frees);
+  report.deferred_frees = dir.deferred_frees.size();
   std::set<uint64_t> named = {kDirectoryObject};
   std::vector<SpaceMapInput> maps;
   for (const SpaceMapEntry& m : dir.space_maps) {
@@ -240,7 +300,10 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       sink.Add("MOS object " + U(id) + " (" + std::string(dmu::ObjectTypeName(obj.type)) + ")",
                "nothing in the pool directory names it (a leaked object)");
   CheckSpace(walker, p.geometry, maps, &report, &sink);
-  return finish();
+  finish();
+  // Import would open this txg: try one sync of the next.
+  if (failed.size() < p.candidates.size()) TrialSync(devs, &report, &sink);
+  return report;
 }
 
 }  // namespace poolfs::core::pool

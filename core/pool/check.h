@@ -31,15 +31,26 @@
 //    free set; a metaslab without a map is all free. Then every referenced
 //    extent must be allocated, and every allocated byte referenced.
 //
+// 5. A trial sync. When import would succeed, the pool is imported over
+//    in-memory overlays of its devices (vdev::OverlayDevice: nothing
+//    reaches them), one object of a dataset is changed, and that txg is
+//    synced: a pool whose next sync fails (a MOS sync that does not
+//    converge, a space map that cannot take the txg) looks sound to steps
+//    1-4 and yet loses whatever a mount writes. Its failure is a problem.
+//
 // What "allocated" means at a synced txg T: the maps hold exactly the
 // blocks referenced by T's tree. Metaslab::Sync(T) appends T's allocations
 // and T's frees, both stamped T, so a block freed in T is free in the map as
 // of T even though the allocator keeps it out of use for kTxgDeferSize more
 // txgs (that deferral lives only in memory); the pool's MOS passes repeat
 // until a pass allocates and frees nothing, so the maps also cover the
-// blocks the MOS sync itself wrote. No slack is allowed either way.
+// blocks the MOS sync itself wrote. The blocks the MOS sync freed from its
+// second pass on are still allocated as of T, listed in the pool
+// directory's deferred frees until the next txg frees them: they count as
+// referenced by that list. No slack is allowed either way.
 //
-// Nothing is ever written: the devices may be opened read-only.
+// Nothing is ever written (the trial writes to its overlays): the devices
+// may be opened read-only.
 //
 // Thread safety: one call works on its own state; the devices must not be
 // written meanwhile (CheckPool holds a shared lock on every file).

@@ -47,6 +47,7 @@ CheckWalker::CheckWalker(zio::Zio* zio, std::vector<VdevGeometry> vdevs, Txg txg
 std::string CheckWalker::Describe(const Origin& o) const {
   std::string s = o.dataset < 0 ? "MOS" : "dataset '" + names_[size_t(o.dataset)] + "'";
   if (o.object == kRootBlockObject) return s + " root block";
+  if (o.object == kDeferredFreeObject) return s + " deferred free " + U(o.blkid);
   if (o.object == 0) {
     s += " metadnode";
   } else {
@@ -147,6 +148,15 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
 }
 
 void CheckWalker::WalkMos(const zio::BlockPtr& root) { WalkObjset(-1, root); }
+
+void CheckWalker::ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees) {
+  for (size_t i = 0; i < frees.size(); i++) {
+    Origin o;
+    o.object = kDeferredFreeObject;
+    o.blkid = i;
+    Reference(frees[i], o, txg_);
+  }
+}
 
 void CheckWalker::WalkDataset(const std::string& name, const zio::BlockPtr& root) {
   names_.push_back(name);

@@ -39,12 +39,17 @@ struct VdevGeometry {
   uint32_t ms_shift = 24;
 };
 
+// Origin::object of a deferred free (PoolDirectory::deferred_frees).
+inline constexpr uint64_t kDeferredFreeObject = ~uint64_t{0} - 1;
+
 // Who references a block, compactly (a pool has millions of blocks).
 struct Origin {
   int32_t dataset = -1;  // index into the walker's dataset names; -1: the MOS
   dmu::ObjectType type = dmu::ObjectType::kNone;
   uint8_t level = 0;
-  uint64_t object = 0;  // kRootBlockObject: the object set's root block
+  uint64_t object = 0;  // kRootBlockObject: the object set's root block;
+                        // kDeferredFreeObject: the pool directory's deferred
+                        // free number blkid
   uint64_t blkid = 0;
 };
 
@@ -73,6 +78,9 @@ class CheckWalker {
   // Walks the MOS from its root block pointer; gathers the content of its
   // pool directory and space map objects (mos_objects()).
   void WalkMos(const zio::BlockPtr& root);
+  // Records the blocks the pool directory lists as deferred frees: still
+  // allocated in the space maps, referenced by nothing else, never read.
+  void ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees);
   // Walks dataset `name` from its root block pointer.
   void WalkDataset(const std::string& name, const zio::BlockPtr& root);
 

@@ -46,8 +46,8 @@ void Pool::BuildIo() {
   std::vector<zio::Zio::Vdev> zvdevs;
   for (size_t i = 0; i < devs_.size(); i++) {
     const VdevConfig& vc = config_.vdevs[i];
-    vdevs.push_back({uint32_t(i), layouts_[i].alloc_start, layouts_[i].alloc_size, vc.ashift,
-                     vc.ms_shift});
+    vdevs.push_back(
+        {uint32_t(i), layouts_[i].alloc_start, layouts_[i].alloc_size, vc.ashift, vc.ms_shift});
     zvdevs.push_back({devs_[i], vc.ashift});
   }
   zio_.reset();
@@ -66,7 +66,8 @@ Status Pool::Create(const std::vector<std::string>& paths, uint64_t size,
       // An existing pool is refused even when --force is needed to say so.
       auto probe = vdev::FileDevice::Open(path, {true, false});
       if (probe.ok() && vdev::ReadLabels(**probe).ok())
-        return Status::AlreadyExists(path + " already holds a poolfs pool (use --force to overwrite it)");
+        return Status::AlreadyExists(path +
+                                     " already holds a poolfs pool (use --force to overwrite it)");
     }
     POOLFS_RETURN_IF_ERROR(vdev::FileDevice::CreateSparse(path, size, options.force));
     POOLFS_ASSIGN_OR_RETURN(auto f, vdev::FileDevice::Open(path, {false, true}));
@@ -115,8 +116,8 @@ Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
   const Txg t(1);
   p->mos_ = std::make_unique<dmu::ObjectSet>(p->zio_.get(), dmu::ObjsetType::kMos, "MOS");
   dmu::Tx tx = dmu::Tx::ForSync(t);
-  POOLFS_ASSIGN_OR_RETURN(ObjectId dir, p->mos_->Create(tx, dmu::ObjectType::kPoolDirectory,
-                                                          kMosBlockSize));
+  POOLFS_ASSIGN_OR_RETURN(ObjectId dir,
+                          p->mos_->Create(tx, dmu::ObjectType::kPoolDirectory, kMosBlockSize));
   CHECK_EQ(dir.value(), kDirectoryObject);
   {
     util::MutexLock l(&p->mu_);
@@ -124,7 +125,8 @@ Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
     ds->entry.id = p->dir_.next_dataset_id++;
     ds->entry.created = t;
     ds->entry.name = options.name;
-    ds->os = std::make_unique<dmu::ObjectSet>(p->zio_.get(), dmu::ObjsetType::kDataset, options.name);
+    ds->os =
+        std::make_unique<dmu::ObjectSet>(p->zio_.get(), dmu::ObjsetType::kDataset, options.name);
     p->datasets_.emplace(options.name, std::move(ds));
     p->dir_dirty_ = true;
   }
@@ -170,24 +172,23 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   std::vector<vdev::BlockDevice*> ordered(devs.size(), nullptr);
   for (size_t i = 0; i < devs.size(); i++) {
     auto info = vdev::ReadLabels(*devs[i]);
-    if (!info.ok()) return info.status().WithContext(devs[i]->name() + " is not a usable poolfs vdev");
+    if (!info.ok())
+      return info.status().WithContext(devs[i]->name() + " is not a usable poolfs vdev");
     const vdev::LabelHeader& h = info->header;
     if (i > 0 && h.pool_guid != infos[0].header.pool_guid)
       return Status::InvalidArgument(devs[i]->name() + " belongs to another pool than " +
                                      devs[0]->name());
     if (h.vdev_count != devs.size())
       return Status::InvalidArgument("the pool has " + std::to_string(h.vdev_count) +
-                                     " vdevs but " + std::to_string(devs.size()) +
-                                     " were given");
+                                     " vdevs but " + std::to_string(devs.size()) + " were given");
     if (ordered[h.vdev_index])
       return Status::InvalidArgument(devs[i]->name() + " and " + ordered[h.vdev_index]->name() +
                                      " are the same vdev");
     ordered[h.vdev_index] = devs[i];
     infos[i] = std::move(info).value();
   }
-  std::sort(infos.begin(), infos.end(), [](const auto& a, const auto& b) {
-    return a.header.vdev_index < b.header.vdev_index;
-  });
+  std::sort(infos.begin(), infos.end(),
+            [](const auto& a, const auto& b) { return a.header.vdev_index < b.header.vdev_index; });
   p->devs_ = ordered;
   p->pool_guid_ = infos[0].header.pool_guid;
   // The newest config any label holds.
@@ -239,8 +240,8 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     p->mos_.reset();
   }
   if (!opened)
-    return Status::Corruption("pool '" + p->config_.name + "' has no uberblock whose tree verifies:" +
-                              errors);
+    return Status::Corruption("pool '" + p->config_.name +
+                              "' has no uberblock whose tree verifies:" + errors);
   if (options.executor) {
     p->executor_ = options.executor;
   } else {
@@ -272,8 +273,8 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
   POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
   util::MutexLock l(&mu_);
   for (const SpaceMapEntry& m : dir.space_maps) {
-    std::string where = "space map of vdev " + std::to_string(m.vdev) + " metaslab " +
-                        std::to_string(m.metaslab);
+    std::string where =
+        "space map of vdev " + std::to_string(m.vdev) + " metaslab " + std::to_string(m.metaslab);
     auto bytes = ReadMosObject(*mos_, m.object);
     if (!bytes.ok()) return bytes.status().WithContext(where);
     POOLFS_RETURN_IF_ERROR(space_->LoadMetaslab(m.vdev, m.metaslab, *bytes));
@@ -318,7 +319,8 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   dmu::Tx tx(txgs_.get());
   POOLFS_RETURN_IF_ERROR(tx.Assign());
   util::MutexLock l(&mu_);
-  if (datasets_.count(name)) return Status::AlreadyExists("dataset '" + std::string(name) + "' exists");
+  if (datasets_.count(name))
+    return Status::AlreadyExists("dataset '" + std::string(name) + "' exists");
   auto ds = std::make_unique<Dataset>();
   ds->entry.id = dir_.next_dataset_id++;
   ds->entry.created = tx.txg();
@@ -368,8 +370,15 @@ PoolStats Pool::Stats() const {
     s.open = txgs_->open_txg();
     s.syncs = txgs_->stats().syncs;
   }
+  s.mos_passes_last = mos_passes_last_.load(std::memory_order_relaxed);
+  s.mos_passes_max = mos_passes_max_.load(std::memory_order_relaxed);
+  {
+    util::MutexLock l(&mu_);
+    s.deferred_frees = dir_.deferred_frees.size();
+  }
   s.space = space_->Stats();
-  for (size_t i = 0; i < devs_.size(); i++) s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
+  for (size_t i = 0; i < devs_.size(); i++)
+    s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
   s.datasets = datasets();
   if (arc_) s.arc = arc_->Stats();
   if (read_ahead_) s.read_ahead = read_ahead_->Stats();

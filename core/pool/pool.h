@@ -13,12 +13,22 @@
 //   1. datasets: every dirty dataset's dnode tasks run on the executor, one
 //      strand per allocator, all datasets at once; then each dataset writes
 //      its metadnode and root block (FinishSync), again in parallel;
-//   2. the MOS, in passes: write the pool directory (new dataset roots),
-//      append t's allocations and frees to the space maps and store the
-//      changed maps in their MOS objects, sync the MOS. Writing the MOS
-//      allocates and frees blocks, which the next pass appends; from the
-//      second pass on, blocks born in t are rewritten in place, so the
-//      passes converge (a handful);
+//   2. the MOS, in passes: first free what the previous txg's late passes
+//      deferred (below); then, each pass, append t's allocations and frees
+//      to the space maps, store the changed maps in their MOS objects,
+//      write the pool directory (new dataset roots, deferred frees), and
+//      sync the MOS, until a pass finds nothing dirty. Writing the MOS
+//      allocates and frees blocks, which the next pass appends. A block
+//      born in t is rewritten in place; and from the second pass on, the
+//      MOS's frees are not handed to the space maps but deferred: listed in
+//      the pool directory, still allocated, and freed by the next txg's
+//      sync (ZFS's deferred-free bpobj). Without that, a freed block's
+//      metaslab gets a new map record, whose block is rewritten elsewhere,
+//      freeing a block in a third metaslab, and so on: on a pool whose
+//      space maps lie scattered over its metaslabs the chain outlasted any
+//      bound. With it, a later pass changes only the maps of the metaslabs
+//      it allocated from, whose blocks are then born in t: a handful of
+//      passes (PoolStats::mos_passes_*; `poolfs check` runs a trial sync);
 //   3. flush every vdev, write the uberblock of t on every vdev, flush again.
 //      t is durable; blocks freed in t are reusable after 2 more txgs.
 // A failed sync suspends the pool (TxgManager): nothing half-written is ever
@@ -35,6 +45,7 @@
 // Export and CreateDataset from one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -107,6 +118,12 @@ struct PoolStats {
   std::vector<uint64_t> checksum_errors;  // per vdev
   std::vector<std::string> datasets;
   uint64_t syncs = 0;
+  // Passes of the MOS sync (see above): of the last txg synced, and the
+  // most any txg of this import needed.
+  uint32_t mos_passes_last = 0;
+  uint32_t mos_passes_max = 0;
+  // Blocks the last sync's late passes left for the next txg to free.
+  uint64_t deferred_frees = 0;
   arc::ArcStats arc;  // the cache of an imported pool (zeros otherwise)
   dmu::ReadAheadStats read_ahead;
 };
@@ -224,6 +241,8 @@ class Pool {
   std::unique_ptr<txg::TxgManager> txgs_;
   bool exported_ = false;
   Txg imported_txg_;
+  std::atomic<uint32_t> mos_passes_last_{0};
+  std::atomic<uint32_t> mos_passes_max_{0};
 
   mutable util::Mutex mu_;
   PoolDirectory dir_ GUARDED_BY(mu_);  // dataset roots as of the last sync

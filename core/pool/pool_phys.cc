@@ -9,16 +9,24 @@ namespace poolfs::core::pool {
 namespace {
 constexpr uint64_t kConfigMagic = 0x31464e4f43534650ull;  // "PFSCONF1"
 constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
-constexpr uint32_t kDirVersion = 1;
+// Version 2 adds the deferred frees (their count where version 1 has a
+// reserved zero); version 1 is still read.
+constexpr uint32_t kDirVersion = 2;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
 class Reader {
  public:
   Reader(std::string_view in, std::string what) : in_(in), what_(std::move(what)) {}
-  bool U16(uint16_t* v) { return Get(2, [&](const uint8_t* p) { *v = util::GetLE16(p); }); }
-  bool U32(uint32_t* v) { return Get(4, [&](const uint8_t* p) { *v = util::GetLE32(p); }); }
-  bool U64(uint64_t* v) { return Get(8, [&](const uint8_t* p) { *v = util::GetLE64(p); }); }
+  bool U16(uint16_t* v) {
+    return Get(2, [&](const uint8_t* p) { *v = util::GetLE16(p); });
+  }
+  bool U32(uint32_t* v) {
+    return Get(4, [&](const uint8_t* p) { *v = util::GetLE32(p); });
+  }
+  bool U64(uint64_t* v) {
+    return Get(8, [&](const uint8_t* p) { *v = util::GetLE64(p); });
+  }
   bool Bytes(size_t n, std::string* out) {
     if (in_.size() - pos_ < n) return false;
     out->assign(in_.substr(pos_, n));
@@ -61,8 +69,7 @@ Status ValidateDatasetName(std::string_view name) {
   if (name.empty() || name.size() > 255)
     return Status::InvalidArgument("dataset name must be 1 to 255 bytes");
   if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos)
-    return Status::InvalidArgument("dataset name '" + std::string(name) +
-                                   "' contains '/' or NUL");
+    return Status::InvalidArgument("dataset name '" + std::string(name) + "' contains '/' or NUL");
   return Status::Ok();
 }
 
@@ -114,7 +121,7 @@ std::string EncodePoolDirectory(const PoolDirectory& d) {
   std::string s;
   util::AppendLE64(&s, kDirMagic);
   util::AppendLE32(&s, kDirVersion);
-  util::AppendLE32(&s, 0);
+  util::AppendLE32(&s, uint32_t(d.deferred_frees.size()));
   util::AppendLE64(&s, d.next_dataset_id);
   util::AppendLE32(&s, uint32_t(d.datasets.size()));
   util::AppendLE32(&s, uint32_t(d.space_maps.size()));
@@ -133,22 +140,31 @@ std::string EncodePoolDirectory(const PoolDirectory& d) {
     util::AppendLE64(&s, m.metaslab);
     util::AppendLE64(&s, m.object);
   }
+  for (const zio::BlockPtr& bp : d.deferred_frees) {
+    uint8_t b[zio::kBlockPtrSize];
+    zio::EncodeBlockPtr(bp, b);
+    s.append(reinterpret_cast<char*>(b), sizeof b);
+  }
   return s;
 }
 
 Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
   Reader r(in, "pool directory");
   uint64_t magic;
-  uint32_t version, reserved, ndatasets, nmaps;
+  uint32_t version, nfrees, ndatasets, nmaps;
   PoolDirectory d;
   if (!r.U64(&magic) || magic != kDirMagic) return r.Bad("bad magic");
-  if (!r.U32(&version) || version != kDirVersion) return r.Bad("unknown version");
-  if (!r.U32(&reserved) || reserved != 0) return r.Bad("nonzero reserved field");
+  if (!r.U32(&version) || version < 1 || version > kDirVersion) return r.Bad("unknown version");
+  if (!r.U32(&nfrees)) return r.Bad("truncated header");
+  if (version == 1 && nfrees != 0) return r.Bad("nonzero reserved field");
   if (!r.U64(&d.next_dataset_id) || !r.U32(&ndatasets) || !r.U32(&nmaps))
     return r.Bad("truncated header");
-  // Each dataset entry takes at least 83 bytes, each space map 24: refuse
-  // counts the bytes cannot hold before reserving anything.
-  if (uint64_t(ndatasets) * 83 + uint64_t(nmaps) * 24 > in.size()) return r.Bad("counts too large");
+  // Each dataset entry takes at least 83 bytes, each space map 24, each
+  // deferred free 64: refuse counts the bytes cannot hold before reserving
+  // anything.
+  if (uint64_t(ndatasets) * 83 + uint64_t(nmaps) * 24 + uint64_t(nfrees) * zio::kBlockPtrSize >
+      in.size())
+    return r.Bad("counts too large");
   std::set<uint64_t> ids;
   std::set<std::string> names;
   for (uint32_t i = 0; i < ndatasets; i++) {
@@ -161,7 +177,8 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
       return r.Bad("dataset " + std::to_string(i) + " is truncated");
     e.created = Txg(created);
     POOLFS_ASSIGN_OR_RETURN(e.root, zio::DecodeBlockPtr(bp, "dataset '" + e.name + "' root"));
-    if (!ValidateDatasetName(e.name).ok()) return r.Bad("dataset " + std::to_string(i) + " has a bad name");
+    if (!ValidateDatasetName(e.name).ok())
+      return r.Bad("dataset " + std::to_string(i) + " has a bad name");
     if (e.id == 0 || e.id >= d.next_dataset_id || !ids.insert(e.id).second ||
         !names.insert(e.name).second)
       return r.Bad("dataset '" + e.name + "' has a bad or repeated id or name");
@@ -176,6 +193,14 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
     if (pad != 0 || m.object == 0 || !maps.insert({m.vdev, m.metaslab}).second)
       return r.Bad("space map entry " + std::to_string(i) + " is invalid or repeated");
     d.space_maps.push_back(m);
+  }
+  for (uint32_t i = 0; i < nfrees; i++) {
+    const std::string what = "deferred free " + std::to_string(i);
+    const uint8_t* bp = r.Raw(zio::kBlockPtrSize);
+    if (bp == nullptr) return r.Bad(what + " is truncated");
+    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr b, zio::DecodeBlockPtr(bp, what));
+    if (b.IsHole()) return r.Bad(what + " is a hole");
+    d.deferred_frees.push_back(b);
   }
   if (!r.done()) return r.Bad("trailing bytes");
   return d;

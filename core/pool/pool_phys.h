@@ -8,12 +8,14 @@
 //        informational)
 //
 //   PoolDirectory (the data of MOS object 1, inside checksummed blocks)
-//     0  u64 magic "PFSPDIR1"   8 u32 version (1)   12 u32 reserved, zero
+//     0  u64 magic "PFSPDIR1"   8 u32 version (2; 1 is read too)
+//     12 u32 deferred free count (version 1: reserved, zero)
 //     16 u64 next dataset id    24 u32 dataset count   28 u32 space map count
 //     32 datasets, each: u64 id, u64 creation txg, 64 B root block pointer,
 //        u16 name length, name bytes (1..255, no '/' or NUL)
 //     then space maps, each: u32 vdev, u32 reserved (zero), u64 metaslab,
 //        u64 MOS object id
+//     then deferred frees, each a 64 B block pointer (never a hole)
 //
 //   Root payload (the first 64 of the uberblock's 512 opaque bytes): the
 //   MOS root block pointer; the rest is zero.
@@ -65,6 +67,9 @@ struct PoolDirectory {
   uint64_t next_dataset_id = 1;
   std::vector<DatasetEntry> datasets;
   std::vector<SpaceMapEntry> space_maps;
+  // Blocks the MOS sync of this txg freed from its second pass on: still
+  // allocated in the space maps, freed by the next txg's sync (pool.h).
+  std::vector<zio::BlockPtr> deferred_frees;
 };
 
 std::string EncodePoolDirectory(const PoolDirectory& d);

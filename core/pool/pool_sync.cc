@@ -10,6 +10,12 @@ namespace poolfs::core::pool {
 namespace {
 constexpr uint64_t kDirectoryObject = 1;
 constexpr uint32_t kMosBlockSize = 16 * 1024;
+// From this pass on, the MOS sync's frees wait for the next txg (see
+// Zio::DeferFrees), and only blocks already born in the txg are rewritten
+// (in place), so each later pass changes at most the maps of the metaslabs
+// it allocated from: a handful of passes, whatever the pool's state.
+constexpr int kDeferFreesPass = 2;
+// A sync that needs more is a bug; the pool suspends rather than loop.
 constexpr int kMaxMosPasses = 32;
 }  // namespace
 
@@ -95,8 +101,8 @@ Status Pool::StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) {
   StoredMap& sm = maps_[{ms.vdev(), ms.index()}];
   uint64_t from = std::min<uint64_t>(sm.frozen, bytes.size());
   if (sm.object == 0) {
-    POOLFS_ASSIGN_OR_RETURN(ObjectId obj, mos_->Create(tx, dmu::ObjectType::kSpaceMap,
-                                                       kMosBlockSize));
+    POOLFS_ASSIGN_OR_RETURN(ObjectId obj,
+                            mos_->Create(tx, dmu::ObjectType::kSpaceMap, kMosBlockSize));
     sm.object = obj.value();
     dir_.space_maps.push_back({ms.vdev(), ms.index(), sm.object});
     dir_dirty_ = true;
@@ -105,8 +111,8 @@ Status Pool::StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) {
     from = 0;  // condensed: a new map
   }
   // Only what follows the part that never changes again is written.
-  POOLFS_RETURN_IF_ERROR(mos_->Write(tx, ObjectId(sm.object), from,
-                                     std::string_view(bytes).substr(from)));
+  POOLFS_RETURN_IF_ERROR(
+      mos_->Write(tx, ObjectId(sm.object), from, std::string_view(bytes).substr(from)));
   if (sm.length > bytes.size())
     POOLFS_RETURN_IF_ERROR(mos_->Truncate(tx, ObjectId(sm.object), bytes.size()));
   sm.generation = generation;
@@ -130,26 +136,51 @@ Status Pool::WriteUberblocks(Txg t, const zio::BlockPtr& mos_root) {
 }
 
 Status Pool::SyncTxg(Txg t) {
+  const std::string txg_name = "txg " + std::to_string(t.value());
   // 1. Datasets.
-  POOLFS_RETURN_IF_ERROR(SyncDatasets(t).WithContext("txg " + std::to_string(t.value())));
-  // 2. The MOS, in passes until the space maps stop changing.
+  POOLFS_RETURN_IF_ERROR(SyncDatasets(t).WithContext(txg_name));
+  // 2. The MOS, in passes until the space maps stop changing. First what
+  // the previous txg's late passes left to free.
   dmu::Tx tx = dmu::Tx::ForSync(t);
+  std::vector<zio::BlockPtr> left;
+  {
+    util::MutexLock l(&mu_);
+    left.swap(dir_.deferred_frees);
+    if (!left.empty()) dir_dirty_ = true;
+  }
+  for (const zio::BlockPtr& bp : left)
+    POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t).WithContext(txg_name + ": deferred free"));
+  std::vector<zio::BlockPtr> deferred;  // frees of this txg's late passes
+  struct StopDeferring {
+    zio::Zio* zio;
+    ~StopDeferring() { zio->DeferFrees(Txg(0), nullptr); }
+  } stop_deferring{zio_.get()};
   zio::BlockPtr mos_root = mos_->root();
   int pass = 1;
   for (;; pass++) {
     if (pass > kMaxMosPasses)
-      return Status(StatusCode::kAborted, "txg " + std::to_string(t.value()) + ": the MOS sync did not converge");
+      return Status(StatusCode::kAborted, txg_name + ": the MOS sync did not converge in " +
+                                              std::to_string(kMaxMosPasses) + " passes");
     std::vector<const space::Metaslab*> changed;
     space_->Sync(t, [&](const space::Metaslab& ms) { changed.push_back(&ms); });
     for (const space::Metaslab* ms : changed) POOLFS_RETURN_IF_ERROR(StoreSpaceMap(tx, *ms));
     {
       util::MutexLock l(&mu_);
+      if (!deferred.empty()) {
+        dir_.deferred_frees.insert(dir_.deferred_frees.end(), deferred.begin(), deferred.end());
+        deferred.clear();
+        dir_dirty_ = true;
+      }
       if (dir_dirty_) POOLFS_RETURN_IF_ERROR(WriteDirectory(tx));
     }
     if (!mos_->Dirty(t)) break;
+    if (pass == kDeferFreesPass) zio_->DeferFrees(t, &deferred);
     for (auto& task : mos_->SyncTasks(t, 1)) POOLFS_RETURN_IF_ERROR(task.fn().WithContext("MOS"));
     POOLFS_ASSIGN_OR_RETURN(mos_root, mos_->FinishSync(t, 0));
   }
+  mos_passes_last_.store(uint32_t(pass), std::memory_order_relaxed);
+  if (uint32_t(pass) > mos_passes_max_.load(std::memory_order_relaxed))
+    mos_passes_max_.store(uint32_t(pass), std::memory_order_relaxed);
   // 3. Everything of t on disk, then the uberblock that makes t the pool.
   POOLFS_RETURN_IF_ERROR(zio_->FlushAll());
   POOLFS_RETURN_IF_ERROR(WriteUberblocks(t, mos_root));

@@ -76,6 +76,8 @@ FsStatus PosixFs::GetStatus() {
   s.last_synced_txg = stats.last_synced.value();
   s.open_txg = stats.open.value();
   s.syncs = stats.syncs;
+  s.mos_passes_last = stats.mos_passes_last;
+  s.mos_passes_max = stats.mos_passes_max;
   s.space_total = stats.space.capacity;
   s.space_allocated = stats.space.allocated;
   s.space_free = stats.space.free;

@@ -624,6 +624,13 @@ Status Zio::Free(const BlockPtr& bp, Txg txg) {
   CHECK(space_ != nullptr);
   if (bp.IsHole()) return Status::Ok();
   POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "free of block ", bp));
+  if (deferring_.load(std::memory_order_acquire)) {
+    util::MutexLock l(&defer_mu_);
+    if (defer_sink_ != nullptr && txg == defer_txg_) {
+      defer_sink_->push_back(bp);
+      return Status::Ok();
+    }
+  }
   if (bp.IsGang()) {
     // A header that no longer verifies: its children leak (poolfs check
     // reports them) rather than this sync failing.
@@ -637,6 +644,13 @@ Status Zio::Free(const BlockPtr& bp, Txg txg) {
     }
   }
   return space_->Free(bp.dva, txg).WithContext("free of block " + bp.ToString());
+}
+
+void Zio::DeferFrees(Txg txg, std::vector<BlockPtr>* sink) {
+  util::MutexLock l(&defer_mu_);
+  defer_txg_ = txg;
+  defer_sink_ = sink;
+  deferring_.store(sink != nullptr, std::memory_order_release);
 }
 
 Status Zio::FlushAll() {

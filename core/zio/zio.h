@@ -102,6 +102,7 @@
 #include "poolfs/types.h"
 #include "space/allocator.h"
 #include "util/compress.h"
+#include "util/mutex.h"
 #include "vdev/block_device.h"
 #include "zio/block_ptr.h"
 
@@ -216,6 +217,16 @@ class Zio {
   // invalid pointer.
   Status Free(const BlockPtr& bp, Txg txg);
 
+  // From its second pass on, the MOS sync (Pool::SyncTxg) hands its frees
+  // to the next txg instead of the space maps, as ZFS's deferred-free list
+  // does: a free there would change another metaslab's space map, whose
+  // rewrite frees a block in yet another, so that passes chain across the
+  // pool's metaslabs instead of converging. While `sink` is set, Free of a
+  // block in `txg` validates the pointer and appends it to *sink instead of
+  // freeing it; frees in other txgs go on as before. nullptr stops it. The
+  // caller owns *sink and reads it only while no Free of `txg` runs.
+  void DeferFrees(Txg txg, std::vector<BlockPtr>* sink);
+
   // The children of gang block `bp`, read from its header and checked: each
   // lies in its vdev's allocatable area, and their sizes add up to
   // bp.gang_asize with every child but the last full (Corruption otherwise,
@@ -289,6 +300,11 @@ class Zio {
   uint64_t force_gang_above_ = 0;
   std::atomic<uint64_t> gang_writes_{0};
   std::atomic<uint64_t> gang_leaks_{0};
+  // DeferFrees: set while a sink takes the frees of defer_txg_.
+  std::atomic<bool> deferring_{false};
+  util::Mutex defer_mu_;
+  Txg defer_txg_ GUARDED_BY(defer_mu_);
+  std::vector<BlockPtr>* defer_sink_ GUARDED_BY(defer_mu_) = nullptr;
 };
 
 }  // namespace poolfs::core::zio

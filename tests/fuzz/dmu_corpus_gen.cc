@@ -525,7 +525,7 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   // Offsets: header 32 bytes; dataset 0 at 32: id 32, created 40, bp 48,
   // name length 112, name 114 ("tank").
   for (const Patch& p : std::vector<Patch>{{"magic", 0, 1, 8},
-                                           {"version-2", 8, 2, 4},
+                                           {"version-3", 8, 3, 4},
                                            {"reserved", 12, 1, 4},
                                            {"next-id-1", 16, 1, 8},
                                            {"datasets-huge", 24, 0xffffffff, 4},
@@ -549,6 +549,26 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
       *q = uint8_t(p.value);
     Write(dir + "/directory-bad-" + p.name, "\x01" + d);
   }
+  // Deferred frees (version 2): one, and the ways one goes wrong; the same
+  // directory as version 1.
+  pool::PoolDirectory deferred = two;
+  deferred.deferred_frees.push_back(pd.datasets.at(0).root);
+  const std::string dd = pool::EncodePoolDirectory(deferred);
+  Write(dir + "/directory-deferred", "\x01" + dd);
+  std::string v1 = d2;
+  util::PutLE32(reinterpret_cast<uint8_t*>(v1.data()) + 8, 1);
+  Write(dir + "/directory-version-1", "\x01" + v1);
+  std::string bad = dd;
+  util::PutLE32(reinterpret_cast<uint8_t*>(bad.data()) + 12, 0x10000000);
+  Write(dir + "/directory-bad-deferred-huge", "\x01" + bad);
+  bad = dd;
+  std::memset(bad.data() + bad.size() - zio::kBlockPtrSize, 0, zio::kBlockPtrSize);
+  Write(dir + "/directory-bad-deferred-hole", "\x01" + bad);
+  Write(dir + "/directory-bad-deferred-truncated", "\x01" + dd.substr(0, dd.size() - 10));
+  bad = dd;
+  util::PutLE32(reinterpret_cast<uint8_t*>(bad.data()) + 8, 1);
+  Write(dir + "/directory-bad-v1-deferred", "\x01" + bad);
+
   std::string d = d2;
   std::memcpy(d.data() + d.size() - two.space_maps.size() * 24 - 4, "tank", 4);  // home -> tank
   Write(dir + "/directory-bad-name-repeated", "\x01" + d);

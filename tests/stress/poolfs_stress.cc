@@ -1,14 +1,16 @@
 // poolfs-stress: ztest-style crash-safety driver for the pool and the DMU.
 //
 //   poolfs-stress --dir D --seconds S [--threads N] [--seed X]
-//                 [--mode kill|powercut|both] [--verbose] [--keep]
+//                 [--mode kill|powercut|both|mounts] [--verbose] [--keep]
 //   poolfs-stress --dump-log D/oplog [--object ID]
 //
 // Creates a pool of 1 to 3 file vdevs in D, then crashes it again and again
 // under a random multi-threaded object workload — SIGKILL of a child process
 // (kill) or a power cut of fault-injecting devices (powercut) — and checks
 // after each crash that the import finds exactly the state of a synced txg
-// no older than the last one known durable (runner.h has the details). Exits
+// no older than the last one known durable; or (mounts) mounts a large pool
+// briefly, hundreds of times, and checks each state the same way (runner.h
+// has the details). Exits
 // 0 only when every cycle verified; the first failure prints the seed, the
 // cycle, what differed and the object's history, keeps D, and exits 1. The
 // last line is always
@@ -34,9 +36,13 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "workload threads")->check(CLI::Range(1, 64));
   app.add_option("--seed", o.seed, "seed of every random choice (default: from the clock)");
-  std::map<std::string, Mode> modes{
-      {"kill", Mode::kKill}, {"powercut", Mode::kPowercut}, {"both", Mode::kBoth}};
-  app.add_option("--mode", o.mode, "kill (SIGKILL a child), powercut (fault devices) or both")
+  std::map<std::string, Mode> modes{{"kill", Mode::kKill},
+                                    {"powercut", Mode::kPowercut},
+                                    {"both", Mode::kBoth},
+                                    {"mounts", Mode::kMounts}};
+  app.add_option("--mode", o.mode,
+                 "kill (SIGKILL a child), powercut (fault devices), both, or mounts (many short "
+                 "clean mounts of a large pool)")
       ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
   app.add_flag("--verbose", o.verbose, "print a line per cycle");
   app.add_flag("--keep", o.keep, "keep the pool files after a clean run");

@@ -34,7 +34,13 @@ void OnAlarm(int) {
 }
 
 const char* ModeName(Mode m) {
-  return m == Mode::kKill ? "kill" : m == Mode::kPowercut ? "powercut" : "both";
+  switch (m) {
+    case Mode::kKill: return "kill";
+    case Mode::kPowercut: return "powercut";
+    case Mode::kBoth: return "both";
+    case Mode::kMounts: return "mounts";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -122,7 +128,8 @@ Status Runner::Setup() {
   std::filesystem::create_directories(options_.dir, ec);
   if (ec) return Status::IOError("cannot create " + options_.dir + ": " + ec.message());
   const int n = 1 + int(rng_() % 3);
-  const uint64_t vdev_size = uint64_t{128} << (20 + rng_() % 3);
+  const uint64_t vdev_size = options_.mode == Mode::kMounts ? uint64_t{2} << (30 + rng_() % 3)
+                                                            : uint64_t{128} << (20 + rng_() % 3);
   core::pool::CreateOptions co;
   co.name = "stress";
   co.ashift = rng_() % 4 == 0 ? 9 : 12;
@@ -354,7 +361,9 @@ int Runner::Run() {
                   static_cast<unsigned long long>(options_.seed), kCycleAlarmSeconds,
                   options_.dir.c_str());
     alarm(kCycleAlarmSeconds);
-    st = mode == Mode::kKill ? KillCycle(cycle_seed) : PowercutCycle(cycle_seed);
+    st = mode == Mode::kKill     ? KillCycle(cycle_seed)
+         : mode == Mode::kMounts ? MountCycle(cycle_seed)
+                                 : PowercutCycle(cycle_seed);
     alarm(0);
     if (st.ok()) {
       stats_.cycles++;

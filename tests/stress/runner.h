@@ -14,7 +14,15 @@
 //   powercut  in this process, the pool runs on FaultInjectingDevices over
 //             the vdev files, behind one PowerRail; the rail is cut at a
 //             random moment or just before a random write or flush, every
-//             device dropping, keeping or tearing its unflushed writes.
+//             device dropping, keeping or tearing its unflushed writes;
+//   mounts    no crash: many short clean mounts (import, 10-160 ms of
+//             workload, export) of one large sparse pool (2, 4 or 8 GiB
+//             vdevs, ~200 metaslabs each), the pattern of a test suite
+//             that mounts a scratch pool hundreds of times. Each mount
+//             scatters the space maps' blocks over new metaslabs; every
+//             txg's MOS sync must still converge in a handful of passes
+//             (at most kMaxMosPasses), and the check's trial sync of the
+//             exported pool must succeed.
 //
 // Then the parent imports the pool and requires:
 //   - the imported txg I is at least every txg the log says was durable
@@ -48,7 +56,13 @@
 
 namespace poolfs::stress {
 
-enum class Mode { kKill, kPowercut, kBoth };
+enum class Mode { kKill, kPowercut, kBoth, kMounts };
+
+// The most MOS sync passes a mounts cycle accepts for any txg: 3 to 4 is
+// usual, a vdev change of the MOS's allocator or a block that no longer
+// fits in place adds one each; with frees chaining across metaslabs (what
+// the pool's deferred frees prevent), 40 s of mounts reached 8.
+inline constexpr uint32_t kMaxMosPasses = 6;
 
 // Datasets a run grows to (the workload creates them as it goes).
 inline constexpr int kMaxDatasets = 24;
@@ -82,6 +96,7 @@ class Runner {
   Status Setup();
   Status KillCycle(uint64_t cycle_seed);
   Status PowercutCycle(uint64_t cycle_seed);
+  Status MountCycle(uint64_t cycle_seed);
   // The child of a kill cycle; never returns.
   [[noreturn]] void Child(const core::pool::PoolOptions& opts, uint64_t workload_seed,
                           int64_t run_ms);

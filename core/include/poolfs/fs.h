@@ -83,9 +83,9 @@ struct Attr {
   uint32_t nlink = 0;
   uint32_t uid = 0;
   uint32_t gid = 0;
-  uint64_t rdev = 0;    // device nodes: the device number (makedev)
-  uint64_t size = 0;    // bytes; a symlink's target length; a directory's entry count + 2
-  uint64_t blocks = 0;  // 512-byte units allocated (as of the last sync, plus dirty data)
+  uint64_t rdev = 0;     // device nodes: the device number (makedev)
+  uint64_t size = 0;     // bytes; a symlink's target length; a directory's entry count + 2
+  uint64_t blocks = 0;   // 512-byte units allocated (as of the last sync, plus dirty data)
   uint32_t blksize = 0;  // preferred I/O size: the file's record size
   Timespec atime, mtime, ctime, btime;
 };
@@ -191,7 +191,7 @@ enum class AtimeMode : uint8_t {
   // Every read whose time differs from atime. Through FUSE that is every
   // read the kernel sends: reads its page cache serves never reach poolfs.
   kStrict,
-  kNone,    // never: atime changes only by SetAttr
+  kNone,  // never: atime changes only by SetAttr
 };
 
 // The core tunables a mount takes (the daemon fills them from config/).
@@ -215,7 +215,7 @@ struct MountOptions {
   uint64_t aliquot = 2 * 1024 * 1024;
   uint64_t writeback_bytes = 4 * 1024 * 1024;  // vdev.writeback_bytes; 0: off
   bool direct_reads = true;                    // vdev.direct_reads
-  bool direct_writes = true;                    // vdev.direct_writes
+  bool direct_writes = true;                   // vdev.direct_writes
   // The block cache (arc.max_bytes, 0: a share of RAM; arc.sublists, 0: one
   // per core, at least 4; arc.evict_batch).
   uint64_t arc_max_bytes = 0;
@@ -267,12 +267,16 @@ struct FsStatus {
   uint64_t last_synced_txg = 0;
   uint64_t open_txg = 0;
   uint64_t syncs = 0;
+  // Passes the MOS sync of the last txg took, and the most any txg of this
+  // mount took (a handful; more would mean the sync is close to its bound).
+  uint32_t mos_passes_last = 0;
+  uint32_t mos_passes_max = 0;
   uint64_t space_total = 0;
   uint64_t space_allocated = 0;
   uint64_t space_free = 0;
   uint64_t checksum_errors = 0;  // all vdevs
   std::vector<std::string> datasets;
-  uint64_t objects = 0;          // live objects in the root dataset
+  uint64_t objects = 0;           // live objects in the root dataset
   uint64_t unlinked_pending = 0;  // unlinked files still referenced
   // Object allocation in the root dataset since the mount (see
   // dmu.metadnode_backfill).
@@ -353,8 +357,8 @@ class Filesystem {
                               uint32_t mode) = 0;
   // Regular files, fifos, sockets, character and block devices (root only
   // for devices, as Linux: NotPermitted otherwise). mode includes S_IFMT.
-  virtual Result<Attr> Mknod(const Creds& c, uint64_t parent, std::string_view name,
-                             uint32_t mode, uint64_t rdev) = 0;
+  virtual Result<Attr> Mknod(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
+                             uint64_t rdev) = 0;
   virtual Result<Attr> Mkdir(const Creds& c, uint64_t parent, std::string_view name,
                              uint32_t mode) = 0;
   virtual Result<Attr> Symlink(const Creds& c, uint64_t parent, std::string_view name,
@@ -370,8 +374,8 @@ class Filesystem {
   // a directory replaces only an empty directory, a non-directory only a
   // non-directory, a directory is not moved below itself (InvalidArgument),
   // renaming a name onto a hard link of the same file does nothing.
-  virtual Status Rename(const Creds& c, uint64_t parent, std::string_view name,
-                        uint64_t new_parent, std::string_view new_name, uint32_t flags) = 0;
+  virtual Status Rename(const Creds& c, uint64_t parent, std::string_view name, uint64_t new_parent,
+                        std::string_view new_name, uint32_t flags) = 0;
 
   // Checks that `c` may open `ino` with open(2) `flags` (O_ACCMODE,
   // O_TRUNC); IsADirectory for writing a directory.

@@ -52,6 +52,15 @@ struct CheckReport {
   uint64_t bytes_referenced = 0;         // their allocated sizes, summed
   uint64_t bytes_allocated_by_maps = 0;  // what the space maps say is allocated
   uint64_t checksum_errors = 0;          // blocks whose stored bytes did not verify
+  // Blocks the checked txg's MOS sync left for the next txg to free (still
+  // allocated, referenced by the pool directory's list).
+  uint64_t deferred_frees = 0;
+  // The trial sync: the pool imported over in-memory overlays of its files,
+  // one object changed, the next txg synced. Its txg (0: not tried, the
+  // pool would not import) and the MOS passes it took (0: it failed, which
+  // is a problem).
+  uint64_t trial_sync_txg = 0;
+  uint32_t trial_sync_passes = 0;
   // Damage, in the order found (at most kMaxListed; problems_omitted counts
   // the rest).
   std::vector<CheckProblem> problems;
@@ -73,7 +82,9 @@ struct CheckReport {
 // spirit of `zdb -b`: from the uberblock import would pick, reads every
 // block (verifying its checksum) and decodes every structure; then checks
 // space both ways (every referenced extent is allocated in the space maps
-// exactly once, and every allocated extent is referenced: no leaks).
+// exactly once, and every allocated extent is referenced: no leaks); then,
+// when import would succeed, syncs one txg as a trial, in memory: a pool
+// whose next sync cannot complete is damaged too.
 //
 // Opens the files read-only and never writes anything, not even to repair.
 // Returns the report (damage is in the report, not the status). Fails with
