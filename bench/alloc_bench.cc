@@ -48,12 +48,12 @@ std::unique_ptr<SpaceManager> Fragmented(uint32_t allocators, uint64_t seed) {
   uint64_t used = 0;
   while (used < kVdevSize / 4) {
     auto d = sm->Allocate(blocks.size() % allocators, BlockSize(rng), Txg(1));
-    CHECK(d.ok());
+    POOLFS_CHECK(d.ok());
     used += d->size;
     blocks.push_back(*d);
   }
   for (const Dva& d : blocks)
-    if (rng() & 1) CHECK(sm->Free(d, Txg(2)).ok());
+    if (rng() & 1) POOLFS_CHECK(sm->Free(d, Txg(2)).ok());
   for (uint64_t t = 1; t <= 4; t++) {
     sm->Sync(Txg(t), [](const core::space::Metaslab&) {});
     sm->SyncDone(Txg(t));
@@ -80,7 +80,7 @@ double RunOnce(uint32_t allocators, int threads, uint64_t per_thread, bool pin) 
       if (pin) PinToCpu(t);
       std::mt19937_64 rng(100 + t);
       for (uint64_t i = 0; i < per_thread; i++)
-        CHECK(sm->Allocate(size_t(t) % allocators, BlockSize(rng), Txg(5)).ok());
+        POOLFS_CHECK(sm->Allocate(size_t(t) % allocators, BlockSize(rng), Txg(5)).ok());
     });
   }
   for (auto& th : ts) th.join();

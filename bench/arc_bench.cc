@@ -115,7 +115,7 @@ ReadResult RunReads(uint64_t cache_bytes, uint32_t sublists, uint32_t threads, u
   double s = NowSeconds() - t0;
   uint64_t total_hits = 0;
   for (uint64_t h : hits) total_hits += h;
-  CHECK_LE(arc.cached_bytes(), cache_bytes);
+  POOLFS_CHECK_LE(arc.cached_bytes(), cache_bytes);
   return {double(per_thread * threads) / s, double(total_hits) / double(per_thread * threads)};
 }
 
@@ -135,7 +135,7 @@ double RunRelease(uint64_t count, uint32_t batch, bool pin) {
     d.data()[0] = std::byte(n);
     arc.Insert(Key(n, kSmall), std::move(d));
   }
-  CHECK_EQ(arc.cached_bytes(), kReleasers * count * kSmall);
+  POOLFS_CHECK_EQ(arc.cached_bytes(), kReleasers * count * kSmall);
   std::vector<std::thread> ts;
   double t0 = NowSeconds();
   for (int t = 0; t < kReleasers; t++) {
@@ -160,8 +160,8 @@ double RunRelease(uint64_t count, uint32_t batch, bool pin) {
   }
   for (auto& th : ts) th.join();
   double s = NowSeconds() - t0;
-  CHECK_EQ(arc.cached_bytes(), 0u);
-  CHECK_EQ(arc.Stats().forgotten, kReleasers * count);
+  POOLFS_CHECK_EQ(arc.cached_bytes(), 0u);
+  POOLFS_CHECK_EQ(arc.Stats().forgotten, kReleasers * count);
   return double(kReleasers * count) / s;
 }
 

@@ -43,31 +43,31 @@ double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::stri
   std::filesystem::remove(path);
   core::pool::CreateOptions co;
   co.name = "bench";
-  CHECK(core::pool::Pool::Create({path}, (mib * 3 + 1024) << 20, co).ok());
+  POOLFS_CHECK(core::pool::Pool::Create({path}, (mib * 3 + 1024) << 20, co).ok());
   core::pool::PoolOptions po;
   po.space.allocators = allocators;
   if (dirty_max_mib) po.txg.dirty_max_bytes = dirty_max_mib << 20;
   po.writeback_bytes = writeback_kib << 10;
   po.direct_writes = direct_writes;
   auto pool = core::pool::Pool::Import({path}, po);
-  CHECK(pool.ok());
+  POOLFS_CHECK(pool.ok());
   core::dmu::ObjectSet* os = (*pool)->root_dataset();
   ObjectId id;
   {
     core::dmu::Tx tx((*pool)->assigner());
-    CHECK(tx.Assign().ok());
+    POOLFS_CHECK(tx.Assign().ok());
     id = *os->Create(tx, core::dmu::ObjectType::kPlain);
   }
-  CHECK((*pool)->WaitSynced().ok());
+  POOLFS_CHECK((*pool)->WaitSynced().ok());
   double t0 = NowSeconds();
   for (uint64_t i = 0; i < mib; i++) {
     core::dmu::Tx tx((*pool)->assigner());
-    CHECK(tx.Assign(kChunk).ok());
-    CHECK(os->Write(tx, id, i * kChunk, chunks[i % chunks.size()]).ok());
+    POOLFS_CHECK(tx.Assign(kChunk).ok());
+    POOLFS_CHECK(os->Write(tx, id, i * kChunk, chunks[i % chunks.size()]).ok());
   }
-  CHECK((*pool)->WaitSynced().ok());
+  POOLFS_CHECK((*pool)->WaitSynced().ok());
   double s = NowSeconds() - t0;
-  CHECK((*pool)->Export().ok());
+  POOLFS_CHECK((*pool)->Export().ok());
   std::filesystem::remove(path);
   return double(mib) / s;
 }
@@ -76,13 +76,13 @@ double RawRun(const std::string& dir, uint64_t mib, const std::vector<std::strin
   std::string path = dir + "/bench.raw";
   std::filesystem::remove(path);
   int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  CHECK_GE(fd, 0);
+  POOLFS_CHECK_GE(fd, 0);
   double t0 = NowSeconds();
   for (uint64_t i = 0; i < mib; i++) {
     const std::string& c = chunks[i % chunks.size()];
-    CHECK_EQ(::pwrite(fd, c.data(), c.size(), off_t(i * kChunk)), ssize_t(c.size()));
+    POOLFS_CHECK_EQ(::pwrite(fd, c.data(), c.size(), off_t(i * kChunk)), ssize_t(c.size()));
   }
-  CHECK_EQ(::fdatasync(fd), 0);
+  POOLFS_CHECK_EQ(::fdatasync(fd), 0);
   double s = NowSeconds() - t0;
   ::close(fd);
   std::filesystem::remove(path);

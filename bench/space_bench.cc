@@ -182,7 +182,7 @@ Workload MakeWorkload(uint64_t segments, uint64_t seed) {
   bool in_free = false;
   while (w.free_segments < segments) {
     uint64_t size = BlockSize(rng);
-    CHECK_LE(off + size, kStart + kSize - (1 << 20));
+    POOLFS_CHECK_LE(off + size, kStart + kSize - (1 << 20));
     if (rng() & 1) {
       if (in_free)
         free_segs.back().second += size;
@@ -208,14 +208,14 @@ Workload MakeWorkload(uint64_t segments, uint64_t seed) {
 template <typename Tree>
 void Load(Tree& tree, const std::string& map) {
   tree.BeginLoad();
-  CHECK(tree.TryAdd(kStart, kSize));
+  POOLFS_CHECK(tree.TryAdd(kStart, kSize));
   Status st = core::space::DecodeSpaceMap(
       map, SpaceMapGeometry{kStart, kSize, kShift}, [&](const SmEntry& e) {
         bool ok = e.type == SmType::kAlloc ? tree.TryRemove(e.offset, e.length)
                                            : tree.TryAdd(e.offset, e.length);
         return ok ? Status::Ok() : Status::Corruption("replay");
       });
-  CHECK(st.ok());
+  POOLFS_CHECK(st.ok());
   tree.EndLoad();
 }
 
@@ -244,13 +244,13 @@ OpsResult RunOps(Tree& tree, std::vector<Range> live, uint64_t ops, uint64_t see
     if (rng() & 1) {
       uint64_t size = BlockSize(rng);
       auto off = DfPick(tree, size, kSize, cursors, policy);
-      CHECK(off.has_value());
-      CHECK(tree.TryRemove(*off, size));
+      POOLFS_CHECK(off.has_value());
+      POOLFS_CHECK(tree.TryRemove(*off, size));
       live.push_back({*off, size});
       r.digest = r.digest * 31 + *off;
     } else {
       size_t j = rng() % live.size();
-      CHECK(tree.TryAdd(live[j].offset, live[j].length));
+      POOLFS_CHECK(tree.TryAdd(live[j].offset, live[j].length));
       live[j] = live.back();
       live.pop_back();
     }
@@ -279,7 +279,7 @@ TreeFigures Measure(const Workload& w, MakeTree make, uint64_t ops, int runs) {
     Load(*tree, w.space_map);
     loads.push_back(NowSeconds() - t0);
     if (run == 0) {
-      CHECK_EQ(tree->segment_count(), w.free_segments);
+      POOLFS_CHECK_EQ(tree->segment_count(), w.free_segments);
       f.bytes_per_seg = double(LiveHeapBytes() - before) / double(tree->segment_count());
       f.indexed_share = double(tree->size_tree_count()) / double(tree->segment_count());
     }
@@ -313,8 +313,8 @@ int RunSpaceBench(int argc, char** argv) {
   TreeFigures b = Measure(w, btree, ops, runs);
   TreeFigures bf = Measure(w, btree_floor, ops, runs);
   TreeFigures s = Measure(w, baseline, ops, runs);
-  CHECK_EQ(b.digest, s.digest);  // the same policy picked the same blocks
-  CHECK_EQ(bf.digest, s.digest);
+  POOLFS_CHECK_EQ(b.digest, s.digest);  // the same policy picked the same blocks
+  POOLFS_CHECK_EQ(bf.digest, s.digest);
 
   double load_speedup = s.load_s / b.load_s;
   double ops_speedup = b.ops_per_s / s.ops_per_s;

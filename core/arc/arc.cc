@@ -82,7 +82,7 @@ Arc::~Arc() {
     l.head = l.tail = nullptr;
   }
   for (ArcHeader* h : all) {
-    DCHECK((h->refs.load() & ArcHeader::kCountMask) == 0);
+    POOLFS_DCHECK((h->refs.load() & ArcHeader::kCountMask) == 0);
     h->state = ArcState::kGone;
   }
   FreeHeaders(all);
@@ -102,7 +102,7 @@ ArcHeader* Arc::Find(const Stripe& s, const BlockKey& key, uint64_t hash) {
 void Arc::HashRemove(const Stripe& s, ArcHeader* h) {
   ArcHeader** pp = &Bucket(s, h->hash);
   while (*pp != h) {
-    CHECK(*pp != nullptr);
+    POOLFS_CHECK(*pp != nullptr);
     pp = &(*pp)->hash_next;
   }
   *pp = h->hash_next;
@@ -210,13 +210,13 @@ bool Arc::Contains(const BlockKey& key) {
 }
 
 ArcData Arc::AllocData(uint32_t size) {
-  CHECK_GT(size, 0u);
+  POOLFS_CHECK_GT(size, 0u);
   return ArcData(&pool_, pool_.Alloc(size), size);
 }
 
 ArcHandle Arc::Insert(const BlockKey& key, ArcData data) {
-  CHECK(data.data_ != nullptr);
-  CHECK(data.pool_ == &pool_);
+  POOLFS_CHECK(data.data_ != nullptr);
+  POOLFS_CHECK(data.pool_ == &pool_);
   const uint64_t charged = BufferPool::ChargedSize(data.size_);
   const uint64_t hash = key.Hash();
   Stripe& s = StripeOf(hash);
@@ -284,8 +284,8 @@ ArcHandle Arc::Insert(const BlockKey& key, ArcData data) {
 }
 
 ArcHandle Arc::Hold(const BlockKey& key, ArcData data) {
-  CHECK(data.data_ != nullptr);
-  CHECK(data.pool_ == &pool_);
+  POOLFS_CHECK(data.data_ != nullptr);
+  POOLFS_CHECK(data.pool_ == &pool_);
   read_once_.fetch_add(1, std::memory_order_relaxed);
   return Outside(key, key.Hash(), std::move(data));
 }
@@ -321,7 +321,7 @@ void Arc::AdaptOnGhostHit(ArcState ghost, uint64_t bytes) {
 }
 
 ArcHandle Arc::NewDirty(uint32_t size) {
-  CHECK_GT(size, 0u);
+  POOLFS_CHECK_GT(size, 0u);
   auto* h = headers_.New();
   h->data = pool_.Alloc(size);
   h->size = size;
@@ -333,7 +333,7 @@ ArcHandle Arc::NewDirty(uint32_t size) {
 }
 
 ArcHandle Arc::Detach(ArcHandle hd) {
-  CHECK(hd);
+  POOLFS_CHECK(hd);
   ArcHeader* h = hd.h_;
   uint32_t r = h->refs.load(std::memory_order_acquire);
   if (r & ArcHeader::kDetached) {
@@ -365,9 +365,9 @@ ArcHandle Arc::Detach(ArcHandle hd) {
 }
 
 ArcHandle Arc::Assign(ArcHandle hd, const BlockKey& key) {
-  CHECK(hd);
+  POOLFS_CHECK(hd);
   ArcHeader* h = hd.h_;
-  CHECK(h->state == ArcState::kAnon);
+  POOLFS_CHECK(h->state == ArcState::kAnon);
   const uint64_t hash = key.Hash();
   anon_bytes_.fetch_sub(h->charged, std::memory_order_relaxed);
   h->key = key;

@@ -22,7 +22,7 @@ BufferPool::BufferPool(uint64_t retain_bytes, uint32_t shards)
     : shards_(shards),
       retain_per_shard_(retain_bytes / std::max(1u, shards)),
       classes_(new SizeClass[size_t(std::max(1u, shards)) * kClasses]) {
-  CHECK_GT(shards, 0u);
+  POOLFS_CHECK_GT(shards, 0u);
 }
 
 BufferPool::~BufferPool() {
@@ -97,7 +97,7 @@ void BufferPool::DropBuffers(std::span<std::byte* const> bufs, int c) {
   std::vector<Chunk*>& partial = partial_[c];
   for (std::byte* p : bufs) {
     auto it = chunks_.find(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(kChunkBytes - 1));
-    CHECK(it != chunks_.end());
+    POOLFS_CHECK(it != chunks_.end());
     Chunk* chunk = it->second.get();
     chunk->free.push_back(p);
     if (chunk->free.size() == 1) partial.push_back(chunk);
@@ -213,7 +213,7 @@ HeaderCache::HeaderCache(uint64_t retain_bytes, uint32_t shards)
     : shards_(shards),
       retain_per_shard_(retain_bytes / sizeof(ArcHeader) / std::max(1u, shards)),
       shard_(new Shard[std::max(1u, shards)]) {
-  CHECK_GT(shards, 0u);
+  POOLFS_CHECK_GT(shards, 0u);
 }
 
 HeaderCache::~HeaderCache() {

@@ -17,7 +17,7 @@ uint64_t Span(uint8_t level) { return uint64_t{1} << (kIndirectShift * level); }
 BlockTree::BlockTree(zio::Zio* zio, std::string name, uint8_t nlevels, const BlockPtr& top,
                      uint64_t used)
     : zio_(zio), name_(std::move(name)), nlevels_(nlevels), top_(top), used_(used) {
-  CHECK_GE(nlevels_, 1);
+  POOLFS_CHECK_GE(nlevels_, 1);
 }
 
 uint64_t BlockTree::Capacity() const { return Span(nlevels_ - 1); }
@@ -28,7 +28,7 @@ std::string BlockTree::Where(uint8_t level, uint64_t index) const {
 
 Result<BlockPtr*> BlockTree::Slot(uint8_t level, uint64_t index) {
   if (level == nlevels_ - 1) {
-    CHECK_EQ(index, 0u);
+    POOLFS_CHECK_EQ(index, 0u);
     return &top_;
   }
   POOLFS_ASSIGN_OR_RETURN(Indirect * parent, Load(level + 1, index >> kIndirectShift));
@@ -157,7 +157,7 @@ BlockTree::NextBlock BlockTree::Next(uint64_t from, Walk* walk) {
 }
 
 void BlockTree::Grow() {
-  CHECK_LT(nlevels_, kMaxLevels);
+  POOLFS_CHECK_LT(nlevels_, kMaxLevels);
   auto ind = std::make_unique<Indirect>();
   ind->bps.resize(kFanout);
   ind->bps[0] = top_;
@@ -171,7 +171,7 @@ void BlockTree::Grow() {
 void BlockTree::MarkPath(uint64_t blkid) {
   for (uint8_t level = 1; level < nlevels_; level++) {
     auto it = cache_.find({level, blkid >> (kIndirectShift * level)});
-    CHECK(it != cache_.end());  // Slot() loaded the whole path
+    POOLFS_CHECK(it != cache_.end());  // Slot() loaded the whole path
     it->second->dirty = true;
   }
 }

@@ -38,7 +38,7 @@ Dnode::Slot& Dnode::SlotFor(Txg t) {
   }
   // The ring holds at most the open, quiescing and syncing txgs; a slot is
   // reused only after SyncDone dropped it.
-  CHECK_EQ(s->txg, t.value());
+  POOLFS_CHECK_EQ(s->txg, t.value());
   return *s;
 }
 
@@ -197,8 +197,8 @@ Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
 void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
                      std::string_view bonus, uint8_t bonus_type) {
   util::WriterLock l(&mu_);
-  CHECK(live_.type == ObjectType::kNone);
-  CHECK_LE(bonus.size(), kMaxBonus);
+  POOLFS_CHECK(live_.type == ObjectType::kNone);
+  POOLFS_CHECK_LE(bonus.size(), kMaxBonus);
   live_ = Attrs();
   live_.type = type;
   live_.compression = uint8_t(compression);
@@ -533,7 +533,7 @@ Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
   {
     util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
-    CHECK(sp != nullptr);
+    POOLFS_CHECK(sp != nullptr);
     Slot& s = *sp;
     if (s.blocks.empty() && s.frees.empty()) {
       // Most dnodes a txg syncs changed only their attributes (a new empty
@@ -567,7 +567,7 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
   {
     util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
-    CHECK(sp != nullptr);
+    POOLFS_CHECK(sp != nullptr);
     Slot& s = *sp;
     plan.attrs = s.attrs;
     plan.blocks.assign(s.blocks.begin(), s.blocks.end());
@@ -581,8 +581,8 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
 }
 
 Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, size_t allocator) {
-  CHECK_LE(first, end);
-  CHECK_LE(end, plan.blocks.size());
+  POOLFS_CHECK_LE(first, end);
+  POOLFS_CHECK_LE(end, plan.blocks.size());
   const bool dnodes = plan.attrs.type == ObjectType::kMetadnode;
   const zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
                               util::Compression(plan.attrs.compression), 1};
@@ -670,7 +670,7 @@ Result<DnodePhys> Dnode::SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) 
     // the same txg replaced a block meanwhile).
     util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
-    CHECK(sp != nullptr);  // SyncDone has not run
+    POOLFS_CHECK(sp != nullptr);  // SyncDone has not run
     Slot& s = *sp;
     for (const auto& [blkid, data] : plan.blocks) {
       auto it = s.blocks.find(blkid);
@@ -697,9 +697,9 @@ void Dnode::SyncDone(Txg t) {
   util::WriterLock l(&mu_);
   Slot* s = SlotOf(t);
   if (s == nullptr) return;
-  CHECK(s->blocks.empty());
-  CHECK(s->frees.empty());
-  CHECK(!s->queued);
+  POOLFS_CHECK(s->blocks.empty());
+  POOLFS_CHECK(s->frees.empty());
+  POOLFS_CHECK(!s->queued);
   slots_[t.value() % kTxgSlots].reset();
 }
 

@@ -39,7 +39,7 @@ bool IsPow2(uint64_t v) { return v && !(v & (v - 1)); }
 void EncodeDnode(const DnodePhys& d, uint8_t* out) {
   std::memset(out, 0, kDnodeSize);
   if (d.free()) return;
-  CHECK_LE(d.bonus.size(), kMaxBonus);
+  POOLFS_CHECK_LE(d.bonus.size(), kMaxBonus);
   out[0] = uint8_t(d.type);
   out[1] = d.nlevels;
   out[2] = d.compression;

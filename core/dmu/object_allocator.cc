@@ -128,9 +128,9 @@ Result<ObjectId> ObjectAllocator::Allocate(size_t slot_hint) {
 }
 
 void ObjectAllocator::Free(ObjectId id, Txg f) {
-  CHECK_GE(id.value(), kFirstId);
+  POOLFS_CHECK_GE(id.value(), kFirstId);
   util::MutexLock l(&mu_);
-  CHECK_LT(id.value(), high_water_);
+  POOLFS_CHECK_LT(id.value(), high_water_);
   pending_.emplace_back(f.value(), id.value());
   freed_++;
 }

@@ -161,7 +161,7 @@ Result<ObjectSet::DnodeRef> ObjectSet::GetAllocated(ObjectId id) {
 }
 
 Status ObjectSet::Admit(const Tx& tx) const {
-  CHECK(tx.assigned());
+  POOLFS_CHECK(tx.assigned());
   if (tx.txg().value() >= first_txg_) return Status::Ok();
   return Status::InvalidArgument(name_ + " was created in txg " + std::to_string(first_txg_) +
                                  ": a transaction of txg " + std::to_string(tx.txg().value()) +
@@ -171,7 +171,7 @@ Status ObjectSet::Admit(const Tx& tx) const {
 ObjectSet::TxgLists& ObjectSet::ListsFor(uint64_t t) {
   TxgLists& l = lists_[t % Dnode::kTxgSlots];
   if (l.txg != t) {
-    CHECK(l.dirty.empty() && l.synced.empty() && l.results.empty());
+    POOLFS_CHECK(l.dirty.empty() && l.synced.empty() && l.results.empty());
     l = TxgLists();
     l.txg = t;
   }
@@ -288,8 +288,8 @@ Status ObjectSet::Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data) {
 
 Status ObjectSet::PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block) {
   POOLFS_RETURN_IF_ERROR(Admit(tx));
-  CHECK(tx.open_context());  // a sync pass may be writing the txg's blocks
-  CHECK(block.txg_ == 0 || block.txg_ == tx.txg().value());  // Edit(tx.txg()) came first
+  POOLFS_CHECK(tx.open_context());  // a sync pass may be writing the txg's blocks
+  POOLFS_CHECK(block.txg_ == 0 || block.txg_ == tx.txg().value());  // Edit(tx.txg()) came first
   // Already the txg's dirty copy: the owner's changes went straight into it.
   if (block.txg_ != 0) return Status::Ok();
   uint64_t dirtied = 0;
@@ -372,7 +372,7 @@ constexpr size_t kSplitBlocks = 64;
 }  // namespace
 
 std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
-  CHECK_GT(strands, 0u);
+  POOLFS_CHECK_GT(strands, 0u);
   alloc_.Release(t);  // every Tx of t committed: ids freed in t may be reused
   std::vector<std::vector<Dnode*>> split(strands);
   {
@@ -462,7 +462,7 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = ListsFor(t.value());
-    CHECK(lists.dirty.empty());  // every SyncTask ran
+    POOLFS_CHECK(lists.dirty.empty());  // every SyncTask ran
     results.swap(lists.results);
     synced_live_ += lists.live_delta;
     lists.live_delta = 0;
@@ -513,7 +513,7 @@ void ObjectSet::SyncDone(Txg t) {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = lists_[t.value() % Dnode::kTxgSlots];
     if (lists.txg != t.value()) return;
-    CHECK(lists.dirty.empty());
+    POOLFS_CHECK(lists.dirty.empty());
     synced.swap(lists.synced);
     lists = TxgLists();
   }

@@ -12,7 +12,7 @@ ReadAhead::ReadAhead(arc::Arc* cache, const ReadAheadOptions& options)
       options_(options),
       max_bytes_(options.distance_bytes * kStreams),
       enabled_(options.distance_bytes != 0) {
-  CHECK(cache_ != nullptr);
+  POOLFS_CHECK(cache_ != nullptr);
   if (!enabled_) return;
   for (uint32_t i = 0; i < std::max<uint32_t>(options_.threads, 1); i++)
     threads_.emplace_back([this] { Worker(); });
@@ -44,7 +44,7 @@ void ReadAhead::Request(zio::Zio* zio, std::span<const zio::BlockPtr> bps) {
     Job job{zio, {}};
     uint64_t job_bytes = 0;
     for (const zio::BlockPtr& bp : bps) {
-      DCHECK(!bp.IsHole() && !bp.IsGang());
+      POOLFS_DCHECK(!bp.IsHole() && !bp.IsGang());
       const arc::BlockKey key = BlockKeyOf(bp);
       if (entries_.count(key) != 0) continue;
       stats_.requested++;

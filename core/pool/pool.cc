@@ -118,7 +118,7 @@ Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
   dmu::Tx tx = dmu::Tx::ForSync(t);
   POOLFS_ASSIGN_OR_RETURN(ObjectId dir,
                           p->mos_->Create(tx, dmu::ObjectType::kPoolDirectory, kMosBlockSize));
-  CHECK_EQ(dir.value(), kDirectoryObject);
+  POOLFS_CHECK_EQ(dir.value(), kDirectoryObject);
   {
     util::MutexLock l(&p->mu_);
     auto ds = std::make_unique<Dataset>();

@@ -21,7 +21,7 @@ uint64_t LookupCounts::CountOf(Shard& s, uint64_t slot) {
   const uint64_t c = slot & kCountMask;
   if (c != kCountMask) return c;
   auto it = s.overflow.find(slot >> 16);
-  CHECK(it != s.overflow.end());
+  POOLFS_CHECK(it != s.overflow.end());
   return it->second;
 }
 
@@ -51,7 +51,7 @@ void LookupCounts::EraseAt(Shard& s, size_t at) {
 }
 
 void LookupCounts::Add(uint64_t ino, uint64_t n) {
-  CHECK(ino != 0 && ino <= kMaxIno);
+  POOLFS_CHECK(ino != 0 && ino <= kMaxIno);
   if (n == 0) return;
   Shard& s = ShardOf(ino);
   util::MutexLock l(&s.mu);

@@ -40,8 +40,8 @@ struct alignas(64) SpaceManager::AllocatorState {
 
 MetaslabGroup::MetaslabGroup(const VdevSpaceConfig& config, const SpaceOptions& options)
     : config_(config) {
-  CHECK_GT(config.ms_shift, 0u);
-  CHECK_EQ(config.alloc_start & ((uint64_t{1} << config.ashift) - 1), 0u);
+  POOLFS_CHECK_GT(config.ms_shift, 0u);
+  POOLFS_CHECK_EQ(config.alloc_start & ((uint64_t{1} << config.ashift) - 1), 0u);
   const uint64_t ms_size = uint64_t{1} << config.ms_shift;
   const uint64_t sector_mask = (uint64_t{1} << config.ashift) - 1;
   uint64_t end = config.alloc_start + (config.alloc_size & ~sector_mask);
@@ -88,10 +88,10 @@ Metaslab* MetaslabGroup::StealCandidate(uint64_t size, const std::vector<Metasla
 
 SpaceManager::SpaceManager(std::vector<VdevSpaceConfig> vdevs, const SpaceOptions& options)
     : options_(options) {
-  CHECK(!vdevs.empty());
+  POOLFS_CHECK(!vdevs.empty());
   for (size_t v = 0; v < vdevs.size(); v++) {
     VdevSpaceConfig c = vdevs[v];
-    CHECK_EQ(c.vdev, v);
+    POOLFS_CHECK_EQ(c.vdev, v);
     if (c.ms_shift == 0) c.ms_shift = ChooseMetaslabShift(c.alloc_size, c.ashift);
     groups_.push_back(std::make_unique<MetaslabGroup>(c, options_));
   }
@@ -221,7 +221,7 @@ SpaceStats SpaceManager::Stats() const {
   for (const auto& g : groups_) {
     for (size_t i = 0; i < g->count(); i++) {
       MetaslabStats m = g->metaslab(i).Stats();
-      CHECK_EQ(m.allocated + m.free + m.deferred, m.size);
+      POOLFS_CHECK_EQ(m.allocated + m.free + m.deferred, m.size);
       s.capacity += m.size;
       s.allocated += m.allocated;
       s.free += m.free;

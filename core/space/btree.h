@@ -91,12 +91,12 @@ class BTree {
   explicit BTree(Compare cmp = Compare(), size_t leaf_bytes = kBTreeDefaultLeafBytes)
       : cmp_(cmp), leaf_bytes_(leaf_bytes) {
     leaf_cap_ = uint32_t((leaf_bytes_ - kElemOffset) / sizeof(T));
-    CHECK_GE(leaf_cap_, 4u);
+    POOLFS_CHECK_GE(leaf_cap_, 4u);
     // Core nodes are half a leaf: enough fan-out that they are a small share
     // of the memory, small enough to stay in a few cache lines when searched.
     size_t core_bytes = std::max<size_t>(leaf_bytes_ / 2, 256);
     core_cap_ = uint32_t((core_bytes - kElemOffset - sizeof(Node*)) / (sizeof(T) + sizeof(Node*)));
-    CHECK_GE(core_cap_, 4u);
+    POOLFS_CHECK_GE(core_cap_, 4u);
     children_offset_ = (kElemOffset + core_cap_ * sizeof(T) + alignof(Node*) - 1) /
                        alignof(Node*) * alignof(Node*);
     core_bytes_ = children_offset_ + (core_cap_ + 1) * sizeof(Node*);
@@ -176,12 +176,12 @@ class BTree {
     if (bulk_ && bulk_leaf_->count < leaf_cap_) {
       // The common case: room in the rightmost leaf, found without a descent.
       T* e = Elems(bulk_leaf_);
-      CHECK(cmp_(e[bulk_leaf_->count - 1], value));
+      POOLFS_CHECK(cmp_(e[bulk_leaf_->count - 1], value));
       e[bulk_leaf_->count] = value;
       size_++;
       return Iterator(this, bulk_leaf_, bulk_leaf_->count++);
     }
-    if (root_) CHECK(cmp_(*last(), value));
+    if (root_) POOLFS_CHECK(cmp_(*last(), value));
     bulk_ = true;
     Iterator it = InsertImpl(value, true).first;
     bulk_leaf_ = it.node_;  // an append always lands in the rightmost leaf
@@ -345,12 +345,12 @@ class BTree {
     // for the transient empty child.
     if (c->count > 0) {
       uint32_t i = LowerBoundIn(parent, Elems(c)[0]);
-      DCHECK(ch[i] == c);
+      POOLFS_DCHECK(ch[i] == c);
       return i;
     }
     for (uint32_t i = 0; i <= parent->count; i++)
       if (ch[i] == c) return i;
-    CHECK(false);
+    POOLFS_CHECK(false);
     return 0;
   }
 
@@ -407,7 +407,7 @@ class BTree {
       }
       n = p;
     }
-    CHECK(false);  // decremented begin()
+    POOLFS_CHECK(false);  // decremented begin()
   }
 
   std::pair<Iterator, bool> InsertImpl(const T& value, bool append) {
@@ -562,7 +562,7 @@ class BTree {
   void ShiftRight(Node* p, uint32_t s, uint32_t k) {
     Node* l = Children(p)[s];
     Node* r = Children(p)[s + 1];
-    DCHECK_LE(k, l->count);
+    POOLFS_DCHECK_LE(k, l->count);
     T* le = Elems(l);
     T* re = Elems(r);
     std::memmove(re + k, re, r->count * sizeof(T));
@@ -584,7 +584,7 @@ class BTree {
   void ShiftLeft(Node* p, uint32_t s, uint32_t k) {
     Node* l = Children(p)[s];
     Node* r = Children(p)[s + 1];
-    DCHECK_LE(k, r->count);
+    POOLFS_DCHECK_LE(k, r->count);
     T* le = Elems(l);
     T* re = Elems(r);
     le[l->count] = Elems(p)[s];
@@ -606,7 +606,7 @@ class BTree {
   void Merge(Node* p, uint32_t s) {
     Node* l = Children(p)[s];
     Node* r = Children(p)[s + 1];
-    DCHECK_LE(l->count + 1 + r->count, Cap(l));
+    POOLFS_DCHECK_LE(l->count + 1 + r->count, Cap(l));
     T* le = Elems(l);
     le[l->count] = Elems(p)[s];
     std::memcpy(le + l->count + 1, Elems(r), r->count * sizeof(T));

@@ -28,7 +28,7 @@ Metaslab::Metaslab(uint32_t vdev, uint64_t index, uint64_t start, uint64_t size,
 
 Status Metaslab::Load(std::string_view space_map) {
   util::MutexLock l(&mu_);
-  CHECK_EQ(allocated_, size_ - allocatable_.space());  // loads happen before any use
+  POOLFS_CHECK_EQ(allocated_, size_ - allocatable_.space());  // loads happen before any use
   allocatable_.Clear();
   allocatable_.BeginLoad();
   allocatable_.Add(start_, size_);
@@ -70,8 +70,8 @@ Status Metaslab::Load(std::string_view space_map) {
 
 Result<uint64_t> Metaslab::Allocate(uint64_t size, Txg txg) {
   util::MutexLock l(&mu_);
-  CHECK_GT(size, 0u);
-  CHECK_EQ(size & ((uint64_t{1} << shift_) - 1), 0u);
+  POOLFS_CHECK_GT(size, 0u);
+  POOLFS_CHECK_EQ(size & ((uint64_t{1} << shift_) - 1), 0u);
   std::optional<uint64_t> off = DfPick(allocatable_, size, size_, cursors_, policy_);
   if (!off) {
     UpdateWeight();
@@ -118,7 +118,7 @@ Status Metaslab::Claim(uint64_t off, uint64_t len, Txg txg) {
 
 bool Metaslab::Sync(Txg txg) {
   util::MutexLock l(&mu_);
-  CHECK_GE(txg, last_synced_);
+  POOLFS_CHECK_GE(txg, last_synced_);
   const bool first_pass = txg > last_synced_;
   RangeTree32& allocs = allocs_[txg.value() % kTxgSize];
   RangeTree32& frees = frees_unsynced_[txg.value() % kTxgSize];
@@ -138,13 +138,13 @@ bool Metaslab::Sync(Txg txg) {
     if (uint64_t(i) == txg.value() % kTxgSize) continue;
     expect = expect - allocs_[i].space() + frees_[i].space();
   }
-  CHECK_EQ(map_.alloc_bytes(), expect);
+  POOLFS_CHECK_EQ(map_.alloc_bytes(), expect);
   return changed;
 }
 
 void Metaslab::SyncDone(Txg txg) {
   util::MutexLock l(&mu_);
-  CHECK_EQ(frees_unsynced_[txg.value() % kTxgSize].space(), 0u);  // every free reached the map
+  POOLFS_CHECK_EQ(frees_unsynced_[txg.value() % kTxgSize].space(), 0u);  // every free reached the map
   RangeTree32& ready = defer_[txg.value() % kTxgDeferSize];
   RangeTree32* free_tree = &allocatable_;
   ready.Vacate([&](const Range& r) { free_tree->Add(r.offset, r.length); });
@@ -216,7 +216,7 @@ uint64_t Metaslab::DeferredBytes() const {
 }
 
 void Metaslab::CheckAccountingLocked() const {
-  CHECK_EQ(allocated_ + allocatable_.space() + DeferredBytes(), size_);
+  POOLFS_CHECK_EQ(allocated_ + allocatable_.space() + DeferredBytes(), size_);
 }
 
 bool Metaslab::NeedsCondense() const {
@@ -243,7 +243,7 @@ void Metaslab::Condense(Txg txg) {
     free_now.ForEach([&](const Range& r) { emit(r.offset, r.length); });
   });
   auto resumed = SpaceMapWriter::Resume(geometry(), std::move(bytes));
-  CHECK(resumed.ok());
+  POOLFS_CHECK(resumed.ok());
   map_ = std::move(resumed).value();
   map_generation_++;
 }

@@ -92,9 +92,9 @@ class BasicRangeTree {
   // `by_size` false keeps no size tree at all (defer and txg trees).
   BasicRangeTree(uint64_t base, uint64_t size, uint32_t shift, uint64_t size_floor, bool by_size)
       : base_(base), size_(size), shift_(shift), by_size_(by_size) {
-    CHECK_EQ(base & Mask(), 0u);
-    CHECK_EQ(size & Mask(), 0u);
-    CHECK_LE(size >> shift, uint64_t(std::numeric_limits<Unit>::max()));
+    POOLFS_CHECK_EQ(base & Mask(), 0u);
+    POOLFS_CHECK_EQ(size & Mask(), 0u);
+    POOLFS_CHECK_LE(size >> shift, uint64_t(std::numeric_limits<Unit>::max()));
     floor_units_ = Unit((size_floor + Mask()) >> shift);
     floor_active_ = floor_units_ > 0;
   }
@@ -160,7 +160,7 @@ class BasicRangeTree {
   // empty but space remains, it is first rebuilt without the floor.
   template <typename F>
   void WalkBySize(uint64_t min_len, F&& fn) {
-    CHECK(by_size_);
+    POOLFS_CHECK(by_size_);
     if (by_size_tree_.empty() && space_ > 0 && floor_active_) {
       floor_active_ = false;
       RebuildSizeTree();
@@ -236,7 +236,7 @@ class BasicRangeTree {
     } else {
       space_ -= bytes;
       hist_[bucket]--;
-      if (InSizeTree(s)) CHECK(by_size_tree_.Remove(s));
+      if (InSizeTree(s)) POOLFS_CHECK(by_size_tree_.Remove(s));
     }
   }
   Status CheckBounds(uint64_t off, uint64_t len, const char* what) const;

@@ -307,7 +307,7 @@ void SpaceMapWriter::Unseal() {
 }
 
 void SpaceMapWriter::CloseGroup() {
-  DCHECK(!sealed_);
+  POOLFS_DCHECK(!sealed_);
   if (open_pos_ == 0) return;
   AppendWord(&bytes_, util::Xxh3_64(bytes_.data() + open_pos_ - kWord,
                                     bytes_.size() - open_pos_ + kWord));
@@ -330,15 +330,15 @@ void SpaceMapWriter::Seal() const {
 
 void SpaceMapWriter::Append(SmType type, Txg txg, uint64_t offset, uint64_t length) {
   const uint64_t mask = (uint64_t{1} << g_.shift) - 1;
-  CHECK_GT(length, 0u);
-  CHECK_EQ(offset & mask, 0u);
-  CHECK_EQ(length & mask, 0u);
-  CHECK_GE(offset, g_.start);
-  CHECK_LE(length, g_.size);
-  CHECK_LE(offset - g_.start, g_.size - length);
-  CHECK_GE(txg.value(), last_txg_.value());
-  CHECK_LE(txg.value(), kSpaceMapMaxTxg);
-  CHECK_LT(record_count_, kCountMask);
+  POOLFS_CHECK_GT(length, 0u);
+  POOLFS_CHECK_EQ(offset & mask, 0u);
+  POOLFS_CHECK_EQ(length & mask, 0u);
+  POOLFS_CHECK_GE(offset, g_.start);
+  POOLFS_CHECK_LE(length, g_.size);
+  POOLFS_CHECK_LE(offset - g_.start, g_.size - length);
+  POOLFS_CHECK_GE(txg.value(), last_txg_.value());
+  POOLFS_CHECK_LE(txg.value(), kSpaceMapMaxTxg);
+  POOLFS_CHECK_LT(record_count_, kCountMask);
 
   const uint64_t off = (offset - g_.start) >> g_.shift;
   const uint64_t run = length >> g_.shift;
@@ -402,7 +402,7 @@ std::string CondenseSpaceMap(SpaceMapGeometry g, Txg txg, const SegmentProducer&
   w.Append(SmType::kAlloc, txg, g.start, g.size);
   uint64_t prev_end = g.start;
   for_each_free([&](uint64_t offset, uint64_t length) {
-    CHECK_GE(offset, prev_end);  // sorted and non-overlapping
+    POOLFS_CHECK_GE(offset, prev_end);  // sorted and non-overlapping
     w.Append(SmType::kFree, txg, offset, length);
     prev_end = offset + length;
   });

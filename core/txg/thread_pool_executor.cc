@@ -8,7 +8,7 @@
 namespace poolfs::core::txg {
 
 ThreadPoolExecutor::ThreadPoolExecutor(size_t threads) {
-  CHECK_GE(threads, 1u);
+  POOLFS_CHECK_GE(threads, 1u);
   workers_.reserve(threads);
   for (size_t i = 0; i < threads; i++) workers_.emplace_back([this] { WorkerLoop(); });
 }
@@ -16,7 +16,7 @@ ThreadPoolExecutor::ThreadPoolExecutor(size_t threads) {
 ThreadPoolExecutor::~ThreadPoolExecutor() {
   {
     util::MutexLock l(&mu_);
-    CHECK(!in_run_);
+    POOLFS_CHECK(!in_run_);
     shutdown_ = true;
     work_cv_.SignalAll();
   }
@@ -35,7 +35,7 @@ void ThreadPoolExecutor::Run(std::vector<StrandTask> tasks) {
   if (jobs.empty()) return;
 
   util::MutexLock l(&mu_);
-  CHECK(!in_run_);
+  POOLFS_CHECK(!in_run_);
   in_run_ = true;
   unfinished_ = jobs.size();
   for (Job& j : jobs) jobs_.push_back(std::move(j));

@@ -4,7 +4,7 @@
 
 namespace poolfs::core::txg {
 
-TxgHolds::TxgHolds(Txg first_open) : open_(first_open.value()) { CHECK_GE(first_open.value(), 1u); }
+TxgHolds::TxgHolds(Txg first_open) : open_(first_open.value()) { POOLFS_CHECK_GE(first_open.value(), 1u); }
 
 size_t TxgHolds::MyStripe() {
   static std::atomic<size_t> next{0};
@@ -40,8 +40,8 @@ TxgHolds::LeaveResult TxgHolds::Leave(Txg txg, uint64_t bytes) {
   Stripe& s = stripes_[MyStripe()];
   util::MutexLock l(&s.mu);
   const uint64_t open = open_.load(std::memory_order_relaxed);
-  DCHECK_LE(txg.value(), open);
-  DCHECK_LT(open - txg.value(), kSlots);
+  POOLFS_DCHECK_LE(txg.value(), open);
+  POOLFS_DCHECK_LT(open - txg.value(), kSlots);
   r.txg_closed = txg.value() != open;
   s.holds[slot]--;
   s.dirty[slot] += bytes;
@@ -74,8 +74,8 @@ Txg TxgHolds::Close() NO_THREAD_SAFETY_ANALYSIS {
     s.holds[slot] = 0;
     s.dirty[slot] = 0;
   }
-  CHECK_EQ(holds, 0);
-  CHECK_EQ(unpublished, 0u);
+  POOLFS_CHECK_EQ(holds, 0);
+  POOLFS_CHECK_EQ(unpublished, 0u);
   slots_[slot].held.store(false, std::memory_order_relaxed);
   slots_[slot].published.store(0, std::memory_order_relaxed);
   open_.store(next.value(), std::memory_order_release);
@@ -100,7 +100,7 @@ int64_t TxgHolds::Outstanding(Txg txg) const {
 }
 
 uint64_t TxgHolds::Seal(Txg txg) {
-  CHECK_LT(txg.value(), open_.load(std::memory_order_relaxed));
+  POOLFS_CHECK_LT(txg.value(), open_.load(std::memory_order_relaxed));
   const size_t slot = Slot(txg);
   uint64_t exact = 0;
   for (Stripe& s : stripes_) {
@@ -113,7 +113,7 @@ uint64_t TxgHolds::Seal(Txg txg) {
       total_.fetch_add(pending, std::memory_order_relaxed);
     }
   }
-  CHECK_EQ(slots_[slot].published.load(std::memory_order_relaxed), exact);
+  POOLFS_CHECK_EQ(slots_[slot].published.load(std::memory_order_relaxed), exact);
   return exact;
 }
 
@@ -132,9 +132,9 @@ void TxgHolds::PublishAll() {
 
 void TxgHolds::Retire(Txg txg, uint64_t bytes) {
   const size_t slot = Slot(txg);
-  CHECK_EQ(slots_[slot].published.load(std::memory_order_relaxed), bytes);
+  POOLFS_CHECK_EQ(slots_[slot].published.load(std::memory_order_relaxed), bytes);
   const uint64_t before = total_.fetch_sub(bytes, std::memory_order_relaxed);
-  CHECK_GE(before, bytes);
+  POOLFS_CHECK_GE(before, bytes);
 }
 
 uint64_t TxgHolds::dirty_total() const { return total_.load(std::memory_order_relaxed); }

@@ -27,7 +27,7 @@ Status Closing() { return Status(StatusCode::kAborted, "txg: the pool is closing
 
 TxgManager::TxgManager(Txg first_open, SyncFn sync, TxgOptions opts)
     : sync_(std::move(sync)), holds_(first_open) {
-  CHECK(sync_ != nullptr);
+  POOLFS_CHECK(sync_ != nullptr);
   util::MutexLock l(&mu_);
   last_synced_ = first_open.value() - 1;
   opened_at_ = Clock::now();
@@ -45,7 +45,7 @@ TxgManager::~TxgManager() {
 
 void TxgManager::ApplyOptionsLocked(const TxgOptions& opts) {
   const Status st = ValidateTxgOptions(opts);
-  CHECK(st.ok());
+  POOLFS_CHECK(st.ok());
   opts_ = opts;
   delay_min_bytes_.store(DelayMinBytes(opts), std::memory_order_relaxed);
   sync_trigger_bytes_.store(SyncTriggerBytes(opts), std::memory_order_relaxed);
@@ -245,7 +245,7 @@ void TxgManager::QuiesceAndSyncLocked() {
   // ...and wait for its holds to drain. Releases signal drain_cv_.
   while (holds_.Outstanding(txg) != 0) drain_cv_.Wait(&mu_);
   const uint64_t bytes = holds_.Seal(txg);
-  CHECK_EQ(last_synced_ + 1, txg.value());
+  POOLFS_CHECK_EQ(last_synced_ + 1, txg.value());
 
   // Sync, with no lock held: writers keep holding the next txg.
   mu_.Unlock();

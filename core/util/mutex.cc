@@ -8,9 +8,9 @@ namespace poolfs::util {
 
 SharedMutex::SharedMutex() {
   pthread_rwlockattr_t attr;
-  CHECK_EQ(pthread_rwlockattr_init(&attr), 0);
-  CHECK_EQ(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP), 0);
-  CHECK_EQ(pthread_rwlock_init(&rw_, &attr), 0);
+  POOLFS_CHECK_EQ(pthread_rwlockattr_init(&attr), 0);
+  POOLFS_CHECK_EQ(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP), 0);
+  POOLFS_CHECK_EQ(pthread_rwlock_init(&rw_, &attr), 0);
   pthread_rwlockattr_destroy(&attr);
 }
 

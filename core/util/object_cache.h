@@ -100,7 +100,7 @@ class ObjectCache {
     Result<Ref> made = load();
     if (!made.ok()) return made.status();
     Ref ref = *made;
-    CHECK(ref != nullptr);
+    POOLFS_CHECK(ref != nullptr);
     s.table.Insert(key, ref);
     Sweep(s, &evicted);
     return ref;
@@ -114,7 +114,7 @@ class ObjectCache {
   // Inserts `ref`, replacing whatever was under `key`.
   void Replace(uint64_t key, Ref ref) {
     std::vector<Ref> evicted;
-    CHECK(ref != nullptr);
+    POOLFS_CHECK(ref != nullptr);
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
     if (Slot* e = s.table.Find(key)) {

@@ -12,7 +12,7 @@ thread_local uint32_t t_slot = g_next_thread_slot.fetch_add(1, std::memory_order
 }  // namespace
 
 ReadMostlyLock::ReadMostlyLock(uint32_t stripes) : n_(stripes), stripes_(new Stripe[stripes]) {
-  CHECK_GT(stripes, 0u);
+  POOLFS_CHECK_GT(stripes, 0u);
 }
 
 uint32_t ReadMostlyLock::ThreadStripe() const { return t_slot % n_; }

@@ -23,14 +23,14 @@ bool Matches(IoKind armed, IoKind actual) { return armed == IoKind::kAny || arme
 
 FaultInjectingDevice::FaultInjectingDevice(std::unique_ptr<BlockDevice> inner, uint32_t sector_size)
     : owned_(std::move(inner)), inner_(owned_.get()), sector_size_(sector_size) {
-  CHECK(inner_ != nullptr);
-  CHECK(sector_size_ > 0 && (sector_size_ & (sector_size_ - 1)) == 0);
+  POOLFS_CHECK(inner_ != nullptr);
+  POOLFS_CHECK(sector_size_ > 0 && (sector_size_ & (sector_size_ - 1)) == 0);
 }
 
 FaultInjectingDevice::FaultInjectingDevice(BlockDevice* inner, uint32_t sector_size)
     : inner_(inner), sector_size_(sector_size) {
-  CHECK(inner_ != nullptr);
-  CHECK(sector_size_ > 0 && (sector_size_ & (sector_size_ - 1)) == 0);
+  POOLFS_CHECK(inner_ != nullptr);
+  POOLFS_CHECK(sector_size_ > 0 && (sector_size_ & (sector_size_ - 1)) == 0);
 }
 
 bool FaultInjectingDevice::ShouldFail(IoKind kind) {

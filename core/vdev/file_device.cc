@@ -341,7 +341,7 @@ uint8_t* FileDevice::BounceBuffer() {
   };
   thread_local std::unique_ptr<uint8_t, Free> buf(
       static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, kBounceBytes)));
-  CHECK(buf != nullptr);
+  POOLFS_CHECK(buf != nullptr);
   return buf.get();
 }
 

@@ -145,10 +145,10 @@ void SortAndMerge(std::vector<FoundUberblock>* found) {
 }  // namespace
 
 std::vector<uint8_t> EncodeLabel(const LabelHeader& h, int label_index, std::string_view config) {
-  CHECK_LE(config.size(), kMaxConfigSize);
-  CHECK(label_index >= 0 && label_index < kLabelCount);
+  POOLFS_CHECK_LE(config.size(), kMaxConfigSize);
+  POOLFS_CHECK(label_index >= 0 && label_index < kLabelCount);
   Result<VdevLayout> layout = ComputeVdevLayout(h.vdev_size);
-  CHECK(layout.ok());
+  POOLFS_CHECK(layout.ok());
   std::vector<uint8_t> b(kRingOffset, 0);
   uint8_t* p = b.data();
   PutLE64(p + offsetof(LabelHeaderPhys, magic), kLabelMagic);

@@ -298,7 +298,7 @@ Status Zap::FatInsert(Change& c, uint64_t key, std::string_view name, const Valu
   for (;;) {
     const uint64_t blk = fat_.table[TableIndex(h)];
     auto it = c.leaves.find(blk);
-    CHECK(it != c.leaves.end());  // the leaf read for h, or one split off it
+    POOLFS_CHECK(it != c.leaves.end());  // the leaf read for h, or one split off it
     Leaf& leaf = it->second;
     if (leaf.Fits(name.size())) {
       leaf.Insert(key, name, v);
@@ -325,7 +325,7 @@ Status Zap::FatInsert(Change& c, uint64_t key, std::string_view name, const Valu
 }
 
 void Zap::DoubleTable(Change& c) {
-  CHECK_LT(fat_.depth, kMaxDepth);
+  POOLFS_CHECK_LT(fat_.depth, kMaxDepth);
   std::vector<uint64_t> t(fat_.table.size() * 2);
   for (size_t i = 0; i < fat_.table.size(); i++) t[2 * i] = t[2 * i + 1] = fat_.table[i];
   fat_.table.swap(t);

@@ -17,7 +17,7 @@ Leaf::Leaf(const BlockContext& ctx, uint64_t block, uint64_t prefix, uint8_t dep
       depth_(depth),
       heap_(ctx.block_size),
       buf_(std::string(ctx.block_size, '\0')) {
-  DCHECK(depth <= kMaxDepth);
+  POOLFS_DCHECK(depth <= kMaxDepth);
 }
 
 Result<Leaf> Leaf::Decode(std::string bytes, const BlockContext& ctx, uint64_t block) {
@@ -81,7 +81,7 @@ Result<Leaf> Leaf::Decode(std::string bytes, const BlockContext& ctx, uint64_t b
 }
 
 uint32_t Leaf::SlotOffset(uint32_t i) const {
-  DCHECK(i < count_);
+  POOLFS_DCHECK(i < count_);
   return LoadLE16(bytes() + kLeafHeaderSize + 2 * i);
 }
 
@@ -177,11 +177,11 @@ void Leaf::Compact() {
 }
 
 void Leaf::Insert(uint64_t key, std::string_view name, const Value& v) {
-  DCHECK(key < kKeyLimit && !name.empty() && name.size() <= kMaxNameLen);
-  DCHECK(depth_ == 0 || (KeyHash(key) >> (kHashBits - depth_)) == prefix_);
+  POOLFS_DCHECK(key < kKeyLimit && !name.empty() && name.size() <= kMaxNameLen);
+  POOLFS_DCHECK(depth_ == 0 || (KeyHash(key) >> (kHashBits - depth_)) == prefix_);
   const uint32_t size = uint32_t(LeafEntrySize(name.size()));
   if (Gap() < size + 2) Compact();
-  CHECK_GE(Gap(), size + 2);
+  POOLFS_CHECK_GE(Gap(), size + 2);
   heap_ -= size;
   uint8_t* e = bytes() + heap_;
   PutLE64(e, key);
@@ -190,7 +190,7 @@ void Leaf::Insert(uint64_t key, std::string_view name, const Value& v) {
   e[24] = uint8_t(name.size());
   std::memcpy(e + kLeafEntryFixed, name.data(), name.size());
   uint32_t pos = LowerBound(key);
-  DCHECK(pos == count_ || KeyAt(pos) != key);
+  POOLFS_DCHECK(pos == count_ || KeyAt(pos) != key);
   uint8_t* slots = bytes() + kLeafHeaderSize;
   std::memmove(slots + 2 * (pos + 1), slots + 2 * pos, 2 * size_t{count_ - pos});
   PutLE16(slots + 2 * pos, uint16_t(heap_));
@@ -199,12 +199,12 @@ void Leaf::Insert(uint64_t key, std::string_view name, const Value& v) {
 }
 
 void Leaf::Append(uint64_t key, std::string_view name, const Value& v) {
-  DCHECK(count_ == 0 || KeyAt(count_ - 1) < key);
+  POOLFS_DCHECK(count_ == 0 || KeyAt(count_ - 1) < key);
   Insert(key, name, v);  // LowerBound finds the end at once
 }
 
 void Leaf::Erase(uint32_t slot) {
-  CHECK_LT(slot, count_);
+  POOLFS_CHECK_LT(slot, count_);
   uint32_t off = SlotOffset(slot), size = EntrySizeAt(off);
   std::memset(bytes() + off, 0, size);
   uint8_t* slots = bytes() + kLeafHeaderSize;
@@ -222,7 +222,7 @@ void Leaf::SetValue(uint32_t slot, const Value& v) {
 }
 
 Leaf Leaf::SplitOff(uint64_t new_block) {
-  CHECK_LT(depth_, kMaxDepth);
+  POOLFS_CHECK_LT(depth_, kMaxDepth);
   const uint8_t d = uint8_t(depth_ + 1);
   Leaf lo(ctx_, block_, prefix_ << 1, d), hi(ctx_, new_block, (prefix_ << 1) | 1, d);
   const int shift = kHashBits - d;

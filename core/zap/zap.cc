@@ -57,13 +57,13 @@ Result<std::string> Zap::ReadBlock(uint64_t block, std::string_view kind) const 
 }
 
 Status Zap::PutBlock(dmu::Tx& tx, uint64_t block, dmu::SharedBlock& bytes) {
-  DCHECK(bytes.size() == ctx_.block_size);
+  POOLFS_DCHECK(bytes.size() == ctx_.block_size);
   Status s = os_->PutBlock(tx, *dnode_, block, bytes);
   return s.ok() ? s : s.WithContext(ctx_.Where(block, "write"));
 }
 
 Status Zap::WriteBlock(dmu::Tx& tx, uint64_t block, const std::string& bytes) {
-  DCHECK(bytes.size() == ctx_.block_size);
+  POOLFS_DCHECK(bytes.size() == ctx_.block_size);
   Status s = os_->Write(tx, *dnode_, block * ctx_.block_size, bytes);
   return s.ok() ? s : s.WithContext(ctx_.Where(block, "write"));
 }

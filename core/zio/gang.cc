@@ -10,17 +10,17 @@
 namespace poolfs::core::zio {
 
 std::string EncodeGangHeader(const std::vector<space::Dva>& children, size_t size) {
-  CHECK_GE(children.size(), 2u);
-  CHECK_LE(children.size(), kMaxGangChildren);
-  CHECK_LE(GangHeaderBytes(children.size()), size);
+  POOLFS_CHECK_GE(children.size(), 2u);
+  POOLFS_CHECK_LE(children.size(), kMaxGangChildren);
+  POOLFS_CHECK_LE(GangHeaderBytes(children.size()), size);
   std::string out(size, '\0');
   auto* p = reinterpret_cast<uint8_t*>(out.data());
   util::PutLE64(p, kGangMagic);
   util::PutLE32(p + 8, uint32_t(children.size()));
   for (size_t i = 0; i < children.size(); i++) {
     const space::Dva& c = children[i];
-    CHECK_NE(c.size, 0u);
-    CHECK_LE(c.size, kMaxBlockSize);
+    POOLFS_CHECK_NE(c.size, 0u);
+    POOLFS_CHECK_LE(c.size, kMaxBlockSize);
     uint8_t* e = p + kGangHeaderFixed + i * kGangChildSize;
     util::PutLE32(e, c.vdev);
     util::PutLE32(e + 4, uint32_t(c.size));

@@ -34,7 +34,7 @@ class Scratch {
     if (n > cap_) {
       cap_ = (std::max(n, cap_ * 2) + kAlign - 1) / kAlign * kAlign;
       buf_.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, cap_)));
-      CHECK(buf_ != nullptr);
+      POOLFS_CHECK(buf_ != nullptr);
     }
     return buf_.get();
   }
@@ -129,14 +129,14 @@ struct Zio::Stored {
 };
 
 Zio::Zio(std::vector<Vdev> vdevs, space::SpaceManager* space) : space_(space) {
-  CHECK(!vdevs.empty());
-  if (space != nullptr) CHECK_EQ(space->vdev_count(), vdevs.size());
+  POOLFS_CHECK(!vdevs.empty());
+  if (space != nullptr) POOLFS_CHECK_EQ(space->vdev_count(), vdevs.size());
   for (size_t i = 0; i < vdevs.size(); i++) {
     const Vdev& v = vdevs[i];
-    CHECK(v.dev != nullptr);
-    CHECK_GE(v.ashift, vdev::kMinAshift);
-    CHECK_LE(v.ashift, vdev::kMaxAshift);
-    if (space != nullptr) CHECK_EQ(space->group(uint32_t(i)).config().ashift, v.ashift);
+    POOLFS_CHECK(v.dev != nullptr);
+    POOLFS_CHECK_GE(v.ashift, vdev::kMinAshift);
+    POOLFS_CHECK_LE(v.ashift, vdev::kMaxAshift);
+    if (space != nullptr) POOLFS_CHECK_EQ(space->group(uint32_t(i)).config().ashift, v.ashift);
     Result<vdev::VdevLayout> layout = vdev::ComputeVdevLayout(v.dev->size());
     if (!layout.ok()) util::CheckFailed(__FILE__, __LINE__, layout.status().ToString());
     auto state = std::make_unique<VdevState>();
@@ -181,7 +181,7 @@ Zio::Stored Zio::Prepare(const WriteProps& props, std::string_view data, size_t 
 }
 
 Status Zio::WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& s) {
-  CHECK_GE(len, s.psize);
+  POOLFS_CHECK_GE(len, s.psize);
   if (s.compression == util::Compression::kOff) return WritePadded(v, off, s.bytes, s.psize, len);
   // Already padded in the scratch.
   POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, len));
@@ -191,7 +191,7 @@ Status Zio::WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& 
 
 Status Zio::WritePadded(VdevState& v, uint64_t off, const uint8_t* bytes, uint64_t n,
                         uint64_t len) {
-  CHECK_LE(n, len);
+  POOLFS_CHECK_LE(n, len);
   const uint64_t granule = uint64_t{1} << max_ashift_;
   const uint64_t head = std::min<uint64_t>(n & ~(granule - 1), len);
   if (head > 0) POOLFS_RETURN_IF_ERROR(v.dev->Write(off, bytes, head));
@@ -249,7 +249,7 @@ Result<BlockPtr> Zio::Write(const WriteProps& props, std::string_view data, Txg 
 
 Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks, Txg txg,
                                              size_t allocator) {
-  CHECK(space_ != nullptr);
+  POOLFS_CHECK(space_ != nullptr);
   for (const BlockWrite& b : blocks)
     POOLFS_RETURN_IF_ERROR(CheckWriteArgs(b.props, b.data.size(), txg));
   const uint64_t granule = uint64_t{1} << max_ashift_;
@@ -295,9 +295,9 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
       continue;
     }
     const space::Dva dva = *allocated;
-    CHECK_LT(dva.vdev, vdevs_.size());
-    CHECK_EQ(dva.size, asize);
-    CHECK_LE(dva.offset + dva.size, vdevs_[dva.vdev]->alloc_end);
+    POOLFS_CHECK_LT(dva.vdev, vdevs_.size());
+    POOLFS_CHECK_EQ(dva.size, asize);
+    POOLFS_CHECK_LE(dva.offset + dva.size, vdevs_[dva.vdev]->alloc_end);
     bps[i] = StoredPointer(dva, 0, props, uint32_t(data.size()), s, txg, "write");
 
     Pending p{i, {s.bytes, s.psize & ~(granule - 1)}, {nullptr, 0}};
@@ -470,10 +470,10 @@ Result<std::vector<space::Dva>> Zio::GangChildren(const BlockPtr& bp) {
 
 Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std::string_view data,
                               Txg txg) {
-  CHECK(space_ != nullptr);
-  CHECK(!old.IsHole());
-  CHECK_EQ(old.birth, txg);
-  CHECK_LT(old.dva.vdev, vdevs_.size());
+  POOLFS_CHECK(space_ != nullptr);
+  POOLFS_CHECK(!old.IsHole());
+  POOLFS_CHECK_EQ(old.birth, txg);
+  POOLFS_CHECK_LT(old.dva.vdev, vdevs_.size());
   POOLFS_RETURN_IF_ERROR(CheckWriteArgs(props, data.size(), txg));
   const Stored s = Prepare(props, data, 0);
   if (old.IsGang()) return RewriteGang(old, props, uint32_t(data.size()), s, txg);
@@ -621,7 +621,7 @@ Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst, Read
 }
 
 Status Zio::Free(const BlockPtr& bp, Txg txg) {
-  CHECK(space_ != nullptr);
+  POOLFS_CHECK(space_ != nullptr);
   if (bp.IsHole()) return Status::Ok();
   POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "free of block ", bp));
   if (deferring_.load(std::memory_order_acquire)) {
@@ -663,17 +663,17 @@ Status Zio::FlushAll() {
 }
 
 uint64_t Zio::checksum_errors(uint32_t vdev) const {
-  CHECK_LT(vdev, vdevs_.size());
+  POOLFS_CHECK_LT(vdev, vdevs_.size());
   return vdevs_[vdev]->checksum_errors.load(std::memory_order_relaxed);
 }
 
 vdev::BlockDevice& Zio::device(uint32_t vdev) {
-  CHECK_LT(vdev, vdevs_.size());
+  POOLFS_CHECK_LT(vdev, vdevs_.size());
   return *vdevs_[vdev]->dev;
 }
 
 uint32_t Zio::ashift(uint32_t vdev) const {
-  CHECK_LT(vdev, vdevs_.size());
+  POOLFS_CHECK_LT(vdev, vdevs_.size());
   return vdevs_[vdev]->ashift;
 }
 
