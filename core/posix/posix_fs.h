@@ -1,6 +1,7 @@
 // PosixFs: poolfs::Filesystem over the root dataset of an imported pool.
 // The design (objects, locks, the unlinked set, space, fsync) is the theory
-// comment of posix_fs.cc; the byte layout is core/doc/posix-format.md.
+// comment of posix_fs.cc; the byte layout is section 12 of
+// core/doc/on-disk-format.md.
 //
 // Thread safety: as poolfs::Filesystem says — any call from any thread;
 // changes to one inode are serialized by its op_mu (inode_table.h).

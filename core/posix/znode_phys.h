@@ -21,8 +21,8 @@
 //             bonus stays within the dnode's 384); longer targets are the
 //             object's data and the inline length is zero.
 //
-// core/doc/posix-format.md has the same table and the rules the decoder
-// checks. Thread safety: values.
+// Section 12 of core/doc/on-disk-format.md has the same table and the rules
+// the decoder checks. Thread safety: values.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Space map encoding and decoding. The byte layout is specified in
-// core/doc/space-map-format.md; the constants below are its single source in
-// code.
+// Space map encoding and decoding. The byte layout is specified in section
+// 10 of core/doc/on-disk-format.md; the constants below are its single
+// source in code.
 #include "space/space_map.h"
 
 #include <bit>

@@ -17,8 +17,8 @@
 //     group holds the records of one txg (a txg with many records spans
 //     several groups) and ends with a checksum that chains to the previous
 //     one; the end marker holds the record count and net allocated bytes and
-//     a last chained checksum. The exact layout is in
-//     core/doc/space-map-format.md.
+//     a last chained checksum. The exact layout is in section 10 of
+//     core/doc/on-disk-format.md.
 //   - appended to: SpaceMapWriter removes the end marker (and reopens the last
 //     group if the txg is unchanged and it has room), adds the record, and
 //     writes the end marker again when the bytes are next asked for. Every

@@ -12,7 +12,8 @@
 //   label + 16K    config payload (up to 112 KiB, owned by the pool layer)
 //   label + 128K   uberblock ring: 128 slots of 1 KiB, slot = txg % 128
 //
-// core/doc/vdev-format.md has the byte-level description.
+// Sections 2-4 of core/doc/on-disk-format.md have the byte-level
+// description.
 #pragma once
 
 #include <array>

@@ -2,7 +2,8 @@
 // place.
 //
 // A leaf holds the entries whose 46-bit name hash h starts with its
-// `depth`-bit `prefix`. Layout (core/doc/zap-format.md, LeafHeaderPhys):
+// `depth`-bit `prefix`. Layout (LeafHeaderPhys; core/doc/on-disk-format.md
+// section 11.4):
 //
 //   [0, 64)                header
 //   [64, 64 + 2*count)     slots: u16 offsets of the entries, in key order

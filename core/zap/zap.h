@@ -4,10 +4,10 @@
 // Theory
 // ------
 // A zap is one dmu object whose data blocks (all of one size, 8 KiB by
-// default, see kDefaultBlockSize) hold its entries; core/doc/zap-format.md
-// has every byte. A name is 1..255 bytes. A kZap object takes any bytes; a kDirectory object also
-// refuses names holding '/' or NUL (the POSIX layer decides about "." and
-// ".."). A value is 16 bytes (Value: two words).
+// default, see kDefaultBlockSize) hold its entries; section 11 of
+// core/doc/on-disk-format.md has every byte. A name is 1..255 bytes. A kZap
+// object takes any bytes; a kDirectory object also refuses names holding
+// '/' or NUL (the POSIX layer decides about "." and ".."). A value is 16 bytes (Value: two words).
 //
 // Every entry has a key, (h << 16) | cd: h is the top 46 bits of the 64-bit
 // hash of the per-zap salt and the name, cd the collision differentiator,

@@ -1,8 +1,9 @@
 // The on-disk blocks of a zap object, their constants, and their refusing
-// decoders. The byte-by-byte specification is core/doc/zap-format.md; the
-// Phys structs below are that layout (field offsets are static_assert'ed),
-// and every field is read and written with explicit little-endian helpers at
-// offsetof(...), never by casting a block to a struct.
+// decoders. The byte-by-byte specification is section 11 of
+// core/doc/on-disk-format.md; the Phys structs below are that layout (field
+// offsets are static_assert'ed), and every field is read and written with
+// explicit little-endian helpers at offsetof(...), never by casting a block
+// to a struct.
 //
 // Every zap block is one data block of the zap object (all the object's
 // blocks have the same size, 4 KiB .. 32 KiB, a power of two). Each starts

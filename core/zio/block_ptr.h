@@ -23,7 +23,8 @@
 // empty hole (birth 0, lsize 0).
 //
 // On disk a BlockPtr is a BlockPtrPhys of 64 bytes, little-endian
-// (core/doc/zio-format.md has the byte-level layout and every validity rule).
+// (section 5 of core/doc/on-disk-format.md has the byte-level layout and
+// every validity rule).
 // DecodeBlockPtr refuses any damage it can see with Corruption: unknown enum
 // values, sizes that contradict each other, a hole with stray fields, a gang
 // size that cannot hold the block. It cannot see a flipped bit that turns one valid
@@ -140,8 +141,8 @@ static_assert(offsetof(BlockPtrPhys, gang_sectors) == 28);
 static_assert(offsetof(BlockPtrPhys, checksum_hi) == 56);
 
 // Returns OK when `bp` satisfies every rule DecodeBlockPtr enforces (see
-// zio-format.md), else Corruption saying which rule it breaks (no location
-// prefix). The pipeline checks pointers with it before using them.
+// on-disk-format.md 5.2), else Corruption saying which rule it breaks (no
+// location prefix). The pipeline checks pointers with it before using them.
 Status ValidateBlockPtr(const BlockPtr& bp);
 
 // Writes the 64-byte on-disk form of `bp` to out. CHECKs that bp is valid

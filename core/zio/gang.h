@@ -7,7 +7,7 @@
 // block's stored bytes, not the header), so a damaged header is refused
 // before any child is read or freed.
 //
-// Layout (little-endian; zio-format.md has the table):
+// Layout (little-endian; core/doc/on-disk-format.md 5.5 has the table):
 //   0   8  magic "POOLGANG"
 //   8   4  children n, 2 .. kMaxGangChildren
 //   12  4  zero

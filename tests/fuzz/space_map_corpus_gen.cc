@@ -44,8 +44,8 @@ uint64_t Xxh(const std::string& b, size_t first_word, size_t words) {
   return poolfs::util::Xxh3_64(b.data() + 8 * first_word, 8 * words);
 }
 
-// Recomputes every checksum of a structurally walkable map (see
-// core/doc/space-map-format.md), so that a deliberate rule break survives
+// Recomputes every checksum of a structurally walkable map (see section 10
+// of core/doc/on-disk-format.md), so that a deliberate rule break survives
 // the checksum checks.
 std::string Rechecksum(std::string b) {
   SetWord(&b, 4, Xxh(b, 0, 4));

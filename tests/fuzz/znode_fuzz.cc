@@ -11,10 +11,11 @@
 //   - the encoding is canonical: whatever decodes re-encodes to exactly the
 //     input bytes (reserved bytes must be zero, names strictly ordered, no
 //     trailing bytes), so no two inputs decode to the same value;
-//   - what decodes obeys core/doc/posix-format.md, checked here with
-//     separate arithmetic: a known file type, nanoseconds below 10^9, an
-//     inline target only on a symlink and of its size, a device number only
-//     on a device; xattr names of 1..255 bytes, values of at most 64 KiB.
+//   - what decodes obeys section 12 of core/doc/on-disk-format.md, checked
+//     here with separate arithmetic: a known file type, nanoseconds below
+//     10^9, an inline target only on a symlink and of its size, a device
+//     number only on a device; xattr names of 1..255 bytes, values of at
+//     most 64 KiB.
 #include <sys/stat.h>
 
 #include <cstdio>

@@ -140,7 +140,8 @@ std::string SmallMap(SpaceMapGeometry* g) {
 }
 
 // ---- A raw encoder for crafting damage with valid checksums. It restates
-// core/doc/space-map-format.md independently of space_map.cc. ----
+// section 10 of core/doc/on-disk-format.md independently of space_map.cc.
+// ----
 struct Raw {
   std::vector<uint64_t> words;
   std::vector<size_t> sums;  // word indices holding chained checksums
