@@ -11,10 +11,11 @@
 // the file's dirty pages (sync_file_range SYNC_FILE_RANGE_WRITE: it starts
 // I/O, waits for none, and promises nothing about durability, which is still
 // Flush's job), so the disk works while the sync goes on writing and the
-// fdatasync finds little left to do. Measured with `poolfs-bench pool` on
-// this machine: 0.63-0.66 of pwrite+fdatasync with --writeback-kib 0,
-// 0.93-0.95 with the default 4 MiB. Only buffered writes count (direct
-// writes, below, leave no dirty pages).
+// fdatasync finds little left to do: it brought a buffered pool's write
+// rate from about two thirds of pwrite+fdatasync's to nearly all of it.
+// `poolfs-bench pool --direct-writes false` measures it (with
+// --writeback-kib 0 to compare). Only buffered writes count (direct writes,
+// below, leave no dirty pages).
 //
 // Direct reads. With `direct_reads`, Open also opens the file with
 // O_DIRECT, and a Read whose offset, length and buffer are all aligned to
@@ -24,27 +25,20 @@
 // time in the page cache. Linux keeps the two paths coherent (a direct read
 // writes back dirty pages of its range first). Other reads, and every read
 // when the file system refuses O_DIRECT (tmpfs before 6.6), stay buffered.
-// The pool's default since dmu::ReadAhead reads ahead of sequential readers
-// (before it: off by default, for the figures below). A pool file read with
-// `dd bs=128k` here
-// goes at 0.68 GB/s buffered and 1.1 GB/s direct, but through the mount
-// (scripts/bench-fs.sh, 2026-11-30) buffered reads gave 930-950 MiB/s and
-// direct ones 490, as nothing reads ahead of a sequential reader in direct
-// mode: the kernel's readahead did, and poolfs has no prefetch of its own
-// yet (a first try, 16 blocks ahead from 2 threads, reached 620). With
-// reads gathered into 1 MiB (ReadParts) and up to 13 of them at once
-// (2026-12-01, fuse.read_ahead_bytes 4 MiB, bench-fs.sh --runs 3): direct
-// 597-670 MiB/s against 1420-1875 for dd of a plain file, buffered 600-971
-// against 1481-1787. Dropping each range a buffered read read from the
-// page cache (posix_fadvise DONTNEED: one cache, the ARC) was slower too:
-// 495-697 MiB/s against 546-858 without, alternating runs.
-// With ReadAhead (2026-12-02, 1 GiB through a mount pinned to one CPU, the
-// pool file's cache dropped, four alternating runs): direct with 8 threads
-// and 32 MiB ahead 1020, 1036, 925, 981 MiB/s with the CPU busy 0.92-0.98
-// s; buffered without read ahead 190, 225, 226, 168 MiB/s, busy 4.0-4.9 s
-// (a buffered read takes two fresh pages per page read, the pool file's
-// and the mount's, and fresh pages are dear on this machine's VM; see
-// ReadAhead's theory).
+// Direct reads are the pool's default since dmu::ReadAhead reads ahead of
+// sequential readers. Before it they were off by default: in direct mode
+// nothing read ahead (the kernel's readahead serves buffered reads only),
+// so a sequential read through the mount was slower direct than buffered,
+// even with reads gathered into 1 MiB (ReadParts) and several in flight.
+// With ReadAhead, direct reads went several times as fast as buffered
+// reads without it, on a fraction of the CPU time: a buffered read takes
+// two fresh pages per page read (the pool file's and the mount's), and
+// fresh pages are expensive on a virtual machine that reports free pages to
+// its host (ReadAhead's theory). Dropping each range a buffered read read
+// from the page cache (posix_fadvise DONTNEED, so that the ARC is the one
+// cache) was slower than keeping it. scripts/bench-fs.sh's read
+// figure (1 GiB through the mount against a plain file on the same disk)
+// measures this path.
 //
 // Direct writes. With `direct_writes` (the default), a Write whose offset
 // and length are aligned to kDirectAlign goes through the same O_DIRECT
@@ -58,30 +52,28 @@
 // and drops the page cache over its range). Flush stays an fdatasync: it
 // makes the blocks a direct write allocated in a sparse file durable, and
 // flushes the disk's cache. The cost is that each block write waits for the
-// disk. Measured on 2026-12-01, 1 GiB written with dd conv=fsync through a
-// mount pinned to one CPU, three interleaved runs each: buffered 126, 254,
-// 232 MiB/s with that CPU busy all the time (8.1, 4.0, 4.4 s: the copy into
-// fresh page cache pages led the profile); direct 379, 383, 343 MiB/s, the
-// CPU busy 2.1, 2.0, 2.3 s.
+// disk; the gain is larger: buffered, the copy into fresh page cache pages
+// led the profile and kept the CPU busy throughout, and direct writes went
+// faster on a fraction of the CPU time. scripts/bench-fs.sh's write figure
+// (1 GiB with dd conv=fsync through the mount) and `poolfs-bench pool
+// --direct-writes false` measure it.
 //
 // Gathered direct writes. WriteParts of an aligned range copies the parts
 // into the bounce buffer and writes it with one direct write per 1 MiB:
-// zio hands over adjacent blocks this way. On this machine's disk, 1 GiB
-// written with dd oflag=direct went at 515, 528 MiB/s in 128 KiB writes
-// and 885, 1028 MiB/s in 1 MiB ones, with half the CPU time (each write
-// is a trip to the hypervisor and an interrupt); 4 MiB writes were no
-// faster (811). Other ranges, and everything when direct writes are off,
-// go part by part.
+// zio hands over adjacent blocks this way. Each write is a trip to the
+// hypervisor and an interrupt on a virtual disk, so direct writes of 1 MiB
+// went much faster than writes of 128 KiB, on half the CPU time (4 MiB ones
+// were no faster than 1 MiB). Other ranges, and everything when direct
+// writes are off, go part by part.
 //
 // Gathered reads. ReadParts reads the parts with one preadv: through the
 // O_DIRECT descriptor when direct reads are on and the range and every part
 // are aligned (the disk fills the parts), through the bounce buffer when
 // only the range is (a direct read of it, then a copy to the parts), else
-// buffered. zio reads the adjacent blocks of a file this way: 1 GiB read
-// with O_DIRECT on this machine's disk went at 445 MiB/s in 128 KiB reads,
-// with 0.6 s of system time, and at 703-741 MiB/s in 1 MiB ones with 0.1-0.16
-// s (each read is a trip to the hypervisor and an interrupt); two 1 MiB
-// reads at a time made 766-898 MiB/s (2026-12-01).
+// buffered. zio reads the adjacent blocks of a file this way: for the same
+// reason as writes, direct reads of 1 MiB went much faster than reads of
+// 128 KiB, on a fraction of the system time, and two at a time faster
+// still.
 //
 // The size is taken once at Open: st_size for a regular file,
 // BLKGETSIZE64 for a block device. Writes never extend the file.

@@ -11,10 +11,11 @@
 // id (and, past block 0, the block's own number), so that a block put in
 // the wrong place is refused. Damage is the pool's block checksum's to find:
 // zio verifies every block it reads. The unused bytes held an XXH3-64 of
-// the rest of the block until 2026-12-01; they are written as zero now and
-// never read, because a change edits a block in place, possibly many times
-// a txg (dmu/shared_block.h), and a checksum per change cost a tenth of
-// the create rate.
+// the rest of the block in development builds before the first release;
+// they are written as zero now and never read, because a change edits a
+// block in place, possibly many times a txg (dmu/shared_block.h), and
+// hashing the whole block at every change cost a noticeable share of the
+// create rate (`poolfs-bench create` measures it).
 //
 //   block 0, micro form:  MicroHeaderPhys, then fixed 64-byte MicroEntryPhys
 //   block 0, fat form:    FatHeaderPhys, then the pointer table while small
@@ -43,11 +44,12 @@ namespace poolfs::core::zap {
 
 inline constexpr uint32_t kMinBlockSize = 4096;
 inline constexpr uint32_t kMaxBlockSize = 32768;
-// 8 KiB by measurement, taken when every change copied, checksummed and
-// rewrote a whole leaf and a lookup decoded one, so that an operation cost
-// in proportion to the block. Per CPU-second with 1M names in one zap (zap_tests "[.bench]"):
-// 16 KiB: 157k adds, 130k lookups; 8 KiB: 236k, 196k; 4 KiB: 295k, 262k
-// (4 KiB leaves less to compression and only 63 entries to a micro zap).
+// 8 KiB, chosen when every change copied, checksummed and rewrote a whole
+// leaf and a lookup decoded one, so that an operation cost in proportion to
+// the block: 8 KiB made adds and lookups about half again as fast as 16 KiB,
+// and 4 KiB gained less again while leaving less to compression and only 63
+// entries to a micro zap. zap_tests "[.bench]" measures it (adds and
+// lookups per CPU-second with 1M names in one zap).
 inline constexpr uint32_t kDefaultBlockSize = 8192;
 inline constexpr size_t kMaxNameLen = 255;
 inline constexpr int kHashBits = 46;

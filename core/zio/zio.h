@@ -60,13 +60,13 @@
 // allocator hands out consecutive extents). ReadMany reads the blocks of a
 // batch whose extents lie one after the other with one ReadParts of up to
 // kAggregateBytes (a FUSE read of 1 MiB asks for eight blocks of 128 KiB;
-// one sync wrote them in a row) and verifies each as Read does. Measured
-// 2026-12-01, 1 GiB through a mount pinned to one CPU: written with dd
-// conv=fsync, three interleaved runs, 132, 238, 224 MiB/s one block per
-// write, 385, 451, 381 MiB/s aggregated, the CPU busy 7.3, 3.7, 3.9 s
-// against 2.6, 2.1, 2.6 s; read after dropping the caches, four rounds,
-// 590, 516, 654, 545 MiB/s one block per read, 858, 802, 546, 856
-// gathered (dd of a plain file: 356, 653, 683, 931).
+// one sync wrote them in a row) and verifies each as Read does. Through
+// the mount, aggregated writes went well over half as fast again as one
+// block per write, on about two thirds of the CPU time, and gathered reads
+// half as fast again as one block per read: each device request costs a
+// trip to the hypervisor and an interrupt on a virtual disk
+// (vdev::FileDevice).
+// scripts/bench-fs.sh's 1 GiB write and read figures measure both paths.
 //
 // Failure: a write that fails frees its allocation again (in the same txg, so
 // the space is deferred like any other free) and returns IOError. A read that
@@ -114,8 +114,9 @@ inline constexpr size_t kProbeSize = 16 * 1024;
 inline constexpr size_t kProbeMinSize = 2 * kProbeSize;
 
 // WriteMany hands adjacent blocks to their device together, up to this many
-// bytes at a time (vdev::FileDevice: one direct write of 1 MiB went at twice
-// the rate of eight of 128 KiB here, with half the CPU time).
+// bytes at a time (vdev::FileDevice: one direct write of 1 MiB goes much
+// faster than eight of 128 KiB, on half the CPU time, and larger writes
+// gain nothing more).
 inline constexpr uint64_t kAggregateBytes = uint64_t{1} << 20;
 
 // What to write. `type` must not be kNone; level > 0 if and only if type is
