@@ -95,11 +95,13 @@ namespace {
 // exactly what the write would (SetAttr says so), and clears the bits on
 // Write and truncation itself too. The capability is asked for, so that
 // the kernel leaves the clearing to the Filesystem alone, but libfuse 3.14
-// (Debian 12) never passes it on to the kernel (libfuse issue 884; the
-// INIT reply's flags here are 0x4040f021, without FUSE_HANDLE_KILLPRIV
-// 1<<19 and without FUSE_PARALLEL_DIROPS 1<<18 either, libfuse PR 861):
-// the chmod path is what works here. Its second version (requests saying
-// whether the caller lacks CAP_FSETID) does not exist in libfuse 3.14.
+// (Debian 12) never passes it on to the kernel (libfuse's tracker:
+// https://github.com/libfuse/libfuse/issues/884). Its INIT reply's flags
+// are 0x4040f021, without FUSE_HANDLE_KILLPRIV 1<<19 and without
+// FUSE_PARALLEL_DIROPS 1<<18 either
+// (https://github.com/libfuse/libfuse/pull/861). The chmod path is what
+// works with libfuse 3.14; its second version (requests saying whether the
+// caller lacks CAP_FSETID) does not exist in libfuse 3.14.
 //
 // Opening without a request: when the kernel can (FUSE_CAP_NO_OPEN_SUPPORT,
 // Linux 4.19 on), OPEN and CREATE answer ENOSYS (file_ops.cc).

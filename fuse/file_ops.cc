@@ -95,14 +95,14 @@ void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 
 // there; the rest from a page-aligned buffer of the worker thread's, which
 // the core fills straight from the pool file. The kernel copies them into
 // its page-aligned page cache. Sending the cached blocks where they lie
-// saves a copy of each (2026-12-02: a tenth of the CPU samples of a 1 GiB
-// read with read ahead went to that copy). Copies are much slower here
-// to or from the 16-byte offset of a malloc'd block: a 1 GiB
-// pread loop took 0.13-0.18 s of system time into a page-aligned buffer
-// (six runs of seven), 0.63-2.55 s into one 16 bytes past a page. Through
-// the mount (1 GiB, caches dropped, alternating runs), the daemon's CPU
-// time in perf samples, median of five: 4262 against 6205 with the string
-// reply this replaced (blocks appended to it, then copied by the kernel).
+// saves a copy of each, which took a noticeable share of the daemon's CPU
+// in a profile of a sequential read with read ahead. The buffer is
+// page-aligned because copies to or from the 16-byte offset of a malloc'd
+// block are much slower: a pread loop into a buffer 16 bytes past a page
+// took several times the system time of one into a page-aligned buffer.
+// Together this takes about a third less of the daemon's CPU than the
+// string reply it replaced (blocks appended to a string, then copied by the
+// kernel). scripts/bench-fs.sh's 1 GiB read figure measures this path.
 class ReadBuffer {
  public:
   ~ReadBuffer() { std::free(data_); }
