@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The createmany benchmark of issue 5, through the FUSE mount: file creates
+# The createmany benchmark, through the FUSE mount: file creates
 # per second for each object allocation policy (dmu.metadnode_backfill),
 # measured in one run, like the ZFS measurement it reproduces (createmany
 # with 32 threads, 16 x 1M files, backfill on against off).
@@ -10,8 +10,8 @@
 #   1. ITERATIONS times: createmany -o -t THREADS -D $(mktemp -d MNT/XXXXX) COUNT
 #      (each iteration into a new folder of the same, growing pool), then a
 #      wait for the txg sync; the modes take turns at each iteration (all
-#      pools are mounted at once), so that the load of this shared machine
-#      drifts over every mode alike;
+#      pools are mounted at once), so that a drift in the machine's load
+#      falls on every mode alike;
 #   2. the churn pass: a random half of every file created is removed
 #      through the mount, the script waits until a txg with those removals
 #      has synced (their ids are reusable from then on, as in a workload
@@ -22,15 +22,15 @@
 #      deleted.
 # Printed: a table (mode, mean, min, max creates/s over the iterations,
 # the churn pass's creates/s, density after it, ids reused, failed holds),
-# the ratios auto/off (issue 5's target through the mount: >= 0.95) and
+# the ratios auto/off (the target through the mount: >= 0.95) and
 # off/legacy (the pathology: >= 1.4 in process), and where the files are:
 # OUT/table.txt, OUT/results.json, OUT/iterations.tsv and OUT/creates.png
 # (creates/s per iteration for each mode, drawn by gnuplot).
 #
 # Every command (the daemon, createmany) runs under `taskset -c CPUS`
 # (default: the last CPU), as scripts/bench-fs.sh does and for its reason:
-# a client and a daemon that land on different cores vary up to 2.7x at
-# random on this machine; --cpus none turns pinning off.
+# a client and a daemon that land on different cores vary widely, at
+# random; --cpus none turns pinning off.
 #
 # Usage: scripts/bench-createmany.sh [--iterations I] [--count N] [--threads T]
 #          [--modes auto,on,off,legacy] [--dir DIR] [--out DIR] [--cpus LIST|none]
@@ -41,12 +41,11 @@
 #   --out DIR       where the table, JSON, data and plot go
 #                   (default /var/tmp/poolfs-createmany-YYYYmmdd-HHMMSS)
 #   --dir DIR       where the pool file and the mount go (default /var/tmp)
-# Defaults: 8 x 100,000. A run of 8 x 200,000 (issue 5's example) here, with
-# a load average of 10-24 from other work, saw 13-15k creates/s fall to
-# 2.3-3.8k by the 8th iteration in every mode alike, four daemons of 2.8 GB,
-# and its churn pass removing 340 files/s: it would have taken well over an
-# hour. (That was before idle dnodes and inodes left the daemon's memory,
-# 2026-11-30; 8 x 200,000 has not been measured since.)
+# Defaults: 8 x 100,000. A run of 8 x 200,000 on a machine loaded by other
+# work once saw its rate fall with every iteration, in every mode alike, and
+# its churn pass crawl: it would have taken well over an hour. That was
+# before idle dnodes and inodes left the daemon's memory; 8 x 200,000 has
+# not been measured since.
 # Environment: POOLFS_BUILD (build folder, default "build").
 # Progress goes to stderr. Exit 0 when every measurement ran (whether or not
 # the targets are met), 1 when one failed, 2 for bad arguments.
@@ -98,7 +97,7 @@ done
 PIN=()
 if [[ "$CPUS" != none ]]; then
   command -v taskset >/dev/null || die "taskset (util-linux) is missing; use --cpus none"
-  taskset -c "$CPUS" true 2>/dev/null || { echo "bench-createmany.sh: --cpus '$CPUS': not CPUs this machine has" >&2; exit 2; }
+  taskset -c "$CPUS" true 2>/dev/null || { echo "bench-createmany.sh: --cpus '$CPUS': taskset cannot pin to these CPUs" >&2; exit 2; }
   PIN=(taskset -c "$CPUS")
 fi
 

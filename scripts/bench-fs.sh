@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The filesystem benchmark: poolfs through its FUSE mount against the best a
-# FUSE daemon can do on this machine, and against the disk under it, all
-# measured in the same run.
+# FUSE daemon can do on the machine it runs on, and against the disk under
+# it, all measured in the same run.
 #
 #   creates   `createmany -o -t THREADS -D MNT/... COUNT` on a poolfs mount of a
 #             fresh pool, and on a memfs_ceiling mount (../shared/tools: an
 #             in-memory namespace with one mutex, the ceiling of any FUSE
-#             daemon's create rate here)  -> creates_per_s,
+#             daemon's create rate on the machine)  -> creates_per_s,
 #             ceiling_creates_per_s, ratio (target >= 0.7); and on a
 #             memfs_ceiling mount with -o default_permissions, which poolfs
 #             always mounts with (the kernel then checks permissions itself,
 #             and refreshes a directory's attributes after every create in
-#             it: one more request per file, measured 2026-12-01)
+#             it: one more request per file)
 #             -> ceiling_dp_creates_per_s, ratio_dp (no target: it says how
 #             much of the gap is that request)
 #   write     `dd bs=1M conv=fsync` of MIB MiB of incompressible data (from
@@ -27,11 +27,11 @@
 # then the next run in the opposite order), and the medians are compared.
 # Every command of every side (the FUSE daemon, createmany, dd) runs under
 # the same `taskset -c CPUS` (default: the last CPU), because a client and a
-# daemon that land on different cores lose up to 2.7x on this machine, at
-# random; --cpus none turns pinning off. One CPU is the default because it
-# gives the ceiling its best figure (measured 2026-11-30, 3 runs each:
-# memfs_ceiling 72k creates/s on CPU 1 against 49k on CPUs 0,1, poolfs about
-# 25k either way), so the ratio is not flattered. Caches are dropped with
+# daemon that land on different cores lose a large factor at random (up to
+# 2.7x where it was measured); --cpus none turns pinning off. One CPU is the
+# default because it gives the ceiling its best figure (memfs_ceiling made
+# half as many creates again on one CPU as on two, while poolfs made about
+# as many either way), so the ratio is not flattered. Caches are dropped with
 # /proc/sys/vm/drop_caches as root, or per file (dd iflag=nocache) otherwise.
 #
 # Usage: scripts/bench-fs.sh [--json] [--runs N] [--count N] [--threads N]
@@ -94,7 +94,7 @@ done
 PIN=()
 if [[ "$CPUS" != none ]]; then
   command -v taskset >/dev/null || die "taskset (util-linux) is missing; use --cpus none"
-  taskset -c "$CPUS" true 2>/dev/null || { echo "bench-fs.sh: --cpus '$CPUS': not CPUs this machine has" >&2; exit 2; }
+  taskset -c "$CPUS" true 2>/dev/null || { echo "bench-fs.sh: --cpus '$CPUS': taskset cannot pin to these CPUs" >&2; exit 2; }
   PIN=(taskset -c "$CPUS")
 fi
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory bound of issue 6: a poolfs daemon whose block cache is bounded
+# The memory bound: a poolfs daemon whose block cache is bounded
 # (arc.max_bytes = 128MiB) must keep its peak RSS under 512 MiB whatever the
 # pool holds. On a fresh pool mounted with that config:
 #   1. createmany -o -t THREADS -D MNT/files FILES (2,000,000 by default);

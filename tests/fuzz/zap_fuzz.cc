@@ -8,7 +8,7 @@
 //   mode & 4        the object is a directory (names refuse '/' and NUL)
 //   mode & 8        raw image (set) or built by operations (clear)
 //   mode & 16       unused (it resealed blocks while zap blocks carried a
-//                   checksum of their own, before 2026-12-01)
+//                   checksum of their own)
 //   mode & 32       after reading, make changes (add, remove, update)
 //
 // Raw image: `rest`, cut to 64 blocks, is the object's bytes from offset 0.

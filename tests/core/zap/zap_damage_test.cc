@@ -103,8 +103,9 @@ void ExpectCorruptionAt(Damaged& d, uint64_t block, const std::string& why) {
   REQUIRE(s.message().find(d.Where(block)) != std::string::npos);
 }
 
-// Bytes [8, 16) of every block held a checksum of the block until
-// 2026-12-01; they are written as zero now and not read (zap_phys.h).
+// Bytes [8, 16) of every block held a checksum of the block in development
+// builds before the first release; they are written as zero now and not
+// read (zap_phys.h).
 void UnusedBytesIgnored(Damaged& d, uint64_t block) {
   const std::string good = d.Block(block);
   REQUIRE(GetLE64(reinterpret_cast<const uint8_t*>(good.data()) + 8) == 0);
