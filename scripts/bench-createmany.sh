@@ -204,7 +204,8 @@ churn_pass() {
   half=$(($(wc -l <"$list") / 2))
   log "  churn on $1: removing $half of $(wc -l <"$list") files (random), then creating $half"
   # Eight rm at once: one rm's unlinks are one FUSE round trip at a time,
-  # 340/s here under load (an 800,000-file pass took over half an hour).
+  # so a single rm on a loaded machine took over half an hour for an
+  # 800,000-file pass.
   shuf -n "$half" "$list" | (cd "$1" && "${PIN[@]}" xargs -d '\n' -P 8 -n 500 rm -f)
   rm -f "$list"
   wait_synced "$1"
