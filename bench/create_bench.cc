@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "dmu/object_allocator.h"
 #include "poolfs/fs.h"
 #include "poolfs/pool_admin.h"
 
@@ -104,8 +105,10 @@ RunResult OneRun(const std::string& dir, const std::string& mode, int threads, u
   co.force = true;
   Status st = CreatePool({path}, 8ull << 30, co);
   if (!st.ok()) Die(st, "create pool " + path);
+  auto backfill = core::dmu::ParseBackfillMode(mode);
+  if (!backfill.ok()) Die(backfill.status(), "--backfill " + mode);
   MountOptions mo;
-  mo.metadnode_backfill = mode;
+  mo.tunables.objects.backfill = *backfill;
   auto fs = Filesystem::Mount({path}, mo);
   if (!fs.ok()) Die(fs.status(), "mount " + path);
   Creds root;
