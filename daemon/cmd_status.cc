@@ -85,7 +85,7 @@ int ReportBusy(const std::string& pool_file, const Status& st) {
               << "\n";
   std::cerr << "  ask the daemon of the mount: poolfs status "
             << (exact == 1 ? mounts[0] : std::string("MOUNTPOINT")) << "\n";
-  return kExitUsage;
+  return ExitCodeFor(st);
 }
 
 // The tunables a mount would use now, or the config error.
