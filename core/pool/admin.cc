@@ -51,7 +51,8 @@ class SharedLock {
                         : pid == getpid() ? "pid " + std::to_string(pid) + ", this process"
                                           : "pid " + std::to_string(pid);
       return Status::Busy(path + " is in use by another process (" + who +
-                          "): export the pool before checking it");
+                              "): export the pool before checking it",
+                          pid);
     }
     return Status::Ok();
   }
