@@ -123,13 +123,12 @@ int RunPoolBench(int argc, char** argv) {
   }
   double pool = Median(pool_rates), raw = Median(raw_rates);
   if (json) {
-    JsonObject o;
-    o.Add("mib", mib);
-    o.Add("write_mib_s", pool);
-    o.Add("raw_mib_s", raw);
-    o.Add("ratio", pool / raw);
-    std::printf("%s\n", o.ToString().c_str());
-    return 0;
+    Json o;
+    o["mib"] = mib;
+    o["write_mib_s"] = pool;
+    o["raw_mib_s"] = raw;
+    o["ratio"] = pool / raw;
+    return PrintJson(o);
   }
   std::printf("%llu MiB of incompressible data, 1 MiB per transaction / pwrite, in %s\n",
               (unsigned long long)mib, dir.c_str());
