@@ -58,8 +58,7 @@ inline std::string NonFiniteAt(const Json& j, const std::string& path = "") {
 inline int PrintJson(const Json& j) {
   const std::string bad = NonFiniteAt(j);
   if (!bad.empty()) {
-    std::fprintf(stderr, "poolfs-bench: %s is not a finite number; no JSON printed\n",
-                 bad.c_str());
+    std::fprintf(stderr, "poolfs-bench: %s is not a finite number; no JSON printed\n", bad.c_str());
     return 1;
   }
   std::printf("%s\n", j.dump().c_str());

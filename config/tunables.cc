@@ -15,6 +15,9 @@ namespace {
 // pointers (&Tunables::core, &CoreTunables::txg, &TxgOptions::timeout_ms):
 // the field's own initializer is the default, and `maps_to` is spelled from
 // the same names, so neither can drift from the struct.
+// Not formatted: clang-format 14 glues the fold expressions into
+// "t.*....*Path", and packs the macros' lines unevenly.
+// clang-format off
 template <auto... Path>
 uint64_t GetField(const Tunables& t) {
   return static_cast<uint64_t>((t .* ... .* Path));
@@ -27,20 +30,21 @@ void SetField(Tunables& t, uint64_t v) {
 }
 
 // A field of one of the core's option structs (poolfs/options.h).
-#define POOLFS_CORE_FIELD(group, type, field)                                        \
-  .maps_to = "core: " #type "::" #field,                                              \
-  .get = &GetField<&Tunables::core, &CoreTunables::group, &type::field>,             \
+#define POOLFS_CORE_FIELD(group, type, field)                            \
+  .maps_to = "core: " #type "::" #field,                                 \
+  .get = &GetField<&Tunables::core, &CoreTunables::group, &type::field>, \
   .set = &SetField<&Tunables::core, &CoreTunables::group, &type::field>
 // A field of CoreTunables itself.
-#define POOLFS_CORE_TOP_FIELD(field)                                         \
-  .maps_to = "core: CoreTunables::" #field,                                 \
-  .get = &GetField<&Tunables::core, &CoreTunables::field>,                   \
+#define POOLFS_CORE_TOP_FIELD(field)                       \
+  .maps_to = "core: CoreTunables::" #field,                \
+  .get = &GetField<&Tunables::core, &CoreTunables::field>, \
   .set = &SetField<&Tunables::core, &CoreTunables::field>
 // A field of DaemonTunables, and what the daemon does with it.
-#define POOLFS_DAEMON_FIELD(field, what)                                     \
-  .maps_to = "daemon: " what,                                               \
-  .get = &GetField<&Tunables::daemon, &DaemonTunables::field>,               \
+#define POOLFS_DAEMON_FIELD(field, what)                       \
+  .maps_to = "daemon: " what,                                  \
+  .get = &GetField<&Tunables::daemon, &DaemonTunables::field>, \
   .set = &SetField<&Tunables::daemon, &DaemonTunables::field>
+// clang-format on
 
 constexpr uint64_t kKiB = uint64_t{1} << 10;
 constexpr uint64_t kMiB = uint64_t{1} << 20;

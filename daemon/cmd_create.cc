@@ -50,7 +50,8 @@ Command AddCreateCommand(CLI::App& parent) {
   app->add_option("POOLFILE", args->paths,
                   "the vdev files, created sparse (an empty one is reused)")
       ->required();
-  app->add_option("--size", args->size, "size of each file: bytes, or a binary unit: 20G, 512MiB, 1T (as in the config "
+  app->add_option("--size", args->size,
+                  "size of each file: bytes, or a binary unit: 20G, 512MiB, 1T (as in the config "
                   "file; \"GB\" is refused as ambiguous)")
       ->required();
   app->add_option("--name", args->options.name, "the pool's name (also its first dataset's)")

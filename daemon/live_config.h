@@ -70,8 +70,8 @@ class LiveConfig {
   // Puts `loaded` into effect as described above; `what` names the source
   // for the log ("reload of F", "poolfs tune K=V"). Returns SetLive's error
   // (and changes nothing) when the Filesystem refuses the live values.
-  poolfs::Status ApplyLocked(const config::Config& loaded, std::string_view what,
-                             std::string* note) REQUIRES(mu_);
+  poolfs::Status ApplyLocked(const config::Config& loaded, std::string_view what, std::string* note)
+      REQUIRES(mu_);
 
   mutable util::Mutex mu_;
   config::Config running_ GUARDED_BY(mu_);

@@ -278,9 +278,10 @@ TEST_CASE("ApplyAssignment parses KEY=VALUE as a command line writes it") {
   REQUIRE(a.ok());
   CHECK(a->values().core.objects.backfill == BackfillMode::kOff);
   CHECK(a->origin(*FindTunable("dmu.metadnode_backfill")) == "poolfs tune");
-  CHECK(ApplyAssignment(base, "log.level = \"warn\"")->values().daemon.log_level == LogLevel::kWarn);
+  CHECK(ApplyAssignment(base, "log.level = \"warn\"")->values().daemon.log_level ==
+        LogLevel::kWarn);
   CHECK(ApplyAssignment(base, "arc.max_bytes=128MiB")->values().core.arc.max_bytes ==
-        uint64_t{128} << 20);
+        (uint64_t{128} << 20));
   CHECK(ApplyAssignment(base, "txg.timeout_ms=100")->values().core.txg.timeout_ms == 100);
   CHECK(ApplyAssignment(base, "fuse.writeback_cache=true")->values().daemon.fuse_writeback_cache);
   // The base is untouched.

@@ -266,8 +266,7 @@ TEST_CASE("A live change the Filesystem refuses changes nothing and says why") {
   CHECK(tuned.message().find("the mount says no") != std::string::npos);
   CHECK(live.Snapshot().values() == config::Tunables{});
   CHECK(live.Pending().empty());
-  CHECK(HandleControlRequest(live, fs, "tune txg.timeout_ms=1000") ==
-        "error: the mount says no\n");
+  CHECK(HandleControlRequest(live, fs, "tune txg.timeout_ms=1000") == "error: the mount says no\n");
   CHECK(HandleControlRequest(live, fs, "reload") == "error: the mount says no\n");
   CHECK(live.Snapshot().values() == config::Tunables{});
   CHECK(fs.live_calls().empty());

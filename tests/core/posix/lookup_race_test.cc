@@ -20,7 +20,7 @@ TEST_CASE("Lookup never returns another file that reused a removed name's inode 
           "[posix][race]") {
   MountOptions o = FastOptions();
   o.tunables.objects.backfill = BackfillMode::kOn;  // freed ids are handed out again at once
-  o.tunables.txg.timeout_ms = 50;  // and become free soon: syncs are frequent
+  o.tunables.txg.timeout_ms = 50;                   // and become free soon: syncs are frequent
   FsFixture f(uint64_t{1} << 30, o);
   Attr d1 = f.MustMkdir(kRootIno, "d1", 0777);
   Attr d2 = f.MustMkdir(kRootIno, "d2", 0777);
