@@ -127,19 +127,18 @@ int RunAllocBench(int argc, char** argv) {
   for (auto& v : rates) med.push_back(Median(v));
   double speedup = med.back() / med.front();
   if (json) {
-    JsonObject o;
-    o.Add("threads", uint64_t(threads));
-    std::string arr = "[";
+    Json o;
+    o["threads"] = uint64_t(threads);
+    Json arr = Json::array();
     for (size_t i = 0; i < counts.size(); i++) {
-      JsonObject e;
-      e.Add("allocators", uint64_t(counts[i]));
-      e.Add("allocs_per_s", med[i]);
-      arr += (i ? ", " : "") + e.ToString();
+      Json e;
+      e["allocators"] = uint64_t(counts[i]);
+      e["allocs_per_s"] = med[i];
+      arr.push_back(e);
     }
-    o.AddRaw("results", arr + "]");
-    o.Add("speedup", speedup);
-    std::printf("%s\n", o.ToString().c_str());
-    return 0;
+    o["results"] = arr;
+    o["speedup"] = speedup;
+    return PrintJson(o);
   }
   std::printf("%d threads%s allocating 4 KiB-128 KiB blocks from a fragmented 64 GiB vdev\n",
               threads, no_pin ? "" : " (thread i on CPU i)");

@@ -232,31 +232,30 @@ int RunArcBench(int argc, char** argv) {
   double batch_speedup = no_release ? 0 : Median(batched) / Median(one_by_one);
 
   if (json) {
-    JsonObject o;
-    o.Add("cache_mib", cache_mib);
-    o.Add("data_set_mib", 2 * cache_mib);
-    o.Add("default_sublists", uint64_t(Arc::DefaultSublists()));
-    o.Add("runs", uint64_t(runs));
-    std::string arr = "[";
+    Json o;
+    o["cache_mib"] = cache_mib;
+    o["data_set_mib"] = 2 * cache_mib;
+    o["default_sublists"] = uint64_t(Arc::DefaultSublists());
+    o["runs"] = uint64_t(runs);
+    Json arr = Json::array();
     for (size_t i = 0; i < combos.size(); i++) {
-      JsonObject e;
-      e.Add("threads", uint64_t(combos[i].threads));
-      e.Add("sublists", uint64_t(combos[i].sublists));
-      e.Add("reads_per_s", Median(combos[i].rates));
-      e.Add("hit_ratio", Median(combos[i].hit_ratios));
-      arr += (i ? ", " : "") + e.ToString();
+      Json e;
+      e["threads"] = uint64_t(combos[i].threads);
+      e["sublists"] = uint64_t(combos[i].sublists);
+      e["reads_per_s"] = Median(combos[i].rates);
+      e["hit_ratio"] = Median(combos[i].hit_ratios);
+      arr.push_back(e);
     }
-    o.AddRaw("results", arr + "]");
-    o.Add("sublist_speedup", sublist_speedup);
+    o["results"] = arr;
+    o["sublist_speedup"] = sublist_speedup;
     if (!no_release) {
-      o.Add("release_count_per_thread", release_count);
-      o.Add("release_batch", uint64_t(release_batch));
-      o.Add("release_one_by_one_per_s", Median(one_by_one));
-      o.Add("release_batched_per_s", Median(batched));
-      o.Add("batch_release_speedup", batch_speedup);
+      o["release_count_per_thread"] = release_count;
+      o["release_batch"] = uint64_t(release_batch);
+      o["release_one_by_one_per_s"] = Median(one_by_one);
+      o["release_batched_per_s"] = Median(batched);
+      o["batch_release_speedup"] = batch_speedup;
     }
-    std::printf("%s\n", o.ToString().c_str());
-    return 0;
+    return PrintJson(o);
   }
   std::printf("cached 4 KiB random reads, cache %llu MiB, data set %llu MiB, %llu reads/run%s\n",
               (unsigned long long)cache_mib, (unsigned long long)(2 * cache_mib),

@@ -1,13 +1,15 @@
-// Helpers shared by the poolfs-bench subcommands: timing, medians, a JSON
-// object printer, and the byte counter of the counting allocator.
+// Helpers shared by the poolfs-bench subcommands: timing, medians, JSON
+// output, and the byte counter of the counting allocator.
 #pragma once
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace poolfs::bench {
@@ -28,31 +30,40 @@ inline double Median(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
-// Collects "key": value pairs and prints them as one JSON object.
-class JsonObject {
- public:
-  void Add(const std::string& key, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    fields_.emplace_back(key, buf);
-  }
-  void Add(const std::string& key, uint64_t v) { fields_.emplace_back(key, std::to_string(v)); }
-  void Add(const std::string& key, const std::string& v) {
-    fields_.emplace_back(key, "\"" + v + "\"");
-  }
-  void AddRaw(const std::string& key, const std::string& json) { fields_.emplace_back(key, json); }
-  std::string ToString() const {
-    std::string s = "{";
-    for (size_t i = 0; i < fields_.size(); i++) {
-      if (i) s += ", ";
-      s += "\"" + fields_[i].first + "\": " + fields_[i].second;
-    }
-    return s + "}";
-  }
+// --json output: nlohmann's JSON (Debian's nlohmann-json3-dev), which
+// escapes strings; ordered, so keys print in the order they were set.
+using Json = nlohmann::ordered_json;
 
- private:
-  std::vector<std::pair<std::string, std::string>> fields_;
-};
+// Returns the path ("results[2].speedup") of the first number in `j` that is
+// not finite, or "" when there is none.
+inline std::string NonFiniteAt(const Json& j, const std::string& path = "") {
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) return path.empty() ? "." : path;
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      std::string at = NonFiniteAt(value, path.empty() ? key : path + "." + key);
+      if (!at.empty()) return at;
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); i++) {
+      std::string at = NonFiniteAt(j[i], path + "[" + std::to_string(i) + "]");
+      if (!at.empty()) return at;
+    }
+  }
+  return "";
+}
+
+// Prints `j` on one line and returns 0; refuses (an error on stderr, exit
+// code 1) when a figure is not a finite number: JSON has no nan or inf, and
+// null in their place would pass for a measurement.
+inline int PrintJson(const Json& j) {
+  const std::string bad = NonFiniteAt(j);
+  if (!bad.empty()) {
+    std::fprintf(stderr, "poolfs-bench: %s is not a finite number; no JSON printed\n", bad.c_str());
+    return 1;
+  }
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
 
 int RunSpaceBench(int argc, char** argv);
 int RunAllocBench(int argc, char** argv);

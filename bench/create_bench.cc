@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "dmu/object_allocator.h"
 #include "poolfs/fs.h"
 #include "poolfs/pool_admin.h"
 
@@ -105,8 +106,10 @@ RunResult OneRun(const std::string& dir, const std::string& mode, int threads, u
   co.force = true;
   Status st = CreatePool({path}, 8ull << 30, co);
   if (!st.ok()) Die(st, "create pool " + path);
+  auto backfill = core::dmu::ParseBackfillMode(mode);
+  if (!backfill.ok()) Die(backfill.status(), "--backfill " + mode);
   MountOptions mo;
-  mo.metadnode_backfill = mode;
+  mo.tunables.objects.backfill = *backfill;
   auto fs = Filesystem::Mount({path}, mo);
   if (!fs.ok()) Die(fs.status(), "mount " + path);
   Creds root;
@@ -160,16 +163,6 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 double Min(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 double Max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
-
-std::string JsonList(const std::vector<double>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); i++) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%s%.6g", i ? ", " : "", v[i]);
-    s += buf;
-  }
-  return s + "]";
-}
 
 // A ratio of two modes' medians and its target (lower bound; 0: none).
 struct Ratio {
@@ -269,64 +262,63 @@ int RunCreateBench(int argc, char** argv) {
     if (m != "legacy" && by_mode[m].failed_holds_max != 0) holds_ok = false;
 
   if (json) {
-    JsonObject o;
-    o.Add("benchmark", std::string("create"));
-    o.Add("count", count);
-    o.Add("threads", uint64_t(threads));
-    o.Add("runs", uint64_t(runs));
-    o.AddRaw("churn", churn ? "true" : "false");
-    if (churn) o.AddRaw("churn_sync", no_churn_sync ? "false" : "true");
-    o.Add("seconds", elapsed);
-    std::string arr = "[";
+    Json o;
+    o["benchmark"] = std::string("create");
+    o["count"] = count;
+    o["threads"] = uint64_t(threads);
+    o["runs"] = uint64_t(runs);
+    o["churn"] = churn;
+    if (churn) o["churn_sync"] = !no_churn_sync;
+    o["seconds"] = elapsed;
+    Json arr = Json::array();
     for (size_t i = 0; i < list.size(); i++) {
       const ModeRuns& mr = by_mode[list[i]];
       const std::vector<double>& rates = churn ? mr.churn_rates : mr.create_rates;
       const FsStatus& last = mr.runs.back().status;
-      JsonObject e;
-      e.Add("mode", list[i]);
-      e.Add("creates_per_s", Median(rates));
-      e.Add("creates_per_s_min", Min(rates));
-      e.Add("creates_per_s_max", Max(rates));
-      e.AddRaw("creates_per_s_samples", JsonList(rates));
+      Json e;
+      e["mode"] = list[i];
+      e["creates_per_s"] = Median(rates);
+      e["creates_per_s_min"] = Min(rates);
+      e["creates_per_s_max"] = Max(rates);
+      e["creates_per_s_samples"] = rates;
       if (churn) {
-        e.Add("create_only_per_s", Median(mr.create_rates));
-        e.AddRaw("create_only_per_s_samples", JsonList(mr.create_rates));
+        e["create_only_per_s"] = Median(mr.create_rates);
+        e["create_only_per_s_samples"] = mr.create_rates;
       }
-      e.Add("failed_holds", mr.failed_holds_max);
-      e.Add("density", Median(mr.densities));
-      e.AddRaw("density_samples", JsonList(mr.densities));
-      e.Add("objects_reused", last.objects_reused);
-      e.Add("object_high_water", last.object_high_water);
-      e.Add("dnode_blocks_in_use", last.dnode_blocks_in_use);
-      arr += (i ? ", " : "") + e.ToString();
+      e["failed_holds"] = mr.failed_holds_max;
+      e["density"] = Median(mr.densities);
+      e["density_samples"] = mr.densities;
+      e["objects_reused"] = last.objects_reused;
+      e["object_high_water"] = last.object_high_water;
+      e["dnode_blocks_in_use"] = last.dnode_blocks_in_use;
+      arr.push_back(e);
     }
-    o.AddRaw("modes", arr + "]");
-    std::string rs = "[";
+    o["modes"] = arr;
+    Json rs = Json::array();
     for (size_t i = 0; i < ratios.size(); i++) {
-      JsonObject e;
-      e.Add("ratio", ratios[i].name);
-      e.Add("of", ratios[i].what);
-      e.Add("value", ratios[i].value);
+      Json e;
+      e["ratio"] = ratios[i].name;
+      e["of"] = ratios[i].what;
+      e["value"] = ratios[i].value;
       if (ratios[i].target > 0) {
-        e.Add("target", ratios[i].target);
-        e.AddRaw("met", ratios[i].met() ? "true" : "false");
+        e["target"] = ratios[i].target;
+        e["met"] = ratios[i].met();
       }
-      rs += (i ? ", " : "") + e.ToString();
+      rs.push_back(e);
     }
-    o.AddRaw("ratios", rs + "]");
-    std::string ds = "[";
+    o["ratios"] = rs;
+    Json ds = Json::array();
     for (size_t i = 0; i < densities.size(); i++) {
-      JsonObject e;
-      e.Add("mode", densities[i].mode);
-      e.Add("density", densities[i].value);
-      e.Add("target", densities[i].target);
-      e.AddRaw("met", densities[i].met ? "true" : "false");
-      ds += (i ? ", " : "") + e.ToString();
+      Json e;
+      e["mode"] = densities[i].mode;
+      e["density"] = densities[i].value;
+      e["target"] = densities[i].target;
+      e["met"] = densities[i].met;
+      ds.push_back(e);
     }
-    o.AddRaw("densities", ds + "]");
-    o.AddRaw("failed_holds_zero_met", holds_ok ? "true" : "false");
-    std::printf("%s\n", o.ToString().c_str());
-    return 0;
+    o["densities"] = ds;
+    o["failed_holds_zero_met"] = holds_ok;
+    return PrintJson(o);
   }
 
   std::printf(

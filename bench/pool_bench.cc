@@ -47,8 +47,8 @@ double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::stri
   core::pool::PoolOptions po;
   po.space.allocators = allocators;
   if (dirty_max_mib) po.txg.dirty_max_bytes = dirty_max_mib << 20;
-  po.writeback_bytes = writeback_kib << 10;
-  po.direct_writes = direct_writes;
+  po.vdev.writeback_bytes = writeback_kib << 10;
+  po.vdev.direct_writes = direct_writes;
   auto pool = core::pool::Pool::Import({path}, po);
   POOLFS_CHECK(pool.ok());
   core::dmu::ObjectSet* os = (*pool)->root_dataset();
@@ -98,8 +98,8 @@ int RunPoolBench(int argc, char** argv) {
   int runs = 3;
   uint32_t allocators = 0;
   uint64_t dirty_max_mib = 0;
-  uint64_t writeback_kib = core::pool::PoolOptions().writeback_bytes >> 10;
-  bool direct_writes = core::pool::PoolOptions().direct_writes;
+  uint64_t writeback_kib = core::pool::PoolOptions().vdev.writeback_bytes >> 10;
+  bool direct_writes = core::pool::PoolOptions().vdev.direct_writes;
   bool json = false;
   app.add_option("--dirty-max-mib", dirty_max_mib, "txg.dirty_max_bytes in MiB (0: the default)");
   app.add_option("--writeback-kib", writeback_kib,
@@ -123,13 +123,12 @@ int RunPoolBench(int argc, char** argv) {
   }
   double pool = Median(pool_rates), raw = Median(raw_rates);
   if (json) {
-    JsonObject o;
-    o.Add("mib", mib);
-    o.Add("write_mib_s", pool);
-    o.Add("raw_mib_s", raw);
-    o.Add("ratio", pool / raw);
-    std::printf("%s\n", o.ToString().c_str());
-    return 0;
+    Json o;
+    o["mib"] = mib;
+    o["write_mib_s"] = pool;
+    o["raw_mib_s"] = raw;
+    o["ratio"] = pool / raw;
+    return PrintJson(o);
   }
   std::printf("%llu MiB of incompressible data, 1 MiB per transaction / pwrite, in %s\n",
               (unsigned long long)mib, dir.c_str());

@@ -319,23 +319,22 @@ int RunSpaceBench(int argc, char** argv) {
   double load_speedup = s.load_s / b.load_s;
   double ops_speedup = b.ops_per_s / s.ops_per_s;
   if (json) {
-    JsonObject o;
-    o.Add("segments", w.free_segments);
-    o.Add("btree_bytes_per_seg", b.bytes_per_seg);
-    o.Add("size_indexed_share_floor", bf.indexed_share);
-    o.Add("btree_bytes_per_seg_floor", bf.bytes_per_seg);
-    o.Add("baseline_bytes_per_seg", s.bytes_per_seg);
-    o.Add("btree_load_ms", b.load_s * 1e3);
-    o.Add("btree_floor_load_ms", bf.load_s * 1e3);
-    o.Add("baseline_load_ms", s.load_s * 1e3);
-    o.Add("btree_ops_per_s", b.ops_per_s);
-    o.Add("btree_floor_ops_per_s", bf.ops_per_s);
-    o.Add("baseline_ops_per_s", s.ops_per_s);
-    o.Add("load_speedup", load_speedup);
-    o.Add("ops_speedup", ops_speedup);
-    o.Add("floor_ops_speedup", bf.ops_per_s / s.ops_per_s);
-    std::printf("%s\n", o.ToString().c_str());
-    return 0;
+    Json o;
+    o["segments"] = w.free_segments;
+    o["btree_bytes_per_seg"] = b.bytes_per_seg;
+    o["size_indexed_share_floor"] = bf.indexed_share;
+    o["btree_bytes_per_seg_floor"] = bf.bytes_per_seg;
+    o["baseline_bytes_per_seg"] = s.bytes_per_seg;
+    o["btree_load_ms"] = b.load_s * 1e3;
+    o["btree_floor_load_ms"] = bf.load_s * 1e3;
+    o["baseline_load_ms"] = s.load_s * 1e3;
+    o["btree_ops_per_s"] = b.ops_per_s;
+    o["btree_floor_ops_per_s"] = bf.ops_per_s;
+    o["baseline_ops_per_s"] = s.ops_per_s;
+    o["load_speedup"] = load_speedup;
+    o["ops_speedup"] = ops_speedup;
+    o["floor_ops_speedup"] = bf.ops_per_s / s.ops_per_s;
+    return PrintJson(o);
   }
   std::printf("fragmented metaslab: %llu free segments (%.0f%% of them >= 16 KiB), %zu allocated "
               "blocks, %.1f KiB space map\n",

@@ -11,19 +11,40 @@
 namespace poolfs::config {
 namespace {
 
-template <auto Field>
+// A row's getter and setter reach its field through a path of member
+// pointers (&Tunables::core, &CoreTunables::txg, &TxgOptions::timeout_ms):
+// the field's own initializer is the default, and `maps_to` is spelled from
+// the same names, so neither can drift from the struct.
+// Not formatted: clang-format 14 glues the fold expressions into
+// "t.*....*Path", and packs the macros' lines unevenly.
+// clang-format off
+template <auto... Path>
 uint64_t GetField(const Tunables& t) {
-  return static_cast<uint64_t>(t.*Field);
+  return static_cast<uint64_t>((t .* ... .* Path));
 }
 
-template <auto Field>
+template <auto... Path>
 void SetField(Tunables& t, uint64_t v) {
-  using T = std::remove_reference_t<decltype(t.*Field)>;
-  t.*Field = static_cast<T>(v);
+  auto& field = (t .* ... .* Path);
+  field = static_cast<std::remove_reference_t<decltype(field)>>(v);
 }
 
-#define POOLFS_TUNABLE_FIELD(f) \
-  .get = &GetField<&Tunables::f>, .set = &SetField<&Tunables::f>
+// A field of one of the core's option structs (poolfs/options.h).
+#define POOLFS_CORE_FIELD(group, type, field)                            \
+  .maps_to = "core: " #type "::" #field,                                 \
+  .get = &GetField<&Tunables::core, &CoreTunables::group, &type::field>, \
+  .set = &SetField<&Tunables::core, &CoreTunables::group, &type::field>
+// A field of CoreTunables itself.
+#define POOLFS_CORE_TOP_FIELD(field)                       \
+  .maps_to = "core: CoreTunables::" #field,                \
+  .get = &GetField<&Tunables::core, &CoreTunables::field>, \
+  .set = &SetField<&Tunables::core, &CoreTunables::field>
+// A field of DaemonTunables, and what the daemon does with it.
+#define POOLFS_DAEMON_FIELD(field, what)                       \
+  .maps_to = "daemon: " what,                                  \
+  .get = &GetField<&Tunables::daemon, &DaemonTunables::field>, \
+  .set = &SetField<&Tunables::daemon, &DaemonTunables::field>
+// clang-format on
 
 constexpr uint64_t kKiB = uint64_t{1} << 10;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
@@ -44,187 +65,167 @@ constexpr TunableInfo kTable[] = {
     // ---- txg ----
     {.name = "txg.timeout_ms", .type = TunableType::kDuration, .applies = Applies::kLive,
      .min = 1, .max = 600000,
-     .maps_to = "core: txg::TxgOptions::timeout_ms",
      .doc = "A transaction group that holds changes syncs at the latest this long after it "
             "opened. Shorter loses less unsynced work in a crash; longer makes fewer, larger "
             "syncs.",
-     POOLFS_TUNABLE_FIELD(txg_timeout_ms)},
+     POOLFS_CORE_FIELD(txg, TxgOptions, timeout_ms)},
     {.name = "txg.sync_threads", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 256, .zero_means = "one per allocator",
-     .maps_to = "daemon: threads of the Asio sync executor (core: pool::PoolOptions::executor)",
      .doc = "Threads of the daemon's Asio pool that runs txg sync, with one strand per "
             "allocator. Programs that open a pool without the daemon sync on the pool's own "
             "threads, one per allocator.",
-     POOLFS_TUNABLE_FIELD(txg_sync_threads)},
+     POOLFS_DAEMON_FIELD(sync_threads,
+                         "threads of the Asio sync executor (core: MountOptions::executor)")},
     {.name = "txg.dirty_max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
      .min = kMiB, .max = kTiB,
-     .maps_to = "core: txg::TxgOptions::dirty_max_bytes",
      .doc = "Dirty data, summed over every txg not yet synced, at which writers block until a "
             "sync completes. The write throttle delays them well before that. More absorbs "
             "longer bursts of writes, but costs memory the daemon must touch afresh.",
-     POOLFS_TUNABLE_FIELD(txg_dirty_max_bytes)},
+     POOLFS_CORE_FIELD(txg, TxgOptions, dirty_max_bytes)},
     {.name = "txg.dirty_sync_percent", .type = TunableType::kInteger, .applies = Applies::kLive,
      .min = 1, .max = 100,
-     .maps_to = "core: txg::TxgOptions::dirty_sync_percent",
      .doc = "A sync starts before txg.timeout_ms when the open txg alone holds this percentage "
             "of txg.dirty_max_bytes.",
-     POOLFS_TUNABLE_FIELD(txg_dirty_sync_percent)},
+     POOLFS_CORE_FIELD(txg, TxgOptions, dirty_sync_percent)},
     {.name = "txg.delay_min_dirty_percent", .type = TunableType::kInteger,
      .applies = Applies::kLive, .min = 0, .max = 100,
-     .maps_to = "core: txg::TxgOptions::delay_min_dirty_percent",
      .doc = "The write throttle starts delaying writers when dirty data passes this percentage "
             "of txg.dirty_max_bytes.",
-     POOLFS_TUNABLE_FIELD(txg_delay_min_dirty_percent)},
+     POOLFS_CORE_FIELD(txg, TxgOptions, delay_min_dirty_percent)},
     {.name = "txg.delay_scale_ns", .type = TunableType::kInteger, .applies = Applies::kLive,
      .min = 1, .max = 1000000000,
-     .maps_to = "core: txg::TxgOptions::delay_scale_ns",
      .doc = "Shape of the throttle's curve, in nanoseconds: a writer waits delay_scale_ns * "
             "(dirty - start) / (max - dirty), so this long halfway between the start of "
             "delays and txg.dirty_max_bytes.",
-     POOLFS_TUNABLE_FIELD(txg_delay_scale_ns)},
+     POOLFS_CORE_FIELD(txg, TxgOptions, delay_scale_ns)},
     {.name = "txg.delay_max_ns", .type = TunableType::kInteger, .applies = Applies::kLive,
      .min = 0, .max = 10000000000,
-     .maps_to = "core: txg::TxgOptions::delay_max_ns",
      .doc = "No single writer is delayed longer than this many nanoseconds by the throttle. "
             "0 disables the delays (writers then only block at txg.dirty_max_bytes).",
-     POOLFS_TUNABLE_FIELD(txg_delay_max_ns)},
+     POOLFS_CORE_FIELD(txg, TxgOptions, delay_max_ns)},
     // ---- alloc ----
     {.name = "alloc.allocators", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 64, .zero_means = "from the core count, at most 8",
-     .maps_to = "core: space::SpaceOptions::allocators",
      .doc = "Allocators, each with its own lock, its own active metaslab per vdev and its own "
             "sync strand: more of them let more threads allocate at once.",
-     POOLFS_TUNABLE_FIELD(alloc_allocators)},
+     POOLFS_CORE_FIELD(space, SpaceOptions, allocators)},
     {.name = "alloc.size_tree_floor", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 0, .max = 16 * kMiB,
-     .maps_to = "core: space::SpaceOptions::size_tree_floor",
      .doc = "Free segments smaller than this stay out of a metaslab's size-sorted tree (they "
             "remain in the offset-sorted one), which keeps that tree small on fragmented "
             "space. 0 puts every segment in it.",
-     POOLFS_TUNABLE_FIELD(alloc_size_tree_floor)},
+     POOLFS_CORE_FIELD(space, SpaceOptions, size_tree_floor)},
     {.name = "alloc.df_max_search", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 0, .max = 16 * kGiB,
-     .maps_to = "core: space::SpaceOptions::df_max_search",
      .doc = "How far the first-fit cursor walks past its first candidate (and at least 100 "
             "segments) before allocation falls back to the size-sorted tree.",
-     POOLFS_TUNABLE_FIELD(alloc_df_max_search)},
+     POOLFS_CORE_FIELD(space, SpaceOptions, df_max_search)},
     {.name = "alloc.aliquot", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 4 * kKiB, .max = kGiB,
-     .maps_to = "core: space::SpaceOptions::aliquot",
      .doc = "Bytes an allocator places on one vdev before it moves to the next, striping "
             "large writes across vdevs.",
-     POOLFS_TUNABLE_FIELD(alloc_aliquot)},
+     POOLFS_CORE_FIELD(space, SpaceOptions, aliquot)},
     // ---- vdev ----
     {.name = "vdev.writeback_bytes", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 0, .max = kGiB,
-     .maps_to = "core: vdev::FileDevice::OpenMode::writeback_bytes",
      .doc = "A txg sync starts the kernel's writeback of a vdev file each time it has written "
             "this much to it, so the disk works while the sync goes on and the flush at its "
             "end finds little left. 0: the flush does all the writeback. Only buffered writes "
             "count (see vdev.direct_writes).",
-     POOLFS_TUNABLE_FIELD(vdev_writeback_bytes)},
+     POOLFS_CORE_FIELD(vdev, VdevOptions, writeback_bytes)},
     {.name = "vdev.direct_reads", .type = TunableType::kBool, .applies = Applies::kMount,
-     .maps_to = "core: vdev::FileDevice::OpenMode::direct_reads",
      .doc = "Read blocks from a vdev file with O_DIRECT, straight into the block cache's "
             "buffers: no copy through the kernel's page cache and no second cache of the same "
             "blocks there, but no kernel readahead either: sequential reads rely on poolfs's "
             "own (dmu.prefetch_distance_bytes). Where the file system refuses O_DIRECT, reads "
             "stay buffered.",
-     POOLFS_TUNABLE_FIELD(vdev_direct_reads)},
+     POOLFS_CORE_FIELD(vdev, VdevOptions, direct_reads)},
     {.name = "vdev.direct_writes", .type = TunableType::kBool, .applies = Applies::kMount,
-     .maps_to = "core: vdev::FileDevice::OpenMode::direct_writes",
      .doc = "Write blocks to a vdev file with O_DIRECT: no copy into the kernel's page cache "
             "and no second cache of the same blocks there; each block write waits for the "
             "disk. Blocks not aligned to 4 KiB, and all blocks where the file system refuses "
             "O_DIRECT, are written buffered.",
-     POOLFS_TUNABLE_FIELD(vdev_direct_writes)},
+     POOLFS_CORE_FIELD(vdev, VdevOptions, direct_writes)},
     // ---- dmu ----
     {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kBackfillChoices,
-     .maps_to = "core: dmu::ObjectAllocator's BackfillMode (ObjectSet::SetBackfill)",
      .doc = "How the object allocator reuses freed object ids. auto: never while the workload "
             "only creates, lowest free ids first once enough objects were freed; on: always "
             "the lowest free id; off: ids only grow (fast, but the metadnode stays sparse "
             "after deletes); legacy: the old probe-the-holes search, kept to reproduce and "
             "measure its pathology.",
-     POOLFS_TUNABLE_FIELD(dmu_metadnode_backfill)},
-    {.name = "dmu.alloc_chunk", .type = TunableType::kInteger, .applies = Applies::kMount,
+     POOLFS_CORE_FIELD(objects, ObjectAllocOptions, backfill)},
+    {.name = "dmu.alloc_chunk", .type = TunableType::kInteger, .applies = Applies::kLive,
      .min = 1, .max = 65536,
-     .maps_to = "core: dmu::ObjectAllocator's chunk (ObjectSet::SetAllocChunk)",
      .doc = "Object ids handed to a thread at a time, so that creating threads do not share a "
             "lock per create.",
-     POOLFS_TUNABLE_FIELD(dmu_alloc_chunk)},
+     POOLFS_CORE_FIELD(objects, ObjectAllocOptions, chunk)},
     {.name = "dmu.prefetch_distance_bytes", .type = TunableType::kSize,
      .applies = Applies::kMount, .min = 128 * kKiB, .max = kGiB, .zero_means = "no read ahead",
-     .maps_to = "core: dmu::ReadAheadOptions::distance_bytes",
      .doc = "How far poolfs reads a file ahead of a sequential reader (ZFS's prefetch): from "
             "2 MiB, doubling with each read that follows the last, up to this. Blocks read "
             "ahead wait outside the block cache until a read takes them; at most 4 times this "
             "waits in all. With vdev.direct_reads the disk then works while the daemon "
             "replies, instead of once per request.",
-     POOLFS_TUNABLE_FIELD(dmu_prefetch_distance_bytes)},
+     POOLFS_CORE_FIELD(read_ahead, ReadAheadOptions, distance_bytes)},
     {.name = "dmu.prefetch_threads", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 64,
-     .maps_to = "core: dmu::ReadAheadOptions::threads",
      .doc = "Threads that read ahead: at most this many disk reads of up to 1 MiB in flight "
             "for it.",
-     POOLFS_TUNABLE_FIELD(dmu_prefetch_threads)},
+     POOLFS_CORE_FIELD(read_ahead, ReadAheadOptions, threads)},
     // ---- arc ----
     {.name = "arc.max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
      .min = kMiB, .max = kPiB, .zero_means = "a share of RAM",
-     .maps_to = "core: arc::ArcOptions::max_bytes (Arc::SetMaxBytes when changed live)",
      .doc = "Hard bound on the decoded blocks the cache of synced data, directory and dnode "
             "blocks holds (1/8 of RAM, at least 64 MiB, by default).",
-     POOLFS_TUNABLE_FIELD(arc_max_bytes)},
+     POOLFS_CORE_FIELD(arc, ArcOptions, max_bytes)},
     {.name = "arc.sublists", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 1024, .zero_means = "one per core, at least 4",
-     .maps_to = "core: arc::ArcOptions::sublists",
      .doc = "Sublists each cache list is split into, picked by hash, each with its own lock.",
-     POOLFS_TUNABLE_FIELD(arc_sublists)},
+     POOLFS_CORE_FIELD(arc, ArcOptions, sublists)},
     {.name = "arc.evict_batch", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 100000,
-     .maps_to = "core: arc::ArcOptions::evict_batch",
      .doc = "Buffers the evictor takes from one sublist before it moves to the next, and frees "
             "together outside any list lock.",
-     POOLFS_TUNABLE_FIELD(arc_evict_batch)},
+     POOLFS_CORE_FIELD(arc, ArcOptions, evict_batch)},
     {.name = "arc.cache_whole_reads", .type = TunableType::kBool, .applies = Applies::kLive,
-     .maps_to = "core: MountOptions::cache_whole_reads (dmu::ReadCaching)",
      .doc = "Keep in the cache the file blocks a read through the mount returns whole. Off: "
             "such a block is read from disk straight into the reply (one copy less), because "
             "the kernel's page cache keeps the file's pages (across opens too), so streaming a "
             "file neither stores it twice nor pushes other blocks out. Blocks read in part, and "
             "reads with O_DIRECT, are always cached.",
-     POOLFS_TUNABLE_FIELD(arc_cache_whole_reads)},
+     POOLFS_CORE_TOP_FIELD(cache_whole_reads)},
     // ---- fuse ----
     {.name = "fuse.threads", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 1024, .zero_means = "chosen by the FUSE adapter",
-     .maps_to = "fuse: worker threads of the request loop",
      .doc = "Threads answering FUSE requests.",
-     POOLFS_TUNABLE_FIELD(fuse_threads)},
+     POOLFS_DAEMON_FIELD(fuse_threads,
+                         "worker threads of the FUSE request loop (fuse::FuseOptions::threads)")},
     {.name = "fuse.writeback_cache", .type = TunableType::kBool, .applies = Applies::kMount,
-     .maps_to = "fuse: FUSE_CAP_WRITEBACK_CACHE",
      .doc = "Let the kernel cache writes and send them in larger requests (FUSE's writeback "
             "cache); the kernel then keeps file sizes and mtimes itself between requests.",
-     POOLFS_TUNABLE_FIELD(fuse_writeback_cache)},
+     POOLFS_DAEMON_FIELD(fuse_writeback_cache,
+                         "FUSE_CAP_WRITEBACK_CACHE (fuse::FuseOptions::writeback_cache)")},
     {.name = "fuse.read_ahead_bytes", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 4 * kKiB, .max = 256 * kMiB, .zero_means = "the kernel's (128 KiB for a FUSE mount)",
-     .maps_to = "daemon: /sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount",
      .doc = "How far the kernel reads ahead of a sequential reader of a file on the mount. The "
             "kernel asks for at most 128 KiB ahead of a FUSE mount, one READ request each; 1 "
             "MiB makes it one request per MiB, the largest a request can be. Only root may set "
             "it: for other users the mount keeps the kernel's, and says so in its log.",
-     POOLFS_TUNABLE_FIELD(fuse_read_ahead_bytes)},
+     POOLFS_DAEMON_FIELD(fuse_read_ahead_bytes,
+                         "/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount")},
     // ---- log ----
     {.name = "log.level", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kLogLevelChoices,
-     .maps_to = "daemon: the spdlog level",
      .doc = "Lowest level of the lines logged: mounts, unmounts and reloads are info, each txg "
             "sync is debug, errors are error.",
-     POOLFS_TUNABLE_FIELD(log_level)},
+     POOLFS_DAEMON_FIELD(log_level, "the spdlog level")},
 };
 // clang-format on
 
-#undef POOLFS_TUNABLE_FIELD
+#undef POOLFS_CORE_FIELD
+#undef POOLFS_CORE_TOP_FIELD
+#undef POOLFS_DAEMON_FIELD
 
 constexpr std::string_view kTables[] = {"txg", "alloc", "vdev", "dmu", "arc", "fuse", "log"};
 

@@ -3,27 +3,32 @@
 // Theory. Each tunable is one row of a static table (AllTunables(), in
 // tunables.cc): its dotted name ("txg.timeout_ms" is key `timeout_ms` of
 // TOML table `[txg]`), its type, its accepted range or values, whether it
-// applies live (SIGHUP or `poolfs tune`) or at the next mount, what it maps
-// onto, and its doc string. Defaults are not in the rows: they are the field
-// initializers of `Tunables`, the plain struct below with one field per
-// tunable, and each row reaches its field through a getter/setter pair. So
-// there is exactly one place for a default (the struct) and one for
-// everything else (the row), and a test checks that every row's default is
-// inside its own range.
+// applies live (SIGHUP or `poolfs tune`) or at the next mount, its doc
+// string, and the field it maps onto. Defaults are not in the rows: each
+// row reaches one field of `Tunables` through a getter/setter pair, and the
+// field's initializer is the default. `Tunables` embeds the core's option
+// structs (poolfs/options.h: TxgOptions, SpaceOptions, ...) as
+// `Tunables::core`, so a core tunable's default is the core's own field
+// initializer and nothing here repeats it; the daemon's own tunables
+// (threads, FUSE, logging) live in `DaemonTunables` below. So there is
+// exactly one place for a default (the struct) and one for everything else
+// (the row); tests check that every row's default is inside its own range,
+// that every field of the core's structs has a row, and that no two rows
+// share a field.
 //
 // Every value is carried as a uint64_t while it is parsed and compared: a
 // bool is 0 or 1, an enum is the index of its name in the row's `choices`
-// (the C++ enums below list their values in the same order; a test checks
-// it), a size is bytes, a duration is milliseconds.
+// (the C++ enums, poolfs::BackfillMode and LogLevel, list their values in
+// the same order; a test checks it), a size is bytes, a duration is
+// milliseconds.
 //
-// Layering: config/ sees only core/include/poolfs/. The core's option
-// structs (space::SpaceOptions, txg::TxgOptions, ...) are filled by the
-// daemon from `Tunables`; each row's `maps_to` names the field it feeds.
-// Every row has a reader (a test checks that no doc string says otherwise).
+// Layering: config/ sees only core/include/poolfs/. The daemon passes
+// `Tunables::core` to the core as it is (MountOptions::tunables at mount,
+// Filesystem::SetLive on a change): no field is copied on the way.
 //
 // Callers: the loader (config.h: ParseConfig, ApplyAssignment), the
 // renderers (render.h: `poolfs tunables`, packaging/poolfs.toml), and the
-// daemon, which maps `Tunables` onto core options.
+// daemon.
 //
 // Thread safety: the table is immutable static data; Tunables is a value.
 #pragma once
@@ -34,51 +39,37 @@
 #include <string>
 #include <string_view>
 
-namespace poolfs::config {
+#include "poolfs/options.h"
 
-// Object id reuse policy of the object allocator (dmu.metadnode_backfill).
-enum class Backfill : uint8_t { kAuto, kOn, kOff, kLegacy };
+namespace poolfs::config {
 
 // Log level (log.level); the same order as spdlog::level::level_enum, so the
 // daemon may static_cast one to the other.
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 
-// The value of every tunable, initialized to its default. Field names are
-// the tunable names with '.' replaced by '_'.
-struct Tunables {
-  // txg
-  uint64_t txg_timeout_ms = 5000;
-  uint32_t txg_sync_threads = 0;
-  uint64_t txg_dirty_max_bytes = uint64_t{256} << 20;
-  uint32_t txg_dirty_sync_percent = 20;
-  uint32_t txg_delay_min_dirty_percent = 60;
-  uint64_t txg_delay_scale_ns = 500000;
-  uint64_t txg_delay_max_ns = 100000000;
-  // alloc
-  uint32_t alloc_allocators = 0;
-  uint64_t alloc_size_tree_floor = uint64_t{16} << 10;
-  uint64_t alloc_df_max_search = uint64_t{16} << 20;
-  uint64_t alloc_aliquot = uint64_t{2} << 20;
-  // vdev
-  uint64_t vdev_writeback_bytes = uint64_t{4} << 20;
-  bool vdev_direct_reads = true;
-  bool vdev_direct_writes = true;
-  // dmu
-  Backfill dmu_metadnode_backfill = Backfill::kAuto;
-  uint32_t dmu_alloc_chunk = 128;
-  uint64_t dmu_prefetch_distance_bytes = uint64_t{32} << 20;
-  uint32_t dmu_prefetch_threads = 8;
-  // arc
-  uint64_t arc_max_bytes = 0;
-  uint32_t arc_sublists = 0;
-  uint32_t arc_evict_batch = 10;
-  bool arc_cache_whole_reads = false;
-  // fuse
+// The tunables the daemon reads itself, not the core; each initializer is
+// the default.
+struct DaemonTunables {
+  // txg.sync_threads: threads of the Asio sync executor; 0: one per
+  // allocator.
+  uint32_t sync_threads = 0;
+  // fuse.threads: FUSE worker threads; 0: the adapter chooses
+  // (fuse::FuseOptions::DefaultThreads).
   uint32_t fuse_threads = 0;
+  // fuse.writeback_cache: the kernel's writeback cache for the mount.
   bool fuse_writeback_cache = false;
+  // fuse.read_ahead_bytes: the kernel's readahead of files on the mount.
   uint64_t fuse_read_ahead_bytes = uint64_t{1} << 20;
-  // log
+  // log.level.
   LogLevel log_level = LogLevel::kInfo;
+
+  bool operator==(const DaemonTunables&) const = default;
+};
+
+// The value of every tunable, initialized to its default.
+struct Tunables {
+  CoreTunables core;      // what the core reads (poolfs/options.h)
+  DaemonTunables daemon;  // what the daemon reads
 
   bool operator==(const Tunables&) const = default;
 };
@@ -109,9 +100,10 @@ struct TunableInfo {
   std::string_view zero_means = {};
   // kEnum: the accepted names, in the order of the C++ enum.
   std::span<const std::string_view> choices = {};
-  // What reads it: "core: txg::TxgOptions::timeout_ms", "daemon: ...".
-  std::string_view maps_to;
   std::string_view doc;
+  // What reads it: "core: TxgOptions::timeout_ms" (a field of
+  // poolfs/options.h), "daemon: ...".
+  std::string_view maps_to;
   uint64_t (*get)(const Tunables&) = nullptr;
   void (*set)(Tunables&, uint64_t) = nullptr;
 

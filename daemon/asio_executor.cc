@@ -13,11 +13,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <thread>
+
+#include "poolfs/mutex.h"
 
 namespace poolfs::daemon {
 
@@ -32,9 +32,9 @@ struct AsioExecutor::Impl {
   std::vector<std::thread> threads;
 
   // The countdown of the Run in progress.
-  std::mutex mu;
-  std::condition_variable done_cv;
-  size_t unfinished = 0;  // guarded by mu
+  util::Mutex mu;
+  util::CondVar done_cv;
+  size_t unfinished GUARDED_BY(mu) = 0;
 };
 
 AsioExecutor::AsioExecutor(size_t threads, size_t strands) : impl_(std::make_unique<Impl>()) {
@@ -65,7 +65,7 @@ void AsioExecutor::Run(std::vector<StrandTask> tasks) {
   size_t groups = 0;
   for (const auto& group : by_strand) groups += group.empty() ? 0 : 1;
   {
-    std::lock_guard<std::mutex> lock(impl.mu);
+    util::MutexLock lock(&impl.mu);
     impl.unfinished = groups;
   }
   for (size_t s = 0; s < by_strand.size(); s++) {
@@ -75,12 +75,12 @@ void AsioExecutor::Run(std::vector<StrandTask> tasks) {
         if (fn) fn();
         fn = nullptr;  // release what the task holds before Run can return
       }
-      std::lock_guard<std::mutex> lock(impl.mu);
-      if (--impl.unfinished == 0) impl.done_cv.notify_all();
+      util::MutexLock lock(&impl.mu);
+      if (--impl.unfinished == 0) impl.done_cv.SignalAll();
     });
   }
-  std::unique_lock<std::mutex> lock(impl.mu);
-  impl.done_cv.wait(lock, [&impl] { return impl.unfinished == 0; });
+  util::MutexLock lock(&impl.mu);
+  while (impl.unfinished != 0) impl.done_cv.Wait(&impl.mu);
 }
 
 size_t AsioExecutor::threads() const { return impl_->threads.size(); }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "command.h"
+#include "config/units.h"
 #include "poolfs/pool_admin.h"
 
 namespace poolfs::daemon {
@@ -17,8 +18,20 @@ struct CreateArgs {
   CreatePoolOptions options;
 };
 
+// --size: the config's sizes (config/units.h: binary units, "GB" refused as
+// ambiguous), more than zero.
+Result<uint64_t> ParseVdevSize(const std::string& text) {
+  auto size = config::ParseSize(text);
+  if (!size.ok() || *size == 0) {
+    const std::string why = size.ok() ? "it must be more than zero" : size.status().message();
+    return Status::InvalidArgument("bad size '" + text + "': " + why +
+                                   " (examples: 20G, 512MiB, 1T, 1048576)");
+  }
+  return size;
+}
+
 int RunCreate(const CreateArgs& args) {
-  auto size = ParseSize(args.size);
+  auto size = ParseVdevSize(args.size);
   if (!size.ok()) return ReportError("create", size.status());
   Status st = CreatePool(args.paths, *size, args.options);
   if (!st.ok()) return ReportError("create", st);
@@ -37,7 +50,9 @@ Command AddCreateCommand(CLI::App& parent) {
   app->add_option("POOLFILE", args->paths,
                   "the vdev files, created sparse (an empty one is reused)")
       ->required();
-  app->add_option("--size", args->size, "size of each file: bytes, or 20G, 512M, 1T, ...")
+  app->add_option("--size", args->size,
+                  "size of each file: bytes, or a binary unit: 20G, 512MiB, 1T (as in the config "
+                  "file; \"GB\" is refused as ambiguous)")
       ->required();
   app->add_option("--name", args->options.name, "the pool's name (also its first dataset's)")
       ->capture_default_str();

@@ -44,16 +44,6 @@
 namespace poolfs::daemon {
 namespace {
 
-int ExitCodeFor(const Status& st) {
-  switch (st.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kBusy:
-    case StatusCode::kPermissionDenied: return kExitUsage;
-    default: return kExitFailure;
-  }
-}
-
 std::string JoinOptions(const std::vector<std::string>& opts) {
   std::string s;
   for (const std::string& o : opts) s += (s.empty() ? "" : ",") + o;

@@ -18,7 +18,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,8 +39,8 @@ struct StatusArgs {
 };
 
 // The command line of process `pid`, space-separated ("" when unreadable).
-std::string ProcessCommandLine(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/cmdline");
+std::string ProcessCommandLine(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (char& c : all)
     if (c == '\0') c = ' ';
@@ -72,11 +71,9 @@ std::vector<std::string> PoolfsMounts(const std::string& pool_file, size_t* exac
 
 int ReportBusy(const std::string& pool_file, const Status& st) {
   std::cerr << "poolfs status: " << st.message() << "\n";
-  std::smatch m;
-  const std::string& msg = st.message();
-  if (std::regex_search(msg, m, std::regex("pid ([0-9]+)"))) {
-    const std::string cmd = ProcessCommandLine(m[1]);
-    if (!cmd.empty()) std::cerr << "  process " << m[1] << ": " << cmd << "\n";
+  if (const int64_t pid = st.holder_pid(); pid > 0) {
+    const std::string cmd = ProcessCommandLine(pid);
+    if (!cmd.empty()) std::cerr << "  process " << pid << ": " << cmd << "\n";
   }
   size_t exact = 0;
   const std::vector<std::string> mounts = PoolfsMounts(pool_file, &exact);
@@ -85,7 +82,7 @@ int ReportBusy(const std::string& pool_file, const Status& st) {
               << "\n";
   std::cerr << "  ask the daemon of the mount: poolfs status "
             << (exact == 1 ? mounts[0] : std::string("MOUNTPOINT")) << "\n";
-  return kExitUsage;
+  return ExitCodeFor(st);
 }
 
 // The tunables a mount would use now, or the config error.

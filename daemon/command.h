@@ -38,14 +38,13 @@ Command AddTunablesCommand(CLI::App& parent);
 Command AddTuneCommand(CLI::App& parent);
 Command AddStatusCommand(CLI::App& parent);
 
-// Prints "poolfs <command>: <message>" to stderr and returns the exit code
-// for `st`: kExitUsage for InvalidArgument, NotFound, Busy and
-// PermissionDenied, kExitFailure otherwise.
-int ReportError(std::string_view command, const Status& st);
+// The exit code for a failed `st` (the one mapping of Status to exit
+// code): kExitUsage for InvalidArgument, NotFound, Busy and
+// PermissionDenied, kExitFailure otherwise (kExitOk for OK).
+int ExitCodeFor(const Status& st);
 
-// Parses a size: bytes ("1048576"), or a whole number with a binary suffix
-// K, M, G, T, P or E (any case, optionally followed by "iB" or "B": 512M,
-// 20G, 1TiB). InvalidArgument for anything else, zero, or an overflow.
-Result<uint64_t> ParseSize(std::string_view text);
+// Prints "poolfs <command>: <message>" to stderr and returns
+// ExitCodeFor(st).
+int ReportError(std::string_view command, const Status& st);
 
 }  // namespace poolfs::daemon

@@ -26,29 +26,7 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
-// The object allocation tunables (dmu.metadnode_backfill, dmu.alloc_chunk).
-void SetAllocationTunables(LiveTunables& live, const config::Tunables& t) {
-  if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
-    live.metadnode_backfill = row->Format(row->get(t));
-  live.alloc_chunk = t.dmu_alloc_chunk;
-}
-
 }  // namespace
-
-poolfs::LiveTunables ToLiveTunables(const config::Tunables& t) {
-  poolfs::LiveTunables live;
-  live.txg_timeout_ms = t.txg_timeout_ms;
-  live.dirty_max_bytes = t.txg_dirty_max_bytes;
-  live.dirty_sync_percent = t.txg_dirty_sync_percent;
-  live.delay_min_dirty_percent = t.txg_delay_min_dirty_percent;
-  live.delay_scale_ns = t.txg_delay_scale_ns;
-  live.delay_max_ns = t.txg_delay_max_ns;
-  live.df_max_search = t.alloc_df_max_search;
-  live.arc_max_bytes = t.arc_max_bytes;
-  live.cache_whole_reads = t.arc_cache_whole_reads;
-  SetAllocationTunables(live, t);
-  return live;
-}
 
 LiveConfig::LiveConfig(config::Config running, std::string config_path, poolfs::Filesystem* fs,
                        config::ConfigSearchPaths search)
@@ -78,48 +56,58 @@ Status LiveConfig::Reload() {
     }
     loaded = std::move(result).value();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(&mu_);
+  const std::string what =
+      path.empty() ? std::string("reload (no config file: defaults)") : "reload of " + path;
+  POOLFS_RETURN_IF_ERROR(ApplyLocked(loaded, what, nullptr));
   if (config_path_.empty()) config_path_ = path;
-  ApplyLocked(loaded,
-              path.empty() ? std::string("reload (no config file: defaults)") : "reload of " + path,
-              nullptr);
   return Status::Ok();
 }
 
 std::string LiveConfig::config_path() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(&mu_);
   return config_path_;
 }
 
 Status LiveConfig::Tune(std::string_view assignment, std::string* note) {
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(&mu_);
   auto result = config::ApplyAssignment(wanted_, TrimSpace(assignment), "poolfs tune");
   if (!result.ok()) {
     spdlog::error("poolfs tune {} refused: {}", assignment, result.status().message());
     return result.status();
   }
-  ApplyLocked(*result, "poolfs tune " + std::string(TrimSpace(assignment)), note);
-  return Status::Ok();
+  return ApplyLocked(*result, "poolfs tune " + std::string(TrimSpace(assignment)), note);
 }
 
-void LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view what,
-                             std::string* note) {
+Status LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view what,
+                               std::string* note) {
   const config::ConfigDiff diff = config::Diff(running_.values(), loaded.values());
-  // Live changes go into effect: into running_, with the origin they have in `loaded`.
+  // Live changes go into effect: into the running values, with the origin
+  // they have in `loaded`; the Filesystem gets them first, and when it
+  // refuses them nothing changes.
+  config::Config next = running_;
   for (const config::TunableChange& c : diff.live) {
-    const Status st = running_.Set(*c.tunable, c.new_value, loaded.origin(*c.tunable));
-    if (!st.ok()) spdlog::error("{}: {}", what, st.message());  // loaded is valid: not reached
+    const Status st = next.Set(*c.tunable, c.new_value, loaded.origin(*c.tunable));
+    if (!st.ok()) {  // loaded is valid: not reached
+      spdlog::error("{} refused, the running values stay: {}", what, st.message());
+      return st;
+    }
   }
-  running_.set_source(loaded.source());
+  next.set_source(loaded.source());
+  if (fs_ != nullptr && next.values().core != running_.values().core) {
+    const Status st = fs_->SetLive(next.values().core);
+    if (!st.ok()) {
+      spdlog::error("{} refused by the mount, the running values stay: {}", what, st.message());
+      return st;
+    }
+  }
   // What this request asked for: the changes from the last accepted values
   // (the running live ones plus the pending at-mount ones).
   const config::ConfigDiff asked = config::Diff(wanted_.values(), loaded.values());
+  const bool level_changed = next.values().daemon.log_level != running_.values().daemon.log_level;
+  running_ = std::move(next);
   wanted_ = loaded;
-  bool level_changed = false;
-  for (const config::TunableChange& c : diff.live) level_changed |= c.tunable->name == "log.level";
   if (level_changed) SetLogLevel(LogLevelName(running_));
-  if (!diff.live.empty() && fs_ != nullptr) fs_->SetLive(ToLiveTunables(running_.values()));
-
   // One log line per request; a note for the caller about at-mount changes.
   std::string changes;
   if (note != nullptr) note->clear();
@@ -140,17 +128,16 @@ void LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view what
     }
   }
   spdlog::info("{}: {}", what, changes.empty() ? std::string("nothing changed") : changes);
+  return Status::Ok();
 }
 
-const config::Config& LiveConfig::running() const { return running_; }
-
 config::Config LiveConfig::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(&mu_);
   return running_;
 }
 
 std::string LiveConfig::Pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(&mu_);
   config::ConfigDiff diff = config::Diff(running_.values(), wanted_.values());
   diff.live.clear();  // none: live changes are applied at once
   return diff.ToString();

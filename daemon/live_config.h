@@ -5,34 +5,33 @@
 // assignment. Either way the new Config is validated first (config/): a bad
 // file or value is logged and returned as an error, and the running values
 // stay. Otherwise config::Diff splits the changes: live tunables apply at
-// once (Filesystem::SetLive, and SetLogLevel for log.level) and become part
-// of running(); at-mount ones are logged as pending (they take effect at the
-// next mount, which reads the file again) and are not part of running().
+// once (Filesystem::SetLive gets the core's tunables as they are,
+// config::Tunables::core, and SetLogLevel takes log.level) and become part
+// of the running values; at-mount ones are logged as pending (they take
+// effect at the next mount, which reads the file again) and are not. When
+// the Filesystem refuses the live values (SetLive's error), nothing
+// changes either and the error is logged and returned.
 //
 // HandleControlRequest is what the control socket (control.h) serves for a
 // mount: "status", "tune KEY=VALUE", "reload".
 //
 // Thread safety: every member may be called from any thread; Reload and
 // Tune may come at once from the signal-handling thread and the control
-// thread (an internal mutex serializes them). running() returns a reference
-// that a concurrent Reload or Tune may change: use Snapshot() from threads
-// other than the one that changes it.
+// thread (an internal mutex serializes them, and SetLive is called under
+// it, so the Filesystem sees the changes in the order they were accepted).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "config/config.h"
 #include "poolfs/fs.h"
+#include "poolfs/mutex.h"
 #include "poolfs/status.h"
 
 namespace poolfs::daemon {
-
-// The live tunables of a Tunables, as the Filesystem takes them.
-poolfs::LiveTunables ToLiveTunables(const config::Tunables& t);
 
 class LiveConfig {
  public:
@@ -46,38 +45,41 @@ class LiveConfig {
 
   // Re-reads the config file. Returns OK when it parsed (live changes are
   // applied, at-mount ones logged as pending); InvalidArgument, NotFound or
-  // IOError (with the loader's file:line message) when it did not, and then
+  // IOError (with the loader's file:line message) when it did not, and
+  // SetLive's error when the Filesystem refused the live values; then
   // nothing changes.
-  poolfs::Status Reload();
+  poolfs::Status Reload() EXCLUDES(mu_);
 
   // Applies one "KEY=VALUE" (txg.timeout_ms=1000). InvalidArgument for a
   // malformed assignment, an unknown key (with a suggestion) or a value the
   // key does not accept; an at-mount key is accepted and reported pending
   // in `*note` (when not null), e.g. "alloc.allocators: 0 -> 4 (at the next
-  // mount)".
-  poolfs::Status Tune(std::string_view assignment, std::string* note = nullptr);
+  // mount)". SetLive's error, changing nothing, when the Filesystem
+  // refuses the live values.
+  poolfs::Status Tune(std::string_view assignment, std::string* note = nullptr) EXCLUDES(mu_);
 
-  // The values in effect. See the thread-safety note above.
-  const config::Config& running() const;
-  // A copy of the values in effect, safe from any thread.
-  config::Config Snapshot() const;
+  // A copy of the values in effect.
+  config::Config Snapshot() const EXCLUDES(mu_);
   // The at-mount changes waiting for the next mount ("" when none), one per
   // line as config::ConfigDiff::ToString writes them.
-  std::string Pending() const;
+  std::string Pending() const EXCLUDES(mu_);
   // The file Reload reads; "" while there is none.
-  std::string config_path() const;
+  std::string config_path() const EXCLUDES(mu_);
 
  private:
   // Puts `loaded` into effect as described above; `what` names the source
-  // for the log ("reload of F", "poolfs tune K=V").
-  void ApplyLocked(const config::Config& loaded, std::string_view what, std::string* note);
+  // for the log ("reload of F", "poolfs tune K=V"). Returns SetLive's error
+  // (and changes nothing) when the Filesystem refuses the live values.
+  poolfs::Status ApplyLocked(const config::Config& loaded, std::string_view what, std::string* note)
+      REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  config::Config running_;  // guarded by mu_
+  mutable util::Mutex mu_;
+  config::Config running_ GUARDED_BY(mu_);
   // The last accepted values, at-mount ones included: differs from running_
-  // only in at-mount tunables (the pending changes). Guarded by mu_.
-  config::Config wanted_;
-  std::string config_path_;  // guarded by mu_; set by the first Reload that finds a file
+  // only in at-mount tunables (the pending changes).
+  config::Config wanted_ GUARDED_BY(mu_);
+  // Set by the first Reload that finds a file.
+  std::string config_path_ GUARDED_BY(mu_);
   const config::ConfigSearchPaths search_;
   poolfs::Filesystem* const fs_;
 };

@@ -134,33 +134,6 @@ size_t AllocatorCount(uint32_t configured) {
   return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
 }
 
-MountOptions ToMountOptions(const config::Tunables& t) {
-  MountOptions o;
-  o.txg_timeout_ms = t.txg_timeout_ms;
-  o.dirty_max_bytes = t.txg_dirty_max_bytes;
-  o.dirty_sync_percent = t.txg_dirty_sync_percent;
-  o.delay_min_dirty_percent = t.txg_delay_min_dirty_percent;
-  o.delay_scale_ns = t.txg_delay_scale_ns;
-  o.delay_max_ns = t.txg_delay_max_ns;
-  o.allocators = t.alloc_allocators;
-  o.size_tree_floor = t.alloc_size_tree_floor;
-  o.df_max_search = t.alloc_df_max_search;
-  o.aliquot = t.alloc_aliquot;
-  o.writeback_bytes = t.vdev_writeback_bytes;
-  o.direct_reads = t.vdev_direct_reads;
-  o.direct_writes = t.vdev_direct_writes;
-  o.arc_max_bytes = t.arc_max_bytes;
-  o.arc_sublists = t.arc_sublists;
-  o.arc_evict_batch = t.arc_evict_batch;
-  o.cache_whole_reads = t.arc_cache_whole_reads;
-  if (const config::TunableInfo* row = config::FindTunable("dmu.metadnode_backfill"))
-    o.metadnode_backfill = row->Format(row->get(t));
-  o.alloc_chunk = t.dmu_alloc_chunk;
-  o.prefetch_distance_bytes = t.dmu_prefetch_distance_bytes;
-  o.prefetch_threads = t.dmu_prefetch_threads;
-  return o;
-}
-
 Result<MountPlan> PlanMount(const MountArgs& args) {
   MountPlan plan;
   POOLFS_ASSIGN_OR_RETURN(plan.pool_file, Canonical(args.pool_file, "pool file"));
@@ -172,15 +145,15 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
 
   POOLFS_ASSIGN_OR_RETURN(plan.config, LoadConfig(args.config_path, &plan.config_path));
   const config::Tunables& t = plan.config.values();
-  plan.core = ToMountOptions(t);
-  plan.sync_threads = t.txg_sync_threads;
-  plan.strands = AllocatorCount(t.alloc_allocators);
+  plan.core.tunables = t.core;
+  plan.sync_threads = t.daemon.sync_threads;
+  plan.strands = AllocatorCount(t.core.space.allocators);
 
   plan.fuse.mountpoint = plan.mountpoint;
   plan.fuse.fsname = plan.pool_file;
-  plan.fuse.threads = t.fuse_threads;
-  plan.read_ahead_bytes = t.fuse_read_ahead_bytes;
-  plan.fuse.writeback_cache = t.fuse_writeback_cache;
+  plan.fuse.threads = t.daemon.fuse_threads;
+  plan.read_ahead_bytes = t.daemon.fuse_read_ahead_bytes;
+  plan.fuse.writeback_cache = t.daemon.fuse_writeback_cache;
   for (const std::string& group : args.options) {
     size_t start = 0;
     while (start <= group.size()) {

@@ -31,7 +31,9 @@ struct MountPlan {
   std::string pool_name;   // for the log file: the pool file's name without extension
   config::Config config;
   std::string config_path;  // the file read; "" for the defaults
-  MountOptions core;        // executor and callback left for the daemon to fill
+  // The config's core tunables as they are, and the -o options; executor
+  // and callback left for the daemon to fill.
+  MountOptions core;
   fuse::FuseOptions fuse;
   size_t sync_threads = 0;  // of the Asio executor (txg.sync_threads; 0: one per strand)
   size_t strands = 0;       // one per allocator
@@ -44,9 +46,6 @@ struct MountPlan {
 // with its file:line errors), Busy (the pool is already mounted, or the
 // mount point already has a mount), IOError (the mount table).
 Result<MountPlan> PlanMount(const MountArgs& args);
-
-// The core's options for `t` (see config/tunables.h maps_to).
-MountOptions ToMountOptions(const config::Tunables& t);
 
 // The allocator count the core will use for `configured` (alloc.allocators;
 // 0: from the core count, at most 8), so the executor has a strand each.

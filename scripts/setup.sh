@@ -14,7 +14,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # libraries
   libfuse3-dev fuse3 libboost-dev libspdlog-dev catch2 libcli11-dev
-  libtomlplusplus-dev libxxhash-dev liblz4-dev libzstd-dev
+  libtomlplusplus-dev libxxhash-dev liblz4-dev libzstd-dev nlohmann-json3-dev
   # tcmalloc for the poolfs program (daemon/CMakeLists.txt says why)
   libgoogle-perftools-dev
   # benchmarks and stress (plots, baselines, load)

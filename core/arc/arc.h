@@ -79,19 +79,14 @@
 
 #include "arc/arc_buf.h"
 #include "arc/buffer_pool.h"
+#include "poolfs/options.h"
 #include "util/mutex.h"
 
 namespace poolfs::core::arc {
 
-struct ArcOptions {
-  uint64_t max_bytes = 0;     // arc.max_bytes; 0: 1/8 of RAM, at least 64 MiB
-  uint32_t sublists = 0;      // arc.sublists; 0: one per core, at least 4
-  uint32_t evict_batch = 10;  // arc.evict_batch: blocks taken from a sublist at a time
-  bool evict_thread = true;   // false: only inserting threads evict (deterministic tests)
-  // Free bytes the BufferPool keeps for reuse per size class (and the
-  // HeaderCache in headers), split over its shards; not counted in c.
-  uint64_t pool_retain_bytes = uint64_t{8} << 20;
-};
+// The arc.* tunables and the cache's other options (poolfs/options.h holds
+// them and their defaults).
+using ArcOptions = ::poolfs::ArcOptions;
 
 // A snapshot of the cache's counters, for `poolfs status`.
 struct ArcStats {

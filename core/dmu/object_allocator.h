@@ -58,6 +58,7 @@
 #include <utility>
 #include <vector>
 
+#include "poolfs/options.h"
 #include "poolfs/status.h"
 #include "poolfs/types.h"
 #include "space/range_tree.h"
@@ -65,7 +66,8 @@
 
 namespace poolfs::core::dmu {
 
-enum class BackfillMode : uint8_t { kAuto, kOn, kOff, kLegacy };
+// dmu.metadnode_backfill (poolfs/options.h; the modes are described above).
+using BackfillMode = ::poolfs::BackfillMode;
 std::string_view BackfillModeName(BackfillMode m);
 // Parses "auto", "on", "off", "legacy".
 Result<BackfillMode> ParseBackfillMode(std::string_view s);
@@ -93,7 +95,8 @@ class ObjectAllocator {
   static constexpr uint64_t kAutoMinFree = 4096;  // 128 dnode blocks
   static constexpr size_t kSlots = 16;
 
-  explicit ObjectAllocator(BackfillMode mode = BackfillMode::kAuto, uint32_t chunk = 128);
+  explicit ObjectAllocator(BackfillMode mode = ObjectAllocOptions().backfill,
+                           uint32_t chunk = ObjectAllocOptions().chunk);
   ~ObjectAllocator();
 
   // Import: `high_water` is one past the highest id in use, `in_use` the

@@ -63,12 +63,9 @@ inline arc::BlockKey BlockKeyOf(const zio::BlockPtr& bp) {
   return {VdevId(bp.dva.vdev), VdevOffset(bp.dva.offset), bp.birth};
 }
 
-struct ReadAheadOptions {
-  // The farthest a stream reads ahead (prefetch.distance_bytes); 0: never.
-  uint64_t distance_bytes = uint64_t{32} << 20;
-  // Threads that read ahead (prefetch.threads): disk reads in flight.
-  uint32_t threads = 8;
-};
+// The dmu.prefetch_* tunables (poolfs/options.h holds them and their
+// defaults).
+using ReadAheadOptions = ::poolfs::ReadAheadOptions;
 
 struct ReadAheadStats {
   uint64_t requested = 0;  // blocks asked for

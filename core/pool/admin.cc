@@ -50,8 +50,9 @@ class SharedLock {
       std::string who = pid == 0          ? "pid unknown"
                         : pid == getpid() ? "pid " + std::to_string(pid) + ", this process"
                                           : "pid " + std::to_string(pid);
-      return Status::Busy(path + " is in use by another process (" + who +
-                          "): export the pool before checking it");
+      return Status::Busy(
+          path + " is in use by another process (" + who + "): export the pool before checking it",
+          pid);
     }
     return Status::Ok();
   }

@@ -144,9 +144,9 @@ Result<std::unique_ptr<Pool>> Pool::Import(const std::vector<std::string>& paths
     POOLFS_ASSIGN_OR_RETURN(
         auto f, vdev::FileDevice::Open(path, {.read_only = false,
                                               .exclusive = true,
-                                              .writeback_bytes = options.writeback_bytes,
-                                              .direct_reads = options.direct_reads,
-                                              .direct_writes = options.direct_writes}));
+                                              .writeback_bytes = options.vdev.writeback_bytes,
+                                              .direct_reads = options.vdev.direct_reads,
+                                              .direct_writes = options.vdev.direct_writes}));
     devs.push_back(f.get());
     owned.push_back(std::move(f));
   }

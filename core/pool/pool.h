@@ -55,6 +55,7 @@
 
 #include "dmu/objset.h"
 #include "pool/pool_phys.h"
+#include "poolfs/options.h"
 #include "poolfs/status.h"
 #include "space/allocator.h"
 #include "txg/executor.h"
@@ -81,16 +82,8 @@ struct PoolOptions {
   // allocated size is above this many bytes is stored as a gang block even
   // when contiguous room exists. 0: gang blocks only when none exists.
   uint64_t force_gang_above = 0;
-  // Start the kernel's writeback of a vdev file after each this many bytes
-  // written to it (vdev.writeback_bytes; FileDevice's theory comment). 0:
-  // the flush at the end of each sync does all of it.
-  uint64_t writeback_bytes = uint64_t{4} << 20;
-  // Read aligned blocks of a vdev file with O_DIRECT, into the cache's
-  // buffers (vdev.direct_reads; FileDevice's theory comment).
-  bool direct_reads = true;
-  // Write aligned blocks of a vdev file with O_DIRECT (vdev.direct_writes;
-  // FileDevice's theory comment).
-  bool direct_writes = true;
+  // How the vdev files are opened (vdev.*; FileDevice's theory comment).
+  VdevOptions vdev;
   // Idle objects kept in memory per dataset; 0: from the cache's bound
   // (object_cache_limit()). Tests set it low to make objects come and go.
   uint64_t object_cache_limit = 0;
@@ -100,7 +93,7 @@ struct PoolOptions {
   uint64_t block_buffer_retain_bytes = uint64_t{64} << 20;
   // The cache of synced blocks the datasets read through (arc.*).
   arc::ArcOptions arc;
-  // Reads ahead of sequential readers of the datasets' objects (prefetch.*).
+  // Reads ahead of sequential readers of the datasets' objects (dmu.prefetch_*).
   dmu::ReadAheadOptions read_ahead;
 };
 

@@ -82,25 +82,14 @@ namespace poolfs {
 
 Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::string>& vdev_paths,
                                                       const MountOptions& options) {
+  // The pool's layers take their option structs as they are (poolfs/options.h).
+  const CoreTunables& tunables = options.tunables;
   core::pool::PoolOptions po;
-  po.txg.timeout_ms = options.txg_timeout_ms;
-  po.txg.dirty_max_bytes = options.dirty_max_bytes;
-  po.txg.dirty_sync_percent = options.dirty_sync_percent;
-  po.txg.delay_min_dirty_percent = options.delay_min_dirty_percent;
-  po.txg.delay_scale_ns = options.delay_scale_ns;
-  po.txg.delay_max_ns = options.delay_max_ns;
-  po.space.allocators = options.allocators;
-  po.space.size_tree_floor = options.size_tree_floor;
-  po.space.df_max_search = options.df_max_search;
-  po.space.aliquot = options.aliquot;
-  po.writeback_bytes = options.writeback_bytes;
-  po.direct_reads = options.direct_reads;
-  po.direct_writes = options.direct_writes;
-  po.arc.max_bytes = options.arc_max_bytes;
-  po.arc.sublists = options.arc_sublists;
-  po.arc.evict_batch = options.arc_evict_batch;
-  po.read_ahead.distance_bytes = options.prefetch_distance_bytes;
-  po.read_ahead.threads = options.prefetch_threads;
+  po.txg = tunables.txg;
+  po.space = tunables.space;
+  po.vdev = tunables.vdev;
+  po.arc = tunables.arc;
+  po.read_ahead = tunables.read_ahead;
   po.executor = options.executor;
   if (options.on_txg_synced) {
     po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {
@@ -146,12 +135,11 @@ Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::unique_ptr<pool::Pool> pool,
 Status PosixFs::Init() {
   os_ = pool_->root_dataset();
   if (!os_) return Status::Corruption("pool '" + pool_->name() + "' has no root dataset");
-  POOLFS_ASSIGN_OR_RETURN(dmu::BackfillMode backfill,
-                          dmu::ParseBackfillMode(opts_.metadnode_backfill));
-  os_->SetBackfill(backfill);
-  os_->SetAllocChunk(opts_.alloc_chunk);
+  os_->SetBackfill(opts_.tunables.objects.backfill);
+  os_->SetAllocChunk(opts_.tunables.objects.chunk);
   FollowCacheBound();
-  cache_whole_reads_.store(opts_.cache_whole_reads, std::memory_order_relaxed);
+  cache_whole_reads_.store(opts_.tunables.cache_whole_reads, std::memory_order_relaxed);
+  dirty_max_bytes_.store(opts_.tunables.txg.dirty_max_bytes, std::memory_order_relaxed);
   auto root = os_->Stat(ObjectId(kRootIno));
   if (!root.ok() && root.status().IsNotFound()) {
     if (os_->next_object() != 1)

@@ -90,7 +90,7 @@ class PosixFs final : public Filesystem {
   Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
   Result<FsStats> StatFs() override;
   FsStatus GetStatus() override;
-  void SetLive(const LiveTunables& t) override;
+  Status SetLive(const CoreTunables& t) override;
 
   // For tests: inodes in memory, and the lookup count of one (0 if absent).
   uint64_t cached_inodes() { return table_.size(); }
@@ -211,7 +211,9 @@ class PosixFs final : public Filesystem {
   std::mutex unlinked_mu_;
   std::unique_ptr<zap::Zap> unlinked_;
   std::atomic<uint64_t> newest_txg_{0};  // newest change of any inode (Fsync fallback)
-  std::atomic<bool> cache_whole_reads_{false};  // MountOptions::cache_whole_reads, live
+  // The live tunables the calls read (opts_.tunables keeps the mount's).
+  std::atomic<bool> cache_whole_reads_{false};  // CoreTunables::cache_whole_reads
+  std::atomic<uint64_t> dirty_max_bytes_{0};    // TxgOptions::dirty_max_bytes (ReserveSpace)
 
   // Space: free bytes as of the last sync seen (ReserveSpace).
   std::mutex space_mu_;

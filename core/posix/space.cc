@@ -3,6 +3,8 @@
 // comment, "Space").
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <string_view>
 
 #include "posix/posix_fs.h"
 
@@ -29,7 +31,7 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
   uint64_t free = space_free_.load(std::memory_order_relaxed);
   free = free > slop ? free - slop : 0;
   // Only when the margin is thin is the dirty total (a locked read) worth it.
-  if (free < bytes + 2 * opts_.dirty_max_bytes + (64u << 20)) {
+  if (free < bytes + 2 * dirty_max_bytes_.load(std::memory_order_relaxed) + (64u << 20)) {
     uint64_t dirty = pool_->txgs().stats().dirty_bytes;
     // Each dirty byte may cost its block again in metadata (indirect blocks,
     // dnode blocks, space maps): count it twice.
@@ -126,26 +128,31 @@ FsStatus PosixFs::GetStatus() {
   return s;
 }
 
-void PosixFs::SetLive(const LiveTunables& t) {
+Status PosixFs::SetLive(const CoreTunables& t) {
   CallGuard g;
-  if (!Enter(&g, false).ok()) return;
-  txg::TxgOptions o;
-  o.timeout_ms = t.txg_timeout_ms;
-  o.dirty_max_bytes = t.dirty_max_bytes;
-  o.dirty_sync_percent = t.dirty_sync_percent;
-  o.delay_min_dirty_percent = t.delay_min_dirty_percent;
-  o.delay_scale_ns = t.delay_scale_ns;
-  o.delay_max_ns = t.delay_max_ns;
-  if (!txg::ValidateTxgOptions(o).ok()) return;
-  pool_->txgs().SetOptions(o);
-  opts_.dirty_max_bytes = t.dirty_max_bytes;
-  // Object allocation: the mode was checked by the config layer; an
-  // unknown one (a caller outside it) leaves the mode as it is.
-  if (auto mode = dmu::ParseBackfillMode(t.metadnode_backfill); mode.ok()) os_->SetBackfill(*mode);
-  os_->SetAllocChunk(t.alloc_chunk);
-  pool_->SetCacheBytes(t.arc_max_bytes);
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  // What may not change while mounted: everything but the live fields
+  // (fs.h lists them), compared with the mount's values.
+  const CoreTunables& mounted = opts_.tunables;
+  const auto at_mount = [](std::string_view what) {
+    return Status::InvalidArgument(std::string(what) +
+                                   " applies at the next mount only; nothing changed");
+  };
+  if (t.space != mounted.space) return at_mount("alloc.* (SpaceOptions)");
+  if (t.vdev != mounted.vdev) return at_mount("vdev.* (VdevOptions)");
+  if (t.read_ahead != mounted.read_ahead) return at_mount("dmu.prefetch_* (ReadAheadOptions)");
+  ArcOptions arc = t.arc;
+  arc.max_bytes = mounted.arc.max_bytes;  // the one live field of ArcOptions
+  if (arc != mounted.arc) return at_mount("arc.* other than arc.max_bytes (ArcOptions)");
+  POOLFS_RETURN_IF_ERROR(txg::ValidateTxgOptions(t.txg));
+  pool_->txgs().SetOptions(t.txg);
+  dirty_max_bytes_.store(t.txg.dirty_max_bytes, std::memory_order_relaxed);
+  os_->SetBackfill(t.objects.backfill);
+  os_->SetAllocChunk(t.objects.chunk);
+  pool_->SetCacheBytes(t.arc.max_bytes);
   cache_whole_reads_.store(t.cache_whole_reads, std::memory_order_relaxed);
   FollowCacheBound();
+  return Status::Ok();
 }
 
 void PosixFs::FollowCacheBound() {

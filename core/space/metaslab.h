@@ -43,6 +43,7 @@
 #include <memory>
 #include <string>
 
+#include "poolfs/options.h"
 #include "poolfs/status.h"
 #include "poolfs/types.h"
 #include "space/df_alloc.h"
@@ -52,14 +53,9 @@
 
 namespace poolfs::core::space {
 
-// Tunables the space layer reads (the config layer maps the alloc.* keys).
-struct SpaceOptions {
-  uint64_t size_tree_floor = uint64_t{16} << 10;  // alloc.size_tree_floor
-  uint64_t df_max_search = uint64_t{16} << 20;    // alloc.df_max_search
-  uint32_t allocators = 0;                        // alloc.allocators; 0: from the core count
-  // Rotate to the next vdev after this many bytes (stripes large writes).
-  uint64_t aliquot = uint64_t{2} << 20;
-};
+// The alloc.* tunables the space layer reads (poolfs/options.h holds them
+// and their defaults; the config layer maps the keys).
+using SpaceOptions = ::poolfs::SpaceOptions;
 
 struct MetaslabStats {
   uint64_t size = 0;

@@ -44,7 +44,9 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  Status out(code_, std::move(m));
+  out.holder_pid_ = holder_pid_;
+  return out;
 }
 
 }  // namespace poolfs

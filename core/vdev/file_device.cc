@@ -43,7 +43,7 @@ Status LockExclusive(int fd, const std::string& path) {
     std::string who = pid == 0          ? "pid unknown"
                       : pid == getpid() ? "pid " + std::to_string(pid) + ", this process"
                                         : "pid " + std::to_string(pid);
-    return Status::Busy(path + " is in use by another process (" + who + ")");
+    return Status::Busy(path + " is in use by another process (" + who + ")", pid);
   }
   return Status::Ok();
 }

@@ -70,6 +70,9 @@ run 1 "not empty" create notes.txt --size 64M
 run 2 "bad size" create new.pool --size 12Q
 run 2 "bad size" create new.pool --size -5G
 run 2 "bad size" create new.pool --size 0
+# The config file's sizes: binary units; "GB" is refused, not taken as GiB.
+run 2 "ambiguous" create new.pool --size 10GB
+run 2 "only whole numbers" create new.pool --size 1.5G
 run 2 "too small" create new.pool --size 1M
 run 2 "ashift" create new.pool --size 64M --ashift 20
 [[ ! -e new.pool ]] || fail "a refused create left new.pool behind"

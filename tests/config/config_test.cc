@@ -33,16 +33,16 @@ TEST_CASE("An empty file gives the defaults") {
 }
 
 TEST_CASE("Table and dotted forms set the same tunable") {
-  CHECK(Parse("[txg]\ntimeout_ms = 1234\n").txg_timeout_ms == 1234);
-  CHECK(Parse("txg.timeout_ms = 1234\n").txg_timeout_ms == 1234);
+  CHECK(Parse("[txg]\ntimeout_ms = 1234\n").core.txg.timeout_ms == 1234);
+  CHECK(Parse("txg.timeout_ms = 1234\n").core.txg.timeout_ms == 1234);
   CHECK(Parse("[txg]\ntimeout_ms = 1234\n") == Parse("txg.timeout_ms = 1234\n"));
   // Mixed: dotted keys for one table, a header for another; inline tables too.
   const Tunables t = Parse("alloc.allocators = 4\n[txg]\nsync_threads = 3\n"
                            "[log]\nlevel = \"debug\"\n");
-  CHECK(t.alloc_allocators == 4);
-  CHECK(t.txg_sync_threads == 3);
-  CHECK(t.log_level == LogLevel::kDebug);
-  CHECK(Parse("arc = { sublists = 8 }\n").arc_sublists == 8);
+  CHECK(t.core.space.allocators == 4);
+  CHECK(t.daemon.sync_threads == 3);
+  CHECK(t.daemon.log_level == LogLevel::kDebug);
+  CHECK(Parse("arc = { sublists = 8 }\n").core.arc.sublists == 8);
 }
 
 TEST_CASE("Every type parses: integer, duration, size, enum, bool") {
@@ -63,40 +63,40 @@ max_bytes = "0"
 [fuse]
 writeback_cache = true
 )");
-  CHECK(t.txg_timeout_ms == 250);
-  CHECK(t.txg_dirty_max_bytes == uint64_t{512} << 20);
-  CHECK(t.txg_dirty_sync_percent == 30);
-  CHECK(t.txg_delay_min_dirty_percent == 0);
-  CHECK(t.alloc_size_tree_floor == 8192);
-  CHECK(t.alloc_df_max_search == uint64_t{1} << 30);
-  CHECK(t.dmu_metadnode_backfill == Backfill::kLegacy);
-  CHECK(t.dmu_alloc_chunk == 1);
-  CHECK(t.arc_max_bytes == 0);
-  CHECK(t.fuse_writeback_cache);
+  CHECK(t.core.txg.timeout_ms == 250);
+  CHECK(t.core.txg.dirty_max_bytes == uint64_t{512} << 20);
+  CHECK(t.core.txg.dirty_sync_percent == 30);
+  CHECK(t.core.txg.delay_min_dirty_percent == 0);
+  CHECK(t.core.space.size_tree_floor == 8192);
+  CHECK(t.core.space.df_max_search == uint64_t{1} << 30);
+  CHECK(t.core.objects.backfill == BackfillMode::kLegacy);
+  CHECK(t.core.objects.chunk == 1);
+  CHECK(t.core.arc.max_bytes == 0);
+  CHECK(t.daemon.fuse_writeback_cache);
   // Untouched tunables keep their defaults.
-  CHECK(t.alloc_allocators == Tunables{}.alloc_allocators);
-  CHECK(t.log_level == LogLevel::kInfo);
+  CHECK(t.core.space.allocators == Tunables{}.core.space.allocators);
+  CHECK(t.daemon.log_level == LogLevel::kInfo);
 }
 
 TEST_CASE("Sizes take every unit, bare bytes, and TOML integers in any base") {
-  CHECK(Parse("arc.max_bytes = \"128MiB\"").arc_max_bytes == uint64_t{128} << 20);
-  CHECK(Parse("arc.max_bytes = \"2G\"").arc_max_bytes == uint64_t{2} << 30);
-  CHECK(Parse("arc.max_bytes = \"1TiB\"").arc_max_bytes == uint64_t{1} << 40);
-  CHECK(Parse("arc.max_bytes = \"4096K\"").arc_max_bytes == uint64_t{4} << 20);
-  CHECK(Parse("arc.max_bytes = \"1048576\"").arc_max_bytes == uint64_t{1} << 20);
-  CHECK(Parse("arc.max_bytes = 1048576").arc_max_bytes == uint64_t{1} << 20);
-  CHECK(Parse("arc.max_bytes = 0x100000").arc_max_bytes == uint64_t{1} << 20);
-  CHECK(Parse("arc.max_bytes = 1_048_576").arc_max_bytes == uint64_t{1} << 20);
+  CHECK(Parse("arc.max_bytes = \"128MiB\"").core.arc.max_bytes == uint64_t{128} << 20);
+  CHECK(Parse("arc.max_bytes = \"2G\"").core.arc.max_bytes == uint64_t{2} << 30);
+  CHECK(Parse("arc.max_bytes = \"1TiB\"").core.arc.max_bytes == uint64_t{1} << 40);
+  CHECK(Parse("arc.max_bytes = \"4096K\"").core.arc.max_bytes == uint64_t{4} << 20);
+  CHECK(Parse("arc.max_bytes = \"1048576\"").core.arc.max_bytes == uint64_t{1} << 20);
+  CHECK(Parse("arc.max_bytes = 1048576").core.arc.max_bytes == uint64_t{1} << 20);
+  CHECK(Parse("arc.max_bytes = 0x100000").core.arc.max_bytes == uint64_t{1} << 20);
+  CHECK(Parse("arc.max_bytes = 1_048_576").core.arc.max_bytes == uint64_t{1} << 20);
 }
 
 TEST_CASE("Both ends of a range are accepted, one past either end is not") {
-  CHECK(Parse("txg.timeout_ms = 1").txg_timeout_ms == 1);
-  CHECK(Parse("txg.timeout_ms = 600000").txg_timeout_ms == 600000);
+  CHECK(Parse("txg.timeout_ms = 1").core.txg.timeout_ms == 1);
+  CHECK(Parse("txg.timeout_ms = 600000").core.txg.timeout_ms == 600000);
   CHECK(Error("txg.timeout_ms = 0") ==
         "poolfs.toml:1: txg.timeout_ms = 0: expected an integer number of milliseconds from 1 "
         "to 600000");
   CHECK(Error("txg.timeout_ms = 600001").find("from 1 to 600000") != std::string::npos);
-  CHECK(Parse("txg.dirty_max_bytes = \"1TiB\"").txg_dirty_max_bytes == uint64_t{1} << 40);
+  CHECK(Parse("txg.dirty_max_bytes = \"1TiB\"").core.txg.dirty_max_bytes == uint64_t{1} << 40);
   CHECK(Error("txg.dirty_max_bytes = \"1025GiB\"")
             .find("txg.dirty_max_bytes = \"1025GiB\": expected a size from 1MiB to 1TiB") !=
         std::string::npos);
@@ -105,8 +105,8 @@ TEST_CASE("Both ends of a range are accepted, one past either end is not") {
 }
 
 TEST_CASE("A special 0 is accepted and small non-zero values are not") {
-  CHECK(Parse("arc.max_bytes = 0").arc_max_bytes == 0);
-  CHECK(Parse("txg.sync_threads = 0").txg_sync_threads == 0);
+  CHECK(Parse("arc.max_bytes = 0").core.arc.max_bytes == 0);
+  CHECK(Parse("txg.sync_threads = 0").daemon.sync_threads == 0);
   CHECK(Error("arc.max_bytes = \"512K\"")
             .find("expected 0 (a share of RAM) or a size from 1MiB to 1PiB") != std::string::npos);
 }
@@ -173,8 +173,8 @@ TEST_CASE("A quoted dotted key is explained, not silently accepted") {
 
 TEST_CASE("Non-ASCII text is fine in comments and refused in keys and values") {
   CHECK(Parse("# caf\xc3\xa9 \xc2\xa7\n[txg] # d\xc3\xa9j\xc3\xa0 vu\ntimeout_ms = 7\n")
-            .txg_timeout_ms == 7);
-  CHECK(Parse("\xEF\xBB\xBFtxg.timeout_ms = 7\n").txg_timeout_ms == 7);  // a byte order mark
+            .core.txg.timeout_ms == 7);
+  CHECK(Parse("\xEF\xBB\xBFtxg.timeout_ms = 7\n").core.txg.timeout_ms == 7);  // a byte order mark
   CHECK(Error("[txg]\ntimeout_ms\xc2\xa0= 7\n") ==
         "poolfs.toml:2:11: non-ASCII character outside a comment or string (keys and values "
         "of poolfs.toml are ASCII)");
@@ -268,7 +268,7 @@ TEST_CASE("Config::Set refuses a value out of range and changes nothing") {
   CHECK(c.values() == Tunables{});
   CHECK(c.origin(t).empty());
   CHECK(c.Set(t, 42, "test").ok());
-  CHECK(c.values().txg_timeout_ms == 42);
+  CHECK(c.values().core.txg.timeout_ms == 42);
   CHECK(c.origin(t) == "test");
 }
 
@@ -276,13 +276,14 @@ TEST_CASE("ApplyAssignment parses KEY=VALUE as a command line writes it") {
   const Config base;
   Result<Config> a = ApplyAssignment(base, "dmu.metadnode_backfill=off");
   REQUIRE(a.ok());
-  CHECK(a->values().dmu_metadnode_backfill == Backfill::kOff);
+  CHECK(a->values().core.objects.backfill == BackfillMode::kOff);
   CHECK(a->origin(*FindTunable("dmu.metadnode_backfill")) == "poolfs tune");
-  CHECK(ApplyAssignment(base, "log.level = \"warn\"")->values().log_level == LogLevel::kWarn);
-  CHECK(ApplyAssignment(base, "arc.max_bytes=128MiB")->values().arc_max_bytes ==
-        uint64_t{128} << 20);
-  CHECK(ApplyAssignment(base, "txg.timeout_ms=100")->values().txg_timeout_ms == 100);
-  CHECK(ApplyAssignment(base, "fuse.writeback_cache=true")->values().fuse_writeback_cache);
+  CHECK(ApplyAssignment(base, "log.level = \"warn\"")->values().daemon.log_level ==
+        LogLevel::kWarn);
+  CHECK(ApplyAssignment(base, "arc.max_bytes=128MiB")->values().core.arc.max_bytes ==
+        (uint64_t{128} << 20));
+  CHECK(ApplyAssignment(base, "txg.timeout_ms=100")->values().core.txg.timeout_ms == 100);
+  CHECK(ApplyAssignment(base, "fuse.writeback_cache=true")->values().daemon.fuse_writeback_cache);
   // The base is untouched.
   CHECK(base.values() == Tunables{});
 }

@@ -54,11 +54,11 @@ TEST_CASE("ApplyLive takes the live tunables of a reload and keeps the others ru
   const Tunables loaded = Parse("txg.sync_threads = 8\ndmu.metadnode_backfill = \"on\"\n"
                                 "arc.max_bytes = \"256MiB\"\narc.sublists = 16\n");
   const Tunables now = ApplyLive(running, loaded);
-  CHECK(now.txg_timeout_ms == 5000);  // live: back to the file's (default) value
-  CHECK(now.dmu_metadnode_backfill == Backfill::kOn);
-  CHECK(now.arc_max_bytes == uint64_t{256} << 20);
-  CHECK(now.txg_sync_threads == 2);  // at mount: the running value stays
-  CHECK(now.arc_sublists == 0);
+  CHECK(now.core.txg.timeout_ms == 5000);  // live: back to the file's (default) value
+  CHECK(now.core.objects.backfill == BackfillMode::kOn);
+  CHECK(now.core.arc.max_bytes == uint64_t{256} << 20);
+  CHECK(now.daemon.sync_threads == 2);  // at mount: the running value stays
+  CHECK(now.core.arc.sublists == 0);
   // What is left to apply at the next mount is exactly the at-mount part.
   const ConfigDiff rest = Diff(now, loaded);
   CHECK(rest.live.empty());

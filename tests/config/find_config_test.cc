@@ -135,7 +135,7 @@ TEST_CASE("LoadConfigFile parses the file and names it in errors") {
   std::fclose(f);
   Result<Config> c = LoadConfigFile(path);
   REQUIRE(c.ok());
-  CHECK(c->values().txg_timeout_ms == 100);
+  CHECK(c->values().core.txg.timeout_ms == 100);
   CHECK(c->source() == path);
   CHECK(c->origin(*FindTunable("txg.timeout_ms")) == path + ":2");
 

@@ -113,7 +113,7 @@ TEST_CASE("The tunables table has aligned columns and every tunable's doc") {
   }
   CHECK(rows == AllTunables().size());
   CHECK(table.find("    0 means one per allocator.\n") != std::string::npos);
-  CHECK(table.find("Maps to core: txg::TxgOptions::timeout_ms.") != std::string::npos);
+  CHECK(table.find("Maps to core: TxgOptions::timeout_ms.") != std::string::npos);
 }
 
 TEST_CASE("The tunables in effect show values and where the non-defaults came from") {

@@ -79,10 +79,10 @@ TEST_CASE("Each row's field holds every value in its range, both ends") {
 TEST_CASE("The C++ enums list their values in the order of the rows' choices") {
   const TunableInfo* b = FindTunable("dmu.metadnode_backfill");
   REQUIRE(b != nullptr);
-  CHECK(b->choices[static_cast<size_t>(Backfill::kAuto)] == "auto");
-  CHECK(b->choices[static_cast<size_t>(Backfill::kOn)] == "on");
-  CHECK(b->choices[static_cast<size_t>(Backfill::kOff)] == "off");
-  CHECK(b->choices[static_cast<size_t>(Backfill::kLegacy)] == "legacy");
+  CHECK(b->choices[static_cast<size_t>(BackfillMode::kAuto)] == "auto");
+  CHECK(b->choices[static_cast<size_t>(BackfillMode::kOn)] == "on");
+  CHECK(b->choices[static_cast<size_t>(BackfillMode::kOff)] == "off");
+  CHECK(b->choices[static_cast<size_t>(BackfillMode::kLegacy)] == "legacy");
   CHECK(b->choices.size() == 4);
   const TunableInfo* l = FindTunable("log.level");
   REQUIRE(l != nullptr);
@@ -93,27 +93,78 @@ TEST_CASE("The C++ enums list their values in the order of the rows' choices") {
   CHECK(l->choices[static_cast<size_t>(LogLevel::kOff)] == "off");
 }
 
-TEST_CASE("Defaults are those of ARCHITECTURE.md and of the core's option structs") {
+// The number of fields of aggregate T: the most initializers T{...} takes
+// (each Any converts to any field's type, so none is taken by brace
+// elision).
+struct Any {
+  template <typename T>
+  operator T() const;  // NOLINT: implicit by design; only in unevaluated operands
+};
+template <typename T, typename... Fields>
+constexpr size_t FieldCount() {
+  if constexpr (requires { T{Fields{}..., Any{}}; }) {
+    return FieldCount<T, Fields..., Any>();
+  } else {
+    return sizeof...(Fields);
+  }
+}
+
+// The rows whose maps_to starts with `prefix` ("core: TxgOptions::").
+size_t RowsMappedTo(std::string_view prefix) {
+  size_t n = 0;
+  for (const TunableInfo& t : AllTunables()) n += t.maps_to.starts_with(prefix) ? 1 : 0;
+  return n;
+}
+
+TEST_CASE("Every field of the core's option structs has a row, and every row a field") {
+  // The fields that are not tunables (poolfs/options.h says why).
+  constexpr size_t kArcNotTunables = 2;  // evict_thread, pool_retain_bytes
+  CHECK(RowsMappedTo("core: TxgOptions::") == FieldCount<TxgOptions>());
+  CHECK(RowsMappedTo("core: SpaceOptions::") == FieldCount<SpaceOptions>());
+  CHECK(RowsMappedTo("core: VdevOptions::") == FieldCount<VdevOptions>());
+  CHECK(RowsMappedTo("core: ObjectAllocOptions::") == FieldCount<ObjectAllocOptions>());
+  CHECK(RowsMappedTo("core: ReadAheadOptions::") == FieldCount<ReadAheadOptions>());
+  CHECK(RowsMappedTo("core: ArcOptions::") + kArcNotTunables == FieldCount<ArcOptions>());
+  // CoreTunables: one struct per group above, and its own fields.
+  CHECK(RowsMappedTo("core: CoreTunables::") + 6 == FieldCount<CoreTunables>());
+  CHECK(RowsMappedTo("daemon: ") == FieldCount<DaemonTunables>());
+  CHECK(RowsMappedTo("core: ") + RowsMappedTo("daemon: ") == AllTunables().size());
+  CHECK(FieldCount<Tunables>() == 2);
+  // And no two rows share a field: "Each row's field holds every value in
+  // its range" changes one row at a time and checks that no other moves.
+}
+
+TEST_CASE("Every tunable's default is the core's: MountOptions and a plain Tunables agree") {
+  // A program that mounts without the daemon (poolfs-bench) gets
+  // MountOptions' defaults; the daemon gets the config's. Every row, core
+  // and daemon alike, reads the same value from both.
+  Tunables from_core;
+  from_core.core = MountOptions().tunables;
+  const Tunables defaults;
+  for (const TunableInfo& t : AllTunables()) {
+    INFO(t.name);
+    CHECK(t.default_value() == t.get(from_core));
+    CHECK(t.default_value() == t.get(defaults));
+  }
+  CHECK(from_core == defaults);
+  CHECK(MountOptions().tunables == CoreTunables{});
+}
+
+TEST_CASE("Defaults are those of ARCHITECTURE.md, where it gives one") {
   const Tunables t;
-  CHECK(t.txg_timeout_ms == 5000);
-  CHECK(t.txg_sync_threads == 0);
+  CHECK(t.core.txg.timeout_ms == 5000);
+  CHECK(t.daemon.sync_threads == 0);
   // ARCHITECTURE.md's example file says 1GiB; config/README.md says why not.
-  CHECK(t.txg_dirty_max_bytes == uint64_t{256} << 20);
-  CHECK(t.txg_dirty_sync_percent == 20);
-  CHECK(t.txg_delay_min_dirty_percent == 60);
-  CHECK(t.alloc_allocators == 0);
-  CHECK(t.alloc_size_tree_floor == 16 * 1024);
-  CHECK(t.alloc_df_max_search == uint64_t{16} << 20);
-  CHECK(t.dmu_metadnode_backfill == Backfill::kAuto);
-  CHECK(t.dmu_alloc_chunk == 128);
-  CHECK(t.dmu_prefetch_distance_bytes == MountOptions().prefetch_distance_bytes);
-  CHECK(t.dmu_prefetch_threads == MountOptions().prefetch_threads);
-  CHECK(t.vdev_direct_reads == MountOptions().direct_reads);
-  CHECK(t.arc_max_bytes == 0);
-  CHECK(t.arc_sublists == 0);
-  CHECK(t.arc_evict_batch == 10);
-  CHECK(t.fuse_threads == 0);
-  CHECK(t.log_level == LogLevel::kInfo);
+  CHECK(t.core.txg.dirty_max_bytes == uint64_t{256} << 20);
+  CHECK(t.core.space.allocators == 0);
+  CHECK(t.core.space.size_tree_floor == 16 * 1024);
+  CHECK(t.core.space.df_max_search == uint64_t{16} << 20);
+  CHECK(t.core.objects.backfill == BackfillMode::kAuto);
+  CHECK(t.core.objects.chunk == 128);
+  CHECK(t.core.arc.max_bytes == 0);
+  CHECK(t.core.arc.sublists == 0);
+  CHECK(t.core.arc.evict_batch == 10);
+  CHECK(t.daemon.fuse_threads == 0);
 }
 
 TEST_CASE("Every tunable is read: no doc string says it is without effect or read later") {

@@ -27,9 +27,9 @@ TEST_CASE("LiveConfig reload applies changed live tunables at once") {
   LiveConfig live(config::Config(), file, &fs);
   REQUIRE(live.Reload().ok());
   REQUIRE(fs.live_calls().size() == 1);
-  CHECK(fs.live_calls()[0].txg_timeout_ms == 1000);
-  CHECK(fs.live_calls()[0].dirty_max_bytes == 256ull << 20);
-  CHECK(live.running().values().txg_timeout_ms == 1000);
+  CHECK(fs.live_calls()[0].txg.timeout_ms == 1000);
+  CHECK(fs.live_calls()[0].txg.dirty_max_bytes == 256ull << 20);
+  CHECK(live.Snapshot().values().core.txg.timeout_ms == 1000);
   CHECK(live.Snapshot().origin(*config::FindTunable("txg.timeout_ms")).find("poolfs.toml:2") !=
         std::string::npos);
   CHECK(live.Pending().empty());
@@ -42,7 +42,7 @@ TEST_CASE("LiveConfig reload applies changed live tunables at once") {
   WriteFile(file, "[txg]\ndirty_max_bytes = \"256MiB\"\n");
   REQUIRE(live.Reload().ok());
   REQUIRE(fs.live_calls().size() == 2);
-  CHECK(fs.live_calls()[1].txg_timeout_ms == config::Tunables{}.txg_timeout_ms);
+  CHECK(fs.live_calls()[1].txg.timeout_ms == config::Tunables{}.core.txg.timeout_ms);
 }
 
 TEST_CASE("LiveConfig reload of a bad file keeps the running values") {
@@ -52,7 +52,7 @@ TEST_CASE("LiveConfig reload of a bad file keeps the running values") {
   FakeFilesystem fs;
   LiveConfig live(config::Config(), file, &fs);
   REQUIRE(live.Reload().ok());
-  const config::Tunables before = live.running().values();
+  const config::Tunables before = live.Snapshot().values();
 
   WriteFile(file, "txg.timeout_ms = 2000\ntxg.dirty_sync_percent = 400\n");
   const Status st = live.Reload();
@@ -60,14 +60,14 @@ TEST_CASE("LiveConfig reload of a bad file keeps the running values") {
   CHECK(st.message().find("poolfs.toml:2") != std::string::npos);  // file and line
   CHECK(st.message().find("txg.dirty_sync_percent") != std::string::npos);
   CHECK(st.message().find("expected") != std::string::npos);
-  CHECK(live.running().values() == before);  // not even the good line applied
+  CHECK(live.Snapshot().values() == before);  // not even the good line applied
   CHECK(fs.live_calls().size() == 1);
 
   WriteFile(file, "[txg\n");
   CHECK(live.Reload().code() == StatusCode::kInvalidArgument);
   std::filesystem::remove(file);
   CHECK(live.Reload().code() == StatusCode::kNotFound);
-  CHECK(live.running().values() == before);
+  CHECK(live.Snapshot().values() == before);
 }
 
 TEST_CASE("LiveConfig reload leaves at-mount tunables pending") {
@@ -78,8 +78,8 @@ TEST_CASE("LiveConfig reload leaves at-mount tunables pending") {
   LiveConfig live(config::Config(), file, &fs);
   REQUIRE(live.Reload().ok());
   CHECK(fs.live_calls().empty());  // nothing live changed
-  CHECK(live.running().values().alloc_allocators == 0);
-  CHECK(live.running().values().fuse_threads == 0);
+  CHECK(live.Snapshot().values().core.space.allocators == 0);
+  CHECK(live.Snapshot().values().daemon.fuse_threads == 0);
   const std::string pending = live.Pending();
   CHECK(pending.find("alloc.allocators: 0 -> 4 (at the next mount)") != std::string::npos);
   CHECK(pending.find("fuse.threads") != std::string::npos);
@@ -106,7 +106,7 @@ TEST_CASE("LiveConfig without a config file reloads to the defaults") {
   REQUIRE(tuned.ok());
   LiveConfig live(*tuned, "", &fs, EmptySearch(dir));
   REQUIRE(live.Reload().ok());
-  CHECK(live.running().values().txg_timeout_ms == config::Tunables{}.txg_timeout_ms);
+  CHECK(live.Snapshot().values().core.txg.timeout_ms == config::Tunables{}.core.txg.timeout_ms);
   CHECK(fs.live_calls().size() == 1);
   CHECK(live.config_path().empty());
 }
@@ -118,12 +118,12 @@ TEST_CASE("LiveConfig without a config file picks up one created later") {
   std::filesystem::create_directories(dir / "xdg/poolfs");
   WriteFile(dir / "xdg/poolfs/poolfs.toml", "txg.timeout_ms = 1200\n");
   REQUIRE(live.Reload().ok());
-  CHECK(live.running().values().txg_timeout_ms == 1200);
+  CHECK(live.Snapshot().values().core.txg.timeout_ms == 1200);
   CHECK(live.config_path() == dir / "xdg/poolfs/poolfs.toml");
   // From then on that file is the one reloads read.
   WriteFile(dir / "xdg/poolfs/poolfs.toml", "txg.timeout_ms = 1300\n");
   REQUIRE(live.Reload().ok());
-  CHECK(live.running().values().txg_timeout_ms == 1300);
+  CHECK(live.Snapshot().values().core.txg.timeout_ms == 1300);
 }
 
 TEST_CASE("LiveConfig tune applies a live value at once") {
@@ -133,11 +133,11 @@ TEST_CASE("LiveConfig tune applies a live value at once") {
   REQUIRE(live.Tune("txg.timeout_ms=1500", &note).ok());
   CHECK(note.empty());
   REQUIRE(fs.live_calls().size() == 1);
-  CHECK(fs.live_calls()[0].txg_timeout_ms == 1500);
-  CHECK(live.running().origin(*config::FindTunable("txg.timeout_ms")) == "poolfs tune");
+  CHECK(fs.live_calls()[0].txg.timeout_ms == 1500);
+  CHECK(live.Snapshot().origin(*config::FindTunable("txg.timeout_ms")) == "poolfs tune");
   REQUIRE(live.Tune(" txg.dirty_max_bytes = 64MiB ").ok());
-  CHECK(fs.live_calls().back().dirty_max_bytes == 64ull << 20);
-  CHECK(fs.live_calls().back().txg_timeout_ms == 1500);  // the earlier tune stays
+  CHECK(fs.live_calls().back().txg.dirty_max_bytes == 64ull << 20);
+  CHECK(fs.live_calls().back().txg.timeout_ms == 1500);  // the earlier tune stays
 }
 
 TEST_CASE("LiveConfig tune of an at-mount tunable is accepted as pending") {
@@ -148,7 +148,7 @@ TEST_CASE("LiveConfig tune of an at-mount tunable is accepted as pending") {
   CHECK(note.find("alloc.allocators: 0 -> 4 (at the next mount") != std::string::npos);
   CHECK(note.find("/etc/poolfs/poolfs.toml") != std::string::npos);
   CHECK(fs.live_calls().empty());
-  CHECK(live.running().values().alloc_allocators == 0);
+  CHECK(live.Snapshot().values().core.space.allocators == 0);
   CHECK(live.Pending().find("alloc.allocators") != std::string::npos);
   // A later live tune keeps the pending change and reports only itself.
   REQUIRE(live.Tune("txg.timeout_ms=800", &note).ok());
@@ -184,7 +184,7 @@ TEST_CASE("LiveConfig tune refuses bad assignments and changes nothing") {
   CHECK(no_equals.message().find("KEY=VALUE") != std::string::npos);
   const Status bad_enum = live.Tune("dmu.metadnode_backfill=sometimes");
   CHECK(bad_enum.message().find("legacy") != std::string::npos);  // lists the choices
-  CHECK(live.running().values() == config::Tunables{});
+  CHECK(live.Snapshot().values() == config::Tunables{});
   CHECK(fs.live_calls().empty());
 }
 
@@ -229,31 +229,53 @@ TEST_CASE("HandleControlRequest serves status tune and reload") {
         std::string::npos);
 }
 
-TEST_CASE("ToLiveTunables carries every live tunable the Filesystem takes") {
-  config::Config c;
+TEST_CASE("SetLive gets the core's tunables of the running values as they are") {
+  FakeFilesystem fs;
+  LiveConfig live(config::Config(), "", &fs);
   for (const char* a :
        {"txg.timeout_ms=1234", "txg.dirty_max_bytes=64MiB", "txg.dirty_sync_percent=33",
         "txg.delay_min_dirty_percent=70", "txg.delay_scale_ns=1000", "txg.delay_max_ns=2000000",
-        "alloc.df_max_search=1MiB", "dmu.metadnode_backfill=legacy", "dmu.alloc_chunk=64",
-        "arc.max_bytes=96MiB"}) {
-    auto next = config::ApplyAssignment(c, a);
-    REQUIRE(next.ok());
-    c = *next;
+        "dmu.metadnode_backfill=legacy", "dmu.alloc_chunk=64", "arc.max_bytes=96MiB",
+        "arc.cache_whole_reads=true", "alloc.df_max_search=1MiB"}) {
+    INFO(a);
+    REQUIRE(live.Tune(a).ok());
   }
-  const poolfs::LiveTunables live = ToLiveTunables(c.values());
-  CHECK(live.txg_timeout_ms == 1234);
-  CHECK(live.dirty_max_bytes == 64ull << 20);
-  CHECK(live.dirty_sync_percent == 33);
-  CHECK(live.delay_min_dirty_percent == 70);
-  CHECK(live.delay_scale_ns == 1000);
-  CHECK(live.delay_max_ns == 2000000);
-  CHECK(live.df_max_search == 1ull << 20);
-  CHECK(live.arc_max_bytes == 96ull << 20);
-  // The allocation tunables, where poolfs/fs.h has them (see live_config.cc).
-  [](const auto& l) {
-    if constexpr (requires { l.metadnode_backfill; }) CHECK(l.metadnode_backfill == "legacy");
-    if constexpr (requires { l.alloc_chunk; }) CHECK(l.alloc_chunk == 64);
-  }(live);
+  REQUIRE(!fs.live_calls().empty());
+  const poolfs::CoreTunables& sent = fs.live_calls().back();
+  CHECK(sent == live.Snapshot().values().core);
+  CHECK(sent.txg.timeout_ms == 1234);
+  CHECK(sent.txg.dirty_max_bytes == 64ull << 20);
+  CHECK(sent.objects.backfill == poolfs::BackfillMode::kLegacy);
+  CHECK(sent.objects.chunk == 64);
+  CHECK(sent.arc.max_bytes == 96ull << 20);
+  CHECK(sent.cache_whole_reads);
+  // alloc.df_max_search applies at the next mount: not sent.
+  CHECK(sent.space == poolfs::SpaceOptions{});
+  CHECK(live.Pending().find("alloc.df_max_search") != std::string::npos);
+}
+
+TEST_CASE("A live change the Filesystem refuses changes nothing and says why") {
+  TempDir dir;
+  const std::string file = dir / "poolfs.toml";
+  WriteFile(file, "txg.timeout_ms = 2000\n");
+  FakeFilesystem fs;
+  LiveConfig live(config::Config(), file, &fs);
+  fs.RefuseLive(Status::InvalidArgument("the mount says no"));
+  const Status tuned = live.Tune("txg.timeout_ms=1000");
+  CHECK(tuned.code() == StatusCode::kInvalidArgument);
+  CHECK(tuned.message().find("the mount says no") != std::string::npos);
+  CHECK(live.Snapshot().values() == config::Tunables{});
+  CHECK(live.Pending().empty());
+  CHECK(HandleControlRequest(live, fs, "tune txg.timeout_ms=1000") == "error: the mount says no\n");
+  CHECK(HandleControlRequest(live, fs, "reload") == "error: the mount says no\n");
+  CHECK(live.Snapshot().values() == config::Tunables{});
+  CHECK(fs.live_calls().empty());
+  // Accepted again: the same reload goes through.
+  fs.RefuseLive(Status::Ok());
+  REQUIRE(live.Reload().ok());
+  CHECK(live.Snapshot().values().core.txg.timeout_ms == 2000);
+  REQUIRE(fs.live_calls().size() == 1);
+  CHECK(fs.live_calls()[0].txg.timeout_ms == 2000);
 }
 
 TEST_CASE("FormatBytesHuman keeps three significant digits") {
@@ -290,7 +312,7 @@ TEST_CASE("LiveConfig survives reloads and tunes from two threads at once") {
   spdlog::set_level(spdlog::level::info);
   // Whichever came last, the value is one of the two sources' and the
   // at-mount change is pending.
-  const uint64_t timeout = live.Snapshot().values().txg_timeout_ms;
+  const uint64_t timeout = live.Snapshot().values().core.txg.timeout_ms;
   CHECK((timeout == 1000 || (timeout >= 2000 && timeout < 2200)));
   CHECK(live.Pending().find("alloc.allocators") != std::string::npos);
 }

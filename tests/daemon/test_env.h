@@ -85,9 +85,15 @@ class FakeFilesystem : public poolfs::Filesystem {
     status_.objects = 1234;
   }
 
-  std::vector<poolfs::LiveTunables> live_calls() const {
+  std::vector<poolfs::CoreTunables> live_calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return live_calls_;
+  }
+  // Makes SetLive refuse (and record nothing) with `st` from now on; OK
+  // accepts again.
+  void RefuseLive(Status st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refuse_ = std::move(st);
   }
 
   Status Unmount() override { return Status::Ok(); }
@@ -132,9 +138,11 @@ class FakeFilesystem : public poolfs::Filesystem {
     std::lock_guard<std::mutex> lock(mu_);
     return status_;
   }
-  void SetLive(const LiveTunables& t) override {
+  Status SetLive(const CoreTunables& t) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!refuse_.ok()) return refuse_;
     live_calls_.push_back(t);
+    return Status::Ok();
   }
 
  private:
@@ -142,7 +150,8 @@ class FakeFilesystem : public poolfs::Filesystem {
 
   mutable std::mutex mu_;
   FsStatus status_;
-  std::vector<poolfs::LiveTunables> live_calls_;
+  std::vector<poolfs::CoreTunables> live_calls_;
+  Status refuse_;
 };
 
 }  // namespace poolfs::daemon::testing

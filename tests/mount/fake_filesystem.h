@@ -70,7 +70,7 @@ class FakeFilesystem : public Filesystem {
   Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
   Result<FsStats> StatFs() override;
   FsStatus GetStatus() override;
-  void SetLive(const LiveTunables&) override {}
+  Status SetLive(const CoreTunables&) override { return Status::Ok(); }
 
  private:
   struct Node {

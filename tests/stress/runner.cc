@@ -68,7 +68,7 @@ core::pool::PoolOptions Runner::RandomPoolOptions(std::mt19937_64& rng) const {
     o.object_cache_limit = 1 + rng() % 64;
     o.arc.max_bytes = (1 + rng() % 8) << 20;
   }
-  o.direct_reads = rng() % 4 == 0;
+  o.vdev.direct_reads = rng() % 4 == 0;
   return o;
 }
 

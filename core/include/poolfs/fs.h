@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "poolfs/executor.h"
+#include "poolfs/options.h"
 #include "poolfs/status.h"
 
 namespace poolfs {
@@ -157,7 +158,7 @@ enum XattrFlags : uint32_t {
 enum ReadFlags : uint32_t {
   // The caller keeps what it reads (the kernel's page cache, for a read
   // without O_DIRECT): blocks the read returns whole need not stay in the
-  // block cache as well (unless MountOptions::cache_whole_reads).
+  // block cache as well (unless CoreTunables::cache_whole_reads).
   kReadCallerKeeps = 1u << 0,
 };
 
@@ -194,7 +195,7 @@ enum class AtimeMode : uint8_t {
   kNone,  // never: atime changes only by SetAttr
 };
 
-// The core tunables a mount takes (the daemon fills them from config/).
+// What a mount takes: its own settings, and the core tunables.
 struct MountOptions {
   bool read_only = false;
   // The kernel checks mode bits too (the mount has default_permissions):
@@ -203,36 +204,9 @@ struct MountOptions {
   // kernel to check as well.
   bool kernel_checks_permissions = false;
   AtimeMode atime = AtimeMode::kRelatime;
-  uint64_t txg_timeout_ms = 5000;
-  uint64_t dirty_max_bytes = 1ull << 30;
-  uint32_t dirty_sync_percent = 20;
-  uint32_t delay_min_dirty_percent = 60;
-  uint64_t delay_scale_ns = 500000;
-  uint64_t delay_max_ns = 100000000;
-  uint32_t allocators = 0;  // 0: from the core count
-  uint64_t size_tree_floor = 16 * 1024;
-  uint64_t df_max_search = 16 * 1024 * 1024;
-  uint64_t aliquot = 2 * 1024 * 1024;
-  uint64_t writeback_bytes = 4 * 1024 * 1024;  // vdev.writeback_bytes; 0: off
-  bool direct_reads = true;                    // vdev.direct_reads
-  bool direct_writes = true;                   // vdev.direct_writes
-  // The block cache (arc.max_bytes, 0: a share of RAM; arc.sublists, 0: one
-  // per core, at least 4; arc.evict_batch).
-  uint64_t arc_max_bytes = 0;
-  uint32_t arc_sublists = 0;
-  uint32_t arc_evict_batch = 10;
-  // arc.cache_whole_reads: blocks a kReadCallerKeeps read returns whole stay
-  // in the block cache too (false: they are read once, outside it).
-  bool cache_whole_reads = false;
-  // Object allocation in the root dataset (dmu.metadnode_backfill: "auto",
-  // "on", "off" or "legacy"; dmu.alloc_chunk: ids handed to a thread at a
-  // time).
-  std::string metadnode_backfill = "auto";
-  uint32_t alloc_chunk = 128;
-  // Read ahead of sequential readers (dmu.prefetch_distance_bytes, 0: off;
-  // dmu.prefetch_threads).
-  uint64_t prefetch_distance_bytes = uint64_t{32} << 20;
-  uint32_t prefetch_threads = 8;
+  // Every core tunable (poolfs/options.h, where their defaults live; the
+  // daemon fills them from its config, see config/tunables.h).
+  CoreTunables tunables;
   // Where sync work runs (one strand per allocator); nullptr: a thread pool
   // the core owns. Must outlive the Filesystem.
   Executor* executor = nullptr;
@@ -242,21 +216,6 @@ struct MountOptions {
   // Filesystem (a call that waits for a sync would wait for itself). May be
   // empty. The daemon logs one debug line per sync with it.
   std::function<void(uint64_t, uint64_t, uint64_t)> on_txg_synced;
-};
-
-// The tunables that may change while mounted (config: "live").
-struct LiveTunables {
-  uint64_t txg_timeout_ms = 5000;
-  uint64_t dirty_max_bytes = 1ull << 30;
-  uint32_t dirty_sync_percent = 20;
-  uint32_t delay_min_dirty_percent = 60;
-  uint64_t delay_scale_ns = 500000;
-  uint64_t delay_max_ns = 100000000;
-  uint64_t df_max_search = 16 * 1024 * 1024;
-  std::string metadnode_backfill = "auto";
-  uint32_t alloc_chunk = 128;
-  uint64_t arc_max_bytes = 0;  // 0: a share of RAM
-  bool cache_whole_reads = false;
 };
 
 // What `poolfs status` shows of a mounted pool.
@@ -439,8 +398,14 @@ class Filesystem {
 
   virtual Result<FsStats> StatFs() = 0;
   virtual FsStatus GetStatus() = 0;
-  // Applies changed live tunables at once.
-  virtual void SetLive(const LiveTunables& t) = 0;
+  // Puts `t` into effect at once: the tunables that apply live (all of
+  // t.txg, t.objects, t.arc.max_bytes, t.cache_whole_reads). Every other
+  // field must equal the value the mount was made with (they apply at the
+  // next mount only). Returns OK once applied; InvalidArgument, changing
+  // nothing, when t.txg is out of range (ValidateTxgOptions's message) or a
+  // field that applies at mount only differs (naming it); Aborted after
+  // Unmount.
+  virtual Status SetLive(const CoreTunables& t) = 0;
 };
 
 }  // namespace poolfs

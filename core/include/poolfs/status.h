@@ -64,11 +64,21 @@ class [[nodiscard]] Status {
   }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status Busy(std::string m) { return {StatusCode::kBusy, std::move(m)}; }
+  // Busy because process `holder_pid` holds the resource (a lock on a vdev
+  // file); 0: the holder is not known.
+  static Status Busy(std::string m, int64_t holder_pid) {
+    Status st(StatusCode::kBusy, std::move(m));
+    st.holder_pid_ = holder_pid;
+    return st;
+  }
   static Status NotSupported(std::string m) { return {StatusCode::kNotSupported, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  // Busy: the process that holds the resource, when known (else 0). The
+  // message names it too, for people; callers read it here.
+  int64_t holder_pid() const { return holder_pid_; }
   bool IsCorruption() const { return code_ == StatusCode::kCorruption; }
   bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
   bool IsNoSpace() const { return code_ == StatusCode::kNoSpace; }
@@ -76,12 +86,14 @@ class [[nodiscard]] Status {
   // "Corruption: space map record 17: run past end", or "OK".
   std::string ToString() const;
 
-  // Returns a copy whose message is prefixed with `context: `.
+  // Returns a copy whose message is prefixed with `context: ` (the code and
+  // the holder pid stay).
   Status WithContext(std::string_view context) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  int64_t holder_pid_ = 0;
 };
 
 // Either a value or a non-OK Status.

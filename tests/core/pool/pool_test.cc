@@ -183,8 +183,8 @@ TEST_CASE("Pool reads back what it wrote with direct reads and writes", "[pool]"
   std::filesystem::remove(path);
   REQUIRE(Pool::Create({path}, kDevSize, CreateOptions{"d"}).ok());
   PoolOptions o = FastOptions();
-  o.direct_reads = direct_reads;
-  o.direct_writes = direct_writes;
+  o.vdev.direct_reads = direct_reads;
+  o.vdev.direct_writes = direct_writes;
   std::vector<std::pair<ObjectId, std::string>> objs;
   {
     auto p = Pool::Import({path}, o);

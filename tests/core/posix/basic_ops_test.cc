@@ -212,7 +212,7 @@ TEST_CASE("A write past the maximum file size is FileTooLarge", "[posix]") {
 
 TEST_CASE("Fsync returns once the txg of the last change has synced", "[posix]") {
   MountOptions o = FastOptions();
-  o.txg_timeout_ms = 60000;  // only the fsync makes it sync
+  o.tunables.txg.timeout_ms = 60000;  // only the fsync makes it sync
   FsFixture f(uint64_t{256} << 20, o);
   Attr a = f.MustCreate(kRootIno, "f");
   f.MustWrite(a.ino, 0, "durable");

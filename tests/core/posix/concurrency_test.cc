@@ -17,7 +17,7 @@ namespace {
 TEST_CASE("Concurrent mixed operations leave a consistent tree and a clean pool",
           "[posix][concurrency]") {
   MountOptions o = FastOptions();
-  o.txg_timeout_ms = 20;  // many txgs during the run
+  o.tunables.txg.timeout_ms = 20;  // many txgs during the run
   FsFixture f(uint64_t{256} << 20, o);
   std::vector<uint64_t> dirs;
   for (int i = 0; i < 4; i++) dirs.push_back(f.MustMkdir(kRootIno, "d" + std::to_string(i)).ino);

@@ -88,7 +88,7 @@ TEST_CASE("Create rate in process against an in-memory baseline", "[.][bench]") 
     });
     // PosixFs on a pool file.
     MountOptions o;
-    o.allocators = 2;
+    o.tunables.space.allocators = 2;
     FsFixture f(uint64_t{4} << 30, o);
     std::vector<uint64_t> dir_ino(threads);
     for (int t = 0; t < threads; t++)

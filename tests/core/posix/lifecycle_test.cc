@@ -72,7 +72,7 @@ TEST_CASE("Forget of a linked file evicts it and a later lookup reloads it", "[p
 TEST_CASE("Inodes the kernel still knows leave memory past the limit and come back intact",
           "[posix][unlinked]") {
   MountOptions o = FastOptions();
-  o.arc_max_bytes = 1 << 20;  // the smallest bound: 1024 inodes and dnodes
+  o.tunables.arc.max_bytes = 1 << 20;  // the smallest bound: 1024 inodes and dnodes
   FsFixture f(uint64_t{2} << 30, o);
   constexpr int kFiles = 6000;
   std::vector<Attr> files;
@@ -198,7 +198,7 @@ TEST_CASE("StatFs reports the pool's space and object figures", "[posix][statfs]
 
 TEST_CASE("A full pool refuses writes with NoSpace and keeps what it stored", "[posix][nospace]") {
   MountOptions o = FastOptions();
-  o.dirty_max_bytes = 16 << 20;
+  o.tunables.txg.dirty_max_bytes = 16 << 20;
   FsFixture f(96 << 20, o);
   std::vector<std::pair<uint64_t, std::string>> stored;
   Status last;

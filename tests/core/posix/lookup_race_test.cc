@@ -19,8 +19,8 @@ namespace poolfs::core::posix::testing {
 TEST_CASE("Lookup never returns another file that reused a removed name's inode number",
           "[posix][race]") {
   MountOptions o = FastOptions();
-  o.metadnode_backfill = "on";  // freed ids are handed out again at once
-  o.txg_timeout_ms = 50;        // and become free soon: syncs are frequent
+  o.tunables.objects.backfill = BackfillMode::kOn;  // freed ids are handed out again at once
+  o.tunables.txg.timeout_ms = 50;                   // and become free soon: syncs are frequent
   FsFixture f(uint64_t{1} << 30, o);
   Attr d1 = f.MustMkdir(kRootIno, "d1", 0777);
   Attr d2 = f.MustMkdir(kRootIno, "d2", 0777);

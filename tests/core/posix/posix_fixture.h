@@ -25,8 +25,8 @@ namespace poolfs::core::posix::testing {
 
 inline MountOptions FastOptions() {
   MountOptions o;
-  o.txg_timeout_ms = 200;
-  o.allocators = 2;
+  o.tunables.txg.timeout_ms = 200;
+  o.tunables.space.allocators = 2;
   return o;
 }
 

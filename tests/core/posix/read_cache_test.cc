@@ -37,9 +37,9 @@ TEST_CASE("Reads the caller keeps leave whole blocks out of the block cache", "[
   REQUIRE(f.fs->Read(ino, 128 * 1024, 256 * 1024, &out).ok());
   CHECK(f.fs->GetStatus().arc_bytes >= one + 256 * 1024);
   // arc.cache_whole_reads, live: cached too.
-  LiveTunables t;
+  CoreTunables t = f.options.tunables;
   t.cache_whole_reads = true;
-  f.fs->SetLive(t);
+  REQUIRE(f.fs->SetLive(t).ok());
   const uint64_t three = f.fs->GetStatus().arc_bytes;
   REQUIRE(f.fs->Read(ino, 512 * 1024, 512 * 1024, &out, kReadCallerKeeps).ok());
   REQUIRE(out == data.substr(512 * 1024));

@@ -187,6 +187,17 @@ TEST_CASE("POOLFS_ASSIGN_OR_RETURN assigns move-only values to existing variable
   CHECK(Unbox(-1).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("Busy carries the holder's pid as a field, through WithContext", "[status]") {
+  CHECK(Status::Busy("in use").holder_pid() == 0);
+  const Status held = Status::Busy("a.pool is in use by another process (pid 4242)", 4242);
+  CHECK(held.code() == StatusCode::kBusy);
+  CHECK(held.holder_pid() == 4242);
+  const Status wrapped = held.WithContext("import");
+  CHECK(wrapped.holder_pid() == 4242);
+  CHECK(wrapped.message() == "import: a.pool is in use by another process (pid 4242)");
+  CHECK(Status::Ok().holder_pid() == 0);
+}
+
 TEST_CASE("POOLFS_RETURN_IF_ERROR stops at the first error", "[status][macros]") {
   int reached = 0;
   CHECK(BothPositive(1, 1, &reached).ok());

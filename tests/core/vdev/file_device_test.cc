@@ -157,6 +157,7 @@ TEST_CASE("FileDevice exclusive open refuses a second open in the same process",
   Result<std::unique_ptr<FileDevice>> second = FileDevice::Open(path, {});
   CHECK(second.status().code() == StatusCode::kBusy);
   CHECK(Contains(second.status().message(), path + " is in use by another process"));
+  CHECK(second.status().holder_pid() == getpid());
   // A non-exclusive open does not take the lock, and creating over it is refused.
   CHECK(FileDevice::Open(path, {.read_only = true, .exclusive = false}).ok());
   CHECK(FileDevice::CreateSparse(path, kSize, true).code() == StatusCode::kBusy);
@@ -187,6 +188,7 @@ TEST_CASE("FileDevice exclusive open refuses a pool another process holds", "[fi
   CHECK(mine.status().code() == StatusCode::kBusy);
   CHECK(Contains(mine.status().message(), path + " is in use by another process"));
   CHECK(Contains(mine.status().message(), "pid " + std::to_string(pid)));
+  CHECK(mine.status().holder_pid() == pid);  // a field: no one parses the message
   REQUIRE(write(to_child[1], "x", 1) == 1);
   int wstatus = 0;
   REQUIRE(waitpid(pid, &wstatus, 0) == pid);
