@@ -10,7 +10,9 @@
 #   tests/, bench/       anything
 #
 # An include without a folder ("btree.h") is a sibling in the same folder and
-# always allowed. <...> includes are system headers and not checked.
+# always allowed. An <...> include is checked the same way when its first
+# folder is one of the project's (<dmu/objset.h>, <poolfs/fs.h>); the others
+# are system headers (<sys/stat.h>, <spdlog/spdlog.h>) and not checked.
 #
 # Usage: scripts/check-layers.sh
 # Prints each violation as `file:line: <layer> must not include <header>` and
@@ -30,6 +32,12 @@ layer_rank() {
       return
     fi
   done
+}
+
+# Returns 0 when $1 is a top folder of the project's headers.
+project_folder() {
+  [[ "$1" == poolfs || "$1" == fuse || "$1" == daemon || "$1" == config ]] && return 0
+  [[ -n "$(layer_rank "$1")" ]]
 }
 
 # Returns 0 when a file of layer $1 may include header $2.
@@ -85,12 +93,16 @@ while IFS= read -r -d '' file; do
     continue
   fi
   while IFS=: read -r line text; do
-    header=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$text")
+    header=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]+)[">].*/\1/' \
+      <<<"$text")
+    if [[ "$text" =~ include[[:space:]]*\< ]] && ! project_folder "${header%%/*}"; then
+      continue  # a system header
+    fi
     if ! allowed "$layer" "$header"; then
       echo "$file:$line: $layer must not include $header"
       violations=$((violations + 1))
     fi
-  done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+  done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]' "$file" || true)
 done < <(find core fuse daemon config -type f \
   \( -name '*.h' -o -name '*.hh' -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' \
   -o -name '*.inc' \) -print0 2>/dev/null | sort -z)

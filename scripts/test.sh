@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
 # Builds poolfs and runs every test: what CI runs (.ci/run), and the second
-# command of the README.
+# command of the README. Three builds, each compiled once:
 #
-#   1. scripts/setup.sh (installs missing Debian packages)
-#   2. build/ (RelWithDebInfo), scripts/check-layers.sh, ctest
-#   3. build-asan/ (ASan+UBSan, tests only), ctest
-#   3b. build-tsan/ (TSan): only arc_tests, util_tests, zap_tests and
-#      dmu_tests (the ARC, the locks, the object cache, the zap's concurrent
-#      readers with its leaf cache, and its blocks shared with a syncing
-#      txg, a file's reads beside its writes and syncs), ctest -R of those,
-#      to keep CI time small
-#   4. build-fuzz/ (clang, libFuzzer, tests only), ctest -R '^fuzz' (replays
-#      the fuzz corpora); skipped when clang++ is not installed
+#   1. build/        g++, Release (the build users and packages make): the
+#                    programs and every test (unit, mount, end to end,
+#                    crash stress), and scripts/check-layers.sh
+#   2. build-clang/  clang++, ASan+UBSan, debug checks on, libFuzzer: every
+#                    unit test and the fuzz corpus replays; clang's
+#                    thread-safety analysis is an error here
+#   3. build-tsan/   clang++, TSan: the test programs labelled "concurrent"
+#                    (ctest -L concurrent; the label is set where each
+#                    program is declared, tests/CMakeLists.txt)
+#
+# Every build makes the project's warnings errors (POOLFS_WERROR). Every test
+# has a timeout. A test that cannot run here is skipped, says why, and
+# counts as skipped.
 #
 # Usage: scripts/test.sh [--quick]
-#   --quick   stop after step 2 (no sanitizer or fuzz build)
+#   --quick   stop after step 1 (no sanitizer or fuzz build)
 # Environment:
-#   POOLFS_BUILD  build folder prefix (default "build": build, build-asan,
-#                 build-fuzz); lets several people share one checkout
+#   POOLFS_BUILD  build folder prefix (default "build": build, build-clang,
+#                 build-tsan); lets several people share one checkout
 #   JOBS          parallel compile jobs (default: nproc)
 #
-# Ends with a line "N passed, N failed" (all ctest runs together) and exits
-# non-zero if a build, the layer check or any test failed.
+# Ends with each step's wall time and a line "N passed, N failed, N
+# skipped" (all ctest runs together); exits non-zero if a build, the layer
+# check or any test failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -44,19 +48,46 @@ BUILD=${POOLFS_BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 passed=0
 failed=0
+skipped=0
 failures=()
+step_names=()
+step_secs=()
+step_start=$SECONDS
+step_name=""
 
-step() { printf '\n=== %s\n' "$*"; }
+# step NAME: starts timing a new step (and ends the one before).
+step() {
+  end_step
+  step_name=$*
+  step_start=$SECONDS
+  printf '\n=== %s\n' "$*"
+}
 
-# Prints the summary and exits: 0 only if nothing failed.
+end_step() {
+  if [[ -n "$step_name" ]]; then
+    step_names+=("$step_name")
+    step_secs+=($((SECONDS - step_start)))
+    step_name=""
+  fi
+}
+
+# Prints each step's time and the summary, and exits: 0 only if nothing failed.
 finish() {
+  end_step
   echo
+  echo "step times:"
+  local i total=0
+  for i in "${!step_names[@]}"; do
+    printf '  %5ds  %s\n' "${step_secs[$i]}" "${step_names[$i]}"
+    total=$((total + step_secs[i]))
+  done
+  printf '  %5ds  total\n' "$total"
   if [[ ${#failures[@]} -gt 0 ]]; then
     local list
     list=$(printf '%s, ' "${failures[@]}")
     echo "test.sh: FAILED: ${list%, }"
   fi
-  echo "$passed passed, $failed failed"
+  echo "$passed passed, $failed failed, $skipped skipped"
   if [[ ${#failures[@]} -gt 0 ]]; then
     exit 1
   fi
@@ -71,12 +102,13 @@ build() {
   step "configure and build $dir"
   local log
   log=$(mktemp)
-  if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$log" 2>&1; then
+  if ! cmake -S . -B "$dir" -DPOOLFS_WERROR=ON "$@" >"$log" 2>&1; then
     cat "$log"
     rm -f "$log"
     failures+=("configure of $dir")
     finish
   fi
+  grep -E '^-- poolfs:' "$log" || true
   rm -f "$log"
   # BUILD_TARGETS (optional): build only these targets.
   if ! cmake --build "$dir" -j"$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS}; then
@@ -85,73 +117,91 @@ build() {
   fi
 }
 
-# run_ctest DIR NO_TESTS_POLICY [ctest args...]: runs ctest in DIR and adds
-# its counts to the totals. NO_TESTS_POLICY is "error" or "ignore" (whether
-# finding no tests at all is a failure).
+# run_ctest DIR [ctest args...]: runs ctest in DIR, adds its counts to the
+# totals and prints, for every skipped test, the line in which it said why.
 run_ctest() {
-  local dir=$1 no_tests=$2
-  shift 2
+  local dir=$1
+  shift
   step "ctest in $dir $*"
-  local log rc=0
+  local log junit rc=0
   log=$(mktemp)
-  ctest --test-dir "$dir" --output-on-failure -j2 --no-tests="$no_tests" "$@" 2>&1 \
-    | tee "$log" || rc=$?
+  junit=$(mktemp)
+  ctest --test-dir "$dir" --output-on-failure -j"$JOBS" --timeout 600 --no-tests=error \
+    --output-junit "$junit" "$@" 2>&1 | tee "$log" || rc=$?
   local line
   line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 \
     || true)
   if [[ -n "$line" ]]; then
-    local nfail ntotal
+    local nfail ntotal nskip
     nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
     ntotal=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
-    passed=$((passed + ntotal - nfail))
+    # ctest counts a skipped test among the passed ones and lists it under
+    # "The following tests did not run".
+    nskip=$(grep -cE '^[[:space:]]*[0-9]+ - .* \((Skipped|Disabled)\)$' "$log" || true)
+    passed=$((passed + ntotal - nfail - nskip))
     failed=$((failed + nfail))
-  elif grep -q 'No tests were found' "$log"; then
-    echo "(no tests found in $dir)"
+    skipped=$((skipped + nskip))
+    if [[ $nskip -gt 0 ]]; then
+      echo "skipped in $dir, and why:"
+      skip_reasons "$junit"
+    fi
   fi
-  rm -f "$log"
+  rm -f "$log" "$junit"
   if [[ $rc -ne 0 ]]; then
     failures+=("ctest in $dir")
   fi
 }
 
+# skip_reasons JUNIT: for each skipped test case of ctest's JUnit report,
+# its name and the first line of its output that says it did not run.
+skip_reasons() {
+  awk '
+    /<testcase / {
+      name = $0; sub(/.*name="/, "", name); sub(/".*/, "", name)
+      skip = ($0 ~ /status="(notrun|disabled)"/); why = ""
+    }
+    skip && why == "" && /(not run|skipped)/ && !/<(testcase|skipped) / { why = $0 }
+    /<\/testcase>/ {
+      if (skip) {
+        gsub(/^[[:space:]]+|<[^>]*>/, "", why)
+        printf "  %s: %s\n", name, (why == "" ? "(no reason printed)" : why)
+      }
+      skip = 0
+    }' "$1"
+}
+
 step "setup"
 scripts/setup.sh
 
-build "$BUILD"
+build "$BUILD" -DCMAKE_BUILD_TYPE=Release
 step "check layering"
 if ! scripts/check-layers.sh; then
   failures+=("check-layers")
 fi
-run_ctest "$BUILD" error
+run_ctest "$BUILD"
 
 if [[ $quick -eq 1 ]]; then
   finish
 fi
 
-# ASan+UBSan: any report fails the test that triggered it.
+# The sanitizer builds: -O1 with line tables (fast to compile, readable
+# reports), NDEBUG off so that the debug checks (POOLFS_DCHECK) run too.
+SANITIZER_FLAGS=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
+  -DPOOLFS_ONLY_TESTS=ON)
+
+# ASan+UBSan and the fuzz targets in one clang build: any report fails the
+# test that triggered it.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-build "$BUILD-asan" -DPOOLFS_SANITIZE=address -DPOOLFS_ONLY_TESTS=ON
-run_ctest "$BUILD-asan" error
+CXX=clang++ build "$BUILD-clang" "${SANITIZER_FLAGS[@]}" -DPOOLFS_SANITIZE=address \
+  -DPOOLFS_FUZZ=ON
+run_ctest "$BUILD-clang"
 
-# TSan, for the concurrent code whose tests are written for it (about 2 min of
-# build, seconds of tests). Any report fails the test that triggered it.
+# TSan, for the test programs whose code is concurrent. Any report fails the
+# test that triggered it.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-BUILD_TARGETS="arc_tests util_tests zap_tests dmu_tests" build "$BUILD-tsan" \
-  -DPOOLFS_SANITIZE=thread -DPOOLFS_ONLY_TESTS=ON
-run_ctest "$BUILD-tsan" error -R \
-  '^(arc|util):|^zap:(Readers share|Zap serves concurrent|Zap changes made while)|^dmu:(ObjectSet reads of one object|A sequential reader|Reads in a small window|Blocks read ahead|A block whose space|Take hands|Read ahead stays)'
-
-# Fuzz: every fuzz target registers a ctest test named "fuzz:..." that replays
-# its corpus. Until tests/fuzz/ has a CMakeLists.txt there are none, which is
-# fine (POOLFS_FUZZ=ON would not even configure yet).
-if ! command -v clang++ >/dev/null 2>&1; then
-  step "fuzz: skipped (no clang++)"
-elif [[ ! -f tests/fuzz/CMakeLists.txt ]]; then
-  step "fuzz: no fuzz targets yet (tests/fuzz/CMakeLists.txt missing); no tests to run"
-else
-  CXX=clang++ build "$BUILD-fuzz" -DPOOLFS_FUZZ=ON -DPOOLFS_ONLY_TESTS=ON
-  run_ctest "$BUILD-fuzz" ignore -R '^fuzz'
-fi
+CXX=clang++ BUILD_TARGETS=concurrent_tests build "$BUILD-tsan" "${SANITIZER_FLAGS[@]}" \
+  -DPOOLFS_SANITIZE=thread
+run_ctest "$BUILD-tsan" -L concurrent
 
 finish

@@ -31,7 +31,7 @@
 // dnode, all in memory: no disk I/O (until the zap outgrows what the dmu
 // holds dirty or cached) and no filesystem-wide lock; the inode table is
 // sharded by ino. The teardown lock that lets Unmount wait for calls in
-// flight is striped by thread.
+// flight is util::ReadMostlyLock, striped by thread.
 //
 // Links and the unlinked set. Directories count links as POSIX does (2 +
 // subdirectories). When a file's last link goes: if the kernel holds no
@@ -245,10 +245,8 @@ Status PosixFs::Unmount() {
   std::lock_guard<std::mutex> l(unmount_mu_);
   if (unmounted_.exchange(true)) return unmount_status_;
   // Wait for calls in flight; later ones see unmounted_ and leave.
-  for (Stripe& s : stripes_) {
-    s.mu.lock();
-    s.mu.unlock();
-  }
+  teardown_.WriteLock();
+  teardown_.WriteUnlock();
   table_.Clear();
   unlinked_.reset();
   unmount_status_ = pool_->Export();
@@ -256,15 +254,12 @@ Status PosixFs::Unmount() {
 }
 
 Status PosixFs::Enter(CallGuard* g, bool change) {
-  static thread_local size_t stripe =
-      std::hash<std::thread::id>()(std::this_thread::get_id()) % kStripes;
-  std::shared_mutex& mu = stripes_[stripe].mu;
-  mu.lock_shared();
+  teardown_.ReadLock();
   if (unmounted_.load(std::memory_order_acquire)) {
-    mu.unlock_shared();
+    teardown_.ReadUnlock();
     return Status(StatusCode::kAborted, "filesystem is unmounted");
   }
-  g->mu = &mu;
+  g->lock = &teardown_;
   if (change && opts_.read_only)
     return Status(StatusCode::kReadOnly, "filesystem is mounted read-only");
   return Status::Ok();

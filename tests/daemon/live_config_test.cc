@@ -241,7 +241,7 @@ TEST_CASE("SetLive gets the core's tunables of the running values as they are") 
     REQUIRE(live.Tune(a).ok());
   }
   REQUIRE(!fs.live_calls().empty());
-  const poolfs::CoreTunables& sent = fs.live_calls().back();
+  const poolfs::CoreTunables sent = fs.live_calls().back();
   CHECK(sent == live.Snapshot().values().core);
   CHECK(sent.txg.timeout_ms == 1234);
   CHECK(sent.txg.dirty_max_bytes == 64ull << 20);

@@ -4,15 +4,16 @@
 # and at-mount tunables, refusals), SIGHUP reloads (a good file applies, a
 # bad one is logged and changes nothing), the log file, refusal of another
 # uid, and `poolfs status POOLFILE` while mounted and after. Runs as root
-# (needs /dev/fuse); skipped (exit 0 with a note) when FUSE is unavailable.
+# (needs /dev/fuse); skipped (exit 77, ctest's skip code, with the reason)
+# when FUSE is unavailable.
 #
 # Usage: tests/daemon/poolfs_live_test.sh path/to/poolfs
 set -uo pipefail
 
 POOLFS=$(realpath "${1:?usage: $0 path/to/poolfs}")
 if [[ ! -e /dev/fuse ]] || ! command -v fusermount3 >/dev/null; then
-  echo "skipped: no /dev/fuse or fusermount3"
-  exit 0
+  echo "not run: no /dev/fuse or fusermount3"
+  exit 77
 fi
 DIR=$(mktemp -d /tmp/poolfs-live-test.XXXXXX)
 chmod 755 "$DIR"
