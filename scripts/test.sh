@@ -102,7 +102,7 @@ build() {
   step "configure and build $dir"
   local log
   log=$(mktemp)
-  if ! cmake -S . -B "$dir" -DPOOLFS_WERROR=ON "$@" >"$log" 2>&1; then
+  if ! cmake -S . -B "$dir" -DPOOLFS_WERROR=ON "${LAUNCHER[@]}" "$@" >"$log" 2>&1; then
     cat "$log"
     rm -f "$log"
     failures+=("configure of $dir")
@@ -172,6 +172,24 @@ skip_reasons() {
 
 step "setup"
 scripts/setup.sh
+
+# ccache, when installed (it is not one of setup.sh's packages: on a fresh
+# machine its cache is empty and it would only add its own cost), makes a
+# second run compile only what changed.
+LAUNCHER=()
+if command -v ccache >/dev/null 2>&1; then
+  LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# A build without the tests must not need Catch2.
+step "configure $BUILD-notests (POOLFS_BUILD_TESTS=OFF, Catch2 hidden)"
+log=$(mktemp)
+if ! cmake -S . -B "$BUILD-notests" -DPOOLFS_BUILD_TESTS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=ON \
+  >"$log" 2>&1; then
+  cat "$log"
+  failures+=("configure of $BUILD-notests")
+fi
+rm -f "$log"
 
 build "$BUILD" -DCMAKE_BUILD_TYPE=Release
 step "check layering"
