@@ -30,13 +30,13 @@
 // but speed). A chunk holds buffers of one class; a buffer past the
 // retention cap goes back to its chunk, and a chunk all of whose buffers
 // are back is unmapped. Why: blocks are read from disk straight into these
-// buffers (O_DIRECT, and dmu::ReadAhead), and on this machine's virtual
-// disk a direct read into a huge page goes much faster than one into 4 KiB
-// pages, which reach the device one segment each (fio, 1 MiB reads eight at
-// a time, three alternating rounds: 1928, 1835, 1809 MiB/s into huge pages,
-// 747, 1747, 803 into malloc's). The price: a chunk with one buffer in use
-// keeps its 2 MiB; a new buffer comes from the chunk that has the fewest
-// free, so that the others can empty.
+// buffers (O_DIRECT, and dmu::ReadAhead), and on a virtual disk a direct
+// read into a huge page goes much faster, and more steadily, than one into
+// 4 KiB pages, which reach the device one segment each.
+// scripts/bench-fs.sh's read figure measures the path these buffers serve
+// (1 GiB read through the mount with the caches dropped). The price: a
+// chunk with one buffer in use keeps its 2 MiB; a new buffer comes from the
+// chunk that has the fewest free, so that the others can empty.
 //
 // Thread safety: every member function may be called from any thread.
 #pragma once

@@ -29,17 +29,17 @@
 // waiting, the oldest waiting ones dropped first; a request beyond that is
 // refused (counted).
 //
-// The defaults, measured here (2026-12-02). This machine's disk wants about
-// 8 MiB in flight: fio, O_DIRECT reads of 1 MiB, three alternating rounds:
-// 1021, 665, 532 MiB/s two at a time, 1185, 1078, 1164 eight at a time
-// (4 MiB four at a time: 1198, 1081, 1235). Through a mount pinned to one
-// CPU (1 GiB, the pool file's cache dropped, four alternating runs):
-// 4 threads and 16 MiB ahead 691, 981, 1094, 682 MiB/s; 8 threads and 32
-// MiB 1020, 1036, 925, 981. With vdev.direct_reads the blocks come into
-// buffers that are used again (the cache's BufferPool, huge pages: see
-// arc/buffer_pool.h), where a buffered read fills fresh page cache pages
-// of the pool file, which are dear on this VM (free page reporting:
-// touching 1 GiB of new memory took 0.70-1.67 s, 3-6 us a page).
+// The defaults (dmu.prefetch_threads = 8, dmu.prefetch_distance_bytes =
+// 32 MiB). A virtual disk serves O_DIRECT reads of 1 MiB much faster with
+// several MiB in flight than with one or two reads at a time, and through
+// a mount 8 threads reading up to 32 MiB ahead went faster, and more
+// steadily, than 4 threads and 16 MiB. With vdev.direct_reads the blocks
+// come into buffers that are used again (the cache's BufferPool, huge
+// pages: see arc/buffer_pool.h), where a buffered read fills fresh page
+// cache pages of the pool file, each faulted in and cleared, which is
+// dear on a virtual machine that reports free pages to its host.
+// scripts/bench-fs.sh's read figure (1 GiB through the mount, caches
+// dropped, against a plain file on the same disk) measures this path.
 //
 // Thread safety: every public member may be called from any thread.
 #pragma once
