@@ -31,8 +31,9 @@ struct TxgOptions {
   // daemon touches the pages of its dirty data afresh after each burst (a
   // page fault and a page clearing each), and the throttle lets dirty data
   // climb past 60% of the bound before it slows writers, so a larger bound
-  // made large writes through a mount slower, not faster; 256 MiB kept
-  // creates as fast as 1 GiB did (config/README.md says how it was measured).
+  // makes large writes through a mount slower, not faster, and creates no
+  // faster than 256 MiB does (config/README.md; scripts/bench-fs.sh's write
+  // figure and `poolfs-bench pool --dirty-max-mib N` measure it).
   uint64_t dirty_max_bytes = uint64_t{256} << 20;
   // txg.dirty_sync_percent: start a sync when the open txg alone holds this
   // percentage of dirty_max_bytes (1..100). Live.
