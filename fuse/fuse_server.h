@@ -10,31 +10,31 @@
 // file_ops.cc), so a handler needs nothing but the request.
 //
 // Request loop. fuse_session_loop_mt with at most FuseOptions::threads
-// workers (0: DefaultThreads(), two per core: 4 here), built with
+// workers (0: DefaultThreads(), two per core), built with
 // FUSE_USE_VERSION 312: below that, libfuse 3.14's loop config silently
 // spawns a thread per request. threads = 1 is libfuse's single-threaded
 // loop. Workers may block in the Filesystem (the write throttle, fsync
-// waiting for a txg, disk reads); they never wait for each other.
+// waiting for a txg, disk reads); they never wait for each other
+// (core/doc/threading.md).
 //
-// Measured (tests/mount/measure_create_rate.sh, 20000 creates, 5 rounds,
-// the machine shared with ~12 runnable threads of other work, so rates
-// vary 2-4x between rounds; the daemon's CPU time per create varies
-// less). Adapter alone (FakeFilesystem in memory) against memfs_ceiling:
-// 6.5-10.5 us of daemon CPU per create against 6-7.5 us, median rate
-// 0.85-1.09x of the ceiling: the adapter costs little. Real poolfs: 22-23
-// us with one worker, 26-29.5 us with 2 or 4, 27.5-31.5 us with 8; no
-// worker count gave a rate consistently above the others (medians
-// 0.27-0.48x of the ceiling, within the noise). One worker is cheapest,
-// but a single fsync or throttled write would stall every other request;
-// a few more workers than cores cover the blocked ones without paying
-// for idle threads' wake-ups.
+// The worker count. tests/mount/measure_create_rate.sh compares mounts in
+// one run, by create rate and by the daemon's CPU time per create (the
+// steadier figure on a shared machine). Over an in-memory fake
+// (FakeFilesystem) the adapter costs about what memfs_ceiling does per
+// create: the adapter costs little. With poolfs, one worker costs the
+// least CPU per create and more workers somewhat more, but no worker count
+// gives a rate consistently above the others. One worker would let a
+// single fsync or throttled write stall every other request; a few more
+// workers than cores cover the blocked ones without paying for idle
+// threads' wake-ups. scripts/bench-fs.sh's creates figure measures the
+// default against memfs_ceiling.
 //
 // Caching. Only this mount changes the pool, and every change goes
 // through the kernel, which updates or drops its cached names and
 // attributes as it sends the change. So names, attributes and "no such
-// name" are cached for 60 s (kDefault*Timeout). Measured with timeouts of
-// 0: +3-5 us of daemon CPU per create (31-32.5 against 26-29 us) and the
-// lowest median rate of every run (0.32-0.34x of the ceiling). There is no
+// name" are cached for 60 s (kDefault*Timeout). With timeouts of 0 each
+// create costs the daemon more CPU and the create rate is the lowest of
+// the settings tests/mount/measure_create_rate.sh compares. There is no
 // FLUSH handler (a round trip per close for nothing) and open files keep
 // their page cache across opens.
 //
@@ -62,7 +62,7 @@ namespace poolfs::fuse {
 struct Adapter;
 
 struct FuseOptions {
-  // See "Request loop" and "Caching" above for the measurements.
+  // See "The worker count" and "Caching" above for why.
   // Two workers per core, at least 2 and at most 16.
   static uint32_t DefaultThreads();
   static constexpr double kDefaultEntryTimeout = 60;
