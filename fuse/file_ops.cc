@@ -17,11 +17,10 @@
 // attributes each create invalidates) per file instead of LOOKUP + CREATE
 // + RELEASE + GETATTR (counted with the fuse:fuse_request_send tracepoint;
 // memfs_ceiling, without default_permissions, sends LOOKUP + CREATE +
-// RELEASE). scripts/bench-fs.sh --no-io, two runs 20 minutes apart
-// (medians of 3, each against its own ceiling): 33,507 creates/s (0.370 of
-// the ceiling) before, 35,016 (0.385) after. Older kernels get the
-// requests and the answers below (Filesystem::Open's checks, then an empty
-// RELEASE).
+// RELEASE): one request less per create.
+// scripts/bench-fs.sh --no-io measures the create rate against
+// memfs_ceiling's. Older kernels get the requests and the answers below
+// (Filesystem::Open's checks, then an empty RELEASE).
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
@@ -95,14 +94,14 @@ void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 
 // there; the rest from a page-aligned buffer of the worker thread's, which
 // the core fills straight from the pool file. The kernel copies them into
 // its page-aligned page cache. Sending the cached blocks where they lie
-// saves a copy of each, which took a noticeable share of the daemon's CPU
-// in a profile of a sequential read with read ahead. The buffer is
-// page-aligned because copies to or from the 16-byte offset of a malloc'd
-// block are much slower: a pread loop into a buffer 16 bytes past a page
-// took several times the system time of one into a page-aligned buffer.
-// Together this takes about a third less of the daemon's CPU than the
-// string reply it replaced (blocks appended to a string, then copied by the
-// kernel). scripts/bench-fs.sh's 1 GiB read figure measures this path.
+// saves a copy of each, a noticeable share of the daemon's CPU in a
+// sequential read with read ahead. The buffer is page-aligned because
+// copies to or from the 16-byte offset of a malloc'd block are much
+// slower: a pread into a buffer 16 bytes past a page costs several times
+// the system time of one into a page-aligned buffer. Together this takes
+// markedly less of the daemon's CPU than building the reply in a string
+// (blocks appended, then copied by the kernel). scripts/bench-fs.sh's
+// 1 GiB read figure measures this path.
 class ReadBuffer {
  public:
   ~ReadBuffer() { std::free(data_); }
