@@ -57,8 +57,10 @@ void AsioExecutor::Run(std::vector<StrandTask> tasks) {
   if (tasks.empty()) return;
   Impl& impl = *impl_;
   // One handler per strand that has work, running that strand's tasks in
-  // order: one post instead of one per task (measured: ~280 ns of overhead
-  // per task posted alone, against a few ns per task this way).
+  // order: one post instead of one per task, because a post costs about a
+  // hundred times what calling a task in this loop does (no benchmark
+  // isolates it; scripts/bench-fs.sh's write figure includes the syncs that
+  // run here).
   std::vector<std::vector<std::function<void()>>> by_strand(impl.strands.size());
   for (StrandTask& task : tasks)
     by_strand[task.strand % impl.strands.size()].push_back(std::move(task.fn));
