@@ -4,9 +4,9 @@
 #   include(packaging/poolfs-cpack.cmake)
 #
 # then `cmake --build build && cd build && cpack` writes poolfs_<version>_<arch>.deb.
-# What the package holds today: the binaries that exist (poolfs-bench; the
-# poolfs daemon/CLI once it exists) and the default config. The systemd user
-# unit, mount.poolfs and the man pages join it later (packaging/README.md).
+# What the package holds: the poolfs and poolfs-bench binaries (each when
+# built) and the default config. The systemd user unit, mount.poolfs and the
+# man pages are not packaged yet (packaging/README.md).
 
 include(GNUInstallDirs)
 
