@@ -2,12 +2,13 @@
 // blocks.
 //
 // Why. A stream of writes dirties whole blocks (128 KiB by default) faster
-// than anything else the pool does, and each dirty copy used to be a fresh
-// allocation that the sync freed after writing it. glibc hands blocks of that
-// size back to the kernel (mmap, or the trimmed top of the heap), so the
-// next copy faulted in zeroed pages: the kernel's page clearing was the
-// largest cost of `poolfs-bench pool` (a fifth of the writer's time). Kept
-// here, a buffer goes from a synced block to a new dirty one with no fault.
+// than anything else the pool does, and without this each dirty copy would
+// be a fresh allocation that the sync frees after writing it. glibc hands
+// blocks of that size back to the kernel (mmap, or the trimmed top of the
+// heap), so the next copy faults in zeroed pages: the kernel's page
+// clearing is then the largest cost of `poolfs-bench pool` (a fifth of the
+// writer's time). Kept here, a buffer goes from a synced block to a new
+// dirty one with no fault.
 //
 // What is kept. Buffers of at least kMinKept bytes (smaller ones are cheap
 // to get from malloc, which keeps them in its bins), up to `retain_bytes` in
