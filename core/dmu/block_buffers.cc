@@ -12,9 +12,50 @@ BlockBuffers::Lists::~Lists() {
     for (std::string* s : list) delete s;
 }
 
-void BlockBuffers::Lists::Give(std::string* s) {
+namespace {
+
+// The calling thread's innermost ReleaseBatch.
+thread_local BlockBuffers::ReleaseBatch* t_batch = nullptr;
+
+}  // namespace
+
+BlockBuffers::ReleaseBatch::ReleaseBatch(BlockBuffers* buffers)
+    : lists_(buffers ? buffers->lists_.get() : nullptr), outer_(t_batch) {
+  t_batch = this;
+}
+
+BlockBuffers::ReleaseBatch::~ReleaseBatch() {
+  t_batch = outer_;
+  if (lists_ != nullptr && !gathered_.empty()) lists_->GiveBatch(&gathered_);
+}
+
+void BlockBuffers::Lists::GiveBatch(std::vector<std::string*>* batch) {
+  size_t kept = 0;
   {
     util::MutexLock l(&mu);
+    stats.batches++;
+    stats.given_batched += batch->size();
+    for (std::string*& s : *batch) {
+      if (stats.kept_bytes + s->capacity() > retain_bytes) continue;
+      stats.kept_bytes += s->capacity();
+      by_capacity[s->capacity()].push_back(s);
+      s = nullptr;
+      kept++;
+    }
+  }
+  if (kept < batch->size())
+    for (std::string* s : *batch) delete s;  // outside the lock; kept ones are null
+  batch->clear();
+}
+
+void BlockBuffers::Lists::Give(std::string* s) {
+  if (t_batch != nullptr && t_batch->lists_ == this) {
+    t_batch->gathered_.push_back(s);
+    return;
+  }
+  {
+    util::MutexLock l(&mu);
+    stats.given_alone++;
     if (stats.kept_bytes + s->capacity() <= retain_bytes) {
       stats.kept_bytes += s->capacity();
       by_capacity[s->capacity()].push_back(s);

@@ -21,8 +21,15 @@
 // writes goes back once the stream stops (to the ARC, say, which then
 // fills with the blocks read back).
 //
-// Locks: one mutex, taken once per buffer of kMinKept bytes or more, i.e.
-// once per 32 KiB or more copied.
+// Released in batches. A sync drops every dirty block it wrote at once (a
+// dnode's blocks when its sync ends), so the sync tasks hold a
+// ReleaseBatch: for its scope, buffers whose last reference drops on that
+// thread are gathered and come back with one lock round trip for the whole
+// batch, not one per buffer. Elsewhere (a reader that held a block past
+// the sync) a buffer comes back alone.
+//
+// Locks: one mutex, taken once per buffer of kMinKept bytes or more that
+// New hands out, and once per buffer or per batch given back.
 //
 // Thread safety: every member function may be called from any thread, and a
 // block from New may outlive the BlockBuffers that made it (its memory is
@@ -59,15 +66,43 @@ class BlockBuffers {
     uint64_t allocated = 0;      // New calls of kMinKept or more that allocated
     uint64_t kept_bytes = 0;     // capacity kept now
     uint64_t trimmed_bytes = 0;  // freed by Trim
+    uint64_t given_alone = 0;    // buffers given back one at a time
+    uint64_t given_batched = 0;  // buffers given back in a ReleaseBatch
+    uint64_t batches = 0;        // ReleaseBatch scopes that gave buffers back
   };
   Stats stats() const;
+
+ private:
+  struct Lists;
+
+ public:
+  // For its scope, on the calling thread, the buffers of `buffers` whose last
+  // reference drops are gathered and given back together when it ends (one
+  // lock). Scopes nest (the innermost gathers); `buffers` may be null (then
+  // nothing is gathered). Not movable: it is the thread's current batch.
+  class ReleaseBatch {
+   public:
+    explicit ReleaseBatch(BlockBuffers* buffers);
+    ~ReleaseBatch();
+    ReleaseBatch(const ReleaseBatch&) = delete;
+    ReleaseBatch& operator=(const ReleaseBatch&) = delete;
+
+   private:
+    friend class BlockBuffers;
+    Lists* const lists_;
+    ReleaseBatch* const outer_;
+    std::vector<std::string*> gathered_;
+  };
 
  private:
   struct Lists {
     explicit Lists(uint64_t retain) : retain_bytes(retain) {}
     ~Lists();
-    // Takes back a buffer whose last reference dropped.
+    // Takes back a buffer whose last reference dropped (into the calling
+    // thread's ReleaseBatch for these lists, if there is one).
     void Give(std::string* s);
+    // Takes back a batch with one lock; what does not fit is freed.
+    void GiveBatch(std::vector<std::string*>* batch);
     const uint64_t retain_bytes;
     mutable util::Mutex mu;
     std::map<size_t, std::vector<std::string*>> by_capacity GUARDED_BY(mu);

@@ -417,6 +417,7 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
       const size_t n = sh->plan.blocks.size();
       for (size_t k = 0; k < strands; k++) {
         tasks.push_back({k, [this, t, k, n, strands, sh, add_result]() -> Status {
+                           BlockBuffers::ReleaseBatch batch(block_buffers_);
                            Status st = sh->d->SyncBlocks(t, sh->plan, n * k / strands,
                                                          n * (k + 1) / strands, k);
                            if (!st.ok()) {
@@ -428,6 +429,7 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
                            if (sh->remaining.fetch_sub(1) != 1 || sh->failed) return st;
                            Result<DnodePhys> phys = sh->d->SyncEnd(t, sh->plan, k);
                            if (!phys.ok()) return phys.status().WithContext(name_);
+                           sh->plan.blocks.clear();  // the written copies, into the batch
                            add_result(sh->d->id().value(), std::move(phys).value());
                            return Status::Ok();
                          }});
@@ -438,6 +440,9 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
   for (size_t i = 0; i < strands; i++) {
     if (split[i].empty()) continue;
     tasks.push_back({i, [this, t, i, list = std::move(split[i])]() -> Status {
+                       // Each dnode's written dirty copies drop as its Sync
+                       // returns: given back together at the end.
+                       BlockBuffers::ReleaseBatch batch(block_buffers_);
                        std::vector<std::pair<uint64_t, DnodePhys>> out;
                        out.reserve(list.size());
                        for (Dnode* d : list) {

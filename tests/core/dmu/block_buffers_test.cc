@@ -1,10 +1,15 @@
 // Tests for BlockBuffers: a written block's memory serves the next dirty
-// block of its size, within the bound, and blocks may outlive their source.
+// block of its size, within the bound, blocks may outlive their source, and
+// a ReleaseBatch gives back what drops in its scope with one lock; and the
+// sync's tasks release the dirty copies they wrote that way.
 #include "dmu/block_buffers.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "core/dmu/objset_fixture.h"
 
 namespace poolfs::core::dmu {
 namespace {
@@ -100,6 +105,96 @@ TEST_CASE("BlockBuffers from many threads: every buffer is either kept or freed 
   CHECK(s.reused + s.allocated == 4 * 2000 * 2);
   CHECK(s.kept_bytes <= 8 * k128K);
   CHECK(s.reused > 0);
+}
+
+TEST_CASE("A ReleaseBatch gives back what drops in its scope together, then reuses it",
+          "[block_buffers]") {
+  BlockBuffers buffers(uint64_t{16} << 20);
+  std::vector<std::shared_ptr<std::string>> blocks;
+  for (int i = 0; i < 32; i++) blocks.push_back(buffers.New(k128K));
+  auto small = buffers.New(4096);  // below kMinKept: malloc's, never gathered
+  auto survivor = blocks[5];       // a reader still holds one
+  {
+    BlockBuffers::ReleaseBatch batch(&buffers);
+    blocks.clear();
+    small.reset();
+    // Nothing is back until the scope ends.
+    CHECK(buffers.stats().kept_bytes == 0);
+    CHECK(buffers.stats().batches == 0);
+  }
+  BlockBuffers::Stats s = buffers.stats();
+  CHECK(s.batches == 1);
+  CHECK(s.given_batched == 31);
+  CHECK(s.given_alone == 0);
+  CHECK(s.kept_bytes == 31 * uint64_t{k128K});
+  survivor.reset();  // outside any batch: alone
+  s = buffers.stats();
+  CHECK(s.given_alone == 1);
+  CHECK(s.kept_bytes == 32 * uint64_t{k128K});
+  for (int i = 0; i < 32; i++) blocks.push_back(buffers.New(k128K));
+  CHECK(buffers.stats().reused == 32);
+}
+
+TEST_CASE("A ReleaseBatch past the bound keeps what fits and frees the rest", "[block_buffers]") {
+  BlockBuffers buffers(4 * k128K);
+  {
+    BlockBuffers::ReleaseBatch batch(&buffers);
+    std::vector<std::shared_ptr<std::string>> blocks;
+    for (int i = 0; i < 10; i++) blocks.push_back(buffers.New(k128K));
+  }
+  CHECK(buffers.stats().kept_bytes == 4 * k128K);
+  CHECK(buffers.stats().given_batched == 10);
+}
+
+TEST_CASE("ReleaseBatch scopes nest, gather only their own buffers, and only on their thread",
+          "[block_buffers]") {
+  BlockBuffers a(uint64_t{8} << 20), b(uint64_t{8} << 20);
+  auto from_a = a.New(k128K);
+  auto from_b = b.New(k128K);
+  auto other_thread = a.New(k128K);
+  {
+    BlockBuffers::ReleaseBatch outer(&a);
+    {
+      BlockBuffers::ReleaseBatch inner(&b);
+      from_b.reset();  // b's: into the inner batch
+      from_a.reset();  // a's, but the innermost batch is b's: alone
+      std::thread([&] { other_thread.reset(); }).join();  // another thread: alone
+    }
+    CHECK(b.stats().batches == 1);
+    CHECK(b.stats().given_batched == 1);
+    CHECK(a.stats().given_alone == 2);
+    BlockBuffers::ReleaseBatch none(nullptr);  // gathers nothing
+    auto late = a.New(k128K);
+    late.reset();
+    CHECK(a.stats().given_alone == 3);
+  }
+  CHECK(a.stats().batches == 0);  // the outer batch had nothing to give
+}
+
+TEST_CASE("A sync gives the dirty copies it wrote back in batches, not one by one",
+          "[block_buffers]") {
+  testing::Fixture f;
+  BlockBuffers buffers(uint64_t{64} << 20);
+  f.os->UseBlockBuffers(&buffers);
+  // One large file (written by both strands, then SyncEnd by the last) and
+  // several small ones (each written whole by one strand).
+  Tx tx(&f.txgs);
+  REQUIRE(tx.Assign().ok());
+  ObjectId big = f.os->Create(tx, ObjectType::kPlain).value();
+  REQUIRE(f.os->Write(tx, big, 0, testing::Pattern(1, 100 * k128K)).ok());
+  for (int i = 0; i < 8; i++) {
+    ObjectId id = f.os->Create(tx, ObjectType::kPlain).value();
+    REQUIRE(f.os->Write(tx, id, 0, testing::Pattern(10 + i, 4 * k128K)).ok());
+  }
+  tx.Commit();
+  f.Sync();
+  BlockBuffers::Stats s = buffers.stats();
+  CHECK(s.allocated >= 132);
+  CHECK(s.given_batched >= 132);
+  CHECK(s.given_alone == 0);
+  CHECK(s.batches >= 2);            // a batch per task, not per buffer
+  CHECK(s.batches < s.given_batched / 8);
+  CHECK(s.kept_bytes >= 132 * uint64_t{k128K});
 }
 
 }  // namespace
