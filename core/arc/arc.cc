@@ -320,112 +320,7 @@ void Arc::AdaptOnGhostHit(ArcState ghost, uint64_t bytes) {
   } while (!p_.compare_exchange_weak(p, next, std::memory_order_relaxed));
 }
 
-ArcHandle Arc::NewDirty(uint32_t size) {
-  POOLFS_CHECK_GT(size, 0u);
-  auto* h = headers_.New();
-  h->data = pool_.Alloc(size);
-  h->size = size;
-  h->charged = uint32_t(BufferPool::ChargedSize(size));
-  h->state = ArcState::kAnon;
-  h->refs.store(ArcHeader::kDetached | 1, std::memory_order_release);
-  anon_bytes_.fetch_add(h->charged, std::memory_order_relaxed);
-  return ArcHandle(this, h);
-}
-
-ArcHandle Arc::Detach(ArcHandle hd) {
-  POOLFS_CHECK(hd);
-  ArcHeader* h = hd.h_;
-  uint32_t r = h->refs.load(std::memory_order_acquire);
-  if (r & ArcHeader::kDetached) {
-    if (h->state == ArcState::kAnon) return hd;
-    if ((r & ArcHeader::kCountMask) == 1) {  // uncached or forgotten, ours alone
-      h->state = ArcState::kAnon;
-      anon_bytes_.fetch_add(h->charged, std::memory_order_relaxed);
-      return hd;
-    }
-  } else {
-    Stripe& s = StripeOf(h->hash);
-    MutexLock l(&s.mu);
-    // Holds are only taken under this lock (Lookup) or from a handle, and
-    // ours is the only handle: the count cannot grow while we look.
-    if (IsCached(h->state) &&
-        (h->refs.load(std::memory_order_acquire) & ArcHeader::kCountMask) == 1) {
-      HashRemove(s, h);
-      UnlinkFrom(h);
-      Unreserve(h->charged);
-      h->state = ArcState::kAnon;
-      anon_bytes_.fetch_add(h->charged, std::memory_order_relaxed);
-      h->refs.fetch_or(ArcHeader::kDetached, std::memory_order_acq_rel);
-      return hd;
-    }
-  }
-  ArcHandle copy = NewDirty(h->size);
-  std::memcpy(copy.mutable_data(), h->data, h->size);
-  return copy;
-}
-
-ArcHandle Arc::Assign(ArcHandle hd, const BlockKey& key) {
-  POOLFS_CHECK(hd);
-  ArcHeader* h = hd.h_;
-  POOLFS_CHECK(h->state == ArcState::kAnon);
-  const uint64_t hash = key.Hash();
-  anon_bytes_.fetch_sub(h->charged, std::memory_order_relaxed);
-  h->key = key;
-  h->hash = hash;
-  if (!Reserve(h->charged)) {
-    h->state = ArcState::kGone;
-    uncached_.fetch_add(1, std::memory_order_relaxed);
-    return hd;
-  }
-  ArcHeader* stale_ghost = nullptr;
-  ArcHandle existing;
-  {
-    Stripe& s = StripeOf(hash);
-    MutexLock l(&s.mu);
-    ArcHeader* old = Find(s, key, hash);
-    if (old && IsCached(old->state)) {
-      // The same name cached twice cannot happen with COW; keep the first.
-      old->refs.fetch_add(1, std::memory_order_relaxed);
-      existing = ArcHandle(this, old);
-      h->state = ArcState::kGone;
-    } else {
-      if (old) {  // a ghost of the name: the new block replaces it
-        HashRemove(s, old);
-        UnlinkFrom(old);
-        old->state = ArcState::kGone;
-        stale_ghost = old;
-      }
-      ArcHeader*& b = Bucket(s, hash);
-      h->hash_next = b;
-      b = h;
-      LinkNew(h, ArcState::kMru);
-      h->refs.fetch_and(~ArcHeader::kDetached, std::memory_order_acq_rel);
-    }
-  }
-  if (stale_ghost) FreeHeaders({&stale_ghost, 1});
-  if (existing) {
-    Unreserve(h->charged);
-    return existing;
-  }
-  MaybeWakeEvictor();
-  return hd;
-}
-
-void Arc::Release(std::vector<ArcHandle>& handles) {
-  std::vector<ArcHeader*> dead;
-  for (ArcHandle& hd : handles) {
-    if (!hd) continue;
-    ArcHeader* h = hd.release();
-    if (h->refs.fetch_sub(1, std::memory_order_acq_rel) == (ArcHeader::kDetached | 1)) {
-      dead.push_back(h);
-    }
-  }
-  handles.clear();
-  FreeHeaders(dead);
-}
-
 void Arc::FreeDetached(ArcHeader* h) {
-  if (h->state == ArcState::kAnon) anon_bytes_.fetch_sub(h->charged, std::memory_order_relaxed);
   pool_.Free(h->data, h->size);
   headers_.Free(h);
 }
@@ -434,12 +329,8 @@ void Arc::FreeHeaders(std::span<ArcHeader* const> headers) {
   if (headers.empty()) return;
   std::vector<PoolBuf> bufs;
   bufs.reserve(headers.size());
-  uint64_t anon = 0;
-  for (ArcHeader* h : headers) {
-    if (h->state == ArcState::kAnon) anon += h->charged;
+  for (ArcHeader* h : headers)
     if (h->data) bufs.push_back({h->data, h->size});
-  }
-  if (anon) anon_bytes_.fetch_sub(anon, std::memory_order_relaxed);
   if (bufs.size() == 1) {
     pool_.Free(bufs[0].data, bufs[0].size);
   } else {
@@ -496,7 +387,6 @@ ArcStats Arc::Stats() const {
   st.mfu_blocks = StateBlocks(ArcState::kMfu);
   st.mru_ghost_blocks = StateBlocks(ArcState::kMruGhost);
   st.mfu_ghost_blocks = StateBlocks(ArcState::kMfuGhost);
-  st.anon_bytes = anon_bytes_.load(std::memory_order_relaxed);
   st.pool_retained_bytes = pool_.retained_bytes();
   return st;
 }

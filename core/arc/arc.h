@@ -4,11 +4,9 @@
 //
 // What it caches. Decoded blocks (verified, decompressed), keyed by block
 // identity (arc_buf.h: vdev, offset, birth txg). Readers get an ArcHandle,
-// a counted hold; a held block is never evicted. Dirty blocks (being built
-// for a txg) are anonymous: they have no identity yet, sit on no list and so
-// are never evicted; Assign gives one its identity once it is written, and
-// Detach turns a cached block into a dirty copy to modify (COW never changes
-// a block under its name).
+// a counted hold; a held block is never evicted. Only synced blocks are
+// cached: the dirty copies a txg builds are the dmu's (dmu::BlockBuffers),
+// and a block enters the cache when it is read back.
 //
 // Replacement: ARC (Megiddo and Modha). Cached blocks are on MRU (seen once
 // since they entered) or MFU (seen again); a hit on MRU moves the block to
@@ -35,8 +33,7 @@
 // room, the inserting thread evicts (direct reclaim) and retries, and if
 // everything evictable is held it returns the block uncached (a handle that
 // frees it when dropped; counted in ArcStats::uncached). Headers (about 100
-// bytes a block, ghosts included) and dirty blocks are not in c: dirty data is
-// bounded by the write throttle (txg.dirty_max_bytes) and shown as anon_bytes.
+// bytes a block, ghosts included) are not in c.
 //
 // Locks without a global one. Every list of every state is split into
 // arc.sublists sublists (0: one per core, at least 4), picked by the high bits
@@ -57,15 +54,15 @@
 // arc.evict_batch blocks from one sublist, unlocks, hands the batch's data
 // buffers to the BufferPool in one call (one pool lock per batch, not per
 // buffer) and deletes dropped ghost headers, then moves to the next sublist.
-// The same batched path serves the end of a txg sync (Release: a vector of
-// handles, typically dirty blocks now written), freed blocks (Forget: a
-// vector of keys, with one lock round trip per hash stripe and per sublist in
-// the batch) and unmount (EvictAll, sublist by sublist).
+// The same batched path serves the blocks a txg sync replaces or frees
+// (Forget: a vector of keys, with one lock round trip per hash stripe and
+// per sublist in the batch, one allocator lock) and unmount (EvictAll,
+// sublist by sublist, from Pool::Export).
 //
 // Callers: the dmu's read path (Lookup, then on a miss read, decode into
-// AllocData, Insert), its dirty records (NewDirty / Detach, then Assign or
-// Release at the end of the sync), frees (Forget), and the daemon (Stats in
-// poolfs status, SetMaxBytes for a live arc.max_bytes, EvictAll at unmount).
+// AllocData, Insert; Hold for a block read once), the sync (Forget of the
+// blocks it replaced), the pool (EvictAll at export), and the daemon (Stats
+// in poolfs status, SetMaxBytes for a live arc.max_bytes).
 //
 // Thread safety: every public member may be called from any thread.
 #pragma once
@@ -106,7 +103,6 @@ struct ArcStats {
   uint64_t forgotten = 0;            // blocks dropped by Forget or EvictAll
   uint64_t cached_bytes = 0;         // MRU + MFU data, always <= max_bytes
   uint64_t mru_bytes = 0, mfu_bytes = 0, mru_ghost_bytes = 0, mfu_ghost_bytes = 0;
-  uint64_t anon_bytes = 0;  // dirty blocks
   uint64_t mru_blocks = 0, mfu_blocks = 0, mru_ghost_blocks = 0, mfu_ghost_blocks = 0;
   uint64_t pool_retained_bytes = 0;  // free buffers the BufferPool keeps
 };
@@ -168,25 +164,6 @@ class Arc {
   // Counts `blocks` read for one use straight into a caller's buffer,
   // never in the cache's memory (with Hold's in read_once).
   void NoteReadOnce(uint64_t blocks) { read_once_.fetch_add(blocks, std::memory_order_relaxed); }
-
-  // A new dirty block of `size` bytes (contents undefined), writable through
-  // mutable_data(); never evicted, freed with its last handle.
-  ArcHandle NewDirty(uint32_t size);
-
-  // Turns a hold on a cached block into a dirty block to modify: the same
-  // buffer, out of the cache, if `h` is its only hold; otherwise a dirty copy
-  // (the cached block stays). A dirty handle is returned as it is.
-  ArcHandle Detach(ArcHandle h);
-
-  // The dirty block `h` was written as `key`: it becomes cached (MRU) under
-  // that name, or stays out of the cache (freed with its last handle) if no
-  // room can be made. Returns the hold.
-  ArcHandle Assign(ArcHandle h, const BlockKey& key);
-
-  // Drops every handle in `handles` (emptied), freeing the dirty or uncached
-  // blocks whose last hold they were with one allocator lock per batch: the
-  // end of a txg sync.
-  void Release(std::vector<ArcHandle>& handles);
 
   // Drops blocks from the cache (freed on disk), ghosts included: one lock
   // round trip per hash stripe and per sublist in the batch, one allocator
@@ -293,7 +270,6 @@ class Arc {
   std::atomic<uint64_t> c_;
   std::atomic<uint64_t> p_;
   std::atomic<uint64_t> cached_bytes_{0};
-  std::atomic<uint64_t> anon_bytes_{0};
   std::atomic<uint64_t> uncached_{0};
   std::atomic<uint64_t> read_once_{0};
   std::atomic<uint64_t> forgotten_{0};

@@ -50,7 +50,6 @@ enum class ArcState : uint8_t {
   kMfu,       // cached, read again since
   kMruGhost,  // evicted from MRU: a name and a size, no data
   kMfuGhost,  // evicted from MFU
-  kAnon,      // dirty: no identity yet, owned by its handles, never evicted
   kGone,      // out of the cache (uncached, forgotten): freed with its last handle
 };
 inline constexpr int kListStates = 4;  // kMru .. kMfuGhost have lists
@@ -59,7 +58,7 @@ inline bool IsGhost(ArcState s) { return s == ArcState::kMruGhost || s == ArcSta
 inline bool IsCached(ArcState s) { return s == ArcState::kMru || s == ArcState::kMfu; }
 
 // The cache's record of one block. `refs` is the number of handles plus
-// kDetached when the cache no longer owns the header (kAnon, kGone): the
+// kDetached when the cache no longer owns the header (kGone): the
 // last handle of a detached header frees it. The hash fields and `state` are
 // guarded by the key's hash stripe lock while the header is in the hash
 // table; prev/next by the lock of the sublist the header is on.
@@ -81,8 +80,8 @@ struct ArcHeader {
 
 // A hold on a block's bytes. While any handle to a block exists the cache
 // never evicts it. Copying a handle takes another hold; destroying one drops
-// it (no lock: an atomic decrement, plus the freeing of a dirty or forgotten
-// block by its last handle). An empty handle (a miss) converts to false.
+// it (no lock: an atomic decrement, plus the freeing of an uncached or
+// forgotten block by its last handle). An empty handle (a miss) converts to false.
 class ArcHandle {
  public:
   ArcHandle() = default;
@@ -102,23 +101,14 @@ class ArcHandle {
   const std::byte* data() const { return h_->data; }
   uint32_t size() const { return h_->size; }
   std::span<const std::byte> bytes() const { return {h_->data, h_->size}; }
-  // The block's name; meaningless for a dirty (anonymous) block.
+  // The block's name.
   const BlockKey& key() const { return h_->key; }
-  // Writable bytes: only for a handle from Arc::NewDirty or Arc::Detach, and
-  // only until it is passed to Arc::Assign.
-  std::byte* mutable_data() { return h_->data; }
   // Drops the hold now; the handle becomes empty.
   void Reset();
 
  private:
   friend class Arc;
   ArcHandle(Arc* arc, ArcHeader* h) : arc_(arc), h_(h) {}  // adopts one hold
-  ArcHeader* release() {
-    ArcHeader* h = h_;
-    h_ = nullptr;
-    arc_ = nullptr;
-    return h;
-  }
 
   Arc* arc_ = nullptr;
   ArcHeader* h_ = nullptr;

@@ -303,6 +303,9 @@ Status Pool::Export() {
   if (read_ahead_) read_ahead_->Stop();  // no read in flight when the files close
   Status st = txgs_ ? txgs_->Stop() : Status::Ok();
   txgs_.reset();
+  // The cache goes back to its allocator a batch at a time (one allocator
+  // lock per batch), not block by block as the Arc's destructor would.
+  if (arc_) arc_->EvictAll();
   owned_executor_.reset();
   owned_devs_.clear();  // closes the files and drops their locks
   return st;

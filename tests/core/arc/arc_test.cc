@@ -1,7 +1,6 @@
 // Tests of the ARC's single-threaded behaviour (core/arc/arc.h): hits and
 // misses, the MRU/MFU moves, ghost hits moving the target p, adaptation
-// toward MFU or MRU, held and dirty blocks surviving eviction, batched
-// release, Forget and EvictAll.
+// toward MFU or MRU, held blocks surviving eviction, Forget and EvictAll.
 #include "arc/arc.h"
 
 #include <catch2/catch.hpp>
@@ -229,60 +228,6 @@ TEST_CASE("Arc returns a block uncached when everything evictable is held", "[ar
   ArcStats st = arc.Stats();
   CHECK(st.uncached == 1);
   CHECK(st.cached_bytes == 4 * kBlock);
-}
-
-TEST_CASE("Arc never evicts dirty blocks and Assign caches them under their new name", "[arc]") {
-  Arc arc(Small(16));
-  std::vector<ArcHandle> dirty;
-  for (int i = 0; i < 8; i++) {
-    ArcHandle d = arc.NewDirty(kBlock);
-    std::memset(d.mutable_data(), 0x40 + i, kBlock);
-    dirty.push_back(d);
-  }
-  CHECK(arc.Stats().anon_bytes == 8 * kBlock);
-  for (uint64_t n = 0; n < 500; n++) Read(arc, n);
-  for (int i = 0; i < 8; i++) CHECK(dirty[i].data()[kBlock - 1] == std::byte(0x40 + i));
-  CHECK(arc.Stats().anon_bytes == 8 * kBlock);
-  BlockKey written{VdevId(0), VdevOffset(1 << 30), Txg(5)};
-  ArcHandle clean = arc.Assign(dirty[0], written);
-  dirty[0].Reset();
-  CHECK(arc.Stats().anon_bytes == 7 * kBlock);
-  clean.Reset();
-  ArcHandle again = arc.Lookup(written);
-  REQUIRE(again);
-  CHECK(again.data()[0] == std::byte(0x40));
-}
-
-TEST_CASE("Arc Detach takes a block out of the cache or copies it when others hold it", "[arc]") {
-  Arc arc(Small(16));
-  Read(arc, 1);
-  Read(arc, 2);
-  ArcHandle only = arc.Lookup(Key(1));
-  ArcHandle d1 = arc.Detach(std::move(only));
-  CHECK_FALSE(arc.Lookup(Key(1)));
-  CHECK(arc.Stats().anon_bytes == kBlock);
-  CHECK(arc.cached_bytes() == kBlock);
-  ArcHandle a = arc.Lookup(Key(2));
-  ArcHandle b = a;
-  ArcHandle d2 = arc.Detach(b);
-  CHECK(d2.data() != a.data());
-  CHECK(std::memcmp(d2.data(), a.data(), kBlock) == 0);
-  CHECK(arc.Lookup(Key(2)));
-  d2.mutable_data()[0] = std::byte(0xee);
-  CHECK(a.data()[0] == std::byte(2));
-}
-
-TEST_CASE("Arc Release frees a batch of dirty blocks", "[arc]") {
-  Arc arc(Small(16));
-  std::vector<ArcHandle> batch;
-  for (int i = 0; i < 100; i++) batch.push_back(arc.NewDirty(kBlock));
-  ArcHandle kept = batch[3];
-  CHECK(arc.Stats().anon_bytes == 100 * kBlock);
-  arc.Release(batch);
-  CHECK(batch.empty());
-  CHECK(arc.Stats().anon_bytes == kBlock);  // `kept` still holds one
-  kept.Reset();
-  CHECK(arc.Stats().anon_bytes == 0);
 }
 
 TEST_CASE("Arc Forget drops blocks and ghosts and frees held ones with their last handle",
