@@ -1,4 +1,5 @@
-// poolfs-bench arc: the ARC's two concurrency figures.
+// poolfs-bench arc: the cache's concurrency figures and the sync's batched
+// release.
 //
 // 1. Cached 4 KiB random reads per second, in process: T threads read
 //    uniformly random blocks of a data set twice the cache's size through
@@ -13,19 +14,30 @@
 //    sublists over the same with one sublist. Thread i runs on CPU i mod
 //    ncpu unless --no-pin.
 //
-// 2. Batched release: a cache holding 2 x --release-count blocks of 512 B;
-//    2 threads at once each drop their --release-count blocks from the cache
-//    (Forget: the hash stripe, the sublist and the allocator's lock), either
-//    one call per block (one lock round trip each) or --release-batch blocks
-//    per call (each lock once per batch). The allocator keeps the buffers for
-//    reuse (as it does up to its cap in a mount) so the figure is the locks',
-//    not glibc's free(). batch_release_speedup = blocks/s batched over
-//    blocks/s one by one, medians of --release-runs runs.
+// 2. Batched release of the dirty copies a sync wrote, the path the sync
+//    takes: 2 threads (two sync strands) each make --release-batch dirty
+//    block copies of 32 KiB from one dmu::BlockBuffers, then, both at once
+//    (a barrier), drop them: one by one (each buffer takes the BlockBuffers
+//    lock) or inside a BlockBuffers::ReleaseBatch, as the sync's tasks do
+//    (one lock round trip for the batch); --release-count / --release-batch
+//    rounds. The buffers are kept for reuse (as in a mount, up to the bound)
+//    so the figure is the lock's, not glibc's free(); only the drops are
+//    timed. batch_release_speedup = buffers/s batched over buffers/s one by
+//    one, medians of --release-runs runs.
+//
+// 3. Batched Forget, the blocks a sync replaced leaving the cache: a cache
+//    holding 2 x --release-count blocks of 512 B; 2 threads at once each
+//    drop their --release-count blocks (Forget: the hash stripe, the sublist
+//    and the allocator's lock), one call per block or --release-batch blocks
+//    per call. forget_batch_speedup, the same ratio.
 #include <pthread.h>
 #include <sched.h>
 
 #include <CLI/CLI.hpp>
+#include <barrier>
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -34,6 +46,7 @@
 
 #include "arc/arc.h"
 #include "bench_util.h"
+#include "dmu/block_buffers.h"
 #include "util/check.h"
 
 namespace poolfs::bench {
@@ -44,6 +57,7 @@ using core::arc::ArcData;
 using core::arc::ArcHandle;
 using core::arc::ArcOptions;
 using core::arc::BlockKey;
+namespace dmu = core::dmu;
 
 constexpr uint32_t kBlock = 4096;
 
@@ -119,9 +133,51 @@ ReadResult RunReads(uint64_t cache_bytes, uint32_t sublists, uint32_t threads, u
   return {double(per_thread * threads) / s, double(total_hits) / double(per_thread * threads)};
 }
 
-// Blocks released per second by 2 threads at once, one call per block
-// (batch == 1) or `batch` blocks per call.
-double RunRelease(uint64_t count, uint32_t batch, bool pin) {
+// Dirty block copies given back per second by 2 threads at once (section 2
+// of the header): `per_round` copies per thread per round, `rounds` rounds.
+double RunDirtyRelease(uint32_t per_round, uint64_t rounds, bool batched, bool pin) {
+  constexpr uint32_t kCopy = dmu::BlockBuffers::kMinKept;
+  constexpr int kReleasers = 2;
+  dmu::BlockBuffers buffers(uint64_t(kReleasers) * per_round * kCopy);
+  std::barrier sync_point(kReleasers);
+  std::vector<double> seconds(kReleasers, 0);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kReleasers; t++) {
+    ts.emplace_back([&, t] {
+      if (pin) PinToCpu(t);
+      std::vector<std::shared_ptr<std::string>> copies;
+      copies.reserve(per_round);
+      for (uint64_t r = 0; r < rounds; r++) {
+        for (uint32_t i = 0; i < per_round; i++) {
+          copies.push_back(buffers.New(kCopy));
+          copies.back()->push_back(char(i));
+        }
+        sync_point.arrive_and_wait();
+        const double t0 = NowSeconds();
+        if (batched) {
+          dmu::BlockBuffers::ReleaseBatch batch(&buffers);
+          copies.clear();
+        } else {
+          copies.clear();
+        }
+        seconds[t] += NowSeconds() - t0;
+        sync_point.arrive_and_wait();
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  const dmu::BlockBuffers::Stats st = buffers.stats();
+  const uint64_t total = uint64_t(kReleasers) * per_round * rounds;
+  POOLFS_CHECK_EQ(st.given_alone + st.given_batched, total);
+  POOLFS_CHECK_EQ(batched ? st.given_batched : st.given_alone, total);
+  double slowest = 0;
+  for (double s : seconds) slowest = std::max(slowest, s);
+  return double(total) / slowest;
+}
+
+// Blocks forgotten per second by 2 threads at once, one call per block
+// (batch == 1) or `batch` blocks per call (section 3 of the header).
+double RunForget(uint64_t count, uint32_t batch, bool pin) {
   constexpr uint32_t kSmall = 512;
   constexpr int kReleasers = 2;
   ArcOptions o;
@@ -179,17 +235,22 @@ int RunArcBench(int argc, char** argv) {
   app.add_option("--cache-mib", cache_mib, "arc.max_bytes in MiB (the data set is twice that)");
   app.add_option("--ops", ops, "reads per run, split over the threads");
   app.add_option("--runs", runs, "runs per combination (the median is reported)");
-  app.add_option("--release-count", release_count, "blocks each of the 2 threads releases");
-  app.add_option("--release-batch", release_batch, "blocks per call in the batched release");
+  app.add_option("--release-count", release_count,
+                 "blocks each of the 2 threads releases (dirty copies: in rounds of --release-batch)");
+  app.add_option("--release-batch", release_batch,
+                 "blocks per batch (per call of Forget; per round of dirty copies)");
   app.add_option("--release-runs", release_runs, "runs of each release mode");
-  app.add_flag("--no-release", no_release, "skip the batched release measurement");
+  app.add_flag("--no-release", no_release, "skip the batched release and Forget measurements");
   app.add_flag("--no-pin", no_pin, "let the scheduler place the threads");
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
   std::vector<uint32_t> threads = ParseList(threads_list);
   std::vector<uint32_t> sublists = ParseList(sublists_list);
-  if (threads.empty() || sublists.empty() || runs < 1 || release_runs < 1 || cache_mib < 1) {
-    std::fprintf(stderr, "poolfs-bench arc: --threads and --sublists need values, runs >= 1\n");
+  if (threads.empty() || sublists.empty() || runs < 1 || release_runs < 1 || cache_mib < 1 ||
+      release_batch < 1) {
+    std::fprintf(stderr,
+                 "poolfs-bench arc: --threads and --sublists need values; --runs, "
+                 "--release-runs, --cache-mib and --release-batch must be at least 1\n");
     return 2;
   }
   const uint64_t cache = cache_mib << 20;
@@ -222,14 +283,18 @@ int RunArcBench(int argc, char** argv) {
   }
   double sublist_speedup = Median(dflt->rates) / Median(one->rates);
 
-  std::vector<double> one_by_one, batched;
+  std::vector<double> one_by_one, batched, forget_one, forget_batched;
+  const uint64_t rounds = std::max<uint64_t>(1, release_count / std::max(1u, release_batch));
   if (!no_release) {
     for (int r = 0; r < release_runs; r++) {
-      one_by_one.push_back(RunRelease(release_count, 1, pin));
-      batched.push_back(RunRelease(release_count, release_batch, pin));
+      one_by_one.push_back(RunDirtyRelease(release_batch, rounds, false, pin));
+      batched.push_back(RunDirtyRelease(release_batch, rounds, true, pin));
+      forget_one.push_back(RunForget(release_count, 1, pin));
+      forget_batched.push_back(RunForget(release_count, release_batch, pin));
     }
   }
   double batch_speedup = no_release ? 0 : Median(batched) / Median(one_by_one);
+  double forget_speedup = no_release ? 0 : Median(forget_batched) / Median(forget_one);
 
   if (json) {
     Json o;
@@ -251,9 +316,13 @@ int RunArcBench(int argc, char** argv) {
     if (!no_release) {
       o["release_count_per_thread"] = release_count;
       o["release_batch"] = uint64_t(release_batch);
+      o["release_rounds"] = rounds;
       o["release_one_by_one_per_s"] = Median(one_by_one);
       o["release_batched_per_s"] = Median(batched);
       o["batch_release_speedup"] = batch_speedup;
+      o["forget_one_by_one_per_s"] = Median(forget_one);
+      o["forget_batched_per_s"] = Median(forget_batched);
+      o["forget_batch_speedup"] = forget_speedup;
     }
     return PrintJson(o);
   }
@@ -271,10 +340,17 @@ int RunArcBench(int argc, char** argv) {
               dflt->sublists, one->sublists, sublist_speedup);
   if (!no_release) {
     std::printf(
-        "release by 2 threads of %llu blocks each: one by one %.0f/s, batches of %u "
-        "%.0f/s\n",
-        (unsigned long long)release_count, Median(one_by_one), release_batch, Median(batched));
+        "dirty copies a sync wrote, given back by 2 threads, %u each x %llu rounds: one by one "
+        "%.0f/s, in a ReleaseBatch %.0f/s\n",
+        release_batch, (unsigned long long)rounds, Median(one_by_one), Median(batched));
     std::printf("batch_release_speedup: %.2fx (target >= 2); medians of %d runs\n", batch_speedup,
+                release_runs);
+    std::printf(
+        "cached blocks forgotten by 2 threads, %llu each: one by one %.0f/s, batches of %u "
+        "%.0f/s\n",
+        (unsigned long long)release_count, Median(forget_one), release_batch,
+        Median(forget_batched));
+    std::printf("forget_batch_speedup: %.2fx; medians of %d runs\n", forget_speedup,
                 release_runs);
   }
   return 0;
