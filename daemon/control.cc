@@ -280,8 +280,11 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& m
   impl->stop_read = Fd(pipe_fds[0]);
   impl->stop_write = Fd(pipe_fds[1]);
   Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->Serve(); });
+  // Logged before the thread starts: its first log call must not be the one
+  // that makes spdlog's registry (a static that libspdlog builds on first
+  // use, out of TSan's sight).
   spdlog::debug("control socket for {} at {}", mountpoint, path);
+  impl->thread = std::thread([raw] { raw->Serve(); });
   return std::unique_ptr<ControlServer>(new ControlServer(std::move(impl)));
 }
 
