@@ -156,6 +156,28 @@ void TxgManager::Release(Txg txg, uint64_t dirtied_bytes) {
   }
 }
 
+Status TxgManager::Abandon(Txg txg, const Status& cause) {
+  util::MutexLock l(&mu_);
+  SuspendLocked(Status(StatusCode::kIOError, "pool suspended: an operation failed halfway in txg " +
+                                                 std::to_string(txg.value()) + ": " +
+                                                 cause.ToString()));
+  return suspended_;
+}
+
+void TxgManager::SuspendLocked(Status why) {
+  if (!suspended_.ok()) return;  // the first cause is the one to report
+  suspended_ = std::move(why);
+  suspended_flag_.store(true, std::memory_order_release);
+  driver_cv_.Signal();
+  synced_cv_.SignalAll();  // WaitSynced returns the suspension
+  space_cv_.SignalAll();   // so does a throttled Hold
+}
+
+Status TxgManager::suspended() const {
+  util::MutexLock l(&mu_);
+  return suspended_;
+}
+
 void TxgManager::WantSyncLocked(Txg txg) {
   if (want_through_.load(std::memory_order_relaxed) < txg.value()) {
     want_through_.store(txg.value(), std::memory_order_relaxed);
@@ -244,6 +266,9 @@ void TxgManager::QuiesceAndSyncLocked() {
   opened_at_ = Clock::now();
   // ...and wait for its holds to drain. Releases signal drain_cv_.
   while (holds_.Outstanding(txg) != 0) drain_cv_.Wait(&mu_);
+  // A holder that abandoned this txg (or a later one) suspended us before
+  // its release: this txg must not sync.
+  if (!suspended_.ok()) return;
   const uint64_t bytes = holds_.Seal(txg);
   POOLFS_CHECK_EQ(last_synced_ + 1, txg.value());
 
@@ -260,9 +285,8 @@ void TxgManager::QuiesceAndSyncLocked() {
     last_synced_ = txg.value();
     stats_.syncs++;
   } else {
-    suspended_ = Status(st.code(), "pool suspended: sync of txg " + std::to_string(txg.value()) +
-                                       " failed: " + st.message());
-    suspended_flag_.store(true, std::memory_order_release);
+    SuspendLocked(Status(st.code(), "pool suspended: sync of txg " + std::to_string(txg.value()) +
+                                        " failed: " + st.message()));
   }
   synced_cv_.SignalAll();
   space_cv_.SignalAll();
