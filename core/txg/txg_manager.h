@@ -56,11 +56,11 @@
 // the same way through Abandon, with IOError and "pool suspended: an
 // operation failed halfway in txg T: ...". Abandon comes from a holder of
 // T, before its Release, so T cannot have started to sync: the driver
-// checks for a suspension after the quiesce, before the callback, and so T
-// (and every txg after it) never syncs. A sync already running (of T - 1)
-// finishes; it holds nothing of the failed operation. Stop then only stops
-// the driver, and the disk keeps the last synced txg. The first suspension's
-// status is kept.
+// checks for a suspension after each quiesce, before the callback, so no
+// sync starts after the suspension, T's least of all. A sync already
+// running (of an earlier txg) finishes; it holds nothing of the failed
+// operation. Stop then only stops the driver, and the disk keeps the last
+// synced txg. The first suspension's status is kept.
 //
 // Threads, and what may block on what:
 //   writers (any thread)  Hold: the throttle (delay; at the max, the end of a
