@@ -201,7 +201,8 @@ Status TxgManager::WaitSynced(Txg txg) {
   }
   while (true) {
     if (last_synced_ >= t) return Status::Ok();
-    if (!suspended_.ok()) return suspended_;
+    // A sync that was running when the pool suspended still completes.
+    if (!suspended_.ok() && t > syncing_) return suspended_;
     // An open txg no one has held holds no change: only earlier ones matter.
     if (t == holds_.open().value() && !holds_.Held(Txg(t)) && last_synced_ + 1 >= t) {
       return Status::Ok();
@@ -273,11 +274,13 @@ void TxgManager::QuiesceAndSyncLocked() {
   POOLFS_CHECK_EQ(last_synced_ + 1, txg.value());
 
   // Sync, with no lock held: writers keep holding the next txg.
+  syncing_ = txg.value();
   mu_.Unlock();
   const uint64_t start = NowNs();
   Status st = sync_(txg);
   const uint64_t took = NowNs() - start;
   mu_.Lock();
+  syncing_ = 0;
 
   stats_.last_sync_ns = took;
   if (st.ok()) {
