@@ -34,7 +34,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include "dmu/tx_assigner.h"
 #include "poolfs/status.h"
@@ -69,7 +68,7 @@ class Tx {
       Commit();  // nothing to lose: just leave the txg
       return;
     }
-    (void)Abandon(EndedWithoutCommit());
+    EndWithoutCommit();
   }
 
   // Joins the open txg; `estimated_bytes` feeds the write throttle. Fails
@@ -105,17 +104,9 @@ class Tx {
   // the Tx changed nothing (or was never assigned, or is a sync context
   // Tx); otherwise abandons txg() and returns the pool's suspension status
   // (IOError, naming the txg and the cause).
-  Status Abandon(const Status& cause) {
-    if (!assigned_) return cause;
-    assigned_ = false;
-    if (!assigner_) return cause;
-    Status st = cause;
-    // The txg is abandoned before it is left: once released it could
-    // quiesce and sync with the half-done change.
-    if (changes_ != 0) st = assigner_->Abandon(txg_, cause);
-    assigner_->Release(txg_, dirtied_);
-    return st;
-  }
+  // Out of line (tx.cc), as the rest of the failure path: it stays out of
+  // the code of every caller.
+  Status Abandon(const Status& cause);
   // Commit() when `st` is OK, else Abandon(st); returns what that returns.
   Status Finish(Status st) {
     if (!st.ok()) return Abandon(st);
@@ -124,10 +115,8 @@ class Tx {
   }
 
  private:
-  Status EndedWithoutCommit() const {
-    return Status(StatusCode::kAborted, "a transaction that made " + std::to_string(changes_) +
-                                            " changes ended without Commit");
-  }
+  // The destructor's Abandon, for a Tx that changed something.
+  void EndWithoutCommit();
 
   TxAssigner* assigner_;
   Txg txg_;
