@@ -94,15 +94,20 @@ struct Files {
 
 // A pool on a memory device seen through a fault-injecting one, mounted
 // with PosixFs over a pool imported from the device (a fresh import each
-// time: nothing cached).
+// time: nothing cached). With `small_caches`, the smallest cache and as few
+// idle dnodes, inodes and leaves as will do, so that what an operation
+// read may be dropped again before it changes anything.
 struct Rig {
+  const bool small_caches;
   vdev::MemoryDevice mem{kDevSize, "mem"};
   vdev::FaultInjectingDevice dev{&mem};
   pool::Pool* pool = nullptr;  // the mount's
   std::unique_ptr<PosixFs> fs;
   Files files;
+  uint64_t fill_ = 0;
+  int fills_ = 0;
 
-  Rig() {
+  explicit Rig(bool small) : small_caches(small) {
     REQUIRE(pool::Pool::CreateOnDevices({&mem}, {"mem"}, pool::CreateOptions{"tank"}).ok());
     Mount();
     Setup();
@@ -116,6 +121,10 @@ struct Rig {
     pool::PoolOptions po;
     po.txg.timeout_ms = 3600 * 1000;  // syncs only when asked
     po.space.allocators = 2;
+    if (small_caches) {
+      po.arc.max_bytes = 1 << 20;
+      po.object_cache_limit = 1;
+    }
     auto p = pool::Pool::ImportDevices({&dev}, po);
     INFO(p.status().ToString());
     REQUIRE(p.ok());
@@ -149,28 +158,45 @@ struct Rig {
     REQUIRE(fs->SetXattr(RootCreds(), ino, name, value, 0).ok());
   }
 
+  // Empty files in /fill, one dnode block's worth: the objects made between
+  // two calls land in different dnode blocks, so loading each is a read.
+  void Fill() {
+    if (fill_ == 0) fill_ = Make(kRootIno, "fill", true);
+    for (int i = 0; i < 32; i++) Make(fill_, "f" + std::to_string(fills_++), false);
+  }
+
   // /a (a fat directory: one name too long for the micro form) with
   // d1 (empty), sub (holding s1), f1 (300000 bytes, an xattr), f2; /b with
-  // g (an xattr).
+  // g (an xattr); each in a dnode block of its own.
   void Setup() {
     Files& f = files;
+    Fill();
     f.a = Make(kRootIno, "a", true);
+    Fill();
     f.b = Make(kRootIno, "b", true);
+    Fill();
     f.d1 = Make(f.a, "d1", true);
+    Fill();
     f.sub = Make(f.a, "sub", true);
     Make(f.sub, "s1", false);
+    Fill();
     f.f1 = Make(f.a, "f1", false);
+    Fill();
     std::string data(300000, '\0');
     for (size_t i = 0; i < data.size(); i++) data[i] = char('a' + i * 7 % 26);
     Write(f.f1, data);
     Xattr(f.f1, "user.k", "old value");
     f.f2 = Make(f.a, "f2", false);
     Write(f.f2, "f2's bytes");
+    Fill();
     f.g = Make(f.b, "g", false);
     Write(f.g, "g's bytes");
     Xattr(f.g, "user.x", "g's xattr");
     Make(f.a, std::string(60, 'L'), false);
   }
+
+  // Drops the cache's blocks: the operation's reads go to the device.
+  void EvictCache() { pool->cache()->EvictAll(); }
 
   Snapshot Reimported() {
     Mount();
@@ -198,15 +224,16 @@ struct Outcome {
   int suspensions = 0;     // failed halfway: pool suspended
 };
 
-Outcome EveryReadFails(const Op& op) {
+Outcome EveryReadFails(const Op& op, bool small_caches) {
   Outcome outcome;
-  auto rig = std::make_unique<Rig>();
+  auto rig = std::make_unique<Rig>(small_caches);
   rig->Mount();
   const Snapshot before = Snap(*rig->fs);
   REQUIRE(rig->Unmount().ok());
   for (uint64_t n = 1;; n++) {
     REQUIRE(n < 400);
     rig->Mount();
+    rig->EvictCache();
     const uint64_t failures = rig->dev.counters().injected_failures;
     rig->dev.FailNthIo(n, vdev::IoKind::kRead);
     const Status st = op(*rig->fs, rig->files);
@@ -226,7 +253,7 @@ Outcome EveryReadFails(const Op& op) {
       if (!hit) return outcome;
       // It did without the read that failed: later reads fail from the
       // before-state again.
-      rig = std::make_unique<Rig>();
+      rig = std::make_unique<Rig>(small_caches);
       continue;
     }
     REQUIRE(hit);
@@ -254,12 +281,16 @@ Outcome EveryReadFails(const Op& op) {
 }
 
 // Run one at a time, nothing else evicts what an operation read before its
-// first change, so every read it makes comes first: a failure changes
-// nothing and suspends nothing.
+// first change, and what its steps look up again is held: every read it
+// makes comes first, so a failure changes nothing and suspends nothing,
+// even with the smallest caches.
 void ExpectCleanAborts(const Op& op) {
-  const Outcome o = EveryReadFails(op);
-  CHECK(o.clean_failures > 0);
-  CHECK(o.suspensions == 0);
+  for (bool small_caches : {false, true}) {
+    INFO((small_caches ? "small caches" : "default caches"));
+    const Outcome o = EveryReadFails(op, small_caches);
+    CHECK(o.clean_failures > 0);
+    CHECK(o.suspensions == 0);
+  }
 }
 
 TEST_CASE("Rename over an existing file completes or changes nothing under read errors",
@@ -329,7 +360,7 @@ TEST_CASE("Truncate into a block completes or changes nothing under read errors"
 TEST_CASE("A change abandoned halfway suspends the mount, and the next import sees the state "
           "before it",
           "[posix]") {
-  Rig rig;
+  Rig rig(false);
   rig.Mount();
   const Snapshot before = Snap(*rig.fs);
   // A change that commits into the open txg, then another Tx of that txg
