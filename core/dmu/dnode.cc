@@ -205,7 +205,8 @@ void Dnode::ZeroBlocks(Txg t, uint64_t off, uint64_t len, const Bases& bases, ui
   const uint64_t end = off + len;
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    auto found = std::find_if(bases.begin(), bases.end(), [b](const auto& e) { return e.first == b; });
+    auto found =
+        std::find_if(bases.begin(), bases.end(), [b](const auto& e) { return e.first == b; });
     POOLFS_CHECK(found != bases.end());  // ReadZeroBases read it
     std::string* blk = DirtyBlock(t, b, nullptr, &found->second, dirtied);
     std::memset(blk->data() + (lo - b * bs), 0, hi - lo);

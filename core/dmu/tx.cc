@@ -17,8 +17,7 @@ Status Tx::Abandon(const Status& cause) {
 }
 
 void Tx::EndWithoutCommit() {
-  (void)Abandon(Status(StatusCode::kAborted, "a transaction that made " +
-                                                 std::to_string(changes_) +
+  (void)Abandon(Status(StatusCode::kAborted, "a transaction that made " + std::to_string(changes_) +
                                                  " changes ended without Commit"));
 }
 

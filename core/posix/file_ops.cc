@@ -253,7 +253,8 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
   auto steps = [&]() -> Status {
     if (punch && off < z.size) POOLFS_RETURN_IF_ERROR(os_->Punch(tx, ObjectId(ino), off, len));
-    if (!(flags & kFallocKeepSize) && end > z.size) POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, end));
+    if (!(flags & kFallocKeepSize) && end > z.size)
+      POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, end));
     const Timespec now = Now();
     if (punch) z.mtime = now;
     z.ctime = now;

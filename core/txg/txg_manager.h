@@ -59,8 +59,9 @@
 // checks for a suspension after each quiesce, before the callback, so no
 // sync starts after the suspension, T's least of all. A sync already
 // running (of an earlier txg) finishes, and WaitSynced for it waits for
-// its end; it holds nothing of the failed operation. Stop then only stops the driver, and the disk keeps the last
-// synced txg. The first suspension's status is kept.
+// its end; it holds nothing of the failed operation. Stop then only stops
+// the driver, and the disk keeps the last synced txg. The first
+// suspension's status is kept.
 //
 // Threads, and what may block on what:
 //   writers (any thread)  Hold: the throttle (delay; at the max, the end of a
@@ -184,7 +185,7 @@ class TxgManager : public dmu::TxAssigner {
   TxgOptions opts_ GUARDED_BY(mu_);
   Status suspended_ GUARDED_BY(mu_);  // OK, or why syncing stopped
   uint64_t last_synced_ GUARDED_BY(mu_);
-  uint64_t syncing_ GUARDED_BY(mu_) = 0;  // the txg the callback is writing, 0: none
+  uint64_t syncing_ GUARDED_BY(mu_) = 0;         // the txg the callback is writing, 0: none
   Clock::time_point opened_at_ GUARDED_BY(mu_);  // when the open txg opened
   uint64_t last_delay_end_ns_ GUARDED_BY(mu_) = 0;
   Stats stats_ GUARDED_BY(mu_);

@@ -70,8 +70,7 @@ TEST_CASE("A Tx that changed nothing just leaves, however it ends") {
     Tx tx(&a);
     REQUIRE(tx.Finish(Status::Ok()).ok());
   }
-  REQUIRE(a.calls ==
-          std::vector<std::string>{"hold", "release 7 0", "hold", "release 7 0"});
+  REQUIRE(a.calls == std::vector<std::string>{"hold", "release 7 0", "hold", "release 7 0"});
 }
 
 TEST_CASE("Finish commits on success and abandons on a failure after a change") {
@@ -92,8 +91,8 @@ TEST_CASE("Finish commits on success and abandons on a failure after a change") 
     REQUIRE(st.code() == StatusCode::kIOError);
     REQUIRE(st.message() == "pool suspended: leaf 2: checksum mismatch");
   }
-  REQUIRE(a.calls == std::vector<std::string>{"hold", "release 7 100", "hold", "abandon 7",
-                                              "release 7 0"});
+  REQUIRE(a.calls ==
+          std::vector<std::string>{"hold", "release 7 100", "hold", "abandon 7", "release 7 0"});
 }
 
 TEST_CASE("A sync-context Tx ends without asking anyone") {

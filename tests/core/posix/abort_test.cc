@@ -268,8 +268,7 @@ Outcome EveryReadFails(const Op& op, bool small_caches) {
       REQUIRE(state.starts_with("suspended: an operation failed halfway in txg "));
       REQUIRE(st.code() == StatusCode::kIOError);
       REQUIRE(rig->fs->GetAttr(kRootIno).ok());
-      REQUIRE(Code(rig->fs->Create(RootCreds(), kRootIno, "probe", 0644)) ==
-              StatusCode::kIOError);
+      REQUIRE(Code(rig->fs->Create(RootCreds(), kRootIno, "probe", 0644)) == StatusCode::kIOError);
       REQUIRE(rig->Unmount().code() == StatusCode::kIOError);
       outcome.suspensions++;
     }
@@ -357,9 +356,10 @@ TEST_CASE("Truncate into a block completes or changes nothing under read errors"
   });
 }
 
-TEST_CASE("A change abandoned halfway suspends the mount, and the next import sees the state "
-          "before it",
-          "[posix]") {
+TEST_CASE(
+    "A change abandoned halfway suspends the mount, and the next import sees the state "
+    "before it",
+    "[posix]") {
   Rig rig(false);
   rig.Mount();
   const Snapshot before = Snap(*rig.fs);
@@ -377,8 +377,8 @@ TEST_CASE("A change abandoned halfway suspends the mount, and the next import se
   }
   const std::string state = rig.fs->GetStatus().state;
   INFO(state);
-  REQUIRE(state == "suspended: an operation failed halfway in txg " +
-                       std::to_string(txg.value()) + ": Corruption: the second step failed");
+  REQUIRE(state == "suspended: an operation failed halfway in txg " + std::to_string(txg.value()) +
+                       ": Corruption: the second step failed");
   // Reads go on, from memory and from the disk.
   REQUIRE(rig.fs->GetAttr(made).ok());
   std::string data;
