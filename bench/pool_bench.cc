@@ -57,6 +57,7 @@ double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::stri
     core::dmu::Tx tx((*pool)->assigner());
     POOLFS_CHECK(tx.Assign().ok());
     id = *os->Create(tx, core::dmu::ObjectType::kPlain);
+    tx.Commit();
   }
   POOLFS_CHECK((*pool)->WaitSynced().ok());
   double t0 = NowSeconds();
@@ -64,6 +65,7 @@ double PoolRun(const std::string& dir, uint64_t mib, const std::vector<std::stri
     core::dmu::Tx tx((*pool)->assigner());
     POOLFS_CHECK(tx.Assign(kChunk).ok());
     POOLFS_CHECK(os->Write(tx, id, i * kChunk, chunks[i % chunks.size()]).ok());
+    tx.Commit();
   }
   POOLFS_CHECK((*pool)->WaitSynced().ok());
   double s = NowSeconds() - t0;

@@ -147,8 +147,14 @@ Result<Dnode::BlockRef> Dnode::Content(uint64_t blkid, uint64_t t, bool keep) {
   return ref;
 }
 
-Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
-                                       uint64_t* dirtied) {
+Result<Dnode::Base> Dnode::ReadBase(Txg t, uint64_t blkid) {
+  if (const Slot* s = SlotOf(t); s != nullptr && s->blocks.count(blkid) != 0) return Base();
+  POOLFS_ASSIGN_OR_RETURN(BlockRef ref, Content(blkid, t.value()));
+  return Base(std::move(ref));
+}
+
+std::string* Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole, const Base* base,
+                               uint64_t* dirtied) {
   Slot& s = SlotFor(t);
   auto it = s.blocks.find(blkid);
   if (it != s.blocks.end()) {
@@ -163,9 +169,11 @@ Result<std::string*> Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole,
   if (whole) {
     block->assign(whole, live_.block_size);  // the new contents, copied once
   } else {
-    POOLFS_ASSIGN_OR_RETURN(BlockRef base, Content(blkid, t.value()));
-    if (base.data() != nullptr)
-      block->assign(base.data(), live_.block_size);
+    // ReadBase found no copy of t's, and nothing made one since.
+    POOLFS_CHECK(base != nullptr && base->has_value());
+    const char* old = (*base)->data();
+    if (old != nullptr)
+      block->assign(old, live_.block_size);
     else
       block->assign(live_.block_size, '\0');
   }
@@ -183,14 +191,32 @@ void Dnode::FreeBlocks(Txg t, uint64_t first, uint64_t end) {
   s.frees.emplace_back(first, end);
 }
 
-Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
+Status Dnode::ReadZeroBases(Txg t, uint64_t off, uint64_t len, Bases* bases) {
+  const uint64_t bs = live_.block_size;
+  for (uint64_t b = off / bs; b * bs < off + len; b++) {
+    POOLFS_ASSIGN_OR_RETURN(Base base, ReadBase(t, b));
+    bases->emplace_back(b, std::move(base));
+  }
+  return Status::Ok();
+}
+
+void Dnode::ZeroBlocks(Txg t, uint64_t off, uint64_t len, const Bases& bases, uint64_t* dirtied) {
   const uint64_t bs = live_.block_size;
   const uint64_t end = off + len;
   for (uint64_t b = off / bs; b * bs < end; b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
-    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, nullptr, dirtied));
+    auto found =
+        std::find_if(bases.begin(), bases.end(), [b](const auto& e) { return e.first == b; });
+    POOLFS_CHECK(found != bases.end());  // ReadZeroBases read it
+    std::string* blk = DirtyBlock(t, b, nullptr, &found->second, dirtied);
     std::memset(blk->data() + (lo - b * bs), 0, hi - lo);
   }
+}
+
+Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
+  Bases bases;
+  POOLFS_RETURN_IF_ERROR(ReadZeroBases(t, off, len, &bases));
+  ZeroBlocks(t, off, len, bases, dirtied);
   return Status::Ok();
 }
 
@@ -223,14 +249,27 @@ Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtie
   const uint64_t end = off + data.size();
   if (end < off || end / bs >= (uint64_t{1} << (kIndirectShift * (kMaxLevels - 1))))
     return Status::InvalidArgument(Name() + ": write past the largest object size");
-  for (uint64_t b = off / bs; b * bs < end; b++) {
+  // Only the first and the last block can be partial, and only they need
+  // their old contents: both are read before anything changes.
+  const uint64_t first = off / bs, last = data.empty() ? first : (end - 1) / bs;
+  auto partial = [&](uint64_t b) {
+    return std::max(off, b * bs) != b * bs || std::min(end, (b + 1) * bs) != (b + 1) * bs;
+  };
+  Base head, tail;
+  if (!data.empty() && partial(first)) {
+    POOLFS_ASSIGN_OR_RETURN(head, ReadBase(t, first));
+  }
+  if (last != first && partial(last)) {
+    POOLFS_ASSIGN_OR_RETURN(tail, ReadBase(t, last));
+  }
+  for (uint64_t b = first; b <= last && !data.empty(); b++) {
     uint64_t lo = std::max(off, b * bs), hi = std::min(end, (b + 1) * bs);
     const char* src = data.data() + (lo - off);
-    if (lo == b * bs && hi == (b + 1) * bs) {  // a whole block: no old contents needed
-      POOLFS_RETURN_IF_ERROR(DirtyBlock(t, b, src, dirtied).status());
+    if (!partial(b)) {  // a whole block: no old contents needed
+      DirtyBlock(t, b, src, nullptr, dirtied);
       continue;
     }
-    POOLFS_ASSIGN_OR_RETURN(std::string * blk, DirtyBlock(t, b, nullptr, dirtied));
+    std::string* blk = DirtyBlock(t, b, nullptr, b == first ? &head : &tail, dirtied);
     std::memcpy(blk->data() + (lo - b * bs), src, hi - lo);
   }
   live_.length = std::max(live_.length, end);
@@ -454,11 +493,15 @@ Status Dnode::Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
   if (end <= off) return Status::Ok();
   uint64_t first_whole = (off + bs - 1) / bs, end_whole = end / bs;
   if (first_whole < end_whole) {
-    FreeBlocks(t, first_whole, end_whole);
+    // The partial blocks at both ends are read before the whole ones go.
+    Bases bases;
     if (off < first_whole * bs)
-      POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, first_whole * bs - off, dirtied));
+      POOLFS_RETURN_IF_ERROR(ReadZeroBases(t, off, first_whole * bs - off, &bases));
     if (end > end_whole * bs)
-      POOLFS_RETURN_IF_ERROR(ZeroRange(t, end_whole * bs, end - end_whole * bs, dirtied));
+      POOLFS_RETURN_IF_ERROR(ReadZeroBases(t, end_whole * bs, end - end_whole * bs, &bases));
+    FreeBlocks(t, first_whole, end_whole);
+    if (off < first_whole * bs) ZeroBlocks(t, off, first_whole * bs - off, bases, dirtied);
+    if (end > end_whole * bs) ZeroBlocks(t, end_whole * bs, end - end_whole * bs, bases, dirtied);
   } else {
     POOLFS_RETURN_IF_ERROR(ZeroRange(t, off, end - off, dirtied));
   }

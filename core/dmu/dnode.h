@@ -17,6 +17,12 @@
 // A txg's dirty blocks never change once the txg has closed (later txgs copy
 // them), so its sync writes them without holding the dnode's lock.
 //
+// Open-context changes are all or nothing: a change that needs old block
+// contents (a partial block write, the zeroed tail of a truncate or punch)
+// reads them all before it changes anything, so a failed read (IOError, a
+// checksum mismatch) leaves the dnode as it was. The layers above rely on
+// it to tell a failed step from a half-done one (dmu::Tx).
+//
 // Sync of txg t (Sync): apply t's frees to the tree, write t's dirty blocks
 // (zio), put their pointers in the tree, write the dirty indirect blocks,
 // then drop what was written from the slot and return the DnodePhys for
@@ -38,6 +44,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -101,7 +108,8 @@ class Dnode {
 
   ObjectId id() const { return id_; }
 
-  // Open context. Each returns the bytes newly dirtied through *dirtied.
+  // Open context. Each returns the bytes newly dirtied through *dirtied,
+  // and each that fails has changed nothing (see the theory comment).
   // Makes a free dnode a new object in txg t.
   void Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
                 std::string_view bonus, uint8_t bonus_type = 0) EXCLUDES(mu_);
@@ -260,12 +268,28 @@ class Dnode {
   // Txg t's slot, or nullptr when t has not changed this dnode (or synced).
   Slot* SlotOf(Txg t) const REQUIRES_SHARED(mu_);
   void Touch(Slot& s) REQUIRES(mu_);
+  // What a partial change of block blkid in txg t starts from, read now,
+  // before anything changes: the newest older version, or nullopt when t
+  // already has its own copy (the change edits that).
+  using Base = std::optional<BlockRef>;
+  Result<Base> ReadBase(Txg t, uint64_t blkid) REQUIRES(mu_) EXCLUDES(tree_mu_);
   // Txg t's copy of block blkid, made on first use from `whole` (the whole
-  // new contents) or, when null, from the newest older version.
-  Result<std::string*> DirtyBlock(Txg t, uint64_t blkid, const char* whole, uint64_t* dirtied)
-      REQUIRES(mu_);
+  // new contents) or, when null, from *base (ReadBase's, read under the
+  // same hold of mu_). Cannot fail.
+  std::string* DirtyBlock(Txg t, uint64_t blkid, const char* whole, const Base* base,
+                          uint64_t* dirtied) REQUIRES(mu_);
   void FreeBlocks(Txg t, uint64_t first, uint64_t end) REQUIRES(mu_);
-  Status ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) REQUIRES(mu_);
+  // Zeroing [off, off + len) in two steps: ReadZeroBases reads the bases
+  // of the blocks it touches (appending them to *bases, by block id), then
+  // ZeroBlocks, which cannot fail, zeroes it from them.
+  using Bases = std::vector<std::pair<uint64_t, Base>>;
+  Status ReadZeroBases(Txg t, uint64_t off, uint64_t len, Bases* bases) REQUIRES(mu_)
+      EXCLUDES(tree_mu_);
+  void ZeroBlocks(Txg t, uint64_t off, uint64_t len, const Bases& bases, uint64_t* dirtied)
+      REQUIRES(mu_);
+  // Both, for one range.
+  Status ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) REQUIRES(mu_)
+      EXCLUDES(tree_mu_);
   std::string Name() const { return "object " + std::to_string(id_.value()); }
   // The attribute fields of a DnodePhys (a copy of `attrs` is made only
   // when the caller passes an lvalue).

@@ -208,13 +208,20 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
     if (!allocated.ok()) return allocated.status().WithContext(name_);
     id = allocated->value();
   }
+  // The dnode first (it may have to be read from its metadnode block): a
+  // failure there leaves the txg's counts alone and gives the id back.
+  auto got = Get(ObjectId(id));
+  if (!got.ok()) {
+    alloc_.Free(ObjectId(id), tx.txg());
+    return got.status();
+  }
+  DnodeRef d = std::move(got).value();
   {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = ListsFor(tx.txg().value());
     lists.live_delta++;
     lists.high_water = std::max(lists.high_water, id + 1);
   }
-  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, Get(ObjectId(id)));
   d->Allocate(tx.txg(), type, block_size, compression, bonus, bonus_type);
   tx.Dirtied(kDnodeSize);
   return ObjectId(id);
@@ -281,22 +288,26 @@ Status ObjectSet::Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data
 Status ObjectSet::Write(Tx& tx, Dnode& d, uint64_t off, std::string_view data) {
   POOLFS_RETURN_IF_ERROR(Admit(tx));
   uint64_t dirtied = 0;
-  Status st = d.Write(tx.txg(), off, data, &dirtied);
+  POOLFS_RETURN_IF_ERROR(d.Write(tx.txg(), off, data, &dirtied));
   tx.Dirtied(dirtied);
-  return st;
+  return Status::Ok();
 }
 
 Status ObjectSet::PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block) {
   POOLFS_RETURN_IF_ERROR(Admit(tx));
   POOLFS_CHECK(tx.open_context());  // a sync pass may be writing the txg's blocks
   POOLFS_CHECK(block.txg_ == 0 || block.txg_ == tx.txg().value());  // Edit(tx.txg()) came first
-  // Already the txg's dirty copy: the owner's changes went straight into it.
-  if (block.txg_ != 0) return Status::Ok();
+  // Already the txg's dirty copy: the owner's changes go straight into it
+  // (still a change of this Tx).
+  if (block.txg_ != 0) {
+    tx.Dirtied(0);
+    return Status::Ok();
+  }
   uint64_t dirtied = 0;
-  Status st = d.PutBlock(tx.txg(), blkid, block.buf_, &dirtied);
+  POOLFS_RETURN_IF_ERROR(d.PutBlock(tx.txg(), blkid, block.buf_, &dirtied));
   tx.Dirtied(dirtied);
-  if (st.ok()) block.txg_ = tx.txg().value();
-  return st;
+  block.txg_ = tx.txg().value();
+  return Status::Ok();
 }
 
 Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, ReadCaching caching) {
@@ -318,18 +329,18 @@ Status ObjectSet::Truncate(Tx& tx, ObjectId id, uint64_t length) {
   POOLFS_RETURN_IF_ERROR(Admit(tx));
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
-  Status st = d->Truncate(tx.txg(), length, &dirtied);
+  POOLFS_RETURN_IF_ERROR(d->Truncate(tx.txg(), length, &dirtied));
   tx.Dirtied(dirtied + kDnodeSize);
-  return st;
+  return Status::Ok();
 }
 
 Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
   POOLFS_RETURN_IF_ERROR(Admit(tx));
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   uint64_t dirtied = 0;
-  Status st = d->Punch(tx.txg(), off, len, &dirtied);
+  POOLFS_RETURN_IF_ERROR(d->Punch(tx.txg(), off, len, &dirtied));
   tx.Dirtied(dirtied + kDnodeSize);
-  return st;
+  return Status::Ok();
 }
 
 Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus) {
@@ -339,8 +350,9 @@ Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_
 
 Status ObjectSet::SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_view bonus) {
   POOLFS_RETURN_IF_ERROR(Admit(tx));
+  POOLFS_RETURN_IF_ERROR(d.SetBonus(tx.txg(), bonus_type, bonus));
   tx.Dirtied(kDnodeSize);
-  return d.SetBonus(tx.txg(), bonus_type, bonus);
+  return Status::Ok();
 }
 
 Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {

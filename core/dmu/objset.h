@@ -34,6 +34,14 @@
 // committed, so no older txg can get them). The counts in the root block
 // are those of the end of the txg it closes.
 //
+// Failures. Each open-context change (Create, Free, Write, PutBlock,
+// Truncate, Punch, SetBonus) is made whole or, failing, not at all: it
+// looks up (and may read) everything it needs first, and a dnode's changes
+// are all or nothing (dnode.h). Each change made is counted in its Tx
+// (Tx::Dirtied), so a Tx knows whether it changed anything (dmu/tx.h: a
+// Tx that did and then ends without Commit is abandoned). A Create whose
+// dnode cannot be loaded gives its id back.
+//
 // Callers serialize their changes to one object across transactions: a
 // change made under a Tx of txg t after another under t+1 would be lost when
 // t+1's copy of the block (taken before it) lands. So whoever changes an

@@ -6,6 +6,11 @@
 // txg cannot finish quiescing while any hold remains, so everything a Tx
 // dirties belongs wholly to that txg.
 //
+// A txg that holds half of an operation (a change the operation could
+// neither finish nor undo) must never reach the disk: Abandon says so, and
+// the implementation stops syncing for good (it suspends the pool), so the
+// last synced txg stays the pool's state on disk.
+//
 // Thread safety: implementations are called from any thread.
 #pragma once
 
@@ -27,6 +32,13 @@ class TxAssigner {
   virtual Result<Txg> Hold(uint64_t estimated_bytes) = 0;
   // Leaves `txg`, reporting the bytes actually dirtied in it.
   virtual void Release(Txg txg, uint64_t dirtied_bytes) = 0;
+  // Txg `txg`, which the caller holds (Abandon comes before its Release),
+  // has a change that an operation failed halfway through, for `cause`:
+  // that txg must never sync. Suspends the pool (nothing more syncs; every
+  // later Hold fails) and returns the suspension's status, an IOError whose
+  // message says why ("pool suspended: an operation failed halfway in txg
+  // T: <cause>"), or that of an earlier suspension.
+  virtual Status Abandon(Txg txg, const Status& cause) = 0;
 };
 
 }  // namespace poolfs::core::dmu

@@ -187,6 +187,7 @@ void TrialSync(const std::vector<vdev::BlockDevice*>& devs, CheckReport* report,
       txg = tx.txg();
       Result<ObjectId> id = os->Create(tx, dmu::ObjectType::kPlain);
       st = id.ok() ? os->Write(tx, *id, 0, "poolfs check: trial sync") : id.status();
+      st = tx.Finish(st);
     }
   }
   report->trial_sync_txg = txg.value();

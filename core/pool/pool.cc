@@ -337,6 +337,7 @@ Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
   datasets_.emplace(std::string(name), std::move(ds));
   dir_dirty_ = true;
   tx.Dirtied(4096);
+  tx.Commit();
   return os;
 }
 

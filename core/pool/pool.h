@@ -32,7 +32,9 @@
 //   3. flush every vdev, write the uberblock of t on every vdev, flush again.
 //      t is durable; blocks freed in t are reusable after 2 more txgs.
 // A failed sync suspends the pool (TxgManager): nothing half-written is ever
-// referenced by an uberblock.
+// referenced by an uberblock. So does an operation that fails halfway
+// through its changes (its Tx is abandoned, dmu/tx.h): the txg holding them
+// never syncs, and the disk keeps the last synced txg for the next import.
 //
 // Import reads every vdev's labels, checks they form one pool, and tries the
 // uberblocks newest first: the first whose MOS, pool directory, space maps
@@ -143,7 +145,8 @@ class Pool {
   ~Pool();
 
   // Syncs everything dirty, stops the txg driver and closes the vdevs (and
-  // their locks). Returns the final sync's status. Idempotent.
+  // their locks). Returns the final sync's status; a suspended pool syncs
+  // nothing more and returns why it is suspended. Idempotent.
   Status Export();
 
   const std::string& name() const { return config_.name; }

@@ -62,7 +62,7 @@ void PosixFs::TouchAtime(Inode& in) {
   dmu::Tx tx(pool_->assigner());
   if (!tx.Assign(1024).ok()) return;
   z.atime = now;
-  if (!SaveZnode(tx, in, z).ok()) return;
+  if (!tx.Finish(SaveZnode(tx, in, z)).ok()) return;
   Note(tx, {&in});
 }
 
@@ -124,13 +124,19 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
   POOLFS_RETURN_IF_ERROR(ReserveSpace(data.size()));
+  // Held once for both steps: the znode is saved without a second lookup
+  // (which could read, and fail, after the data changed).
+  POOLFS_ASSIGN_OR_RETURN(dmu::ObjectSet::DnodeRef d, os_->Hold(ObjectId(ino)));
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(data.size() + 1024));
-  POOLFS_RETURN_IF_ERROR(os_->Write(tx, ObjectId(ino), off, data));
-  z.size = std::max(z.size, off + data.size());
-  z.mtime = z.ctime = Now();
-  if (c.uid != 0) KillSuid(z);
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  Status st = os_->Write(tx, *d, off, data);
+  if (st.ok()) {
+    z.size = std::max(z.size, off + data.size());
+    z.mtime = z.ctime = Now();
+    if (c.uid != 0) KillSuid(z);
+    st = SaveZnode(tx, *in, *d, z);
+  }
+  POOLFS_RETURN_IF_ERROR(tx.Finish(st));
   Note(tx, {in.get()});
   return data.size();
 }
@@ -188,6 +194,8 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   if ((req.valid & (R::kAtime | R::kMtime)) && !owner) return not_permitted("setting times");
   if ((req.valid & (R::kAtimeNow | R::kMtimeNow)) && !owner)
     POOLFS_RETURN_IF_ERROR(CheckAccess(c, z, W_OK));
+  Pins pins;  // a truncate comes before the znode is saved
+  if (req.valid & R::kSize) POOLFS_RETURN_IF_ERROR(Pin({ino}, &pins));
 
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
@@ -202,7 +210,9 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
     if (!S_ISDIR(z.mode)) KillSuid(z);
   }
   if (req.valid & R::kSize) {
-    POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, req.size));
+    // The truncate is the one step that may read (the new last block, to
+    // zero its tail), and it reads before it changes anything.
+    if (Status st = Truncate(tx, *in, z, req.size); !st.ok()) return tx.Finish(st);
     z.mtime = now;
     if (!root) KillSuid(z);
   }
@@ -211,7 +221,7 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   if (req.valid & R::kMtime) z.mtime = req.mtime;
   if (req.valid & R::kMtimeNow) z.mtime = now;
   z.ctime = (req.valid & R::kCtime) ? req.ctime : now;
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  POOLFS_RETURN_IF_ERROR(tx.Finish(SaveZnode(tx, *in, z)));
   Note(tx, {in.get()});
   return MakeAttr(*in, z);
 }
@@ -237,15 +247,21 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   // Copy-on-write cannot reserve blocks ahead; a plain fallocate checks
   // that the range would fit now and extends the size.
   if (!punch) POOLFS_RETURN_IF_ERROR(ReserveSpace(end > z.size ? end - std::min(off, z.size) : 0));
+  Pins pins;  // the znode is saved after the data changed
+  POOLFS_RETURN_IF_ERROR(Pin({ino}, &pins));
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
-  if (punch && off < z.size) POOLFS_RETURN_IF_ERROR(os_->Punch(tx, ObjectId(ino), off, len));
-  if (!(flags & kFallocKeepSize) && end > z.size) POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, end));
-  const Timespec now = Now();
-  if (punch) z.mtime = now;
-  z.ctime = now;
-  if (c.uid != 0 && punch) KillSuid(z);
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
+  auto steps = [&]() -> Status {
+    if (punch && off < z.size) POOLFS_RETURN_IF_ERROR(os_->Punch(tx, ObjectId(ino), off, len));
+    if (!(flags & kFallocKeepSize) && end > z.size)
+      POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, end));
+    const Timespec now = Now();
+    if (punch) z.mtime = now;
+    z.ctime = now;
+    if (c.uid != 0 && punch) KillSuid(z);
+    return SaveZnode(tx, *in, *pins[0], z);
+  };
+  POOLFS_RETURN_IF_ERROR(tx.Finish(steps()));
   Note(tx, {in.get()});
   return Status::Ok();
 }

@@ -109,37 +109,43 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
   ObjectId id;
   Status st;
   if (is_dir) {
-    POOLFS_ASSIGN_OR_RETURN(auto zap,
-                            zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts()));
-    id = zap->id();
+    auto zap = zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts());
+    if (!zap.ok()) return tx.Finish(zap.status());
+    id = (*zap)->id();
     in = std::make_shared<Inode>(id.value());
-    in->dir = std::move(zap);
-    st = os_->SetBonus(tx, id, kZnodeBonus, bonus);
+    in->dir = std::move(zap).value();
+    st = os_->SetBonus(tx, in->dir->dnode(), kZnodeBonus, bonus);
   } else {
     // The znode goes in with the object: no second lookup of the dnode.
-    POOLFS_ASSIGN_OR_RETURN(id, os_->Create(tx, dmu::ObjectType::kPlain, kRecordSize,
-                                            util::Compression::kLz4, bonus, kZnodeBonus));
+    auto created = os_->Create(tx, dmu::ObjectType::kPlain, kRecordSize, util::Compression::kLz4,
+                               bonus, kZnodeBonus);
+    if (!created.ok()) return tx.Finish(created.status());
+    id = *created;
     in = std::make_shared<Inode>(id.value());
   }
   in->generation = tx.txg().value();
   if (st.ok() && S_ISLNK(mode) && z.inline_target.empty()) st = os_->Write(tx, id, 0, target);
   if (st.ok()) st = p->dir->Add(tx, name, zap::Value{id.value(), Type(mode)});
   if (!st.ok()) {
-    (void)os_->Free(tx, id);
+    // Undone in the same Tx: a failed Add leaves no entry, so freeing the
+    // new object takes back everything, and the Tx commits no change of
+    // the namespace. Only when that free fails is the Tx abandoned.
+    if (Status undone = os_->Free(tx, id); !undone.ok()) return tx.Finish(st);
+    tx.Commit();
     if (st.code() == StatusCode::kAlreadyExists)
       return Status::AlreadyExists("'" + std::string(name) + "' exists in directory " +
                                    std::to_string(parent));
     return st;
   }
+  pz.mtime = pz.ctime = z.ctime;
+  if (is_dir) pz.nlink++;
+  POOLFS_RETURN_IF_ERROR(tx.Finish(SaveZnode(tx, *p, pz)));
   {
     util::MutexLock l(&in->mu);
     in->z = z;
     table_.AddLookups(in->ino, 1);  // none before: the id was free
   }
   table_.Replace(in);
-  pz.mtime = pz.ctime = z.ctime;
-  if (is_dir) pz.nlink++;
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *p, pz));
   Note(tx, {p.get(), in.get()});
   return MakeAttr(*in, z);
 }
@@ -222,20 +228,35 @@ Result<Attr> PosixFs::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
                                  std::to_string(new_parent));
   if (!existing.status().IsNotFound()) return existing.status();
   POOLFS_RETURN_IF_ERROR(ReserveSpace(1024));
+  Pins pins;  // the file's znode is saved after the name is added
+  POOLFS_RETURN_IF_ERROR(Pin({ino}, &pins));
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(2048));
-  POOLFS_RETURN_IF_ERROR(p->dir->Add(tx, new_name, zap::Value{ino, Type(z.mode)}));
-  z.nlink++;
-  z.ctime = Now();
-  pz.mtime = pz.ctime = z.ctime;
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *in, z));
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *p, pz));
+  Status st = p->dir->Add(tx, new_name, zap::Value{ino, Type(z.mode)});
+  if (st.ok()) {
+    z.nlink++;
+    z.ctime = Now();
+    pz.mtime = pz.ctime = z.ctime;
+    st = SaveZnode(tx, *in, *pins[0], z);
+  }
+  if (st.ok()) st = SaveZnode(tx, *p, pz);
+  POOLFS_RETURN_IF_ERROR(tx.Finish(st));
   Note(tx, {p.get(), in.get()});
   {
     util::MutexLock l(&in->mu);
     table_.AddLookups(in->ino, 1);
   }
   return MakeAttr(*in, z);
+}
+
+Status PosixFs::PrepareDropLink(Inode& in, const ZnodePhys& z, bool dir, Pins* pins) {
+  const bool last = dir || z.nlink <= 1;
+  POOLFS_RETURN_IF_ERROR(Pin({in.ino, last ? z.xattr : 0}, pins));
+  if (!last) return Status::Ok();
+  // The file may go to the unlinked set: bring in the leaf its entry would
+  // be added to.
+  auto v = unlinked_->Lookup(UnlinkedKey(in.ino));
+  return v.ok() || v.status().IsNotFound() ? Status::Ok() : v.status();
 }
 
 Status PosixFs::DropLink(dmu::Tx& tx, Inode& in, ZnodePhys& z, bool dir) {
@@ -304,13 +325,18 @@ Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view nam
     }
     std::unique_lock<std::mutex> ul(unlinked_mu_, std::defer_lock);
     if (dir || z.nlink <= 1) ul.lock();
+    Pins pins;
+    POOLFS_RETURN_IF_ERROR(PrepareDropLink(*child, z, dir, &pins));
     dmu::Tx tx(pool_->assigner());
     POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
-    POOLFS_RETURN_IF_ERROR(p->dir->Remove(tx, name));
-    pz.mtime = pz.ctime = Now();
-    if (dir) pz.nlink--;
-    POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *p, pz));
-    POOLFS_RETURN_IF_ERROR(DropLink(tx, *child, z, dir));
+    Status st = p->dir->Remove(tx, name);
+    if (st.ok()) {
+      pz.mtime = pz.ctime = Now();
+      if (dir) pz.nlink--;
+      st = SaveZnode(tx, *p, pz);
+    }
+    if (st.ok()) st = DropLink(tx, *child, z, dir);
+    POOLFS_RETURN_IF_ERROR(tx.Finish(st));
     Note(tx, {p.get(), child.get()});
     return Status::Ok();
   }

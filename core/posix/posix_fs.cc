@@ -23,8 +23,24 @@
 // makes every change, commits, and records the txg on each inode (Fsync
 // waits for it). Locks are taken before Assign: a Tx waiting for a lock
 // would hold its txg open and could keep the sync that the lock holder's
-// throttled Assign waits for from ever quiescing. Everything is checked
-// before the first change, because a Tx cannot be rolled back.
+// throttled Assign waits for from ever quiescing.
+//
+// Failures. A Tx cannot be rolled back, so a change with several steps
+// (rename: add the new name, remove the old one, drop the replaced file,
+// save three znodes) must either make them all or none. Everything that can
+// fail is done before the first step: the rules are checked, and whatever
+// the steps will read is read — the inodes and their directories' zaps are
+// loaded, the names looked up (which brings in the zap leaves the steps
+// edit), the dnodes of every object the steps save or free held (Pin).
+// Each dmu and zap step either makes its whole change or none. A failure
+// before the first change therefore returns with nothing changed; each
+// change ends with Tx::Finish, which commits on success. A step that still
+// fails halfway (a leaf dropped from a small cache and now unreadable)
+// leaves a change that must not reach the disk: Finish abandons the Tx, the
+// pool suspends (TxgManager), its txg never syncs, every later change fails
+// with IOError, and the disk keeps the last synced txg. Where a step can
+// be undone in the same Tx, it is (create frees the object it made when
+// the name cannot be added) and the Tx commits.
 //
 // The create path (Lookup of an absent name, then Create) touches only the
 // parent's inode (its op_mu, its zap), the object allocator and the new
@@ -181,22 +197,24 @@ Status PosixFs::CreateRoot() {
   z.nlink = 2;
   z.parent = kRootIno;
   z.atime = z.mtime = z.ctime = z.btime = Now();
-  POOLFS_ASSIGN_OR_RETURN(auto root,
-                          zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts()));
-  POOLFS_ASSIGN_OR_RETURN(auto master,
-                          zap::Zap::Create(tx, os_, dmu::ObjectType::kZap, {}, ZapOpts()));
-  POOLFS_ASSIGN_OR_RETURN(auto unlinked,
-                          zap::Zap::Create(tx, os_, dmu::ObjectType::kZap, {}, ZapOpts()));
-  if (root->id().value() != kRootIno || master->id().value() != kMasterObject ||
-      unlinked->id().value() != kUnlinkedObject)
-    return Status::Corruption("dataset '" + os_->name() + "': new root objects got ids " +
-                              std::to_string(root->id().value()) + ", " +
-                              std::to_string(master->id().value()) + ", " +
-                              std::to_string(unlinked->id().value()) + " (expected 1, 2, 3)");
-  POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, root->id(), kZnodeBonus, EncodeZnode(z)));
-  POOLFS_RETURN_IF_ERROR(master->Add(tx, "VERSION", zap::Value{kFsVersion, 0}));
-  POOLFS_RETURN_IF_ERROR(master->Add(tx, "UNLINKED", zap::Value{kUnlinkedObject, 0}));
-  return Status::Ok();
+  auto make = [&]() -> Status {
+    POOLFS_ASSIGN_OR_RETURN(auto root,
+                            zap::Zap::Create(tx, os_, dmu::ObjectType::kDirectory, {}, ZapOpts()));
+    POOLFS_ASSIGN_OR_RETURN(auto master,
+                            zap::Zap::Create(tx, os_, dmu::ObjectType::kZap, {}, ZapOpts()));
+    POOLFS_ASSIGN_OR_RETURN(auto unlinked,
+                            zap::Zap::Create(tx, os_, dmu::ObjectType::kZap, {}, ZapOpts()));
+    if (root->id().value() != kRootIno || master->id().value() != kMasterObject ||
+        unlinked->id().value() != kUnlinkedObject)
+      return Status::Corruption("dataset '" + os_->name() + "': new root objects got ids " +
+                                std::to_string(root->id().value()) + ", " +
+                                std::to_string(master->id().value()) + ", " +
+                                std::to_string(unlinked->id().value()) + " (expected 1, 2, 3)");
+    POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, root->id(), kZnodeBonus, EncodeZnode(z)));
+    POOLFS_RETURN_IF_ERROR(master->Add(tx, "VERSION", zap::Value{kFsVersion, 0}));
+    return master->Add(tx, "UNLINKED", zap::Value{kUnlinkedObject, 0});
+  };
+  return tx.Finish(make());
 }
 
 std::string PosixFs::UnlinkedKey(uint64_t ino) {
@@ -213,22 +231,30 @@ Status PosixFs::FreeUnlinkedSet() {
     return Status(StatusCode::kReadOnly,
                   std::to_string(entries.size()) +
                       " unlinked files wait to be freed and the mount is read-only");
+  // Each entry's free and removal is a whole change (an entry whose object
+  // is already free is just removed, so a crash between the two is fine),
+  // but a batch that fails midway is abandoned like any other change: the
+  // mount fails, and nothing of the batch reaches the disk.
   for (size_t i = 0; i < entries.size();) {
     dmu::Tx tx(pool_->assigner());
     POOLFS_RETURN_IF_ERROR(tx.Assign(64 * 1024));
-    for (size_t n = 0; n < 256 && i < entries.size(); n++, i++) {
-      const uint64_t ino = entries[i].value.object;
-      uint64_t xattr = 0;
-      auto info = os_->Stat(ObjectId(ino));
-      if (info.ok()) {
-        auto z = DecodeZnode(info->bonus, ino);
-        if (z.ok()) xattr = z->xattr;
-        POOLFS_RETURN_IF_ERROR(FreeObject(tx, ino, xattr));
-      } else if (!info.status().IsNotFound()) {
-        return info.status();
+    auto batch = [&]() -> Status {
+      for (size_t n = 0; n < 256 && i < entries.size(); n++, i++) {
+        const uint64_t ino = entries[i].value.object;
+        uint64_t xattr = 0;
+        auto info = os_->Stat(ObjectId(ino));
+        if (info.ok()) {
+          auto z = DecodeZnode(info->bonus, ino);
+          if (z.ok()) xattr = z->xattr;
+          POOLFS_RETURN_IF_ERROR(FreeObject(tx, ino, xattr));
+        } else if (!info.status().IsNotFound()) {
+          return info.status();
+        }
+        POOLFS_RETURN_IF_ERROR(unlinked_->Remove(tx, entries[i].name));
       }
-      POOLFS_RETURN_IF_ERROR(unlinked_->Remove(tx, entries[i].name));
-    }
+      return Status::Ok();
+    };
+    POOLFS_RETURN_IF_ERROR(tx.Finish(batch()));
   }
   return Status::Ok();
 }
@@ -363,6 +389,22 @@ Status PosixFs::SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z) {
   return Status::Ok();
 }
 
+Status PosixFs::SaveZnode(dmu::Tx& tx, Inode& in, dmu::Dnode& d, const ZnodePhys& z) {
+  POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, d, kZnodeBonus, EncodeZnode(z)));
+  util::MutexLock l(&in.mu);
+  in.z = z;
+  return Status::Ok();
+}
+
+Status PosixFs::Pin(std::initializer_list<uint64_t> objects, Pins* pins) {
+  for (uint64_t object : objects) {
+    if (object == 0) continue;
+    POOLFS_ASSIGN_OR_RETURN(dmu::ObjectSet::DnodeRef d, os_->Hold(ObjectId(object)));
+    pins->push_back(std::move(d));
+  }
+  return Status::Ok();
+}
+
 void PosixFs::Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes) {
   const uint64_t t = tx.txg().value();
   for (Inode* in : inodes)
@@ -423,10 +465,27 @@ void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
     return;
   }
   std::lock_guard<std::mutex> ul(unlinked_mu_);
+  // Whatever fails here leaves the file in the unlinked set, which the next
+  // mount frees; the reads come first (Pin; the lookup brings in the
+  // set's leaf), so that a failure is most likely no change at all.
+  Pins pins;
+  if (!Pin({ino, z.xattr}, &pins).ok()) return;
+  if (auto v = unlinked_->Lookup(UnlinkedKey(ino)); !v.ok() && !v.status().IsNotFound()) return;
   dmu::Tx tx(pool_->assigner());
   if (!tx.Assign(4096).ok()) return;  // the pool is suspended: the next mount frees it
-  if (!FreeObject(tx, ino, z.xattr).ok()) return;
-  (void)unlinked_->Remove(tx, UnlinkedKey(ino));
+  if (Status st = FreeObject(tx, ino, z.xattr); !st.ok()) {
+    (void)tx.Abandon(st);
+    return;
+  }
+  // A freed object whose entry stays in the set is a state the mount
+  // handles (it drops the entry): a removal that failed with no change is
+  // let go; one that failed halfway through the set's zap is not.
+  const uint64_t before = tx.changes();
+  if (Status st = unlinked_->Remove(tx, UnlinkedKey(ino)); !st.ok() && tx.changes() != before) {
+    (void)tx.Abandon(st);
+    return;
+  }
+  tx.Commit();
   {
     util::MutexLock l(&in->mu);
     in->freed = true;

@@ -137,8 +137,19 @@ class PosixFs final : public Filesystem {
                           dmu::ReadPieces* shared);
   Attr MakeAttr(const Inode& in) EXCLUDES(in.mu);
   Attr MakeAttr(const Inode& in, const ZnodePhys& z);
-  // Writes `z` as `in`'s znode in tx, then caches it.
+  // Writes `z` as `in`'s znode in tx, then caches it: through a
+  // directory's zap's dnode, else through the dnode of `in`'s id (looked
+  // up: pin it first when other changes come before, see Pin) or `d`.
   Status SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z);
+  Status SaveZnode(dmu::Tx& tx, Inode& in, dmu::Dnode& d, const ZnodePhys& z);
+  // Dnodes held for the length of one change.
+  using Pins = std::vector<dmu::ObjectSet::DnodeRef>;
+  // Holds the dnodes of `objects` (0s skipped) in *pins. Called before a
+  // change's Tx: a dnode looked up by id may have to be read, and a read
+  // that fails after the change's first step would leave it half done
+  // (dmu/tx.h); held, it stays in memory, and the change's lookups by id
+  // find it without a read. The dmu's errors (NotFound for a free object).
+  Status Pin(std::initializer_list<uint64_t> objects, Pins* pins);
   // After the changes of a Tx: every touched inode remembers its txg.
   void Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes);
 
@@ -166,6 +177,10 @@ class PosixFs final : public Filesystem {
   Result<Attr> MakeNode(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
                         uint64_t rdev, std::string_view target);
   Status RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir);
+  // What DropLink(in, z, dir) will read, read before its Tx: pins `in`'s
+  // dnode and, when the last link goes, its xattr object and the unlinked
+  // set's leaf for it. Requires what DropLink requires.
+  Status PrepareDropLink(Inode& in, const ZnodePhys& z, bool dir, Pins* pins);
   // Drops one link of `in` (whose z is `z`, updated) in tx: at zero links,
   // frees it now when nobody holds a lookup, else puts it in the unlinked
   // set. Requires in.op_mu, and unlinked_mu_ when z.nlink may reach zero.

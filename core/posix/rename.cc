@@ -6,7 +6,11 @@
 // either changed meanwhile. Moving a directory to another parent first
 // takes rename_mu_, so the walk up the target parent's ".." chain (a
 // directory may not move below itself) sees a tree no other rename is
-// reshaping. Every rule is checked before the first change.
+// reshaping. Every rule is checked, and everything the changes read is
+// read (the names looked up under the locks bring in both leaves; the
+// dnodes are pinned), before the first change; a step that still fails
+// after it leaves the rename half done, and its Tx is abandoned (the pool
+// suspends) rather than committed.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,38 +164,45 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
   std::unique_lock<std::mutex> ul(unlinked_mu_, std::defer_lock);
   if (drops_last) ul.lock();
   POOLFS_RETURN_IF_ERROR(ReserveSpace(1024));
+  Pins pins;
+  POOLFS_RETURN_IF_ERROR(Pin({src.ino}, &pins));
+  if (dst && exchange) POOLFS_RETURN_IF_ERROR(Pin({dst->ino}, &pins));
+  if (dst && !exchange) POOLFS_RETURN_IF_ERROR(PrepareDropLink(*dst, dz, dst_dir, &pins));
 
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(8192));
   const Timespec now = Now();
   const uint64_t stype = sz.mode & S_IFMT;
-  if (exchange) {
-    POOLFS_RETURN_IF_ERROR(p1.dir->Update(tx, name, zap::Value{dst->ino, dz.mode & S_IFMT}));
-    POOLFS_RETURN_IF_ERROR(p2.dir->Update(tx, new_name, zap::Value{src.ino, stype}));
-    if (src_dir) sz.parent = p2.ino;
-    if (dst_dir) dz.parent = p1.ino;
-    dz.ctime = now;
-    POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *dst, dz));
-  } else {
-    if (dst) {
+  auto steps = [&]() -> Status {
+    if (exchange) {
+      POOLFS_RETURN_IF_ERROR(p1.dir->Update(tx, name, zap::Value{dst->ino, dz.mode & S_IFMT}));
       POOLFS_RETURN_IF_ERROR(p2.dir->Update(tx, new_name, zap::Value{src.ino, stype}));
+      if (src_dir) sz.parent = p2.ino;
+      if (dst_dir) dz.parent = p1.ino;
+      dz.ctime = now;
+      POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *dst, dz));
     } else {
-      POOLFS_RETURN_IF_ERROR(p2.dir->Add(tx, new_name, zap::Value{src.ino, stype}));
+      if (dst) {
+        POOLFS_RETURN_IF_ERROR(p2.dir->Update(tx, new_name, zap::Value{src.ino, stype}));
+      } else {
+        POOLFS_RETURN_IF_ERROR(p2.dir->Add(tx, new_name, zap::Value{src.ino, stype}));
+      }
+      POOLFS_RETURN_IF_ERROR(p1.dir->Remove(tx, name));
+      if (src_dir) sz.parent = p2.ino;
+      if (dst) POOLFS_RETURN_IF_ERROR(DropLink(tx, *dst, dz, dst_dir));
     }
-    POOLFS_RETURN_IF_ERROR(p1.dir->Remove(tx, name));
-    if (src_dir) sz.parent = p2.ino;
-    if (dst) POOLFS_RETURN_IF_ERROR(DropLink(tx, *dst, dz, dst_dir));
-  }
-  sz.ctime = now;
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, src, sz));
-  pz1.nlink += d1;
-  pz1.mtime = pz1.ctime = now;
-  if (!same_parent) {
-    pz2.nlink += d2;
-    pz2.mtime = pz2.ctime = now;
-    POOLFS_RETURN_IF_ERROR(SaveZnode(tx, p2, pz2));
-  }
-  POOLFS_RETURN_IF_ERROR(SaveZnode(tx, p1, pz1));
+    sz.ctime = now;
+    POOLFS_RETURN_IF_ERROR(SaveZnode(tx, src, sz));
+    pz1.nlink += d1;
+    pz1.mtime = pz1.ctime = now;
+    if (!same_parent) {
+      pz2.nlink += d2;
+      pz2.mtime = pz2.ctime = now;
+      POOLFS_RETURN_IF_ERROR(SaveZnode(tx, p2, pz2));
+    }
+    return SaveZnode(tx, p1, pz1);
+  };
+  POOLFS_RETURN_IF_ERROR(tx.Finish(steps()));
   Note(tx, {&p1, &p2, &src, dst});
   return Status::Ok();
 }

@@ -73,7 +73,16 @@ FsStatus PosixFs::GetStatus() {
   }
   auto stats = pool_->Stats();
   s.pool = pool_->name();
-  s.state = "online";
+  // A suspended pool (a failed sync, or an operation that failed halfway)
+  // still serves reads: say why it takes no changes.
+  if (Status why = pool_->txgs().suspended(); !why.ok()) {
+    constexpr std::string_view kPrefix = "pool suspended: ";
+    std::string_view m = why.message();
+    if (m.starts_with(kPrefix)) m.remove_prefix(kPrefix.size());
+    s.state = "suspended: " + std::string(m);
+  } else {
+    s.state = "online";
+  }
   s.imported_txg = stats.imported.value();
   s.last_synced_txg = stats.last_synced.value();
   s.open_txg = stats.open.value();

@@ -80,10 +80,13 @@ Status PosixFs::StoreXattrs(dmu::Tx& tx, Inode& in, ZnodePhys& z) {
   if (z.xattr == 0) {
     POOLFS_ASSIGN_OR_RETURN(ObjectId id, os_->Create(tx, dmu::ObjectType::kPlain, 16 * 1024));
     z.xattr = id.value();
-  } else {
-    POOLFS_RETURN_IF_ERROR(os_->Truncate(tx, ObjectId(z.xattr), bytes.size()));
+    return os_->Write(tx, id, 0, bytes);  // a new object: nothing to read
   }
-  return os_->Write(tx, ObjectId(z.xattr), 0, bytes);
+  // The write first: it is the step that may read (the old last block it
+  // writes in part), and it reads before it changes anything. The truncate
+  // after it then finds that block dirty and reads nothing.
+  POOLFS_RETURN_IF_ERROR(os_->Write(tx, ObjectId(z.xattr), 0, bytes));
+  return os_->Truncate(tx, ObjectId(z.xattr), bytes.size());
 }
 
 Result<std::string> PosixFs::GetXattr(const Creds& c, uint64_t ino, std::string_view name) {
@@ -127,6 +130,8 @@ Status PosixFs::SetXattr(const Creds& c, uint64_t ino, std::string_view name,
     return Status::NoSpace("xattrs of inode " + std::to_string(ino) + " would take " +
                            std::to_string(total) + " bytes (at most 1 MiB)");
   POOLFS_RETURN_IF_ERROR(ReserveSpace(total));
+  Pins pins;  // the table's object and the file's znode, changed one after the other
+  POOLFS_RETURN_IF_ERROR(Pin({ino, z.xattr}, &pins));
   XattrMap before = in->xattrs;
   in->xattrs[std::string(name)] = std::string(value);
   dmu::Tx tx(pool_->assigner());
@@ -134,8 +139,9 @@ Status PosixFs::SetXattr(const Creds& c, uint64_t ino, std::string_view name,
   if (st.ok()) st = StoreXattrs(tx, *in, z);
   if (st.ok()) {
     z.ctime = Now();
-    st = SaveZnode(tx, *in, z);
+    st = SaveZnode(tx, *in, *pins[0], z);
   }
+  st = tx.Finish(st);
   if (!st.ok()) {
     in->xattrs = std::move(before);
     in->xattrs_loaded = false;  // reread what the object holds now
@@ -171,6 +177,8 @@ Status PosixFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name)
   auto it = in->xattrs.find(name);
   if (it == in->xattrs.end())
     return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "'");
+  Pins pins;
+  POOLFS_RETURN_IF_ERROR(Pin({ino, z.xattr}, &pins));
   XattrMap before = in->xattrs;
   in->xattrs.erase(it);
   dmu::Tx tx(pool_->assigner());
@@ -178,8 +186,9 @@ Status PosixFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name)
   if (st.ok()) st = StoreXattrs(tx, *in, z);
   if (st.ok()) {
     z.ctime = Now();
-    st = SaveZnode(tx, *in, z);
+    st = SaveZnode(tx, *in, *pins[0], z);
   }
+  st = tx.Finish(st);
   if (!st.ok()) {
     in->xattrs = std::move(before);
     in->xattrs_loaded = false;

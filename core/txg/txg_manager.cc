@@ -156,6 +156,28 @@ void TxgManager::Release(Txg txg, uint64_t dirtied_bytes) {
   }
 }
 
+Status TxgManager::Abandon(Txg txg, const Status& cause) {
+  util::MutexLock l(&mu_);
+  SuspendLocked(Status(StatusCode::kIOError, "pool suspended: an operation failed halfway in txg " +
+                                                 std::to_string(txg.value()) + ": " +
+                                                 cause.ToString()));
+  return suspended_;
+}
+
+void TxgManager::SuspendLocked(Status why) {
+  if (!suspended_.ok()) return;  // the first cause is the one to report
+  suspended_ = std::move(why);
+  suspended_flag_.store(true, std::memory_order_release);
+  driver_cv_.Signal();
+  synced_cv_.SignalAll();  // WaitSynced returns the suspension
+  space_cv_.SignalAll();   // so does a throttled Hold
+}
+
+Status TxgManager::suspended() const {
+  util::MutexLock l(&mu_);
+  return suspended_;
+}
+
 void TxgManager::WantSyncLocked(Txg txg) {
   if (want_through_.load(std::memory_order_relaxed) < txg.value()) {
     want_through_.store(txg.value(), std::memory_order_relaxed);
@@ -179,7 +201,8 @@ Status TxgManager::WaitSynced(Txg txg) {
   }
   while (true) {
     if (last_synced_ >= t) return Status::Ok();
-    if (!suspended_.ok()) return suspended_;
+    // A sync that was running when the pool suspended still completes.
+    if (!suspended_.ok() && t > syncing_) return suspended_;
     // An open txg no one has held holds no change: only earlier ones matter.
     if (t == holds_.open().value() && !holds_.Held(Txg(t)) && last_synced_ + 1 >= t) {
       return Status::Ok();
@@ -244,15 +267,20 @@ void TxgManager::QuiesceAndSyncLocked() {
   opened_at_ = Clock::now();
   // ...and wait for its holds to drain. Releases signal drain_cv_.
   while (holds_.Outstanding(txg) != 0) drain_cv_.Wait(&mu_);
+  // A holder that abandoned this txg (or a later one) suspended us before
+  // its release: this txg must not sync.
+  if (!suspended_.ok()) return;
   const uint64_t bytes = holds_.Seal(txg);
   POOLFS_CHECK_EQ(last_synced_ + 1, txg.value());
 
   // Sync, with no lock held: writers keep holding the next txg.
+  syncing_ = txg.value();
   mu_.Unlock();
   const uint64_t start = NowNs();
   Status st = sync_(txg);
   const uint64_t took = NowNs() - start;
   mu_.Lock();
+  syncing_ = 0;
 
   stats_.last_sync_ns = took;
   if (st.ok()) {
@@ -260,9 +288,8 @@ void TxgManager::QuiesceAndSyncLocked() {
     last_synced_ = txg.value();
     stats_.syncs++;
   } else {
-    suspended_ = Status(st.code(), "pool suspended: sync of txg " + std::to_string(txg.value()) +
-                                       " failed: " + st.message());
-    suspended_flag_.store(true, std::memory_order_release);
+    SuspendLocked(Status(st.code(), "pool suspended: sync of txg " + std::to_string(txg.value()) +
+                                        " failed: " + st.message()));
   }
   synced_cv_.SignalAll();
   space_cv_.SignalAll();

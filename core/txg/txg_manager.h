@@ -52,6 +52,16 @@
 // Failure. A sync that fails suspends the manager: nothing more is synced,
 // and every later Hold and WaitSynced (and Stop) returns the failure, with
 // its code and "pool suspended: sync of txg T failed: ..." as the message.
+// An operation that fails halfway (dmu::Tx's theory comment) suspends it
+// the same way through Abandon, with IOError and "pool suspended: an
+// operation failed halfway in txg T: ...". Abandon comes from a holder of
+// T, before its Release, so T cannot have started to sync: the driver
+// checks for a suspension after each quiesce, before the callback, so no
+// sync starts after the suspension, T's least of all. A sync already
+// running (of an earlier txg) finishes, and WaitSynced for it waits for
+// its end; it holds nothing of the failed operation. Stop then only stops
+// the driver, and the disk keeps the last synced txg. The first
+// suspension's status is kept.
 //
 // Threads, and what may block on what:
 //   writers (any thread)  Hold: the throttle (delay; at the max, the end of a
@@ -114,6 +124,12 @@ class TxgManager : public dmu::TxAssigner {
   // Leaves `txg` (returned by Hold, released exactly once, from any thread),
   // counting `dirtied_bytes` as its dirty data.
   void Release(Txg txg, uint64_t dirtied_bytes) override;
+  // Suspends the manager: `txg` (held by the caller, who releases it
+  // afterwards) holds a half-done change and never syncs; see Failure
+  // above. Returns the suspension's status. Never blocks beyond mu_.
+  Status Abandon(Txg txg, const Status& cause) override;
+  // OK, or why the manager is suspended.
+  Status suspended() const;
 
   // Returns OK once every change made in txgs <= `txg` has synced (Txg(0):
   // the txg open at the call), asking for a sync now rather than at the
@@ -153,6 +169,8 @@ class TxgManager : public dmu::TxAssigner {
   void WantSyncLocked(Txg txg) REQUIRES(mu_);
   // Delays or blocks the caller as the dirty total asks.
   Status Throttle();
+  // Records the first suspension and wakes everyone who waits for a sync.
+  void SuspendLocked(Status why) REQUIRES(mu_);
   void ApplyOptionsLocked(const TxgOptions& opts) REQUIRES(mu_);
 
   const SyncFn sync_;
@@ -167,6 +185,7 @@ class TxgManager : public dmu::TxAssigner {
   TxgOptions opts_ GUARDED_BY(mu_);
   Status suspended_ GUARDED_BY(mu_);  // OK, or why syncing stopped
   uint64_t last_synced_ GUARDED_BY(mu_);
+  uint64_t syncing_ GUARDED_BY(mu_) = 0;         // the txg the callback is writing, 0: none
   Clock::time_point opened_at_ GUARDED_BY(mu_);  // when the open txg opened
   uint64_t last_delay_end_ns_ GUARDED_BY(mu_) = 0;
   Stats stats_ GUARDED_BY(mu_);

@@ -134,6 +134,7 @@ void MakeTank(Tank& t) {
         Must(os->Create(tx, dmu::ObjectType::kPlain, 4096, util::Compression::kOff), "create 5");
     if (e.value() != 5) Die("object 5 is " + std::to_string(e.value()));
     Must(os->Write(tx, e, 0, "Hello from object 5 of tank."), "write 5");
+    tx.Commit();
   }
   Must(p->WaitSynced(), "sync");
   Must(p->Export(), "export");

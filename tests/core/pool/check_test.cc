@@ -56,6 +56,7 @@ TEST_CASE("Check finds a crash image clean: the maps leave out frees still defer
     dmu::ObjectSet* a = pool->dataset("a");
     REQUIRE(a->Write(tx, ObjectId(1), 0, Pattern(99, 50000)).ok());
     for (uint64_t id = 5; id < 9; id++) a->Free(tx, ObjectId(id)).ok();
+    tx.Commit();
   }
   REQUIRE(pool->WaitSynced().ok());
   std::vector<std::string> copies = {dir / "c0", dir / "c1"};
@@ -243,6 +244,7 @@ TEST_CASE("Check finds every export clean through random churn of deep, sparse t
             }
           }
         }
+        tx.Commit();
       }
       REQUIRE((*p)->WaitSynced().ok());
     }

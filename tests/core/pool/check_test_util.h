@@ -91,6 +91,7 @@ inline Known ChurnPool(const std::vector<std::string>& paths,
     k.big = create(tx, a, Pattern(2, 3 * 131072 + 5000));
     k.x = create(tx, a, Pattern(3, 5000));
     k.y = create(tx, a, Pattern(4, 7000));
+    tx.Commit();
   }
   std::vector<std::pair<dmu::ObjectSet*, uint64_t>> churn;
   for (int round = 0; round < 8; round++) {
@@ -118,6 +119,7 @@ inline Known ChurnPool(const std::vector<std::string>& paths,
           }
         }
       }
+      tx.Commit();
     }
     REQUIRE(p.WaitSynced().ok());
   }

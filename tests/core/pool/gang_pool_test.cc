@@ -34,6 +34,7 @@ GangPool MakeGangPool(const std::vector<std::string>& paths) {
       REQUIRE(a->Write(tx, *id, 0, data).ok());
       g.objects[id->value()] = data;
     }
+    tx.Commit();
   }
   REQUIRE(p.WaitSynced().ok());
   for (int round = 0; round < 3; round++) {
@@ -52,6 +53,7 @@ GangPool MakeGangPool(const std::vector<std::string>& paths) {
       REQUIRE(a->Truncate(tx, ObjectId(last->first), 150000).ok());
       last->second.resize(150000);
     }
+    tx.Commit();
   }
   REQUIRE(p.WaitSynced().ok());
   REQUIRE(p.WaitSynced().ok());

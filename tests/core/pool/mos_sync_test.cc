@@ -41,6 +41,7 @@ TEST_CASE("The MOS sync converges in a few passes across many imports of a large
         REQUIRE(os->Free(tx, ObjectId(victim->first)).ok());
         objects.erase(victim);
       }
+      tx.Commit();
     }
     REQUIRE((*p)->WaitSynced().ok());
     REQUIRE((*p)->Export().ok());

@@ -44,6 +44,7 @@ Txg WhileQuiescing(Pool& pool, Status* synced, const std::function<void(dmu::Tx&
     waiter = std::jthread([&pool, synced, t] { *synced = pool.WaitSynced(t); });
     while (pool.txgs().open_txg() == t) std::this_thread::yield();
     during(tx, t);
+    tx.Commit();
   }  // releases t: its sync starts
   waiter.join();
   return t;
@@ -71,6 +72,7 @@ TEST_CASE("Pool keeps a txg importable when a dataset is created during its sync
       auto id = pool.root_dataset()->Create(tx, dmu::ObjectType::kPlain);
       REQUIRE(id.ok());
       REQUIRE(pool.root_dataset()->Write(tx, *id, 0, "durable").ok());
+      tx.Commit();
     }
     exec.armed = true;
     REQUIRE(pool.WaitSynced(t).ok());  // the hook creates "late" in t + 1
@@ -156,6 +158,7 @@ TEST_CASE("Pool refuses a change to a dataset under a Tx older than the dataset"
       REQUIRE(made.ok());
       id = *made;
       REQUIRE(early->Write(tx, id, 0, "later").ok());
+      tx.Commit();
     }
     REQUIRE(pool.WaitSynced(Txg(0)).ok());
     REQUIRE(pool.Export().ok());
@@ -189,6 +192,7 @@ TEST_CASE("Pool writes a dataset created during a sync with the next txg", "[poo
       REQUIRE(tx.Assign().ok());
       t = tx.txg();
       REQUIRE(pool.root_dataset()->Create(tx, dmu::ObjectType::kPlain).ok());
+      tx.Commit();
     }
     exec.armed = true;
     REQUIRE(pool.WaitSynced(t).ok());

@@ -38,6 +38,7 @@ ObjectId WriteObject(Pool& p, const std::string& data) {
   auto id = p.root_dataset()->Create(tx, dmu::ObjectType::kPlain);
   REQUIRE(id.ok());
   REQUIRE(p.root_dataset()->Write(tx, *id, 0, data).ok());
+  tx.Commit();
   return *id;
 }
 
@@ -96,6 +97,7 @@ TEST_CASE("Pool space accounting survives many txgs of churn and reimport", "[po
             ids.erase(ids.begin() + j);
           }
         }
+        tx.Commit();
       }
       if (round % 5 == 0) REQUIRE((*p)->WaitSynced().ok());
     }
@@ -129,6 +131,7 @@ TEST_CASE("Pool after a power cut is exactly its last synced txg", "[pool]") {
         dmu::Tx tx((*p)->assigner());
         REQUIRE(tx.Assign().ok());
         REQUIRE((*p)->root_dataset()->Write(tx, id, 1000, later_data).ok());
+        tx.Commit();
       }
       dev.CutPowerAfter(seed * 7, vdev::PowerCut::DropRandom(seed));
       (*p)->Export().ok();  // fails once the power is gone

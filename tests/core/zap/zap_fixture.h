@@ -22,7 +22,14 @@ class ManualTxgs : public dmu::TxAssigner {
  public:
   Result<Txg> Hold(uint64_t) override { return Txg(open.load()); }
   void Release(Txg, uint64_t) override {}
+  // The tests sync by hand, whatever a Tx did: an abandoned one is only
+  // counted (most of them end their Tx without Commit).
+  Status Abandon(Txg, const Status& cause) override {
+    abandoned++;
+    return Status::IOError("abandoned: " + cause.ToString());
+  }
   std::atomic<uint64_t> open{1};
+  std::atomic<uint64_t> abandoned{0};
 };
 
 struct Fixture {
