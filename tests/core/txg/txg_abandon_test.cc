@@ -15,13 +15,8 @@ namespace {
 
 using testing::Eventually;
 using testing::Gate;
+using testing::Quiet;
 using testing::SyncRecorder;
-
-TxgOptions Quiet() {
-  TxgOptions o;
-  o.timeout_ms = 3600 * 1000;
-  return o;
-}
 
 bool Has(const Status& st, const std::string& what) {
   return st.message().find(what) != std::string::npos;

@@ -19,16 +19,8 @@ namespace {
 
 using testing::Eventually;
 using testing::Gate;
+using testing::Quiet;
 using testing::SyncRecorder;
-
-constexpr uint64_t kHour = 3600 * 1000;
-
-// Options under which nothing syncs unless asked: no timeout, no threshold.
-TxgOptions Quiet() {
-  TxgOptions o;
-  o.timeout_ms = kHour;
-  return o;
-}
 
 void Pause() { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
 

@@ -16,6 +16,7 @@
 
 #include "poolfs/status.h"
 #include "poolfs/types.h"
+#include "txg/txg_options.h"
 
 namespace poolfs::core::txg::testing {
 
@@ -37,6 +38,14 @@ class Gate {
   std::condition_variable cv_;
   bool open_ = false;
 };
+
+// Options under which nothing syncs unless asked: no timeout (an hour), no
+// threshold.
+inline TxgOptions Quiet() {
+  TxgOptions o;
+  o.timeout_ms = 3600 * 1000;
+  return o;
+}
 
 // Polls `pred` until it holds or a generous bound (60 s) passes; returns
 // whether it held. Not a timing assertion: only a guard against hanging.
