@@ -11,10 +11,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "adapter.h"
+#include "poolfs/mutex.h"
 
 extern char** environ;
 
@@ -23,16 +23,16 @@ namespace {
 
 // libfuse's messages go to our log; the last error is kept for the Status.
 // libfuse writes some lines in pieces, so a line is logged at its '\n'.
-std::mutex g_log_mu;
-std::string g_partial_line;
-std::string g_last_fuse_error;
+util::Mutex g_log_mu;
+std::string g_partial_line GUARDED_BY(g_log_mu);
+std::string g_last_fuse_error GUARDED_BY(g_log_mu);
 
 void LogFromFuse(enum fuse_log_level level, const char* fmt, va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof buf, fmt, ap);
   std::string line;
   {
-    std::lock_guard l(g_log_mu);
+    util::MutexLock l(&g_log_mu);
     g_partial_line += buf;
     if (g_partial_line.empty() || g_partial_line.back() != '\n') return;
     g_partial_line.pop_back();
@@ -50,7 +50,7 @@ void LogFromFuse(enum fuse_log_level level, const char* fmt, va_list ap) {
 }
 
 std::string TakeLastFuseError() {
-  std::lock_guard l(g_log_mu);
+  util::MutexLock l(&g_log_mu);
   std::string s = std::move(g_last_fuse_error);
   g_last_fuse_error.clear();
   return s.empty() ? "" : " (" + s + ")";

@@ -54,7 +54,7 @@ void PosixFs::TouchAtime(Inode& in) {
   // The common case (atime already after the last change) costs a snapshot
   // and no lock.
   if (!AtimeNeedsUpdate(opts_.atime, in.Snapshot(), Now())) return;
-  std::lock_guard<std::mutex> op(in.op_mu);
+  util::MutexLock op(&in.op_mu);
   if (Freed(in)) return;
   ZnodePhys z = in.Snapshot();
   const Timespec now = Now();
@@ -119,7 +119,7 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
                                                  std::to_string(data.size()) +
                                                  " bytes passes the maximum file size 2^50");
   if (data.empty()) return size_t{0};
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   if (Freed(*in)) return Stale(ino);
   ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
@@ -152,7 +152,7 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, true));
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   if (Freed(*in)) return Stale(ino);
   ZnodePhys z = in->Snapshot();
   const bool root = c.uid == 0;
@@ -238,7 +238,7 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   if (off > kMaxFileSize || len > kMaxFileSize - off)
     return Status(StatusCode::kFileTooLarge, "fallocate past the maximum file size 2^50");
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   if (Freed(*in)) return Stale(ino);
   ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);

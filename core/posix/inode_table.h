@@ -37,7 +37,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "posix/lookup_counts.h"
@@ -55,10 +54,12 @@ struct Inode {
   uint64_t generation = 0;        // set before the Inode is shared
   std::unique_ptr<zap::Zap> dir;  // directories; set before the Inode is shared
 
-  std::mutex op_mu;
-  // Extended attributes, loaded on first use (guarded by op_mu).
-  bool xattrs_loaded = false;
-  XattrMap xattrs;
+  // Orders the changes to this inode (and the reads that must see them
+  // whole). Operations on several inodes take theirs through a LockSet.
+  util::Mutex op_mu;
+  // Extended attributes, loaded on first use.
+  bool xattrs_loaded GUARDED_BY(op_mu) = false;
+  XattrMap xattrs GUARDED_BY(op_mu);
 
   mutable util::Mutex mu;
   ZnodePhys z GUARDED_BY(mu);

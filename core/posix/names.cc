@@ -255,6 +255,7 @@ Status PosixFs::PrepareDropLink(Inode& in, const ZnodePhys& z, bool dir, Pins* p
   if (!last) return Status::Ok();
   // The file may go to the unlinked set: bring in the leaf its entry would
   // be added to.
+  unlinked_mu_.AssertHeld();
   auto v = unlinked_->Lookup(UnlinkedKey(in.ino));
   return v.ok() || v.status().IsNotFound() ? Status::Ok() : v.status();
 }
@@ -278,6 +279,7 @@ Status PosixFs::DropLink(dmu::Tx& tx, Inode& in, ZnodePhys& z, bool dir) {
     table_.Erase(in.ino);
     return Status::Ok();
   }
+  unlinked_mu_.AssertHeld();
   POOLFS_RETURN_IF_ERROR(unlinked_->Add(tx, UnlinkedKey(in.ino), zap::Value{in.ino, 0}));
   return SaveZnode(tx, in, z);
 }
@@ -323,8 +325,8 @@ Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view nam
     } else if (child->is_dir()) {
       return Status(StatusCode::kIsADirectory, "'" + std::string(name) + "' is a directory");
     }
-    std::unique_lock<std::mutex> ul(unlinked_mu_, std::defer_lock);
-    if (dir || z.nlink <= 1) ul.lock();
+    // Dropping the last link may add the file to the unlinked set.
+    util::MaybeMutexLock ul(&unlinked_mu_, dir || z.nlink <= 1);
     Pins pins;
     POOLFS_RETURN_IF_ERROR(PrepareDropLink(*child, z, dir, &pins));
     dmu::Tx tx(pool_->assigner());

@@ -225,6 +225,7 @@ std::string PosixFs::UnlinkedKey(uint64_t ino) {
 }
 
 Status PosixFs::FreeUnlinkedSet() {
+  util::MutexLock ul(&unlinked_mu_);
   POOLFS_ASSIGN_OR_RETURN(auto entries, unlinked_->Iterate(0, size_t(1) << 40));
   if (entries.empty()) return Status::Ok();
   if (opts_.read_only)
@@ -238,23 +239,26 @@ Status PosixFs::FreeUnlinkedSet() {
   for (size_t i = 0; i < entries.size();) {
     dmu::Tx tx(pool_->assigner());
     POOLFS_RETURN_IF_ERROR(tx.Assign(64 * 1024));
-    auto batch = [&]() -> Status {
-      for (size_t n = 0; n < 256 && i < entries.size(); n++, i++) {
-        const uint64_t ino = entries[i].value.object;
-        uint64_t xattr = 0;
-        auto info = os_->Stat(ObjectId(ino));
-        if (info.ok()) {
-          auto z = DecodeZnode(info->bonus, ino);
-          if (z.ok()) xattr = z->xattr;
-          POOLFS_RETURN_IF_ERROR(FreeObject(tx, ino, xattr));
-        } else if (!info.status().IsNotFound()) {
-          return info.status();
-        }
-        POOLFS_RETURN_IF_ERROR(unlinked_->Remove(tx, entries[i].name));
-      }
-      return Status::Ok();
-    };
-    POOLFS_RETURN_IF_ERROR(tx.Finish(batch()));
+    POOLFS_RETURN_IF_ERROR(tx.Finish(FreeUnlinkedBatch(tx, entries, &i)));
+  }
+  return Status::Ok();
+}
+
+Status PosixFs::FreeUnlinkedBatch(dmu::Tx& tx, const std::vector<zap::Entry>& entries,
+                                  size_t* next) {
+  for (size_t n = 0; n < 256 && *next < entries.size(); n++, ++*next) {
+    const zap::Entry& e = entries[*next];
+    const uint64_t ino = e.value.object;
+    uint64_t xattr = 0;
+    auto info = os_->Stat(ObjectId(ino));
+    if (info.ok()) {
+      auto z = DecodeZnode(info->bonus, ino);
+      if (z.ok()) xattr = z->xattr;
+      POOLFS_RETURN_IF_ERROR(FreeObject(tx, ino, xattr));
+    } else if (!info.status().IsNotFound()) {
+      return info.status();
+    }
+    POOLFS_RETURN_IF_ERROR(unlinked_->Remove(tx, e.name));
   }
   return Status::Ok();
 }
@@ -268,7 +272,7 @@ Status PosixFs::FreeObject(dmu::Tx& tx, uint64_t ino, uint64_t xattr_object) {
 }
 
 Status PosixFs::Unmount() {
-  std::lock_guard<std::mutex> l(unmount_mu_);
+  util::MutexLock l(&unmount_mu_);
   if (unmounted_.exchange(true)) return unmount_status_;
   // Wait for calls in flight; later ones see unmounted_ and leave.
   teardown_.WriteLock();
@@ -418,11 +422,11 @@ PosixFs::LockSet::LockSet(std::vector<Inode*> inodes) : inodes_(std::move(inodes
   std::erase(inodes_, nullptr);
   std::sort(inodes_.begin(), inodes_.end(), [](Inode* a, Inode* b) { return a->ino < b->ino; });
   inodes_.erase(std::unique(inodes_.begin(), inodes_.end()), inodes_.end());
-  for (Inode* in : inodes_) in->op_mu.lock();
+  for (Inode* in : inodes_) in->op_mu.Lock();
 }
 
 PosixFs::LockSet::~LockSet() {
-  for (auto it = inodes_.rbegin(); it != inodes_.rend(); ++it) (*it)->op_mu.unlock();
+  for (auto it = inodes_.rbegin(); it != inodes_.rend(); ++it) (*it)->op_mu.Unlock();
 }
 
 Result<Attr> PosixFs::GetAttr(uint64_t ino) {
@@ -453,7 +457,7 @@ void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
   }
   // The last reference: an unlinked file goes now. op_mu makes the link
   // count final (an Unlink in progress has committed or not started).
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   ZnodePhys z;
   {
     util::MutexLock l(&in->mu);
@@ -464,7 +468,7 @@ void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
     table_.TryEvict(in);
     return;
   }
-  std::lock_guard<std::mutex> ul(unlinked_mu_);
+  util::MutexLock ul(&unlinked_mu_);
   // Whatever fails here leaves the file in the unlinked set, which the next
   // mount frees; the reads come first (Pin; the lookup brings in the
   // set's leaf), so that a failure is most likely no change at all.

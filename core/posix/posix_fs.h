@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,8 +107,11 @@ class PosixFs final : public Filesystem {
   // The op_mu of several inodes, taken in ino order, released in reverse.
   class LockSet {
    public:
-    explicit LockSet(std::vector<Inode*> inodes);
-    ~LockSet();
+    // Which locks a LockSet holds is known only at run time, so the
+    // analysis does not follow it; what op_mu guards (xattrs) is reached
+    // only under a MutexLock of the one inode.
+    explicit LockSet(std::vector<Inode*> inodes) NO_THREAD_SAFETY_ANALYSIS;
+    ~LockSet() NO_THREAD_SAFETY_ANALYSIS;
     LockSet(const LockSet&) = delete;
     LockSet& operator=(const LockSet&) = delete;
 
@@ -120,7 +122,10 @@ class PosixFs final : public Filesystem {
   PosixFs(std::unique_ptr<pool::Pool> pool, const MountOptions& options);
   Status Init();
   Status CreateRoot();
-  Status FreeUnlinkedSet();
+  Status FreeUnlinkedSet() EXCLUDES(unlinked_mu_);
+  // Frees up to 256 of `entries` from entries[*next] on, in tx.
+  Status FreeUnlinkedBatch(dmu::Tx& tx, const std::vector<zap::Entry>& entries, size_t* next)
+      REQUIRES(unlinked_mu_);
 
   // Starts a call: Aborted after Unmount, ReadOnly for a change on a
   // read-only mount.
@@ -179,7 +184,8 @@ class PosixFs final : public Filesystem {
   Status RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir);
   // What DropLink(in, z, dir) will read, read before its Tx: pins `in`'s
   // dnode and, when the last link goes, its xattr object and the unlinked
-  // set's leaf for it. Requires what DropLink requires.
+  // set's leaf for it. Requires what DropLink requires (unlinked_mu_ is
+  // checked where the last link goes: callers take it only then).
   Status PrepareDropLink(Inode& in, const ZnodePhys& z, bool dir, Pins* pins);
   // Drops one link of `in` (whose z is `z`, updated) in tx: at zero links,
   // frees it now when nobody holds a lookup, else puts it in the unlinked
@@ -191,8 +197,9 @@ class PosixFs final : public Filesystem {
   Status RenameLocked(const Creds& c, Inode& p1, std::string_view name, Inode& p2,
                       std::string_view new_name, uint32_t flags, Inode& src, Inode* dst,
                       bool* retry);
-  // Whether `ancestor` is `dir` or one of its ancestors (rename_mu_ held).
-  Result<bool> IsAncestor(uint64_t ancestor, uint64_t dir);
+  // Whether `ancestor` is `dir` or one of its ancestors. rename_mu_ keeps
+  // the ".." chain it walks from changing.
+  Result<bool> IsAncestor(uint64_t ancestor, uint64_t dir) REQUIRES(rename_mu_);
   Status Truncate(dmu::Tx& tx, Inode& in, ZnodePhys& z, uint64_t size);
   // After a read of `in` (file data, a directory listing, a symlink):
   // moves its atime to now when the mount's AtimeMode asks for it, in a Tx
@@ -211,8 +218,8 @@ class PosixFs final : public Filesystem {
   }
 
   // Xattrs (xattr.cc).
-  Status LoadXattrs(Inode& in, const ZnodePhys& z);
-  Status StoreXattrs(dmu::Tx& tx, Inode& in, ZnodePhys& z);
+  Status LoadXattrs(Inode& in, const ZnodePhys& z) REQUIRES(in.op_mu);
+  Status StoreXattrs(dmu::Tx& tx, Inode& in, ZnodePhys& z) REQUIRES(in.op_mu);
   Status CheckXattrAccess(const Creds& c, const ZnodePhys& z, std::string_view name,
                           bool write) const;
 
@@ -223,16 +230,20 @@ class PosixFs final : public Filesystem {
   // by table_'s inodes and unlinked_); bounded by Pool::leaf_cache_limit.
   zap::LeafCache leaves_{64};
   InodeTable table_;
-  std::mutex rename_mu_;  // cross-directory directory renames
-  std::mutex unlinked_mu_;
-  std::unique_ptr<zap::Zap> unlinked_;
+  util::Mutex rename_mu_;  // cross-directory directory renames
+  // Orders the changes to the unlinked set: between PrepareDropLink
+  // bringing in the leaf an entry goes to and DropLink adding it, no other
+  // change may split that leaf (the Add would then read, and could fail,
+  // halfway through its Tx).
+  util::Mutex unlinked_mu_;
+  std::unique_ptr<zap::Zap> unlinked_ PT_GUARDED_BY(unlinked_mu_);
   std::atomic<uint64_t> newest_txg_{0};  // newest change of any inode (Fsync fallback)
   // The live tunables the calls read (opts_.tunables keeps the mount's).
   std::atomic<bool> cache_whole_reads_{false};  // CoreTunables::cache_whole_reads
   std::atomic<uint64_t> dirty_max_bytes_{0};    // TxgOptions::dirty_max_bytes (ReserveSpace)
 
   // Space: free bytes as of the last sync seen (ReserveSpace).
-  std::mutex space_mu_;
+  util::Mutex space_mu_;
   std::atomic<uint64_t> space_refresh_at_{0};  // steady-clock ns
   std::atomic<uint64_t> space_synced_txg_{~uint64_t{0}};
   std::atomic<uint64_t> space_free_{0};
@@ -242,8 +253,8 @@ class PosixFs final : public Filesystem {
   // it exclusively once, to wait for the calls in flight.
   util::ReadMostlyLock teardown_;
   std::atomic<bool> unmounted_{false};
-  std::mutex unmount_mu_;
-  Status unmount_status_;
+  util::Mutex unmount_mu_;
+  Status unmount_status_ GUARDED_BY(unmount_mu_);
 };
 
 }  // namespace poolfs::core::posix

@@ -68,8 +68,7 @@ Status PosixFs::Rename(const Creds& c, uint64_t parent, std::string_view name, u
     }
     const bool moves_dir =
         p1 != p2 && (src->is_dir() || (dst && dst->is_dir() && (flags & kRenameExchange)));
-    std::unique_lock<std::mutex> rl(rename_mu_, std::defer_lock);
-    if (moves_dir) rl.lock();
+    util::MaybeMutexLock rl(&rename_mu_, moves_dir);
     LockSet locks({p1.get(), p2.get(), src.get(), dst.get()});
     auto sv2 = p1->dir->Lookup(name);
     auto dv2 = p2->dir->Lookup(new_name);
@@ -126,6 +125,7 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
   }
   if (!same_parent) {
     if (src_dir) {
+      rename_mu_.AssertHeld();  // Rename takes it when a directory changes parents
       POOLFS_ASSIGN_OR_RETURN(bool below, IsAncestor(src.ino, p2.ino));
       if (below)
         return Status::InvalidArgument("cannot move directory " + std::to_string(src.ino) +
@@ -133,6 +133,7 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
       POOLFS_RETURN_IF_ERROR(CheckAccess(c, sz, W_OK));  // its ".." changes
     }
     if (exchange && dst_dir) {
+      rename_mu_.AssertHeld();
       POOLFS_ASSIGN_OR_RETURN(bool below, IsAncestor(dst->ino, p1.ino));
       if (below)
         return Status::InvalidArgument("cannot move directory " + std::to_string(dst->ino) +
@@ -161,8 +162,7 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
     return Status(StatusCode::kTooManyLinks,
                   "directory " + std::to_string(p1.ino) + " has too many subdirectories");
   const bool drops_last = dst && !exchange && (dst_dir || dz.nlink <= 1);
-  std::unique_lock<std::mutex> ul(unlinked_mu_, std::defer_lock);
-  if (drops_last) ul.lock();
+  util::MaybeMutexLock ul(&unlinked_mu_, drops_last);
   POOLFS_RETURN_IF_ERROR(ReserveSpace(1024));
   Pins pins;
   POOLFS_RETURN_IF_ERROR(Pin({src.ino}, &pins));

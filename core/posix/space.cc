@@ -15,8 +15,7 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
   // txg synced last takes its lock, so ask at most every 10 ms, and let one
   // thread do it while the others go on with the figures they have.
   const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.try_lock()) {
-    std::lock_guard<std::mutex> l(space_mu_, std::adopt_lock);
+  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
     space_refresh_at_.store(now + 10'000'000, std::memory_order_relaxed);
     const uint64_t synced = pool_->txgs().last_synced().value();
     if (space_synced_txg_.load() != synced) {
@@ -25,6 +24,7 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
       space_capacity_ = stats.space.capacity;
       space_synced_txg_ = synced;
     }
+    space_mu_.Unlock();
   }
   const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
   const uint64_t slop = std::max<uint64_t>(capacity / 32, 1 << 20);
@@ -95,7 +95,10 @@ FsStatus PosixFs::GetStatus() {
   for (uint64_t e : stats.checksum_errors) s.checksum_errors += e;
   s.datasets = stats.datasets;
   s.objects = os_->live_objects();
-  s.unlinked_pending = unlinked_->Count();
+  {
+    util::MutexLock ul(&unlinked_mu_);
+    s.unlinked_pending = unlinked_->Count();
+  }
   const dmu::ObjectAllocStats a = os_->AllocStats();
   s.backfill = std::string(dmu::BackfillModeName(a.mode));
   s.objects_allocated = a.allocated;

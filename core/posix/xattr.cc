@@ -97,7 +97,7 @@ Result<std::string> PosixFs::GetXattr(const Creds& c, uint64_t ino, std::string_
   POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, false));
   auto none = [&] { return Status(StatusCode::kNoData, "no xattr '" + std::string(name) + "'"); };
   if (z.xattr == 0) return none();
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   z = in->Snapshot();
   POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
   auto it = in->xattrs.find(name);
@@ -115,7 +115,7 @@ Status PosixFs::SetXattr(const Creds& c, uint64_t ino, std::string_view name,
   if ((flags & kXattrCreate) && (flags & kXattrReplace))
     return Status::InvalidArgument("XATTR_CREATE with XATTR_REPLACE");
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   ZnodePhys z = in->Snapshot();
   POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, true));
   POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
@@ -158,7 +158,7 @@ Result<std::vector<std::string>> PosixFs::ListXattr(const Creds& c, uint64_t ino
   std::vector<std::string> names;
   ZnodePhys z = in->Snapshot();
   if (z.xattr == 0) return names;
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   z = in->Snapshot();
   POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
   for (const auto& [name, value] : in->xattrs)
@@ -170,7 +170,7 @@ Status PosixFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name)
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, true));
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
-  std::lock_guard<std::mutex> op(in->op_mu);
+  util::MutexLock op(&in->op_mu);
   ZnodePhys z = in->Snapshot();
   POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, true));
   POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));

@@ -6,10 +6,18 @@
 
 namespace poolfs::util {
 
+void Mutex::AssertHeld() const {
+#ifndef NDEBUG
+  if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id())
+    CheckFailed(__FILE__, __LINE__, "a Mutex the caller must hold is not held by this thread");
+#endif
+}
+
 SharedMutex::SharedMutex() {
   pthread_rwlockattr_t attr;
   POOLFS_CHECK_EQ(pthread_rwlockattr_init(&attr), 0);
-  POOLFS_CHECK_EQ(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP), 0);
+  POOLFS_CHECK_EQ(
+      pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP), 0);
   POOLFS_CHECK_EQ(pthread_rwlock_init(&rw_, &attr), 0);
   pthread_rwlockattr_destroy(&attr);
 }

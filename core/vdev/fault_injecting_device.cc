@@ -75,6 +75,10 @@ Status FaultInjectingDevice::Read(uint64_t off, void* buf, size_t len) {
   for (auto it = read_flips_.lower_bound(off); it != read_flips_.end() && it->first < end; ++it) {
     out[it->first - off] ^= it->second;
   }
+  if (damage_countdown_ > 0 && --damage_countdown_ == 0 && len > 0) {
+    out[len / 2] ^= 0x10;
+    counters_.injected_failures++;
+  }
   return Status::Ok();
 }
 
@@ -197,6 +201,11 @@ void FaultInjectingDevice::FailNthIo(uint64_t n, IoKind kind, bool sticky) {
   failing_ = sticky && n == 0;
 }
 
+void FaultInjectingDevice::DamageNthRead(uint64_t n) {
+  util::MutexLock lock(&mu_);
+  damage_countdown_ = n;
+}
+
 void FaultInjectingDevice::FlipBitOnRead(uint64_t offset, uint8_t mask) {
   util::MutexLock lock(&mu_);
   read_flips_[offset] ^= mask;
@@ -228,6 +237,7 @@ void FaultInjectingDevice::ClearFaults() {
   failing_ = false;
   cut_armed_ = false;
   read_flips_.clear();
+  damage_countdown_ = 0;
 }
 
 FaultInjectingDevice::Counters FaultInjectingDevice::counters() const {

@@ -33,6 +33,9 @@
 //     after it fails too, until ClearFaults().
 //   - FlipBitOnRead(offset, mask): every read covering the byte sees it XORed
 //     with mask; the stored data is untouched (a bad cable, not a bad disk).
+//   - DamageNthRead(n): the n-th next read succeeds but one bit of what it
+//     returns is flipped (a block that fails its checksum once, wherever
+//     the n-th read lands); counted as an injected failure.
 //   - FlipBitsOnDisk(offset, count): flips `count` consecutive bits starting
 //     at the lowest bit of the byte at `offset`, in the inner device and in
 //     any pending write over those bytes: persistent damage.
@@ -101,9 +104,10 @@ class FaultInjectingDevice final : public BlockDevice {
 
   void FailNthIo(uint64_t n, IoKind kind, bool sticky = false);
   void FlipBitOnRead(uint64_t offset, uint8_t mask = 1);
+  void DamageNthRead(uint64_t n);
   // InvalidArgument when the bits are outside the device; else inner errors.
   Status FlipBitsOnDisk(uint64_t offset, uint64_t count);
-  // Clears injected failures, read flips and any armed power cut.
+  // Clears injected failures, read flips and damage, and any armed power cut.
   void ClearFaults();
 
   struct Counters {
@@ -151,6 +155,7 @@ class FaultInjectingDevice final : public BlockDevice {
   bool fail_sticky_ GUARDED_BY(mu_) = false;
   bool failing_ GUARDED_BY(mu_) = false;  // sticky failure has started
   std::map<uint64_t, uint8_t> read_flips_ GUARDED_BY(mu_);
+  uint64_t damage_countdown_ GUARDED_BY(mu_) = 0;  // 0: no damaged read armed
   Counters counters_ GUARDED_BY(mu_);
 };
 

@@ -12,9 +12,11 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #if defined(__clang__)
 #define POOLFS_TSA(x) __attribute__((x))
@@ -34,6 +36,7 @@
 #define RELEASE_SHARED(...) POOLFS_TSA(release_shared_capability(__VA_ARGS__))
 #define TRY_ACQUIRE(...) POOLFS_TSA(try_acquire_capability(__VA_ARGS__))
 #define EXCLUDES(...) POOLFS_TSA(locks_excluded(__VA_ARGS__))
+#define ASSERT_CAPABILITY(x) POOLFS_TSA(assert_capability(x))
 #define NO_THREAD_SAFETY_ANALYSIS POOLFS_TSA(no_thread_safety_analysis)
 
 namespace poolfs::util {
@@ -41,12 +44,34 @@ namespace poolfs::util {
 // A std::mutex the analysis understands.
 class CAPABILITY("mutex") Mutex {
  public:
-  void Lock() ACQUIRE() { mu_.lock(); }
-  void Unlock() RELEASE() { mu_.unlock(); }
-  bool TryLock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
-  std::mutex& native() { return mu_; }
+  void Lock() ACQUIRE() {
+    mu_.lock();
+    NoteOwner();
+  }
+  void Unlock() RELEASE() {
+    ClearOwner();
+    mu_.unlock();
+  }
+  bool TryLock() TRY_ACQUIRE(true) {
+    if (!mu_.try_lock()) return false;
+    NoteOwner();
+    return true;
+  }
+  // Tells the analysis that the calling thread holds the lock where it
+  // cannot see so for itself: after a lock taken on one branch only (see
+  // MaybeMutexLock). Debug builds check it and stop the program if not.
+  void AssertHeld() const ASSERT_CAPABILITY(this);
 
  private:
+  friend class CondVar;
+#ifndef NDEBUG
+  void NoteOwner() { owner_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+  void ClearOwner() { owner_.store(std::thread::id(), std::memory_order_relaxed); }
+  std::atomic<std::thread::id> owner_{};
+#else
+  void NoteOwner() {}
+  void ClearOwner() {}
+#endif
   std::mutex mu_;
 };
 
@@ -111,19 +136,43 @@ class SCOPED_CAPABILITY ReaderLock {
   SharedMutex* mu_;
 };
 
+// Holds a Mutex for its scope when `take` is true: for a lock that only
+// some cases of an operation need (a rename that moves a directory, an
+// unlink that drops a file's last link), where taking it always would
+// serialize the others. The analysis cannot follow a lock taken on one
+// branch, so the code that relies on it says so with Mutex::AssertHeld().
+class MaybeMutexLock {
+ public:
+  MaybeMutexLock(Mutex* mu, bool take) NO_THREAD_SAFETY_ANALYSIS : mu_(take ? mu : nullptr) {
+    if (mu_ != nullptr) mu_->Lock();
+  }
+  ~MaybeMutexLock() NO_THREAD_SAFETY_ANALYSIS {
+    if (mu_ != nullptr) mu_->Unlock();
+  }
+  MaybeMutexLock(const MaybeMutexLock&) = delete;
+  MaybeMutexLock& operator=(const MaybeMutexLock&) = delete;
+
+ private:
+  Mutex* mu_;
+};
+
 // A condition variable that waits on a Mutex (which the caller holds).
 class CondVar {
  public:
   void Wait(Mutex* mu) REQUIRES(mu) {
-    std::unique_lock<std::mutex> lk(mu->native(), std::adopt_lock);
+    mu->ClearOwner();
+    std::unique_lock<std::mutex> lk(mu->mu_, std::adopt_lock);
     cv_.wait(lk);
     lk.release();
+    mu->NoteOwner();
   }
   template <typename Duration>
   bool WaitFor(Mutex* mu, Duration d) REQUIRES(mu) {
-    std::unique_lock<std::mutex> lk(mu->native(), std::adopt_lock);
+    mu->ClearOwner();
+    std::unique_lock<std::mutex> lk(mu->mu_, std::adopt_lock);
     bool timed_out = cv_.wait_for(lk, d) == std::cv_status::timeout;
     lk.release();
+    mu->NoteOwner();
     return !timed_out;
   }
   void Signal() { cv_.notify_one(); }

@@ -1,12 +1,11 @@
 // Operations that abort cleanly: every multi-step operation either
 // completes or leaves no change. For each operation, the n-th device read
-// after it starts fails (n = 1, 2, ... until it succeeds without meeting
-// the fault), on a freshly imported pool so that its reads reach the
-// device. After each failure the operation either changed nothing visible
-// and the pool is online, or the pool is suspended (changes fail with EIO,
-// reads work, unmount works); then the pool, imported again, is exactly the
-// state before or after the operation, never a mix, and the pool checker
-// finds it consistent.
+// after it starts fails, or returns damaged bytes that fail their checksum
+// (n = 1, 2, ... until it succeeds without meeting the fault), on a freshly
+// imported pool so that its reads reach the device. After each failure the operation either changed
+// nothing visible and the pool is online, or the pool is suspended (changes fail with EIO, reads
+// work, unmount works); then the pool, imported again, is exactly the state before or after the
+// operation, never a mix, and the pool checker finds it consistent.
 #include <sys/stat.h>
 
 #include <functional>
@@ -224,7 +223,10 @@ struct Outcome {
   int suspensions = 0;     // failed halfway: pool suspended
 };
 
-Outcome EveryReadFails(const Op& op, bool small_caches) {
+// How the n-th read goes wrong.
+enum class ReadFault { kIoError, kDamage };
+
+Outcome EveryReadFails(const Op& op, bool small_caches, ReadFault fault) {
   Outcome outcome;
   auto rig = std::make_unique<Rig>(small_caches);
   rig->Mount();
@@ -235,7 +237,11 @@ Outcome EveryReadFails(const Op& op, bool small_caches) {
     rig->Mount();
     rig->EvictCache();
     const uint64_t failures = rig->dev.counters().injected_failures;
-    rig->dev.FailNthIo(n, vdev::IoKind::kRead);
+    if (fault == ReadFault::kIoError) {
+      rig->dev.FailNthIo(n, vdev::IoKind::kRead);
+    } else {
+      rig->dev.DamageNthRead(n);
+    }
     const Status st = op(*rig->fs, rig->files);
     const bool hit = rig->dev.counters().injected_failures != failures;
     rig->dev.ClearFaults();
@@ -284,70 +290,76 @@ Outcome EveryReadFails(const Op& op, bool small_caches) {
 // makes comes first, so a failure changes nothing and suspends nothing,
 // even with the smallest caches.
 void ExpectCleanAborts(const Op& op) {
-  for (bool small_caches : {false, true}) {
-    INFO((small_caches ? "small caches" : "default caches"));
-    const Outcome o = EveryReadFails(op, small_caches);
-    CHECK(o.clean_failures > 0);
-    CHECK(o.suspensions == 0);
+  for (ReadFault fault : {ReadFault::kIoError, ReadFault::kDamage}) {
+    for (bool small_caches : {false, true}) {
+      INFO((fault == ReadFault::kIoError ? "read errors, " : "damaged reads, ")
+           << (small_caches ? "small caches" : "default caches"));
+      const Outcome o = EveryReadFails(op, small_caches, fault);
+      CHECK(o.clean_failures > 0);
+      CHECK(o.suspensions == 0);
+    }
   }
 }
 
-TEST_CASE("Rename over an existing file completes or changes nothing under read errors",
+TEST_CASE("Rename over an existing file completes or changes nothing under read errors and damage",
           "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.Rename(RootCreds(), f.a, "f1", f.b, "g", 0);
   });
 }
 
-TEST_CASE("Rename of a directory to another parent completes or changes nothing under read errors",
-          "[posix]") {
+TEST_CASE(
+    "Rename of a directory to another parent completes or changes nothing under read errors and "
+    "damage",
+    "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.Rename(RootCreds(), f.a, "sub", f.b, "sub2", 0);
   });
 }
 
-TEST_CASE("Rename exchange completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Rename exchange completes or changes nothing under read errors and damage", "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.Rename(RootCreds(), f.a, "f2", f.b, "g", kRenameExchange);
   });
 }
 
-TEST_CASE("Link completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Link completes or changes nothing under read errors and damage", "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.Link(RootCreds(), f.f2, f.b, "f2link").status();
   });
 }
 
-TEST_CASE("Unlink of a file's last name completes or changes nothing under read errors",
+TEST_CASE("Unlink of a file's last name completes or changes nothing under read errors and damage",
           "[posix]") {
   ExpectCleanAborts(
       [](Filesystem& fs, const Files& f) { return fs.Unlink(RootCreds(), f.a, "f1"); });
 }
 
-TEST_CASE("Create completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Create completes or changes nothing under read errors and damage", "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.Create(RootCreds(), f.a, "new", 0644).status();
   });
 }
 
-TEST_CASE("Mkdir completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Mkdir completes or changes nothing under read errors and damage", "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.Mkdir(RootCreds(), f.a, "newdir", 0755).status();
   });
 }
 
-TEST_CASE("Rmdir completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Rmdir completes or changes nothing under read errors and damage", "[posix]") {
   ExpectCleanAborts(
       [](Filesystem& fs, const Files& f) { return fs.Rmdir(RootCreds(), f.a, "d1"); });
 }
 
-TEST_CASE("Setxattr completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Setxattr completes or changes nothing under read errors and damage", "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     return fs.SetXattr(RootCreds(), f.f1, "user.k", "a new value, longer than the old one", 0);
   });
 }
 
-TEST_CASE("Truncate into a block completes or changes nothing under read errors", "[posix]") {
+TEST_CASE("Truncate into a block completes or changes nothing under read errors and damage",
+          "[posix]") {
   ExpectCleanAborts([](Filesystem& fs, const Files& f) {
     SetAttrRequest req;
     req.valid = SetAttrRequest::kSize;
