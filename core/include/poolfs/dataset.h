@@ -1,0 +1,123 @@
+// Datasets: the filesystems of one pool, named POOL/PATH, with properties
+// inherited down their tree (`poolfs dataset ...`).
+//
+// The pool's root dataset is named after the pool ("tank"); every other
+// dataset is a child of one ("tank/home", "tank/home/alice"). A name is
+// components of 1..255 bytes joined by '/', without NUL, '@', '%' or a
+// component "." or ".."; a full name is at most 1024 bytes. The first
+// component is always the pool's name.
+//
+// Properties. Settable ones are stored per dataset when set (source
+// "local") and otherwise inherited from the nearest ancestor that sets
+// them ("inherited from tank/home"), or take their default ("default"):
+//   compression  off | lz4 | zstd | zstd-1..zstd-19   (default lz4)
+//   recordsize   4K..1M, a power of two                (default 128K)
+//   atime        on | off | relatime                   (default relatime)
+//   readonly     on | off                              (default off)
+//   quota        bytes, or none (0)                    (default none)
+//   reservation  bytes, or none (0)                    (default none)
+//   copies       1 | 2 | 3                             (default 1)
+//   mountpoint   (read-only here: where the dataset appears in a mount)
+// quota and reservation are not inherited (as in ZFS); a child's source
+// for them is "default" unless set on it. Read-only properties (source
+// "-"): used, available, referenced, objects, creation, compressratio,
+// type, name. Byte values are given as plain numbers or with binary units
+// (K, M, G, T; "1.5G"), and printed exactly (`-p`) or human-readable.
+//
+// Thread safety: a DatasetAdmin may be called from any thread; calls are
+// serialized inside.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "poolfs/status.h"
+
+namespace poolfs {
+
+// One property of one dataset, as `poolfs dataset get` shows it.
+struct DatasetProperty {
+  std::string name;   // "compression"
+  std::string value;  // "lz4", "131072", "on"; byte values exact
+  // "local", "default", "inherited from POOL/PATH", or "-" (read-only).
+  std::string source;
+};
+
+// A dataset and its space, as `poolfs dataset list` shows it.
+struct DatasetInfo {
+  std::string name;            // "tank/home"
+  uint64_t id = 0;             // unique within the pool, never reused
+  uint64_t creation_txg = 0;   // the txg that created it
+  int64_t creation_time = 0;   // seconds since the epoch
+  uint64_t used = 0;           // bytes held by it and its descendants
+  uint64_t referenced = 0;     // bytes its own blocks take
+  uint64_t available = 0;      // bytes it may still write (quota, reservations)
+  uint64_t objects = 0;        // live objects in it
+  double compressratio = 1.0;  // logical / stored bytes of its data
+  std::string mountpoint;      // path inside the pool's mount ("/home")
+};
+
+// A property assignment: `poolfs dataset create -o` and `set`.
+struct PropertyAssignment {
+  std::string name;
+  std::string value;
+};
+
+class DatasetAdmin {
+ public:
+  virtual ~DatasetAdmin() = default;
+
+  // Creates `name` with `props` set locally. With `parents`, missing
+  // ancestors are created too (and an existing `name` is no error).
+  // NotFound when the parent does not exist (without `parents`),
+  // AlreadyExists, InvalidArgument for a bad name or property (naming it),
+  // NoSpace. The dataset is on disk once this returns.
+  virtual Status Create(std::string_view name, bool parents,
+                        const std::vector<PropertyAssignment>& props) = 0;
+  // Destroys `name` and frees every block it held. NotEmpty when it has
+  // children (unless `recursive`, which destroys them first), Busy when it
+  // or a descendant is in use (open files, a mount of it alone),
+  // InvalidArgument for the root dataset, NotFound.
+  virtual Status Destroy(std::string_view name, bool recursive) = 0;
+  // Renames (and may move) a dataset within its pool; its descendants
+  // follow. AlreadyExists for `to`, NotFound for `from` or to's parent,
+  // InvalidArgument for the root, a different pool, or moving a dataset
+  // below itself.
+  virtual Status Rename(std::string_view from, std::string_view to) = 0;
+  // `root` (and with `recursive` its descendants), parents before children,
+  // children by name. An empty root: the whole pool.
+  virtual Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) = 0;
+  // The named properties of `name` ({"all"}: every one, in a fixed order).
+  // InvalidArgument for an unknown property.
+  virtual Result<std::vector<DatasetProperty>> Get(std::string_view name,
+                                                   const std::vector<std::string>& props) = 0;
+  // Sets a property locally; it applies at once (recordsize and
+  // compression to blocks written afterwards) and persists.
+  // InvalidArgument for an unknown, read-only or bad value (naming it).
+  virtual Status Set(std::string_view name, const PropertyAssignment& prop) = 0;
+  // Removes a local setting: the property inherits again.
+  virtual Status Inherit(std::string_view name, std::string_view prop) = 0;
+};
+
+// A pool opened for administration without a mount (`--pool FILE...`):
+// imported for as long as the handle lives (Busy when another process has
+// it), exported again when it is destroyed or Close is called.
+class OfflinePool {
+ public:
+  static Result<std::unique_ptr<OfflinePool>> Open(const std::vector<std::string>& paths);
+  virtual ~OfflinePool() = default;
+  virtual const std::string& name() const = 0;
+  virtual DatasetAdmin& datasets() = 0;
+  // Syncs and exports; the first error. Idempotent.
+  virtual Status Close() = 0;
+};
+
+// Checks a dataset name as described above (not whether it exists):
+// InvalidArgument saying what is wrong.
+Status ValidateDatasetPath(std::string_view name);
+
+}  // namespace poolfs
