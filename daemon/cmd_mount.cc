@@ -8,7 +8,9 @@
 //      report and exits with it (mount_detach.h).
 //   3. Logging (daemon/logging.h), the Asio sync executor (txg.sync_threads
 //      threads, one strand per allocator), Filesystem::Mount, the FUSE
-//      mount, the control socket (`poolfs status/tune`); then the report
+//      mount, the pool's entry in the registry of this user's mounted pools
+//      (pool_registry.h: a second pool of the same name is refused here),
+//      the control socket (`poolfs status/tune`); then the report
 //      "mounted", and the request loop.
 //   4. A signal thread: SIGHUP reloads the config (LiveConfig), SIGTERM and
 //      SIGINT detach the mount so the loop ends.
@@ -40,6 +42,7 @@
 #include "mount_detach.h"
 #include "mount_plan.h"
 #include "mount_table.h"
+#include "pool_registry.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -94,6 +97,14 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   };
   auto fs = Filesystem::Mount({plan.pool_file}, core);
   if (!fs.ok()) return fail(fs.status(), "import");
+  // One mount per pool name for this user: `poolfs dataset` and the other
+  // commands find the mount by the pool's name.
+  auto registration = PoolRegistration::Register((*fs)->GetStatus().pool, plan.mountpoint);
+  if (!registration.ok()) {
+    Status ust = (*fs)->Unmount();
+    if (!ust.ok()) spdlog::error("export after the refused mount: {}", ust.ToString());
+    return fail(registration.status(), "pool name");
+  }
 
   auto server = fuse::FuseServer::Mount(fs->get(), plan.fuse);
   if (!server.ok()) {
@@ -174,6 +185,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
                   plan.pool_file, ust.ToString());
   }
   if (control.ok()) control->reset();  // `poolfs unmount` waits for the socket to go
+  registration->reset();
   return ust.ok() && run.ok() ? kExitOk : kExitFailure;
 }
 

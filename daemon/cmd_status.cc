@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "config/render.h"
 #include "control.h"
+#include "pool_registry.h"
 #include "live_config.h"
 #include "poolfs/pool_admin.h"
 
@@ -141,7 +142,9 @@ int RunOffline(const StatusArgs& args) {
 
 int RunStatus(const StatusArgs& args) {
   if (args.targets.size() == 1) {
-    const std::string& target = args.targets[0];
+    auto resolved = ResolveMountTarget(args.targets[0]);
+    if (!resolved.ok()) return ReportError("status", resolved.status());
+    const std::string& target = *resolved;
     auto reply = ControlCall(target, "status");
     if (reply.ok()) {
       if (reply->starts_with("error: ")) {
@@ -178,7 +181,7 @@ Command AddStatusCommand(CLI::App& parent) {
       "status",
       "Show a pool: state, last synced txg, space, datasets, checksum errors, tunables in "
       "effect; asks the daemon for a MOUNTPOINT, reads POOLFILEs offline without writing");
-  app->add_option("TARGET", args->targets, "MOUNTPOINT, or all the vdev files of an unmounted pool")
+  app->add_option("TARGET", args->targets, "a mounted pool's name or MOUNTPOINT, or all the vdev files of an unmounted pool")
       ->required();
   app->add_option("--config", args->config_path,
                   "for POOLFILEs: the config file whose tunables to show (default: the one a "

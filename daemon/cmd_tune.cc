@@ -13,6 +13,7 @@
 #include "command.h"
 #include "config/config.h"
 #include "control.h"
+#include "pool_registry.h"
 
 namespace poolfs::daemon {
 
@@ -41,11 +42,14 @@ int Send(const TuneArgs& args, const std::string& request, const std::string& wh
   return kExitOk;
 }
 
-int RunTune(const TuneArgs& args) {
+int RunTune(TuneArgs args) {
   if (args.assignments.empty() && !args.reload)
     return ReportError(
         "tune", Status::InvalidArgument("nothing to do: give KEY=VALUE (see `poolfs tunables`) or "
                                         "--reload"));
+  auto target = ResolveMountTarget(args.mountpoint);
+  if (!target.ok()) return ReportError("tune", target.status());
+  args.mountpoint = *target;
   for (const std::string& a : args.assignments) {
     auto checked = config::ApplyAssignment(config::Config(), a);
     if (!checked.ok()) return ReportError("tune", checked.status());
@@ -69,7 +73,7 @@ Command AddTuneCommand(CLI::App& parent) {
       "tune",
       "Change tunables of a mounted pool: live ones at once, the others at the next mount "
       "(not saved: put them in the config file to keep them)");
-  app->add_option("MOUNTPOINT", args->mountpoint, "where the pool is mounted")->required();
+  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")->required();
   app->add_option("KEY=VALUE", args->assignments,
                   "e.g. txg.timeout_ms=1000 (`poolfs tunables` lists the keys)");
   app->add_flag("--reload", args->reload,

@@ -23,6 +23,7 @@
 
 #include "command.h"
 #include "control.h"
+#include "pool_registry.h"
 #include "mount_table.h"
 
 extern char** environ;
@@ -67,9 +68,11 @@ Status Unmount(const std::string& mp, bool lazy) {
 bool DaemonAnswers(const std::string& mp) { return ControlCall(mp, "ping").ok(); }
 
 int RunUnmount(const UnmountArgs& args) {
+  auto target = ResolveMountTarget(args.mountpoint);
+  if (!target.ok()) return ReportError("unmount", target.status());
   char buf[PATH_MAX];
-  if (realpath(args.mountpoint.c_str(), buf) == nullptr) {
-    return ReportError("unmount", Status::NotFound("mount point " + args.mountpoint + ": " +
+  if (realpath(target->c_str(), buf) == nullptr) {
+    return ReportError("unmount", Status::NotFound("mount point " + *target + ": " +
                                                    std::strerror(errno)));
   }
   const std::string mp = buf;
@@ -104,7 +107,7 @@ Command AddUnmountCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "unmount",
       "Unmount a poolfs mount and wait until its daemon has synced and exported the pool");
-  app->add_option("MOUNTPOINT", args->mountpoint, "where the pool is mounted")->required();
+  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")->required();
   app->add_flag("-z,--lazy", args->lazy,
                 "detach now even if busy; the daemon finishes once the last user leaves (no "
                 "wait)");

@@ -48,7 +48,6 @@ class Fd {
   int fd_;
 };
 
-// The folder that holds the sockets (see control.h); nothing is created.
 std::string SocketDirPath() {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime != nullptr && runtime[0] == '/') return std::string(runtime) + "/poolfs";
@@ -156,6 +155,10 @@ Result<Fd> Connect(const std::string& path, int* err) {
 }
 
 }  // namespace
+
+std::string ControlDir() { return SocketDirPath(); }
+
+Status EnsureControlDir() { return EnsureSocketDir(SocketDirPath()); }
 
 Result<std::string> ControlSocketPath(const std::string& mountpoint) {
   POOLFS_ASSIGN_OR_RETURN(std::string canonical, CanonicalMountpoint(mountpoint));

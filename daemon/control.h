@@ -32,6 +32,13 @@
 
 namespace poolfs::daemon {
 
+// The folder that holds the control sockets and the pool registry (see
+// above); nothing is created.
+std::string ControlDir();
+// Creates ControlDir() 0700, or checks that the existing one is ours and
+// closes it to others: a server's job (clients only connect).
+poolfs::Status EnsureControlDir();
+
 // Returns the socket path for `mountpoint` (see above). Fails with NotFound
 // when the mountpoint's parent folder does not exist.
 poolfs::Result<std::string> ControlSocketPath(const std::string& mountpoint);

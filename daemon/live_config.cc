@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/render.h"
+#include "dataset_request.h"
 #include "logging.h"
 
 namespace poolfs::daemon {
@@ -255,6 +256,7 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
     const Status st = live.Reload();
     return st.ok() ? "ok\n" : "error: " + st.message() + "\n";
   }
+  if (request.starts_with("dataset ")) return HandleDatasetRequest(fs.datasets(), request.substr(8));
   if (request.starts_with("tune ")) {
     std::string note;
     const Status st = live.Tune(request.substr(5), &note);
@@ -262,7 +264,7 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
   }
   spdlog::warn("control: unknown request '{}'", request);
   return "error: unknown request '" + std::string(request) +
-         "' (expected status, reload, tune KEY=VALUE or ping)\n";
+         "' (expected status, reload, tune KEY=VALUE, dataset REQUEST or ping)\n";
 }
 
 }  // namespace poolfs::daemon

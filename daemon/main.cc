@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       AddStatusCommand(app),
       AddTuneCommand(app),
       AddTunablesCommand(app),
+      AddDatasetCommand(app),
   };
   try {
     app.parse(argc, argv);

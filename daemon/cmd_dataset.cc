@@ -1,0 +1,249 @@
+// `poolfs dataset create|destroy|rename|list|get|set|inherit`: the datasets
+// of a pool (poolfs/dataset.h says what they are and which properties they
+// have).
+//
+// A command reaches the daemon that serves the pool named by the dataset's
+// first component for this user (pool_registry.h: no mount point to type),
+// through its control socket; with `--pool FILE...` it opens the pool's
+// files itself (an exported pool: OfflinePool) and exports them again when
+// done. `list` without a name lists every pool this user has mounted. The
+// daemon runs the change and returns data; this command prints it
+// (dataset_request.h), so one table can hold the datasets of several pools.
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "control.h"
+#include "dataset_request.h"
+#include "pool_registry.h"
+#include "poolfs/dataset.h"
+
+namespace poolfs::daemon {
+namespace {
+
+struct DatasetArgs {
+  DatasetCommand cmd;
+  std::vector<std::string> pool_files;  // --pool
+  std::vector<std::string> options;     // -o PROP=VALUE (create) or COLUMNS (list)
+  std::string props;                    // get: PROP[,PROP] | all; set: PROP=VALUE; inherit: PROP
+};
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = s.find(',', from);
+    out.push_back(s.substr(from, comma - from));
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
+}
+
+Result<PropertyAssignment> ParseAssignment(const std::string& a) {
+  const size_t eq = a.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Status::InvalidArgument("'" + a + "' is not PROP=VALUE");
+  return PropertyAssignment{a.substr(0, eq), a.substr(eq + 1)};
+}
+
+std::string PoolOf(const std::string& dataset) { return dataset.substr(0, dataset.find('/')); }
+
+// Fills cmd from the positional and -o arguments of each verb.
+Status Complete(DatasetArgs& a) {
+  DatasetCommand& c = a.cmd;
+  switch (c.verb) {
+    case DatasetCommand::Verb::kCreate:
+      for (const std::string& o : a.options) {
+        POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParseAssignment(o));
+        c.props.push_back(std::move(p));
+      }
+      break;
+    case DatasetCommand::Verb::kList:
+      for (const std::string& o : a.options)
+        for (std::string& col : SplitCommas(o)) c.columns.push_back(std::move(col));
+      break;
+    case DatasetCommand::Verb::kGet:
+      c.columns = SplitCommas(a.props);
+      break;
+    case DatasetCommand::Verb::kSet: {
+      POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParseAssignment(a.props));
+      c.props.push_back(std::move(p));
+      break;
+    }
+    case DatasetCommand::Verb::kInherit:
+      c.props.push_back({a.props, ""});
+      break;
+    default:
+      break;
+  }
+  if (c.verb == DatasetCommand::Verb::kRename && c.names.size() == 2 &&
+      PoolOf(c.names[0]) != PoolOf(c.names[1]))
+    return Status::InvalidArgument("cannot rename " + c.names[0] + " to " + c.names[1] +
+                                   ": a dataset stays in its pool");
+  return ValidateDatasetCommand(c);
+}
+
+// Runs the command on the pool in `files`, opened here.
+Result<DatasetResult> RunOffline(const DatasetArgs& a) {
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<OfflinePool> pool, OfflinePool::Open(a.pool_files));
+  for (const std::string& n : a.cmd.names) {
+    if (PoolOf(n) != pool->name()) {
+      (void)pool->Close();
+      return Status::InvalidArgument("the pool in " + a.pool_files[0] + " is '" + pool->name() +
+                                     "', not '" + PoolOf(n) + "' (" + n + ")");
+    }
+  }
+  Result<DatasetResult> r = ExecuteDatasetCommand(pool->datasets(), a.cmd);
+  Status closed = pool->Close();
+  if (r.ok() && !closed.ok()) return closed;
+  return r;
+}
+
+// Sends `c` to the daemon serving `pool`.
+Result<DatasetResult> RunOnDaemon(const std::string& pool, const DatasetCommand& c) {
+  POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> reg, FindRegisteredPool(pool));
+  if (!reg.has_value())
+    return Status::NotFound("no mounted pool named '" + pool +
+                            "' (mount it with poolfs mount, or name its files with --pool)");
+  POOLFS_ASSIGN_OR_RETURN(std::string reply,
+                          ControlCall(reg->mountpoint, "dataset " + EncodeDatasetCommand(c)));
+  if (reply.starts_with("error: "))
+    return Status::IOError("the daemon of " + reg->mountpoint + ": " + reply.substr(7));
+  return DecodeDatasetResult(reply);
+}
+
+Result<DatasetResult> Run(const DatasetArgs& a) {
+  if (!a.pool_files.empty()) return RunOffline(a);
+  const DatasetCommand& c = a.cmd;
+  // The pools the command names, in order; `list` of nothing: every one.
+  std::vector<std::string> pools;
+  std::map<std::string, std::vector<std::string>> names_of;
+  for (const std::string& n : c.names) {
+    const std::string p = PoolOf(n);
+    if (!names_of.contains(p)) pools.push_back(p);
+    names_of[p].push_back(n);
+  }
+  if (c.verb == DatasetCommand::Verb::kList && pools.empty()) {
+    POOLFS_ASSIGN_OR_RETURN(std::vector<RegisteredPool> regs, ListRegisteredPools());
+    if (regs.empty())
+      return Status::NotFound("no mounted pools (give POOL, or a pool's files with --pool)");
+    for (const RegisteredPool& r : regs) {
+      pools.push_back(r.name);
+      names_of[r.name] = {r.name};
+    }
+  }
+  DatasetResult all;
+  for (const std::string& p : pools) {
+    DatasetCommand part = c;
+    part.names = names_of[p];
+    if (c.verb == DatasetCommand::Verb::kList && c.names.empty()) part.recursive = true;
+    POOLFS_ASSIGN_OR_RETURN(DatasetResult r, RunOnDaemon(p, part));
+    for (DatasetInfo& d : r.datasets) all.datasets.push_back(std::move(d));
+    for (DatasetProperties& dp : r.properties) all.properties.push_back(std::move(dp));
+  }
+  return all;
+}
+
+int RunDataset(DatasetArgs& a) {
+  const std::string what = "dataset " + std::string(VerbName(a.cmd.verb));
+  Status st = Complete(a);
+  if (!st.ok()) return ReportError(what, st);
+  Result<DatasetResult> r = Run(a);
+  if (!r.ok()) return ReportError(what, r.status());
+  std::cout << RenderDatasetResult(a.cmd, *r);
+  return kExitOk;
+}
+
+void AddPoolOption(CLI::App* app, DatasetArgs& a) {
+  app->add_option("--pool", a.pool_files,
+                  "the vdev files of an exported pool, opened by this command (no daemon)")
+      ->expected(1, -1)
+      ->take_all();
+}
+
+}  // namespace
+
+Command AddDatasetCommand(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand(
+      "dataset", "Create, destroy, rename, list and tune the datasets of a pool (POOL/PATH)");
+  app->require_subcommand(1);
+  struct Verb {
+    CLI::App* app;
+    std::shared_ptr<DatasetArgs> args;
+  };
+  auto verbs = std::make_shared<std::vector<Verb>>();
+  auto add = [&](DatasetCommand::Verb v, const char* help) {
+    auto args = std::make_shared<DatasetArgs>();
+    args->cmd.verb = v;
+    CLI::App* sub = app->add_subcommand(std::string(VerbName(v)), help);
+    AddPoolOption(sub, *args);
+    verbs->push_back({sub, args});
+    return std::pair(sub, args.get());
+  };
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kCreate,
+                        "Create a dataset; it appears as a folder of its parent in the mount");
+    sub->add_flag("-p", a->cmd.parents, "create missing parents too; an existing dataset is fine");
+    sub->add_option("-o", a->options, "set a property, PROP=VALUE (repeatable)")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    sub->add_option("POOL/PATH", a->cmd.names, "the new dataset")->required()->expected(1);
+  }
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kDestroy,
+                        "Destroy a dataset and free every block it held");
+    sub->add_flag("-r", a->cmd.recursive, "destroy its descendants too");
+    sub->add_option("POOL/PATH", a->cmd.names, "the dataset")->required()->expected(1);
+  }
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kRename,
+                        "Rename or move a dataset within its pool (its descendants follow)");
+    sub->add_option("NAMES", a->cmd.names, "POOL/FROM POOL/TO")->required()->expected(2);
+  }
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kList,
+                        "List datasets with their space (like zfs list)");
+    sub->add_flag("-r", a->cmd.recursive, "with their descendants");
+    sub->add_flag("-H", a->cmd.scripted, "no header, columns separated by tabs");
+    sub->add_flag("-p", a->cmd.exact, "exact numbers (bytes, seconds)");
+    sub->add_flag("-j,--json", a->cmd.json, "print JSON");
+    sub->add_option("-o", a->options,
+                    std::string("the columns, comma-separated (default ") + kDefaultListColumns +
+                        "; also objects, creation, compressratio, type and any property)")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    sub->add_option("POOL[/PATH]", a->cmd.names,
+                    "what to list (default: every pool this user has mounted)");
+  }
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kGet,
+                        "Show properties with their source (local, inherited, default)");
+    sub->add_flag("-H", a->cmd.scripted, "no header, columns separated by tabs");
+    sub->add_flag("-p", a->cmd.exact, "exact numbers");
+    sub->add_flag("-j,--json", a->cmd.json, "print JSON");
+    sub->add_option("PROPS", a->props, "PROP[,PROP...] or all")->required();
+    sub->add_option("POOL/PATH", a->cmd.names, "the datasets")->required();
+  }
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kSet,
+                        "Set a property on a dataset (it applies at once and persists)");
+    sub->add_option("PROP=VALUE", a->props, "e.g. compression=zstd, quota=10G")->required();
+    sub->add_option("POOL/PATH", a->cmd.names, "the dataset")->required()->expected(1);
+  }
+  {
+    auto [sub, a] = add(DatasetCommand::Verb::kInherit,
+                        "Remove a local setting: the property inherits from the parent again");
+    sub->add_option("PROP", a->props, "the property")->required();
+    sub->add_option("POOL/PATH", a->cmd.names, "the dataset")->required()->expected(1);
+  }
+  return {app, [verbs] {
+            for (Verb& v : *verbs)
+              if (v.app->parsed()) return RunDataset(*v.args);
+            return kExitUsage;
+          }};
+}
+
+}  // namespace poolfs::daemon

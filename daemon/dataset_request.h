@@ -1,0 +1,88 @@
+// `poolfs dataset ...` apart from its command line: what a command asks
+// (DatasetCommand), running it on a DatasetAdmin (a mounted pool's, in its
+// daemon; or an OfflinePool's, in the command itself), the answer carried
+// over the control socket, and the answer printed as `zfs list` and `zfs
+// get` print theirs.
+//
+// Over the control socket the request is "dataset " + a JSON object, and
+// the reply a JSON object: {"code": N, "message": "..."} for a failure (N
+// a poolfs::StatusCode), or {"code": 0, "datasets": [...], "properties":
+// [...]} with the data; the command renders it, so that the same table can
+// gather the datasets of several pools.
+//
+// Thread safety: values and free functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "poolfs/dataset.h"
+#include "poolfs/status.h"
+
+namespace poolfs::daemon {
+
+struct DatasetCommand {
+  enum class Verb : uint8_t { kCreate, kDestroy, kRename, kList, kGet, kSet, kInherit };
+  Verb verb = Verb::kList;
+  // create, destroy, set, inherit: one; rename: from and to; list: roots
+  // (none: every dataset); get: the datasets.
+  std::vector<std::string> names;
+  bool parents = false;    // create -p
+  bool recursive = false;  // destroy -r, list -r
+  // create -o and set; inherit: one with an empty value.
+  std::vector<PropertyAssignment> props;
+  // list -o: the columns; get: the properties ("all" for every one).
+  std::vector<std::string> columns;
+  // Output only: -H (no header, tab-separated), -p (exact numbers), --json.
+  bool scripted = false;
+  bool exact = false;
+  bool json = false;
+};
+
+// The verb's name as typed ("create", ...).
+std::string_view VerbName(DatasetCommand::Verb v);
+
+// What a command returns: the datasets listed (list), or per dataset its
+// properties (get; list with property columns).
+struct DatasetProperties {
+  std::string dataset;
+  std::vector<DatasetProperty> props;
+};
+struct DatasetResult {
+  std::vector<DatasetInfo> datasets;
+  std::vector<DatasetProperties> properties;
+};
+
+// The columns `list` shows by default and the names it takes for them
+// (any property name is a column too).
+inline constexpr const char* kDefaultListColumns = "name,used,avail,refer,mountpoint";
+
+// Checks a command before it is sent (names, counts, columns):
+// InvalidArgument saying what is wrong.
+Status ValidateDatasetCommand(const DatasetCommand& c);
+
+// Runs `c` on `admin`.
+Result<DatasetResult> ExecuteDatasetCommand(DatasetAdmin& admin, const DatasetCommand& c);
+
+// The wire forms (see above). Decoders refuse anything malformed with
+// InvalidArgument (a request) or Corruption (a reply), saying what.
+std::string EncodeDatasetCommand(const DatasetCommand& c);
+Result<DatasetCommand> DecodeDatasetCommand(std::string_view json);
+std::string EncodeDatasetResult(const Result<DatasetResult>& r);
+Result<DatasetResult> DecodeDatasetResult(std::string_view json);
+
+// The daemon's side: decodes a request's JSON (after "dataset "), runs
+// it on `admin` (nullptr: the mount has no datasets to offer) and returns
+// the reply's JSON.
+std::string HandleDatasetRequest(DatasetAdmin* admin, std::string_view json);
+
+// The text the command prints for `r` (a table, or JSON with c.json).
+std::string RenderDatasetResult(const DatasetCommand& c, const DatasetResult& r);
+
+// "1.50G", "128K", "0B": bytes as `zfs list` shows them (binary units, three
+// significant digits).
+std::string HumanBytes(uint64_t bytes);
+
+}  // namespace poolfs::daemon
