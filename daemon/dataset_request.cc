@@ -435,7 +435,7 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
   if (j.is_discarded() || !j.is_object())
     return Status::Corruption("dataset reply from the daemon: not a JSON object");
   int code = -1;
-  if (!Get(j, "code", &code) || code < 0 || code > int(StatusCode::kStale))
+  if (!Get(j, "code", &code) || code < 0 || code > int(kLastStatusCode))
     return Status::Corruption("dataset reply from the daemon: no valid code");
   if (code != 0) {
     std::string message;

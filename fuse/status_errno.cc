@@ -25,6 +25,8 @@ int StatusToErrno(const Status& st) {
     case StatusCode::kNotSupported: return EOPNOTSUPP;
     case StatusCode::kLoop: return ELOOP;
     case StatusCode::kStale: return ESTALE;
+    case StatusCode::kCrossDevice: return EXDEV;
+    case StatusCode::kQuotaExceeded: return EDQUOT;
     case StatusCode::kBusy: return EBUSY;
     case StatusCode::kCorruption:
     case StatusCode::kIOError: return EIO;

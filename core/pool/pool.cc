@@ -359,6 +359,13 @@ void Pool::SetCacheBytes(uint64_t max_bytes) {
   for (auto& [name, ds] : datasets_) ds->os->SetDnodeLimit(limit);
 }
 
+std::vector<std::pair<std::string, uint64_t>> Pool::dataset_ids() const {
+  util::MutexLock l(&mu_);
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [name, ds] : datasets_) out.emplace_back(name, ds->entry.id);
+  return out;
+}
+
 std::vector<std::string> Pool::datasets() const {
   util::MutexLock l(&mu_);
   std::vector<std::string> names;

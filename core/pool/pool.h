@@ -159,6 +159,8 @@ class Pool {
   // one, and cannot change it (ObjectSet::SetFirstTxg).
   Result<dmu::ObjectSet*> CreateDataset(std::string_view name) EXCLUDES(mu_);
   std::vector<std::string> datasets() const EXCLUDES(mu_);
+  // Every dataset's name and id (unique in the pool, never reused), by name.
+  std::vector<std::pair<std::string, uint64_t>> dataset_ids() const EXCLUDES(mu_);
 
   dmu::TxAssigner* assigner() { return txgs_.get(); }
   txg::TxgManager& txgs() { return *txgs_; }

@@ -93,6 +93,7 @@
 #include <thread>
 
 #include "dmu/tx.h"
+#include "posix/dataset_tree.h"
 
 namespace poolfs {
 
@@ -114,7 +115,7 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   }
   POOLFS_RETURN_IF_ERROR(core::txg::ValidateTxgOptions(po.txg));
   POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::Import(vdev_paths, po));
-  POOLFS_ASSIGN_OR_RETURN(auto fs, core::posix::PosixFs::Open(std::move(pool), options));
+  POOLFS_ASSIGN_OR_RETURN(auto fs, core::posix::DatasetTreeFs::Open(std::move(pool), options));
   return std::unique_ptr<Filesystem>(std::move(fs));
 }
 
@@ -129,19 +130,32 @@ Status Filesystem::Read(uint64_t ino, uint64_t off, size_t len, std::string* out
 
 namespace poolfs::core::posix {
 
-PosixFs::PosixFs(std::unique_ptr<pool::Pool> pool, const MountOptions& options)
-    : pool_(std::move(pool)), opts_(options) {}
+PosixFs::PosixFs(std::shared_ptr<pool::Pool> pool, dmu::ObjectSet* os,
+                 const MountOptions& options, bool exports)
+    : pool_(std::move(pool)), os_(os), exports_(exports), opts_(options) {}
 
 PosixFs::~PosixFs() { (void)Unmount(); }
 
 Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::unique_ptr<pool::Pool> pool,
                                                const MountOptions& options) {
-  std::unique_ptr<PosixFs> fs(new PosixFs(std::move(pool), options));
+  std::shared_ptr<pool::Pool> shared(std::move(pool));
+  dmu::ObjectSet* root = shared->root_dataset();
+  if (root == nullptr) {
+    (void)shared->Export();
+    return Status::Corruption("pool '" + shared->name() + "' has no root dataset");
+  }
+  return Open(std::move(shared), root, options, /*exports=*/true);
+}
+
+Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::shared_ptr<pool::Pool> pool,
+                                               dmu::ObjectSet* os, const MountOptions& options,
+                                               bool exports) {
+  std::unique_ptr<PosixFs> fs(new PosixFs(std::move(pool), os, options, exports));
   Status st = fs->Init();
   if (!st.ok()) {
     fs->table_.Clear();
     fs->unlinked_.reset();
-    (void)fs->pool_->Export();
+    if (fs->exports_) (void)fs->pool_->Export();
     fs->unmounted_ = true;
     return st;
   }
@@ -149,8 +163,6 @@ Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::unique_ptr<pool::Pool> pool,
 }
 
 Status PosixFs::Init() {
-  os_ = pool_->root_dataset();
-  if (!os_) return Status::Corruption("pool '" + pool_->name() + "' has no root dataset");
   os_->SetBackfill(opts_.tunables.objects.backfill);
   os_->SetAllocChunk(opts_.tunables.objects.chunk);
   FollowCacheBound();
@@ -279,7 +291,7 @@ Status PosixFs::Unmount() {
   teardown_.WriteUnlock();
   table_.Clear();
   unlinked_.reset();
-  unmount_status_ = pool_->Export();
+  unmount_status_ = exports_ ? pool_->Export() : Status::Ok();
   return unmount_status_;
 }
 
@@ -496,6 +508,16 @@ void PosixFs::Forget(uint64_t ino, uint64_t nlookup) {
   }
   Note(tx, {in.get()});
   table_.Erase(ino);
+}
+
+Result<Attr> PosixFs::LookupRoot() {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(kRootIno));
+  const Attr a = MakeAttr(*in);
+  util::MutexLock l(&in->mu);
+  table_.AddLookups(kRootIno, 1);
+  return a;
 }
 
 Status PosixFs::Fsync(uint64_t ino, bool /*datasync*/) {

@@ -44,9 +44,18 @@ bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now);
 
 class PosixFs final : public Filesystem {
  public:
-  // Opens the filesystem in `pool`'s root dataset (see Filesystem::Mount).
+  // Opens the filesystem in `pool`'s root dataset (see Filesystem::Mount);
+  // its Unmount exports the pool.
   static Result<std::unique_ptr<PosixFs>> Open(std::unique_ptr<pool::Pool> pool,
                                                const MountOptions& options);
+  // Opens the filesystem in dataset `os` of `pool`, giving it a root
+  // directory when it has none (a dataset just created). With `exports`,
+  // Unmount exports the pool too (it is the pool's only filesystem);
+  // otherwise the owner of the other datasets' filesystems does. A failed
+  // open of an exporting filesystem exports the pool.
+  static Result<std::unique_ptr<PosixFs>> Open(std::shared_ptr<pool::Pool> pool,
+                                               dmu::ObjectSet* os, const MountOptions& options,
+                                               bool exports);
   ~PosixFs() override;
 
   Status Unmount() override;
@@ -90,6 +99,10 @@ class PosixFs final : public Filesystem {
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
 
+  // The root directory's attributes, taking one lookup reference on it, as
+  // Lookup of a name does: how a parent dataset's mount reaches it.
+  Result<Attr> LookupRoot();
+
   // For tests: inodes in memory, and the lookup count of one (0 if absent).
   uint64_t cached_inodes() { return table_.size(); }
   uint64_t lookups(uint64_t ino);
@@ -119,7 +132,8 @@ class PosixFs final : public Filesystem {
     std::vector<Inode*> inodes_;
   };
 
-  PosixFs(std::unique_ptr<pool::Pool> pool, const MountOptions& options);
+  PosixFs(std::shared_ptr<pool::Pool> pool, dmu::ObjectSet* os, const MountOptions& options,
+          bool exports);
   Status Init();
   Status CreateRoot();
   Status FreeUnlinkedSet() EXCLUDES(unlinked_mu_);
@@ -223,8 +237,9 @@ class PosixFs final : public Filesystem {
   Status CheckXattrAccess(const Creds& c, const ZnodePhys& z, std::string_view name,
                           bool write) const;
 
-  std::unique_ptr<pool::Pool> pool_;
-  dmu::ObjectSet* os_ = nullptr;
+  std::shared_ptr<pool::Pool> pool_;
+  dmu::ObjectSet* const os_;
+  const bool exports_;  // Unmount exports pool_
   MountOptions opts_;
   // Decoded leaves of every zap below (they must outlive the Zaps, held
   // by table_'s inodes and unlinked_); bounded by Pool::leaf_cache_limit.

@@ -27,6 +27,8 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kRange: return "Range";
     case StatusCode::kLoop: return "Loop";
     case StatusCode::kStale: return "Stale";
+    case StatusCode::kCrossDevice: return "CrossDevice";
+    case StatusCode::kQuotaExceeded: return "QuotaExceeded";
   }
   return "Unknown";
 }

@@ -79,6 +79,8 @@ TEST_CASE("StatusToErrno maps each code to the errno fs.h lists") {
       {StatusCode::kNotSupported, EOPNOTSUPP},
       {StatusCode::kLoop, ELOOP},
       {StatusCode::kStale, ESTALE},
+      {StatusCode::kCrossDevice, EXDEV},
+      {StatusCode::kQuotaExceeded, EDQUOT},
       {StatusCode::kBusy, EBUSY},
       {StatusCode::kCorruption, EIO},
       {StatusCode::kIOError, EIO},

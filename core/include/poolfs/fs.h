@@ -40,7 +40,8 @@
 // EACCES, NotPermitted → EPERM, NameTooLong → ENAMETOOLONG, NoSpace →
 // ENOSPC, NoData → ENODATA, FileTooLarge → EFBIG, TooManyLinks → EMLINK,
 // ReadOnly → EROFS, Range → ERANGE, InvalidArgument → EINVAL, NotSupported
-// → EOPNOTSUPP, Loop → ELOOP, Stale → ESTALE, Busy → EBUSY, Corruption and
+// → EOPNOTSUPP, Loop → ELOOP, Stale → ESTALE, Busy → EBUSY, CrossDevice →
+// EXDEV, QuotaExceeded → EDQUOT, Corruption and
 // IOError → EIO), and whose message says what and where ("object 17 L0
 // block 3: checksum mismatch").
 //

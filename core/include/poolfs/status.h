@@ -44,7 +44,10 @@ enum class StatusCode : uint8_t {
   kRange,           // ERANGE: a value does not fit the caller's buffer
   kLoop,            // ELOOP
   kStale,           // ESTALE: an inode or handle that no longer exists
+  kCrossDevice,     // EXDEV: a rename or link between two datasets
+  kQuotaExceeded,   // EDQUOT: a write past a dataset's quota
 };
+inline constexpr StatusCode kLastStatusCode = StatusCode::kQuotaExceeded;
 
 // Returns the code's name, e.g. "Corruption".
 std::string_view StatusCodeName(StatusCode code);

@@ -16,6 +16,7 @@
 
 #include "poolfs/fs.h"
 #include "poolfs/pool_admin.h"
+#include "posix/dataset_tree.h"
 #include "posix/posix_fs.h"
 
 // After the poolfs headers: Catch2 (a system header) then redefines CHECK quietly.
@@ -72,7 +73,11 @@ struct FsFixture {
     Unmount();
     Mount();
   }
-  PosixFs* posix() { return dynamic_cast<PosixFs*>(fs.get()); }
+  // The root dataset's filesystem inside the mount.
+  PosixFs* posix() {
+    if (auto* tree = dynamic_cast<DatasetTreeFs*>(fs.get())) return tree->dataset_fs(0);
+    return dynamic_cast<PosixFs*>(fs.get());
+  }
 
   // Helpers that REQUIRE success.
   Attr MustCreate(uint64_t parent, const std::string& name, uint32_t mode = 0644,

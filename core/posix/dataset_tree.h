@@ -1,0 +1,149 @@
+// DatasetTreeFs: one mount of a pool showing its whole dataset tree, each
+// dataset a PosixFs of its own, joined where ZFS mounts a child by default:
+// dataset POOL/A/B appears as the directory B in the root directory of
+// POOL/A.
+//
+// Theory
+// ------
+// Inode numbers. A dataset's files have their object ids as inode numbers
+// inside it; the mount shows (slot << 48) | id, where the root dataset's
+// slot is 0 (so a pool with one dataset numbers its files as before) and
+// every other dataset's slot is its dataset id, which the pool never
+// reuses: numbers are unique across the mount and the same at every mount.
+// Object ids stay below 2^48 (dmu::kMaxObjectId); slots below 2^16, which
+// bounds a pool to 65,535 datasets created in its life (a create past that
+// is refused). A call is routed by its inode's slot to that dataset's
+// PosixFs; a slot with no dataset (destroyed) answers Stale.
+//
+// The joins. A child's name in its parent's root directory is not an entry
+// of that directory: Lookup and ReadDir of a dataset root add the child
+// datasets (after the real entries, with cookies above any the directory
+// gives, 2^62 + 16 + slot, so a listing resumes across them), and a real
+// entry of the same name is hidden while the dataset exists, as a mount
+// hides what lies under it. Creating that name gives AlreadyExists,
+// removing or renaming it Busy (it is a mount point); rename and link
+// between datasets CrossDevice (EXDEV). The ".." of a child's root is its
+// parent's root.
+//
+// Thread safety: as poolfs::Filesystem. The routing table (slots_) is read
+// without locks (one atomic pointer per slot); a PosixFs stays allocated
+// until the mount is destroyed, even after its dataset goes, so a call
+// that read its pointer just before finds it unmounted (Aborted).
+// The tree of names is read-mostly (tree_lock_).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pool/pool.h"
+#include "poolfs/fs.h"
+#include "posix/posix_fs.h"
+#include "util/mutex.h"
+#include "util/read_mostly_lock.h"
+
+namespace poolfs::core::posix {
+
+class DatasetTreeFs final : public Filesystem {
+ public:
+  static constexpr int kSlotShift = 48;
+  static constexpr uint64_t kLocalMask = (uint64_t{1} << kSlotShift) - 1;
+  static constexpr uint64_t kSlots = uint64_t{1} << 16;
+  // Cookies of the child datasets in a listing of their parent's root.
+  static constexpr uint64_t kChildCookieBase = (uint64_t{1} << 62) + 16;
+
+  // Opens a PosixFs for every dataset of `pool` under its root dataset.
+  // Fails as PosixFs::Open does; the pool is exported again then.
+  static Result<std::unique_ptr<DatasetTreeFs>> Open(std::unique_ptr<pool::Pool> pool,
+                                                     const MountOptions& options);
+  ~DatasetTreeFs() override;
+
+  // The inode number in the mount of object `local` of the dataset in
+  // `slot`, and back.
+  static uint64_t Global(uint64_t slot, uint64_t local) { return (slot << kSlotShift) | local; }
+  static uint64_t SlotOf(uint64_t ino) { return ino >> kSlotShift; }
+  static uint64_t LocalOf(uint64_t ino) { return ino & kLocalMask; }
+
+  Status Unmount() override;
+  Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) override;
+  void Forget(uint64_t ino, uint64_t nlookup) override;
+  Result<Attr> GetAttr(uint64_t ino) override;
+  Result<Attr> SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest& req) override;
+  Result<Attr> Create(const Creds& c, uint64_t parent, std::string_view name,
+                      uint32_t mode) override;
+  Result<Attr> Mknod(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
+                     uint64_t rdev) override;
+  Result<Attr> Mkdir(const Creds& c, uint64_t parent, std::string_view name,
+                     uint32_t mode) override;
+  Result<Attr> Symlink(const Creds& c, uint64_t parent, std::string_view name,
+                       std::string_view target) override;
+  Result<std::string> Readlink(uint64_t ino) override;
+  Result<Attr> Link(const Creds& c, uint64_t ino, uint64_t new_parent,
+                    std::string_view new_name) override;
+  Status Unlink(const Creds& c, uint64_t parent, std::string_view name) override;
+  Status Rmdir(const Creds& c, uint64_t parent, std::string_view name) override;
+  Status Rename(const Creds& c, uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, uint32_t flags) override;
+  Status Open(const Creds& c, uint64_t ino, int flags) override;
+  Status Access(const Creds& c, uint64_t ino, int mask) override;
+  using Filesystem::Read;
+  Result<size_t> Read(uint64_t ino, uint64_t off, std::span<char> dst, uint32_t flags = 0) override;
+  Status ReadShared(uint64_t ino, uint64_t off, std::span<char> scratch, uint32_t flags,
+                    SharedRead* out) override;
+  Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
+  Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
+                   uint64_t len) override;
+  Status Fsync(uint64_t ino, bool datasync) override;
+  Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
+                 const std::function<bool(const DirEntry&)>& emit) override;
+  Result<std::string> GetXattr(const Creds& c, uint64_t ino, std::string_view name) override;
+  Status SetXattr(const Creds& c, uint64_t ino, std::string_view name, std::string_view value,
+                  uint32_t flags) override;
+  Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) override;
+  Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
+  Result<FsStats> StatFs() override;
+  FsStatus GetStatus() override;
+  Status SetLive(const CoreTunables& t) override;
+
+  // For tests: the filesystem of the dataset in `slot` (nullptr: none).
+  PosixFs* dataset_fs(uint64_t slot) { return slots_[slot].load(std::memory_order_acquire); }
+
+ private:
+  struct Node {
+    std::string name;  // the dataset's full name
+    uint64_t parent_slot = 0;
+    std::map<std::string, uint64_t, std::less<>> children;  // name component -> slot
+  };
+
+  DatasetTreeFs(std::shared_ptr<pool::Pool> pool, const MountOptions& options);
+  // Opens the filesystem of dataset `name` (`id`) and joins it to its
+  // parent, which is open already.
+  Status AddDataset(const std::string& name, uint64_t id) EXCLUDES(mu_, tree_lock_);
+  // The filesystem of `ino`'s dataset and the inode inside it: Stale when
+  // the dataset is gone.
+  Result<PosixFs*> Route(uint64_t ino, uint64_t* local);
+  // The slot of the child dataset `name` of directory `local` of the
+  // dataset in `slot` (only a root directory has them), or 0.
+  uint64_t ChildAt(uint64_t slot, uint64_t local, std::string_view name) EXCLUDES(tree_lock_);
+  // Ok unless `name` in `parent` is a child dataset (then `code`, saying so).
+  Status NotAJoin(uint64_t parent, std::string_view name, StatusCode code) EXCLUDES(tree_lock_);
+  static Result<Attr> InSlot(uint64_t slot, Result<Attr> a);
+
+  std::shared_ptr<pool::Pool> pool_;
+  const MountOptions opts_;
+  std::unique_ptr<std::atomic<PosixFs*>[]> slots_;
+  std::atomic<bool> unmounting_{false};
+
+  util::Mutex mu_;  // membership changes; unmount
+  std::vector<std::unique_ptr<PosixFs>> all_ GUARDED_BY(mu_);  // every one opened, kept
+  bool unmounted_ GUARDED_BY(mu_) = false;
+  Status unmount_status_ GUARDED_BY(mu_);
+
+  util::ReadMostlyLock tree_lock_;
+  std::map<uint64_t, Node> nodes_ GUARDED_BY(tree_lock_);  // by slot
+};
+
+}  // namespace poolfs::core::posix
