@@ -3,7 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-namespace poolfs::core::util {
+namespace poolfs::util {
 
 namespace {
 constexpr char kUnits[] = "KMGTPE";
@@ -85,4 +85,4 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
-}  // namespace poolfs::core::util
+}  // namespace poolfs::util

@@ -14,7 +14,7 @@
 
 #include "poolfs/status.h"
 
-namespace poolfs::core::util {
+namespace poolfs::util {
 
 // The bytes `text` names, or InvalidArgument saying what is wrong ("not a
 // number", "unknown unit \"KB\"", "too large"); the message does not repeat
@@ -25,4 +25,4 @@ Result<uint64_t> ParseBytes(std::string_view text);
 // units) — exact below 1 KiB and for whole multiples of a unit.
 std::string FormatBytes(uint64_t bytes);
 
-}  // namespace poolfs::core::util
+}  // namespace poolfs::util
