@@ -168,6 +168,17 @@ void BlockTree::Grow() {
   nlevels_++;
 }
 
+void BlockTree::Account(const BlockPtr& old, const BlockPtr& bp) {
+  if (!old.IsHole()) {
+    used_ -= old.allocated();
+    if (counter_ != nullptr) counter_->Add(old, -1);
+  }
+  if (!bp.IsHole()) {
+    used_ += bp.allocated();
+    if (counter_ != nullptr) counter_->Add(bp, +1);
+  }
+}
+
 void BlockTree::MarkPath(uint64_t blkid) {
   for (uint8_t level = 1; level < nlevels_; level++) {
     auto it = cache_.find({level, blkid >> (kIndirectShift * level)});
@@ -181,13 +192,8 @@ Status BlockTree::Set(uint64_t blkid, const BlockPtr& bp, Txg txg) {
   POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(0, blkid));
   BlockPtr old = *slot;
   bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;
-  if (!in_place) {
-    if (!old.IsHole()) {
-      POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
-      used_ -= old.allocated();
-    }
-    if (!bp.IsHole()) used_ += bp.allocated();
-  }
+  if (!in_place && !old.IsHole()) POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
+  Account(old, bp);
   *slot = bp;
   MarkPath(blkid);
   return Status::Ok();
@@ -198,7 +204,7 @@ Status BlockTree::FreeUnder(uint8_t level, uint64_t index, BlockPtr* slot, uint6
   if (slot->IsHole()) return Status::Ok();
   if (level == 0) {
     POOLFS_RETURN_IF_ERROR(zio_->Free(*slot, txg));
-    used_ -= slot->allocated();
+    Account(*slot, BlockPtr{});
     *slot = BlockPtr{};
     return Status::Ok();
   }
@@ -255,13 +261,8 @@ Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
         POOLFS_ASSIGN_OR_RETURN(bp, WriteBlock(zio_, props, buf, old, txg, allocator));
       }
       bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;
-      if (!in_place) {
-        if (!old.IsHole()) {
-          POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
-          used_ -= old.allocated();
-        }
-        if (!bp.IsHole()) used_ += bp.allocated();
-      }
+      if (!in_place && !old.IsHole()) POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
+      Account(old, bp);
       *slot = bp;
       ind->dirty = false;
       if (level + 1 < nlevels_)

@@ -22,11 +22,15 @@
 // is rewritten in place, so that repeated passes converge without new
 // allocations; any other replaced block is freed in the txg.
 //
-// `used` counts the allocated bytes of every block in the tree.
+// `used` counts the allocated bytes of every block in the tree. Every
+// change of it also goes to the tree's SpaceCounter when it has one: the
+// object set's running totals of the blocks below its root (objset.h), kept
+// exactly by the same block writes and frees, never recounted.
 //
 // Thread safety: none; the dnode guards its tree with a mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,6 +47,23 @@
 
 namespace poolfs::core::dmu {
 
+// The blocks of one object set, counted as its trees write and free them:
+// allocated bytes (asize, gang children included), logical bytes (lsize)
+// and stored bytes (psize). Changed only in sync context, by the sync tasks
+// of one txg at once: hence atomics.
+struct SpaceCounter {
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> logical{0};
+  std::atomic<int64_t> physical{0};
+
+  // A block joins (+1) or leaves (-1) the object set.
+  void Add(const zio::BlockPtr& bp, int sign) {
+    allocated.fetch_add(sign * int64_t(bp.allocated()), std::memory_order_relaxed);
+    logical.fetch_add(sign * int64_t(bp.lsize), std::memory_order_relaxed);
+    physical.fetch_add(sign * int64_t(bp.psize), std::memory_order_relaxed);
+  }
+};
+
 class BlockTree {
  public:
   // `name` ("object 17") prefixes error messages.
@@ -52,6 +73,9 @@ class BlockTree {
   uint8_t nlevels() const { return nlevels_; }
   const zio::BlockPtr& top() const { return top_; }
   uint64_t used() const { return used_; }
+  // Where this tree's block writes and frees are also counted (nullptr:
+  // nowhere). Set before the tree changes.
+  void set_counter(SpaceCounter* counter) { counter_ = counter; }
   // Number of level-0 blocks the tree reaches without growing.
   uint64_t Capacity() const;
   // Clean level-1 blocks kept, at most (see above): 64 x 160 KiB decoded,
@@ -121,6 +145,9 @@ class BlockTree {
   // Drops every clean level-1 block when more than kMaxCachedL1 are kept.
   void TrimCache();
   void Grow();
+  // `old` leaves its slot and `bp` takes it: `used` and the counter follow.
+  // The same address is a rewrite in place (the sizes may still differ).
+  void Account(const zio::BlockPtr& old, const zio::BlockPtr& bp);
   Status FreeUnder(uint8_t level, uint64_t index, zio::BlockPtr* slot, uint64_t first, uint64_t end,
                    Txg txg);
   std::string Where(uint8_t level, uint64_t index) const;
@@ -130,6 +157,7 @@ class BlockTree {
   uint8_t nlevels_;
   zio::BlockPtr top_;
   uint64_t used_;
+  SpaceCounter* counter_ = nullptr;
   std::map<Key, std::unique_ptr<Indirect>> cache_;
   size_t cached_l1_ = 0;  // level-1 entries of cache_
 };

@@ -145,6 +145,12 @@ class Dnode {
   // The next data block at or after `from` that is not a hole, as of the
   // last sync (BlockTree::Next: holes are skipped a subtree at a time).
   BlockTree::NextBlock NextBlock(uint64_t from, BlockTree::Walk* walk) EXCLUDES(tree_mu_);
+  // Where the tree's block writes and frees are counted (BlockTree). Set by
+  // the owner before first use.
+  void SetSpaceCounter(SpaceCounter* counter) EXCLUDES(tree_mu_) {
+    util::MutexLock l(&tree_mu_);
+    tree_.set_counter(counter);
+  }
   bool IsFree() const EXCLUDES(mu_);
   // True when no unsynced txg has changed this dnode (everything it holds
   // is in its metadnode slot and the block tree on disk), so that its

@@ -96,6 +96,9 @@ std::string EncodeObjset(const ObjsetPhys& o) {
   PutLE32(p + 12, uint32_t(o.type));
   PutLE64(p + 16, o.next_object);
   PutLE64(p + 24, o.live_objects);
+  PutLE64(p + 32, o.space.referenced);
+  PutLE64(p + 40, o.space.logical);
+  PutLE64(p + 48, o.space.physical);
   EncodeDnode(o.metadnode, p + 64);
   return out;
 }
@@ -108,8 +111,9 @@ Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where) {
     return bad("block is " + std::to_string(in.size()) + " bytes, not 1024");
   auto* p = reinterpret_cast<const uint8_t*>(in.data());
   if (GetLE64(p) != kObjsetMagic) return bad("has a bad magic number");
-  if (GetLE32(p + 8) != kObjsetVersion)
-    return bad("has unknown version " + std::to_string(GetLE32(p + 8)));
+  const uint32_t version = GetLE32(p + 8);
+  if (version < 1 || version > kObjsetVersion)
+    return bad("has unknown version " + std::to_string(version));
   ObjsetPhys o;
   uint32_t type = GetLE32(p + 12);
   if (type != 1 && type != 2) return bad("has unknown type " + std::to_string(type));
@@ -118,8 +122,20 @@ Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where) {
   o.live_objects = GetLE64(p + 24);
   if (o.next_object == 0 || o.next_object > kMaxObjectId + 1 || o.live_objects >= o.next_object)
     return bad("has inconsistent object counts");
-  if (!AllZero(p + 32, 32) || !AllZero(p + 576, kObjsetPhysSize - 576))
-    return bad("has nonzero reserved bytes");
+  if (version == 1) {
+    o.space_known = false;
+    if (!AllZero(p + 32, 32)) return bad("has nonzero reserved bytes");
+  } else {
+    o.space.referenced = GetLE64(p + 32);
+    o.space.logical = GetLE64(p + 40);
+    o.space.physical = GetLE64(p + 48);
+    if (!AllZero(p + 56, 8)) return bad("has nonzero reserved bytes");
+    // Stored bytes never exceed the allocated ones (psize <= asize).
+    if (o.space.physical > o.space.referenced)
+      return bad("says its blocks store " + std::to_string(o.space.physical) +
+                 " bytes in " + std::to_string(o.space.referenced) + " allocated");
+  }
+  if (!AllZero(p + 576, kObjsetPhysSize - 576)) return bad("has nonzero reserved bytes");
   POOLFS_ASSIGN_OR_RETURN(o.metadnode, DecodeDnode(p + 64, std::string(where) + " metadnode"));
   if (o.metadnode.type != ObjectType::kMetadnode || o.metadnode.block_size != kDnodeBlockSize)
     return bad("has a metadnode that is not one");

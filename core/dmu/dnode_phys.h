@@ -88,19 +88,37 @@ void EncodeDnode(const DnodePhys& d, uint8_t* out);
 Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where);
 
 // The root block of an object set.
-//   0  u64 magic "PFSOBJST"    8 u32 version (1)   12 u32 type (1 MOS, 2 dataset)
+//   0  u64 magic "PFSOBJST"    8 u32 version (2; 1 is read too)
+//   12 u32 type (1 MOS, 2 dataset)
 //   16 u64 next object id (every id at or above it is free)
-//   24 u64 live objects        32 32B reserved, zero
+//   24 u64 live objects
+//   32 u64 referenced bytes: the allocated bytes (asize, gang children
+//      included) of every block below this root block (the metadnode's
+//      tree and every object's), the root block itself excluded
+//   40 u64 logical bytes (lsize) of those blocks   48 u64 their stored bytes
+//      (psize)   56 u64 reserved, zero   (version 1: 32..63 reserved, zero;
+//      its totals are unknown, and ObjectSet::Open counts them by a walk)
 //   64 512B the metadnode's DnodePhys   576 .. 1024 reserved, zero
 inline constexpr uint64_t kObjsetMagic = 0x54534a424f534650ull;  // "PFSOBJST"
-inline constexpr uint32_t kObjsetVersion = 1;
+inline constexpr uint32_t kObjsetVersion = 2;
 inline constexpr size_t kObjsetPhysSize = 1024;
 enum class ObjsetType : uint32_t { kMos = 1, kDataset = 2 };
+
+// The blocks below an object set's root block, summed (see above).
+struct ObjsetSpace {
+  uint64_t referenced = 0;
+  uint64_t logical = 0;
+  uint64_t physical = 0;
+  bool operator==(const ObjsetSpace&) const = default;
+};
 
 struct ObjsetPhys {
   ObjsetType type = ObjsetType::kDataset;
   uint64_t next_object = 1;
   uint64_t live_objects = 0;
+  // Decoded from a version 1 block: `space` is unknown (zeros).
+  bool space_known = true;
+  ObjsetSpace space;
   DnodePhys metadnode;
 };
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <thread>
 
+#include "dmu/objset_walk.h"
 #include "util/check.h"
 
 namespace poolfs::core::dmu {
@@ -23,6 +24,7 @@ ObjectSet::ObjectSet(zio::Zio* zio, ObjsetType type, std::string name)
     : zio_(zio), type_(type), name_(std::move(name)) {
   DnodePhys m = NewMetadnode();
   metadnode_ = std::make_unique<Dnode>(zio_, ObjectId(0), m);
+  metadnode_->SetSpaceCounter(&space_);
   util::MutexLock l(&dirty_mu_);
   metadnode_phys_ = m;
 }
@@ -36,10 +38,18 @@ Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::Blo
                               root.ToString() + ")");
   POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(root));
   POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name));
+  if (!phys.space_known) {  // a version 1 root: counted once, stored by the next sync
+    POOLFS_ASSIGN_OR_RETURN(phys.space, CountObjsetSpace(zio, root, name));
+  }
   auto os = std::make_unique<ObjectSet>(zio, phys.type, std::move(name));
   os->metadnode_ = std::make_unique<Dnode>(zio, ObjectId(0), phys.metadnode);
+  os->metadnode_->SetSpaceCounter(&os->space_);
+  os->space_.allocated = int64_t(phys.space.referenced);
+  os->space_.logical = int64_t(phys.space.logical);
+  os->space_.physical = int64_t(phys.space.physical);
   {
     util::MutexLock l(&os->dirty_mu_);
+    os->synced_space_ = phys.space;
     os->root_ = root;
     os->metadnode_phys_ = phys.metadnode;
     os->synced_next_object_ = phys.next_object;
@@ -124,6 +134,7 @@ Status ObjectSet::LoadAllocator(uint64_t next_object) {
 ObjectSet::DnodeRef ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
   auto d = std::make_shared<Dnode>(zio_, id, phys);
   d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
+  d->SetSpaceCounter(&space_);
   d->block_buffers = block_buffers_;
   d->cache = cache_;
   d->read_ahead = read_ahead_;
@@ -510,6 +521,14 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
     mphys = metadnode_phys_;
   }
   phys.metadnode = mphys;
+  // Every tree of the set has synced t: the counter holds t's totals.
+  const int64_t allocated = space_.allocated.load(std::memory_order_relaxed);
+  const int64_t logical = space_.logical.load(std::memory_order_relaxed);
+  const int64_t physical = space_.physical.load(std::memory_order_relaxed);
+  POOLFS_CHECK_GE(allocated, 0);
+  POOLFS_CHECK_GE(logical, 0);
+  POOLFS_CHECK_GE(physical, 0);
+  phys.space = {uint64_t(allocated), uint64_t(logical), uint64_t(physical)};
   std::string bytes = EncodeObjset(phys);
   zio::WriteProps props{zio::BlockType::kObjset, 0, util::Compression::kOff,
                         std::max<uint64_t>(phys.live_objects, 1)};
@@ -520,6 +539,7 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   util::MutexLock l(&dirty_mu_);
   metadnode_phys_ = mphys;
   root_ = root;
+  synced_space_ = phys.space;
   ListsFor(t.value()).synced.push_back(metadnode_.get());
   return root;
 }
@@ -548,5 +568,16 @@ zio::BlockPtr ObjectSet::root() const {
 uint64_t ObjectSet::next_object() const { return alloc_.high_water(); }
 
 uint64_t ObjectSet::live_objects() const { return alloc_.Stats().live; }
+
+ObjsetSpace ObjectSet::space() const {
+  util::MutexLock l(&dirty_mu_);
+  ObjsetSpace s = synced_space_;
+  if (!root_.IsHole()) {
+    s.referenced += root_.allocated();
+    s.logical += root_.lsize;
+    s.physical += root_.psize;
+  }
+  return s;
+}
 
 }  // namespace poolfs::core::dmu

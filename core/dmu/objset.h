@@ -34,6 +34,14 @@
 // committed, so no older txg can get them). The counts in the root block
 // are those of the end of the txg it closes.
 //
+// Space. Every block tree of the set (the metadnode's and each object's)
+// counts its block writes and frees into the set's SpaceCounter as it makes
+// them, all in sync context; FinishSync stores the totals of the txg in the
+// root block (ObjsetPhys::space), so a dataset's referenced bytes are kept
+// exactly without a walk. space() is that of the last root written, plus
+// the root block itself. A root block of version 1 has no totals: Open
+// counts them once by a walk (objset_walk.h), and the next sync stores them.
+//
 // Failures. Each open-context change (Create, Free, Write, PutBlock,
 // Truncate, Punch, SetBonus) is made whole or, failing, not at all: it
 // looks up (and may read) everything it needs first, and a dnode's changes
@@ -152,6 +160,10 @@ class ObjectSet {
   // One past the highest object id in use (1 when there is none).
   uint64_t next_object() const;
   uint64_t live_objects() const;
+  // The blocks of the set as of the last root block written: its totals
+  // (ObjsetPhys::space) with the root block added. Zeros before the first
+  // sync.
+  ObjsetSpace space() const EXCLUDES(dirty_mu_);
 
   // Object allocation policy (dmu.metadnode_backfill, dmu.alloc_chunk;
   // both live) and its statistics (see object_allocator.h).
@@ -198,6 +210,7 @@ class ObjectSet {
   zio::Zio* const zio_;
   const ObjsetType type_;
   const std::string name_;
+  SpaceCounter space_;  // before the dnodes that count into it
   std::unique_ptr<Dnode> metadnode_;
   BlockBuffers* block_buffers_ = nullptr;  // written before use only
   arc::Arc* cache_ = nullptr;              // written before use only
@@ -224,6 +237,7 @@ class ObjectSet {
   DnodePhys metadnode_phys_ GUARDED_BY(dirty_mu_);
   uint64_t synced_next_object_ GUARDED_BY(dirty_mu_) = 1;
   uint64_t synced_live_ GUARDED_BY(dirty_mu_) = 0;
+  ObjsetSpace synced_space_ GUARDED_BY(dirty_mu_);  // of root_, root_ excluded
 };
 
 }  // namespace poolfs::core::dmu

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <limits>
 #include <random>
 #include <set>
@@ -124,10 +125,12 @@ Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
     auto ds = std::make_unique<Dataset>();
     ds->entry.id = p->dir_.next_dataset_id++;
     ds->entry.created = t;
+    ds->entry.creation_time = int64_t(std::time(nullptr));
     ds->entry.name = options.name;
     ds->os =
         std::make_unique<dmu::ObjectSet>(p->zio_.get(), dmu::ObjsetType::kDataset, options.name);
-    p->datasets_.emplace(options.name, std::move(ds));
+    const uint64_t id = ds->entry.id;
+    p->datasets_.emplace(id, std::move(ds));
     p->dir_dirty_ = true;
   }
   POOLFS_RETURN_IF_ERROR(p->SyncTxg(t).WithContext("writing the new pool"));
@@ -282,8 +285,17 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     maps_[{m.vdev, m.metaslab}] = {m.object, ms.map_generation(), ms.space_map_frozen(),
                                    bytes->size()};
   }
+  // Full names from the tree the decoder checked (one root, no cycle).
+  std::map<uint64_t, const DatasetEntry*> by_id;
+  for (const DatasetEntry& e : dir.datasets) by_id[e.id] = &e;
   for (const DatasetEntry& e : dir.datasets) {
-    auto os = dmu::ObjectSet::Open(zio_.get(), e.root, e.name);
+    if (e.parent == 0 && e.name != config_.name)
+      return Status::Corruption("pool directory: the root dataset is named '" + e.name +
+                                "', the pool '" + config_.name + "'");
+    std::string full = e.name;
+    for (uint64_t at = e.parent; at != 0; at = by_id.at(at)->parent)
+      full = by_id.at(at)->name + "/" + full;
+    auto os = dmu::ObjectSet::Open(zio_.get(), e.root, full);
     if (!os.ok()) return os.status();  // Open names the dataset
     auto ds = std::make_unique<Dataset>();
     ds->entry = e;
@@ -291,7 +303,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     ds->os->UseBlockBuffers(block_buffers_.get());
     ds->os->UseCache(arc_.get(), read_ahead_.get());
     ds->os->SetDnodeLimit(object_cache_limit());
-    datasets_.emplace(e.name, std::move(ds));
+    datasets_.emplace(e.id, std::move(ds));
   }
   dir_ = std::move(dir);
   return Status::Ok();
@@ -311,36 +323,6 @@ Status Pool::Export() {
   return st;
 }
 
-dmu::ObjectSet* Pool::dataset(std::string_view name) {
-  util::MutexLock l(&mu_);
-  auto it = datasets_.find(name);
-  return it == datasets_.end() ? nullptr : it->second->os.get();
-}
-
-Result<dmu::ObjectSet*> Pool::CreateDataset(std::string_view name) {
-  POOLFS_RETURN_IF_ERROR(ValidateDatasetName(name));
-  dmu::Tx tx(txgs_.get());
-  POOLFS_RETURN_IF_ERROR(tx.Assign());
-  util::MutexLock l(&mu_);
-  if (datasets_.count(name))
-    return Status::AlreadyExists("dataset '" + std::string(name) + "' exists");
-  auto ds = std::make_unique<Dataset>();
-  ds->entry.id = dir_.next_dataset_id++;
-  ds->entry.created = tx.txg();
-  ds->entry.name = std::string(name);
-  ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, ds->entry.name);
-  ds->os->UseBlockBuffers(block_buffers_.get());
-  ds->os->UseCache(arc_.get(), read_ahead_.get());
-  ds->os->SetDnodeLimit(object_cache_limit());
-  ds->os->SetFirstTxg(tx.txg());
-  dmu::ObjectSet* os = ds->os.get();
-  datasets_.emplace(std::string(name), std::move(ds));
-  dir_dirty_ = true;
-  tx.Dirtied(4096);
-  tx.Commit();
-  return os;
-}
-
 uint64_t Pool::CacheShare(uint64_t fraction, uint64_t item_bytes, uint64_t floor) const {
   if (options_.object_cache_limit != 0) return options_.object_cache_limit;
   if (!arc_) return std::numeric_limits<uint64_t>::max();
@@ -357,20 +339,6 @@ void Pool::SetCacheBytes(uint64_t max_bytes) {
   const uint64_t limit = object_cache_limit();
   util::MutexLock l(&mu_);
   for (auto& [name, ds] : datasets_) ds->os->SetDnodeLimit(limit);
-}
-
-std::vector<std::pair<std::string, uint64_t>> Pool::dataset_ids() const {
-  util::MutexLock l(&mu_);
-  std::vector<std::pair<std::string, uint64_t>> out;
-  for (const auto& [name, ds] : datasets_) out.emplace_back(name, ds->entry.id);
-  return out;
-}
-
-std::vector<std::string> Pool::datasets() const {
-  util::MutexLock l(&mu_);
-  std::vector<std::string> names;
-  for (const auto& [name, ds] : datasets_) names.push_back(name);
-  return names;
 }
 
 PoolStats Pool::Stats() const {

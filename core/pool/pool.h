@@ -43,8 +43,49 @@
 // first one opened, so a txg number is never reused. Each vdev file is locked
 // (flock) for as long as the pool is imported: a second process is refused.
 //
+// Datasets
+// --------
+// The pool directory holds the dataset tree: each entry has its id (never
+// reused), its parent's id (0 for the root dataset, named after the pool),
+// its own name component, creation txg and time, root block pointer and
+// local properties (dataset_props.h). A full name ("tank/home/alice") is
+// derived by walking up, so a rename changes one entry. Every change
+// (create, destroy, rename, set, inherit) is made in memory under mu_ with
+// a Tx of the open txg t and reaches disk with the directory of t (or of an
+// earlier txg still syncing: the in-memory tree is consistent at every
+// instant, and a dataset enters a directory only once its root is written);
+// the admin calls wait for t to sync (dataset_admin.h).
+//
+// Destroy marks the dataset (and with `recursive` its descendants) as
+// destroyed in t: it leaves the namespace at once, but stays in the
+// directories of txgs before t, and t's sync first syncs its last changes
+// (a Tx of t may have changed it) and then frees every block its tree
+// holds (dmu/objset_walk.h: the root, the metadnode's tree, every object's
+// tree), in the same txg that drops its entry: a crash finds it either
+// whole or gone with its space. The ObjectSet stays in memory until export
+// so that pointers to it stay valid (its later changes never sync).
+//
+// Space. Each object set keeps its referenced bytes exactly (objset.h: its
+// trees count their writes and frees into its SpaceCounter; the totals
+// persist in its root block). Per dataset: referenced = its own blocks;
+// used = referenced + its children's used, at least its reservation;
+// available = the pool's free space less every unused reservation but its
+// own and its ancestors', capped by the room left under its own and every
+// ancestor's quota. Quota and reservation are checked when set; writes are
+// not yet held to them (the POSIX layer reads DatasetProps for that).
+//
+// Snapshots, later: every block pointer carries its birth txg, so a
+// snapshot is a frozen root plus its txg. The freed-block record
+// (deadlist) belongs next to the object set's counter: a free in the sync
+// of a dataset whose newest snapshot is younger than the block's birth
+// goes to a per-dataset bpobj (a MOS object named by its directory entry,
+// keyed by birth txg) instead of zio::Free, and destroying a snapshot
+// frees the part of its successor's deadlist born after the snapshot
+// before it. Destroy then walks only what no snapshot still holds.
+//
 // Thread safety: dataset() and the object sets are used from any thread;
-// Export and CreateDataset from one thread at a time.
+// Export and the dataset tree changes from one thread at a time (the
+// changes also take mu_, so readers see a consistent tree).
 #pragma once
 
 #include <atomic>
@@ -56,6 +97,7 @@
 #include <vector>
 
 #include "dmu/objset.h"
+#include "pool/dataset_props.h"
 #include "pool/pool_phys.h"
 #include "poolfs/options.h"
 #include "poolfs/status.h"
@@ -105,6 +147,29 @@ struct CreateOptions {
   bool force = false;  // overwrite a non-empty file or an existing pool
 };
 
+// One dataset's figures (Pool::ListDatasets).
+struct DatasetFigures {
+  uint64_t id = 0;
+  std::string name;  // full: "tank/home"
+  Txg created;
+  int64_t creation_time = 0;
+  uint64_t used = 0;
+  uint64_t referenced = 0;
+  uint64_t available = 0;
+  uint64_t objects = 0;
+  uint64_t logical = 0;   // logical bytes of its blocks
+  uint64_t physical = 0;  // their stored bytes
+  double compressratio = 1.0;
+  std::string mountpoint;  // "/" for the root, "/home" for tank/home
+};
+
+// A property's effective value and where it comes from.
+struct PropertyValue {
+  std::string name;
+  std::string value;   // as `get` shows it
+  std::string source;  // "local", "default", "inherited from X", "-"
+};
+
 struct PoolStats {
   Txg imported;  // the txg the import opened
   Txg last_synced;
@@ -150,17 +215,71 @@ class Pool {
   Status Export();
 
   const std::string& name() const { return config_.name; }
+  // Dataset names are full ("tank/home"); a single component other than
+  // the pool's name is short for a child of the root dataset ("data" is
+  // "tank/data"), as the pool's own tests and tools name them.
+  //
   // The dataset called `name`, or nullptr.
   dmu::ObjectSet* dataset(std::string_view name) EXCLUDES(mu_);
   // The dataset created with the pool, named after it.
   dmu::ObjectSet* root_dataset() { return dataset(config_.name); }
+  // The live dataset with id `id`, or nullptr.
+  dmu::ObjectSet* dataset_by_id(uint64_t id) EXCLUDES(mu_);
+  // The id of dataset `name`: NotFound, InvalidArgument for a bad name.
+  Result<uint64_t> DatasetId(std::string_view name) const EXCLUDES(mu_);
   // Creates a dataset (it reaches disk with the next txg). It belongs to
   // the open txg: a Tx assigned before this returned may be of an earlier
   // one, and cannot change it (ObjectSet::SetFirstTxg).
   Result<dmu::ObjectSet*> CreateDataset(std::string_view name) EXCLUDES(mu_);
+  // The same with properties set locally, and with `parents` its missing
+  // ancestors first (an existing `name` is then no error). Returns the
+  // txg that holds the change. InvalidArgument for a bad name or property
+  // (naming it), NotFound for a missing parent, AlreadyExists. All or
+  // nothing.
+  Result<Txg> CreateDataset(std::string_view name,
+                            const std::vector<std::pair<std::string, std::string>>& props,
+                            bool parents) EXCLUDES(mu_);
+  // Destroys `name` (with `recursive`, its descendants too) and frees its
+  // blocks in the sync of the returned txg (see above). InvalidArgument
+  // for the root, NotEmpty for children without `recursive`, Busy when the
+  // busy check says it or a descendant is in use, NotFound.
+  Result<Txg> DestroyDataset(std::string_view name, bool recursive) EXCLUDES(mu_);
+  // Renames or moves `from` to `to` within the pool; descendants follow.
+  // InvalidArgument (the root, another pool, below itself), NotFound (from,
+  // to's parent), AlreadyExists (to).
+  Result<Txg> RenameDataset(std::string_view from, std::string_view to) EXCLUDES(mu_);
+  // Sets property `prop` locally on `name` (validated: InvalidArgument for
+  // an unknown or read-only property or a bad value, naming it; NoSpace
+  // for a reservation the pool cannot give).
+  Result<Txg> SetProperty(std::string_view name, std::string_view prop, std::string_view value)
+      EXCLUDES(mu_);
+  // Removes a local setting of `prop`: it inherits (or defaults) again.
+  Result<Txg> InheritProperty(std::string_view name, std::string_view prop) EXCLUDES(mu_);
+  // The named properties of `name` ({"all"}: every one, in table order).
+  Result<std::vector<PropertyValue>> GetProperties(std::string_view name,
+                                                   const std::vector<std::string>& props)
+      EXCLUDES(mu_);
+  // The effective settable properties of dataset `id`: NotFound.
+  Result<DatasetProps> EffectiveProps(uint64_t id) const EXCLUDES(mu_);
+  // Calls `fn(id, props)` after every change of a dataset's effective
+  // properties (a set or inherit on it or an ancestor, a rename that moves
+  // it), outside the pool's locks, from the thread making the change.
+  // Returns a handle for Unwatch. `fn` may call the pool's readers.
+  uint64_t WatchProperties(std::function<void(uint64_t, const DatasetProps&)> fn)
+      EXCLUDES(watch_mu_);
+  void UnwatchProperties(uint64_t handle) EXCLUDES(watch_mu_);
+  // Who says a dataset is in use (the POSIX layer: open files, a mount of
+  // it): Destroy returns Busy for a dataset for which it returns true.
+  // Called with the pool's lock held: it must not call the pool. nullptr:
+  // nothing is busy.
+  void SetBusyCheck(std::function<bool(uint64_t id)> busy) EXCLUDES(mu_);
+  // `root` (empty: the root dataset) and with `recursive` its descendants,
+  // parents before children, children by name, with their space figures
+  // as of the last sync. NotFound, InvalidArgument.
+  Result<std::vector<DatasetFigures>> ListDatasets(std::string_view root, bool recursive) const
+      EXCLUDES(mu_);
+  // Every live dataset's full name, in ListDatasets order.
   std::vector<std::string> datasets() const EXCLUDES(mu_);
-  // Every dataset's name and id (unique in the pool, never reused), by name.
-  std::vector<std::pair<std::string, uint64_t>> dataset_ids() const EXCLUDES(mu_);
 
   dmu::TxAssigner* assigner() { return txgs_.get(); }
   txg::TxgManager& txgs() { return *txgs_; }
@@ -194,6 +313,9 @@ class Pool {
   struct Dataset {
     DatasetEntry entry;
     std::unique_ptr<dmu::ObjectSet> os;
+    // The txg that destroys it (0: live): out of the namespace, still in
+    // the directories of earlier txgs.
+    Txg destroyed;
   };
   Pool() = default;
   // What a 1/fraction share of the cache's bound holds of items of
@@ -214,6 +336,36 @@ class Pool {
   Status RunTasks(std::vector<dmu::SyncTask> tasks);
   Status StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) EXCLUDES(mu_);
   Status WriteDirectory(dmu::Tx& tx) REQUIRES(mu_);
+  // Whether the directory of txg t lists `ds`: its root is written and it
+  // is not destroyed by t.
+  static bool InDirectory(const Dataset& ds, Txg t);
+  // Frees the blocks of the datasets destroyed in t (their last changes
+  // synced) and forgets them (pool_datasets.cc).
+  Status FreeDestroyed(Txg t) EXCLUDES(mu_);
+  // The tree (pool_datasets.cc). Resolve: the live dataset `name` names;
+  // NotFound naming the first missing component, InvalidArgument.
+  Result<Dataset*> Resolve(std::string_view name) const REQUIRES(mu_);
+  Dataset* Find(uint64_t id) const REQUIRES(mu_);
+  std::string FullName(const Dataset& ds) const REQUIRES(mu_);
+  std::vector<Dataset*> Children(uint64_t id) const REQUIRES(mu_);  // by name
+  // `ds` and its descendants, parents before children, children by name.
+  void Subtree(Dataset* ds, std::vector<Dataset*>* out) const REQUIRES(mu_);
+  // The full name `name` stands for (expands the single-component form).
+  std::string Expand(std::string_view name) const;
+  // A new dataset object under `parent`, in `t`, unlisted.
+  std::unique_ptr<Dataset> NewDataset(uint64_t parent, std::string component, Txg t,
+                                      std::string full_name) REQUIRES(mu_);
+  // The effective value of settable property `def` for `ds`, and its source.
+  std::pair<std::string, std::string> Effective(const Dataset& ds, const PropertyDef& def) const
+      REQUIRES(mu_);
+  DatasetProps PropsOf(const Dataset& ds) const REQUIRES(mu_);
+  // Every live dataset's figures, by id.
+  std::map<uint64_t, DatasetFigures> Figures() const REQUIRES(mu_);
+  // Notifies the watchers of every dataset in `changed`.
+  void NotifyProps(const std::vector<std::pair<uint64_t, DatasetProps>>& changed)
+      EXCLUDES(watch_mu_, mu_);
+  // The effective properties of `ds` and its descendants.
+  std::vector<std::pair<uint64_t, DatasetProps>> SubtreeProps(Dataset* ds) const REQUIRES(mu_);
   Status WriteUberblocks(Txg t, const zio::BlockPtr& mos_root);
 
   PoolConfig config_;
@@ -244,7 +396,16 @@ class Pool {
 
   mutable util::Mutex mu_;
   PoolDirectory dir_ GUARDED_BY(mu_);  // dataset roots as of the last sync
-  std::map<std::string, std::unique_ptr<Dataset>, std::less<>> datasets_ GUARDED_BY(mu_);
+  // Every dataset by id: the live ones and those destroyed in a txg not yet
+  // synced.
+  std::map<uint64_t, std::unique_ptr<Dataset>> datasets_ GUARDED_BY(mu_);
+  // Destroyed datasets whose blocks are freed (see above).
+  std::vector<std::unique_ptr<Dataset>> destroyed_ GUARDED_BY(mu_);
+  std::function<bool(uint64_t)> busy_ GUARDED_BY(mu_);
+  mutable util::Mutex watch_mu_;  // after mu_, never both
+  std::map<uint64_t, std::function<void(uint64_t, const DatasetProps&)>> watchers_
+      GUARDED_BY(watch_mu_);
+  uint64_t next_watcher_ GUARDED_BY(watch_mu_) = 1;
   // Per metaslab (vdev, index): its MOS object and what was last stored.
   struct StoredMap {
     uint64_t object = 0;

@@ -1,7 +1,9 @@
 #include "pool/pool_phys.h"
 
+#include <map>
 #include <set>
 
+#include "pool/dataset_props.h"
 #include "util/endian.h"
 
 namespace poolfs::core::pool {
@@ -10,8 +12,9 @@ namespace {
 constexpr uint64_t kConfigMagic = 0x31464e4f43534650ull;  // "PFSCONF1"
 constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // Version 2 adds the deferred frees (their count where version 1 has a
-// reserved zero); version 1 is still read.
-constexpr uint32_t kDirVersion = 2;
+// reserved zero); version 3 the dataset tree (parents, creation times,
+// properties). Versions 1 and 2 are still read.
+constexpr uint32_t kDirVersion = 3;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -67,9 +70,16 @@ void PutU16(std::string* s, uint16_t v) {
 
 Status ValidateDatasetName(std::string_view name) {
   if (name.empty() || name.size() > 255)
-    return Status::InvalidArgument("dataset name must be 1 to 255 bytes");
-  if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos)
-    return Status::InvalidArgument("dataset name '" + std::string(name) + "' contains '/' or NUL");
+    return Status::InvalidArgument("a dataset name component must be 1 to 255 bytes, not " +
+                                   std::to_string(name.size()));
+  if (name == "." || name == "..")
+    return Status::InvalidArgument("'" + std::string(name) +
+                                   "' cannot be a dataset name component");
+  for (char c : {'/', '\0', '@', '%'})
+    if (name.find(c) != std::string_view::npos)
+      return Status::InvalidArgument("dataset name component '" + std::string(name) +
+                                     "' contains " +
+                                     (c == '\0' ? std::string("NUL") : "'" + std::string(1, c) + "'"));
   return Status::Ok();
 }
 
@@ -127,12 +137,21 @@ std::string EncodePoolDirectory(const PoolDirectory& d) {
   util::AppendLE32(&s, uint32_t(d.space_maps.size()));
   for (const DatasetEntry& e : d.datasets) {
     util::AppendLE64(&s, e.id);
+    util::AppendLE64(&s, e.parent);
     util::AppendLE64(&s, e.created.value());
+    util::AppendLE64(&s, uint64_t(e.creation_time));
     uint8_t bp[zio::kBlockPtrSize];
     zio::EncodeBlockPtr(e.root, bp);
     s.append(reinterpret_cast<char*>(bp), sizeof bp);
     PutU16(&s, uint16_t(e.name.size()));
     s += e.name;
+    PutU16(&s, uint16_t(e.props.size()));
+    for (const auto& [key, value] : e.props) {
+      s.push_back(char(uint8_t(key.size())));
+      s += key;
+      PutU16(&s, uint16_t(value.size()));
+      s += value;
+    }
   }
   for (const SpaceMapEntry& m : d.space_maps) {
     util::AppendLE32(&s, m.vdev);
@@ -159,31 +178,89 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
   if (version == 1 && nfrees != 0) return r.Bad("nonzero reserved field");
   if (!r.U64(&d.next_dataset_id) || !r.U32(&ndatasets) || !r.U32(&nmaps))
     return r.Bad("truncated header");
-  // Each dataset entry takes at least 83 bytes, each space map 24, each
-  // deferred free 64: refuse counts the bytes cannot hold before reserving
-  // anything.
-  if (uint64_t(ndatasets) * 83 + uint64_t(nmaps) * 24 + uint64_t(nfrees) * zio::kBlockPtrSize >
+  // Each dataset entry takes at least 83 bytes (101 from version 3), each
+  // space map 24, each deferred free 64: refuse counts the bytes cannot hold
+  // before reserving anything.
+  const uint64_t min_entry = version >= 3 ? 101 : 83;
+  if (uint64_t(ndatasets) * min_entry + uint64_t(nmaps) * 24 +
+          uint64_t(nfrees) * zio::kBlockPtrSize >
       in.size())
     return r.Bad("counts too large");
-  std::set<uint64_t> ids;
-  std::set<std::string> names;
+  std::map<uint64_t, size_t> by_id;  // id -> index in d.datasets
   for (uint32_t i = 0; i < ndatasets; i++) {
     DatasetEntry e;
-    uint64_t created;
+    const std::string what = "dataset " + std::to_string(i);
+    uint64_t created, ctime = 0;
     uint16_t name_len;
     const uint8_t* bp;
-    if (!r.U64(&e.id) || !r.U64(&created) || !(bp = r.Raw(zio::kBlockPtrSize)) ||
+    if (!r.U64(&e.id) || (version >= 3 && !r.U64(&e.parent)) || !r.U64(&created) ||
+        (version >= 3 && !r.U64(&ctime)) || !(bp = r.Raw(zio::kBlockPtrSize)) ||
         !r.U16(&name_len) || !r.Bytes(name_len, &e.name))
-      return r.Bad("dataset " + std::to_string(i) + " is truncated");
+      return r.Bad(what + " is truncated");
     e.created = Txg(created);
+    e.creation_time = int64_t(ctime);
     POOLFS_ASSIGN_OR_RETURN(e.root, zio::DecodeBlockPtr(bp, "dataset '" + e.name + "' root"));
-    if (!ValidateDatasetName(e.name).ok())
-      return r.Bad("dataset " + std::to_string(i) + " has a bad name");
-    if (e.id == 0 || e.id >= d.next_dataset_id || !ids.insert(e.id).second ||
-        !names.insert(e.name).second)
-      return r.Bad("dataset '" + e.name + "' has a bad or repeated id or name");
+    if (Status st = ValidateDatasetName(e.name); !st.ok())
+      return r.Bad(what + " has a bad name: " + st.message());
+    if (e.id == 0 || e.id >= d.next_dataset_id)
+      return r.Bad(what + " ('" + e.name + "') has id " + std::to_string(e.id) +
+                   ", outside 1.." + std::to_string(d.next_dataset_id - 1));
+    if (!by_id.emplace(e.id, i).second)
+      return r.Bad(what + " ('" + e.name + "') repeats id " + std::to_string(e.id));
+    if (version >= 3) {
+      uint16_t nprops;
+      if (!r.U16(&nprops)) return r.Bad(what + " is truncated");
+      if (nprops > kMaxLocalProperties)
+        return r.Bad(what + " ('" + e.name + "') has " + std::to_string(nprops) +
+                     " properties, more than " + std::to_string(kMaxLocalProperties));
+      for (uint16_t k = 0; k < nprops; k++) {
+        const uint8_t* klen = r.Raw(1);
+        std::string key, value;
+        uint16_t vlen;
+        if (klen == nullptr || *klen == 0 || *klen > kMaxPropertyKey || !r.Bytes(*klen, &key) ||
+            !r.U16(&vlen) || vlen > kMaxPropertyValue || !r.Bytes(vlen, &value))
+          return r.Bad(what + " ('" + e.name + "') property " + std::to_string(k) +
+                       " is truncated or too long");
+        if (!e.props.empty() && !(e.props.rbegin()->first < key))
+          return r.Bad(what + " ('" + e.name + "') property '" + key +
+                       "' is out of order or repeated");
+        if (Status st = ValidateStoredProperty(key, value); !st.ok())
+          return r.Bad(what + " ('" + e.name + "'): " + st.message());
+        e.props.emplace(std::move(key), std::move(value));
+      }
+    }
     d.datasets.push_back(std::move(e));
   }
+  // Versions 1 and 2 were flat: the first dataset (the lowest id) is the
+  // root, the others its children.
+  if (version < 3 && !by_id.empty())
+    for (DatasetEntry& e : d.datasets)
+      if (e.id != by_id.begin()->first) e.parent = by_id.begin()->first;
+  // The tree: one root, known parents, no cycle, unique names per parent.
+  size_t roots = 0;
+  std::set<std::pair<uint64_t, std::string_view>> names;
+  std::set<uint64_t> reaches_root;
+  for (const DatasetEntry& e : d.datasets) {
+    const std::string what = "dataset '" + e.name + "' (id " + std::to_string(e.id) + ")";
+    if (e.parent == 0) {
+      roots++;
+    } else if (!by_id.count(e.parent)) {
+      return r.Bad(what + " has unknown parent " + std::to_string(e.parent));
+    }
+    if (!names.emplace(e.parent, e.name).second)
+      return r.Bad(what + " repeats a name under parent " + std::to_string(e.parent));
+    // Up to the root or to a dataset known to reach it; each id is walked
+    // from once, so the whole check costs the number of datasets.
+    std::set<uint64_t> path = {e.id};
+    for (uint64_t at = e.parent; at != 0 && !reaches_root.count(at);
+         at = d.datasets[by_id.at(at)].parent) {
+      if (!path.insert(at).second)
+        return r.Bad(what + " is its own ancestor or below a cycle of parents");
+    }
+    reaches_root.insert(path.begin(), path.end());
+  }
+  if (!d.datasets.empty() && roots != 1)
+    return r.Bad(std::to_string(roots) + " datasets have no parent; exactly one root is allowed");
   std::set<std::pair<uint32_t, uint64_t>> maps;
   for (uint32_t i = 0; i < nmaps; i++) {
     SpaceMapEntry m;

@@ -8,11 +8,24 @@
 //        informational)
 //
 //   PoolDirectory (the data of MOS object 1, inside checksummed blocks)
-//     0  u64 magic "PFSPDIR1"   8 u32 version (2; 1 is read too)
+//     0  u64 magic "PFSPDIR1"   8 u32 version (3; 1 and 2 are read too)
 //     12 u32 deferred free count (version 1: reserved, zero)
 //     16 u64 next dataset id    24 u32 dataset count   28 u32 space map count
-//     32 datasets, each: u64 id, u64 creation txg, 64 B root block pointer,
-//        u16 name length, name bytes (1..255, no '/' or NUL)
+//     32 datasets, each (version 3):
+//          u64 id (1..next id - 1, unique), u64 parent id (0: the root
+//          dataset, exactly one; else another entry's id, no cycle),
+//          u64 creation txg, i64 creation time (seconds since the epoch),
+//          64 B root block pointer (an object set block),
+//          u16 name length, name bytes: the dataset's own component (the
+//          root's is the pool's name; 1..255 bytes, no '/', NUL, '@', '%',
+//          not "." or ".."; unique among one parent's children),
+//          u16 local property count (at most 64), then per property:
+//          u8 key length (1..64), key bytes (a settable property, keys in
+//          strictly ascending byte order), u16 value length (0..1024),
+//          value bytes (canonical: what the property's parser returns)
+//        (versions 1 and 2: u64 id, u64 creation txg, 64 B root, u16 name
+//        length, name; the entry with the lowest id is the root, every other
+//        one its child, creation time 0, no properties)
 //     then space maps, each: u32 vdev, u32 reserved (zero), u64 metaslab,
 //        u64 MOS object id
 //     then deferred frees, each a 64 B block pointer (never a hole)
@@ -24,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,9 +66,14 @@ Result<PoolConfig> DecodePoolConfig(std::string_view in);
 
 struct DatasetEntry {
   uint64_t id = 0;
+  uint64_t parent = 0;  // 0: the pool's root dataset
   Txg created;
+  int64_t creation_time = 0;  // seconds since the epoch
   zio::BlockPtr root;
-  std::string name;
+  std::string name;  // its own component ("home" of "tank/home")
+  // Properties set on it, canonical values (dataset_props.h).
+  std::map<std::string, std::string, std::less<>> props;
+  bool operator==(const DatasetEntry&) const = default;
 };
 
 struct SpaceMapEntry {
@@ -75,7 +94,9 @@ struct PoolDirectory {
 std::string EncodePoolDirectory(const PoolDirectory& d);
 Result<PoolDirectory> DecodePoolDirectory(std::string_view in);
 
-// Returns OK for a dataset name poolfs accepts (1..255 bytes, no '/', NUL).
+// Returns OK for one component of a dataset name (also a pool's name):
+// 1..255 bytes, no '/', NUL, '@' or '%', not "." or "..". InvalidArgument
+// saying what is wrong otherwise.
 Status ValidateDatasetName(std::string_view name);
 
 std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root);

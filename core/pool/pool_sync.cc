@@ -80,8 +80,9 @@ Status Pool::WriteDirectory(dmu::Tx& tx) {
     // A dataset created after SyncDatasets listed this txg's datasets (its
     // Tx is in a later txg) has no root yet: it joins the directory of the
     // txg that first writes it. Listing it now would leave a hole root in
-    // this txg's directory, which import refuses.
-    if (ds->entry.root.IsHole()) continue;
+    // this txg's directory, which import refuses. A dataset destroyed in
+    // this txg leaves it (pool_datasets.cc).
+    if (!InDirectory(*ds, tx.txg())) continue;
     dir_.datasets.push_back(ds->entry);
   }
   std::string bytes = EncodePoolDirectory(dir_);
@@ -139,6 +140,7 @@ Status Pool::SyncTxg(Txg t) {
   const std::string txg_name = "txg " + std::to_string(t.value());
   // 1. Datasets.
   POOLFS_RETURN_IF_ERROR(SyncDatasets(t).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(FreeDestroyed(t).WithContext(txg_name));
   // 2. The MOS, in passes until the space maps stop changing. First what
   // the previous txg's late passes left to free.
   dmu::Tx tx = dmu::Tx::ForSync(t);
