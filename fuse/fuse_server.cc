@@ -102,11 +102,21 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(Filesystem* fs, const Fuse
     return Status::IOError("mounting on " + options.mountpoint + " failed" + TakeLastFuseError());
   }
   server->mounted_ = true;
+  // Names the filesystem changes on its own (datasets created, renamed,
+  // destroyed) leave the kernel's cache at once. ENOENT: the kernel had
+  // no such entry, nothing to forget.
+  fuse_session* se = server->session_;
+  fs->SetEntryInvalidator([se](uint64_t parent, std::string_view name) {
+    const int rc = fuse_lowlevel_notify_inval_entry(se, parent, name.data(), name.size());
+    if (rc != 0 && rc != -ENOENT)
+      spdlog::debug("kernel entry {} in {} not invalidated: {}", name, parent, std::strerror(-rc));
+  });
   return server;
 }
 
 FuseServer::~FuseServer() {
   if (session_ == nullptr) return;
+  adapter_->fs->SetEntryInvalidator({});
   if (mounted_) fuse_session_unmount(session_);
   fuse_session_destroy(session_);
 }

@@ -5,12 +5,91 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "pool/dataset_admin.h"
 
 namespace poolfs::core::posix {
+
+// The pool's admin, with the mount following its changes.
+class DatasetTreeFs::Admin final : public DatasetAdmin {
+ public:
+  explicit Admin(DatasetTreeFs* tree) : tree_(tree), inner_(tree->pool_.get()) {}
+
+  Status Create(std::string_view name, bool parents,
+                const std::vector<PropertyAssignment>& props) override {
+    Status st = inner_.Create(name, parents, props);
+    return Follow(st);
+  }
+  Status Destroy(std::string_view name, bool recursive) override {
+    std::optional<uint64_t> slot = tree_->SlotNamed(name);
+    if (!slot.has_value() || *slot == 0) return inner_.Destroy(name, recursive);
+    const std::vector<uint64_t> slots = tree_->Subtree(*slot);
+    if (!recursive && slots.size() > 1) return inner_.Destroy(name, recursive);  // NotEmpty
+    // The kernel drops what it caches below the dataset; what it still
+    // holds after that is in use.
+    std::vector<std::pair<uint64_t, std::string>> joins;
+    {
+      util::ReadMostlyReader r(&tree_->tree_lock_);
+      for (uint64_t s : slots) {
+        auto it = tree_->nodes_.find(s);
+        if (it == tree_->nodes_.end()) continue;
+        const std::string& full = it->second.name;
+        joins.emplace_back(Global(it->second.parent_slot, kRootIno),
+                           full.substr(full.rfind('/') + 1));
+      }
+    }
+    tree_->Invalidate(joins);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (tree_->InUse(slots)) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::Busy("dataset " + std::string(name) +
+                            " is in use: files in it are open or a working directory");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    {
+      util::MutexLock l(&tree_->mu_);
+      std::vector<std::pair<uint64_t, std::string>> dropped;
+      tree_->Detach(*slot, &dropped);
+    }
+    // On failure the datasets are still in the pool: Refresh opens them
+    // again.
+    return Follow(inner_.Destroy(name, recursive));
+  }
+  Status Rename(std::string_view from, std::string_view to) override {
+    return Follow(inner_.Rename(from, to));
+  }
+  Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override {
+    return inner_.List(root, recursive);
+  }
+  Result<std::vector<DatasetProperty>> Get(std::string_view name,
+                                           const std::vector<std::string>& props) override {
+    return inner_.Get(name, props);
+  }
+  Status Set(std::string_view name, const PropertyAssignment& prop) override {
+    return inner_.Set(name, prop);
+  }
+  Status Inherit(std::string_view name, std::string_view prop) override {
+    return inner_.Inherit(name, prop);
+  }
+
+ private:
+  // The change's own status, else the tree's trouble following it.
+  Status Follow(const Status& change) {
+    Status st = tree_->Refresh();
+    return change.ok() ? st : change;
+  }
+
+  DatasetTreeFs* const tree_;
+  pool::PoolDatasetAdmin inner_;
+};
+
 
 DatasetTreeFs::DatasetTreeFs(std::shared_ptr<pool::Pool> pool, const MountOptions& options)
     : pool_(std::move(pool)), opts_(options), slots_(new std::atomic<PosixFs*>[kSlots]) {
   for (uint64_t i = 0; i < kSlots; i++) slots_[i].store(nullptr, std::memory_order_relaxed);
+  admin_ = std::make_unique<Admin>(this);
 }
 
 DatasetTreeFs::~DatasetTreeFs() { (void)Unmount(); }
@@ -19,18 +98,22 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
                                                            const MountOptions& options) {
   std::shared_ptr<pool::Pool> shared(std::move(pool));
   std::unique_ptr<DatasetTreeFs> fs(new DatasetTreeFs(shared, options));
-  // Parents before children: a name sorts after its parent's.
-  std::vector<std::pair<std::string, uint64_t>> ids = shared->dataset_ids();
-  std::sort(ids.begin(), ids.end());
-  const std::string& root = shared->name();
   Status st = Status::Ok();
-  for (const auto& [name, id] : ids) {
-    if (name != root && !name.starts_with(root + "/")) continue;  // not in the tree
-    st = fs->AddDataset(name, id);
-    if (!st.ok()) break;
+  if (Result<uint64_t> root = shared->DatasetId(shared->name()); root.ok()) {
+    fs->root_id_ = *root;
+    st = fs->Refresh();
+  } else {
+    st = Status::Corruption("pool '" + shared->name() + "' has no root dataset: " +
+                            root.status().message());
   }
   if (st.ok() && fs->dataset_fs(0) == nullptr)
-    st = Status::Corruption("pool '" + root + "' has no root dataset");
+    st = Status::Corruption("pool '" + shared->name() + "' has no root dataset");
+  if (st.ok()) {
+    // Destroy's last line of defence: a dataset whose files the kernel
+    // holds stays (the admin detaches a dataset before it asks the pool).
+    DatasetTreeFs* self = fs.get();
+    shared->SetBusyCheck([self](uint64_t id) { return self->InUse({self->SlotFor(id)}); });
+  }
   if (!st.ok()) {
     (void)fs->Unmount();
     return st;
@@ -58,15 +141,12 @@ Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
     parent_slot = it->first;
   }
   const uint64_t slot = is_root ? 0 : id;
-  dmu::ObjectSet* os = pool_->dataset(name);
+  dmu::ObjectSet* os = pool_->dataset_by_id(id);
   if (os == nullptr) return Status::NotFound("dataset '" + name + "'");
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<PosixFs> fs,
                           PosixFs::Open(pool_, os, opts_, /*exports=*/false));
   PosixFs* raw = fs.get();
-  {
-    util::MutexLock l(&mu_);
-    all_.push_back(std::move(fs));
-  }
+  all_.push_back(std::move(fs));
   {
     util::ReadMostlyWriter w(&tree_lock_);
     Node& n = nodes_[slot];
@@ -81,6 +161,7 @@ Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
 Status DatasetTreeFs::Unmount() {
   util::MutexLock l(&mu_);
   if (unmounted_) return unmount_status_;
+  if (root_id_ != 0) pool_->SetBusyCheck(nullptr);
   unmounted_ = true;
   unmounting_.store(true, std::memory_order_release);
   for (uint64_t i = 0; i < kSlots; i++) slots_[i].store(nullptr, std::memory_order_release);
@@ -406,6 +487,139 @@ Status DatasetTreeFs::SetLive(const CoreTunables& t) {
   // dataset's own; the first refuses a bad set before any applies it.
   for (PosixFs* fs : open) POOLFS_RETURN_IF_ERROR(fs->SetLive(t));
   return Status::Ok();
+}
+
+// Live changes (see the theory comment).
+
+void DatasetTreeFs::SetEntryInvalidator(EntryInvalidator fn) {
+  util::MutexLock l(&invalidate_mu_);
+  invalidate_ = std::move(fn);
+}
+
+void DatasetTreeFs::Invalidate(const std::vector<std::pair<uint64_t, std::string>>& names) {
+  util::MutexLock l(&invalidate_mu_);
+  if (!invalidate_) return;
+  for (const auto& [parent, name] : names) invalidate_(parent, name);
+}
+
+std::optional<uint64_t> DatasetTreeFs::SlotNamed(std::string_view name) {
+  util::ReadMostlyReader r(&tree_lock_);
+  for (const auto& [slot, node] : nodes_)
+    if (node.name == name) return slot;
+  return std::nullopt;
+}
+
+std::vector<uint64_t> DatasetTreeFs::Subtree(uint64_t slot) {
+  util::ReadMostlyReader r(&tree_lock_);
+  std::vector<uint64_t> out{slot};
+  for (size_t i = 0; i < out.size(); i++) {
+    auto it = nodes_.find(out[i]);
+    if (it == nodes_.end()) continue;
+    for (const auto& [name, child] : it->second.children) out.push_back(child);
+  }
+  return out;
+}
+
+bool DatasetTreeFs::InUse(const std::vector<uint64_t>& slots) {
+  for (uint64_t s : slots) {
+    PosixFs* fs = slots_[s].load(std::memory_order_acquire);
+    if (fs != nullptr && fs->InUse()) return true;
+  }
+  return false;
+}
+
+void DatasetTreeFs::Detach(uint64_t slot, std::vector<std::pair<uint64_t, std::string>>* dropped) {
+  const std::vector<uint64_t> slots = Subtree(slot);
+  {
+    util::ReadMostlyWriter w(&tree_lock_);
+    for (uint64_t s : slots) {
+      auto it = nodes_.find(s);
+      if (it == nodes_.end()) continue;
+      auto parent = nodes_.find(it->second.parent_slot);
+      if (parent != nodes_.end()) {
+        for (auto c = parent->second.children.begin(); c != parent->second.children.end(); ++c) {
+          if (c->second != s) continue;
+          dropped->emplace_back(Global(parent->first, kRootIno), c->first);
+          parent->second.children.erase(c);
+          break;
+        }
+      }
+      nodes_.erase(it);
+    }
+  }
+  // Deepest first: each waits for its calls in flight.
+  for (auto it = slots.rbegin(); it != slots.rend(); ++it) {
+    PosixFs* fs = slots_[*it].exchange(nullptr, std::memory_order_acq_rel);
+    if (fs != nullptr) (void)fs->Unmount();
+  }
+}
+
+Status DatasetTreeFs::Refresh() {
+  std::vector<std::pair<uint64_t, std::string>> changed;
+  Status result = Status::Ok();
+  {
+    util::MutexLock l(&mu_);
+    if (unmounted_) return Status(StatusCode::kAborted, "filesystem is unmounted");
+    // Parents before children.
+    POOLFS_ASSIGN_OR_RETURN(std::vector<pool::DatasetFigures> live,
+                            pool_->ListDatasets("", /*recursive=*/true));
+    std::map<uint64_t, std::string> by_slot;
+    for (const pool::DatasetFigures& f : live) by_slot[SlotFor(f.id)] = f.name;
+    // Gone: out of the tree with their descendants.
+    std::vector<uint64_t> gone;
+    {
+      util::ReadMostlyReader r(&tree_lock_);
+      for (const auto& [slot, node] : nodes_)
+        if (!by_slot.contains(slot)) gone.push_back(slot);
+    }
+    for (uint64_t s : gone) Detach(s, &changed);
+    for (const pool::DatasetFigures& f : live) {
+      const uint64_t slot = SlotFor(f.id);
+      bool known = false;
+      {
+        util::ReadMostlyWriter w(&tree_lock_);
+        auto it = nodes_.find(slot);
+        if (it != nodes_.end()) {
+          known = true;
+          Node& n = it->second;
+          if (n.name != f.name && slot != 0) {
+            // Renamed or moved: leave the old parent, join the new one.
+            const size_t slash = f.name.rfind('/');
+            const std::string parent = f.name.substr(0, slash);
+            uint64_t new_parent = n.parent_slot;
+            for (const auto& [ps, pn] : nodes_)
+              if (pn.name == parent) new_parent = ps;
+            auto& old_children = nodes_[n.parent_slot].children;
+            for (auto c = old_children.begin(); c != old_children.end(); ++c) {
+              if (c->second != slot) continue;
+              changed.emplace_back(Global(n.parent_slot, kRootIno), c->first);
+              old_children.erase(c);
+              break;
+            }
+            const std::string component = f.name.substr(slash + 1);
+            nodes_[new_parent].children[component] = slot;
+            changed.emplace_back(Global(new_parent, kRootIno), component);
+            n.parent_slot = new_parent;
+          }
+          n.name = f.name;
+        }
+      }
+      if (known) continue;
+      Status st = AddDataset(f.name, f.id);
+      if (!st.ok()) {
+        if (result.ok()) result = st.WithContext("dataset " + f.name);
+        continue;
+      }
+      if (slot != 0) {
+        const size_t slash = f.name.rfind('/');
+        util::ReadMostlyReader r(&tree_lock_);
+        changed.emplace_back(Global(nodes_.at(slot).parent_slot, kRootIno),
+                             f.name.substr(slash + 1));
+      }
+    }
+  }
+  Invalidate(changed);
+  return result;
 }
 
 }  // namespace poolfs::core::posix

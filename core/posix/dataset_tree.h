@@ -30,11 +30,23 @@
 // until the mount is destroyed, even after its dataset goes, so a call
 // that read its pointer just before finds it unmounted (Aborted).
 // The tree of names is read-mostly (tree_lock_).
+//
+// Live changes. datasets() is the pool's DatasetAdmin, wrapped: after a
+// create, rename or destroy the tree follows the pool (Refresh), and the
+// kernel is told to drop the names that changed (the invalidator the FUSE
+// adapter gives, SetEntryInvalidator), negative entries included. A
+// destroy first asks the kernel to drop its cached names below the
+// dataset, waits up to 2 s for the forgets, and is Busy while files of the
+// dataset or its descendants are still held (open, a working directory);
+// otherwise it takes them out of the tree and unmounts their filesystems
+// before the pool destroys them, so nothing can write to a dataset that is
+// going.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,11 +119,14 @@ class DatasetTreeFs final : public Filesystem {
   Result<FsStats> StatFs() override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
+  DatasetAdmin* datasets() override { return admin_.get(); }
+  void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
 
   // For tests: the filesystem of the dataset in `slot` (nullptr: none).
   PosixFs* dataset_fs(uint64_t slot) { return slots_[slot].load(std::memory_order_acquire); }
 
  private:
+  class Admin;
   struct Node {
     std::string name;  // the dataset's full name
     uint64_t parent_slot = 0;
@@ -121,7 +136,24 @@ class DatasetTreeFs final : public Filesystem {
   DatasetTreeFs(std::shared_ptr<pool::Pool> pool, const MountOptions& options);
   // Opens the filesystem of dataset `name` (`id`) and joins it to its
   // parent, which is open already.
-  Status AddDataset(const std::string& name, uint64_t id) EXCLUDES(mu_, tree_lock_);
+  Status AddDataset(const std::string& name, uint64_t id) REQUIRES(mu_) EXCLUDES(tree_lock_);
+  // Brings the tree in line with the pool's datasets (see above) and
+  // invalidates the names that changed.
+  Status Refresh() EXCLUDES(mu_, tree_lock_);
+  // Takes `slot` and its descendants out of the tree and unmounts their
+  // filesystems (a destroy is coming); their joins are returned in
+  // *dropped (parent's root inode, name).
+  void Detach(uint64_t slot, std::vector<std::pair<uint64_t, std::string>>* dropped)
+      REQUIRES(mu_) EXCLUDES(tree_lock_);
+  // The slot of dataset `name`, or nullopt.
+  std::optional<uint64_t> SlotNamed(std::string_view name) EXCLUDES(tree_lock_);
+  // `slot` and its descendants.
+  std::vector<uint64_t> Subtree(uint64_t slot) EXCLUDES(tree_lock_);
+  // Whether the kernel holds a file of any of `slots` other than its root.
+  bool InUse(const std::vector<uint64_t>& slots);
+  void Invalidate(const std::vector<std::pair<uint64_t, std::string>>& names)
+      EXCLUDES(invalidate_mu_);
+  uint64_t SlotFor(uint64_t id) const { return id == root_id_ ? 0 : id; }
   // The filesystem of `ino`'s dataset and the inode inside it: Stale when
   // the dataset is gone.
   Result<PosixFs*> Route(uint64_t ino, uint64_t* local);
@@ -134,6 +166,10 @@ class DatasetTreeFs final : public Filesystem {
 
   std::shared_ptr<pool::Pool> pool_;
   const MountOptions opts_;
+  uint64_t root_id_ = 0;  // the root dataset's id (slot 0)
+  std::unique_ptr<Admin> admin_;
+  util::Mutex invalidate_mu_;
+  EntryInvalidator invalidate_ GUARDED_BY(invalidate_mu_);
   std::unique_ptr<std::atomic<PosixFs*>[]> slots_;
   std::atomic<bool> unmounting_{false};
 

@@ -102,6 +102,8 @@ class PosixFs final : public Filesystem {
   // The root directory's attributes, taking one lookup reference on it, as
   // Lookup of a name does: how a parent dataset's mount reaches it.
   Result<Attr> LookupRoot();
+  // Whether the kernel holds a lookup on any file here but the root.
+  bool InUse() { return table_.kernel_inodes() > (table_.Lookups(kRootIno) > 0 ? 1 : 0); }
 
   // For tests: inodes in memory, and the lookup count of one (0 if absent).
   uint64_t cached_inodes() { return table_.size(); }

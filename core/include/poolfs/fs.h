@@ -60,6 +60,7 @@
 #include <string_view>
 #include <vector>
 
+#include "poolfs/dataset.h"
 #include "poolfs/executor.h"
 #include "poolfs/options.h"
 #include "poolfs/status.h"
@@ -407,6 +408,17 @@ class Filesystem {
   // field that applies at mount only differs (naming it); Aborted after
   // Unmount.
   virtual Status SetLive(const CoreTunables& t) = 0;
+
+  // The pool's datasets (poolfs/dataset.h), changed live: a dataset created
+  // appears in the mount at once. Never null while mounted.
+  virtual DatasetAdmin* datasets() = 0;
+  // Tells the kernel to forget a name it may cache (`name` in directory
+  // `parent`, a negative entry too). The FUSE adapter sets it once the
+  // mount is up and clears it (an empty function) before the mount goes;
+  // the filesystem calls it, from any thread but never from inside one of
+  // its calls, when a dataset appears, moves or goes. Ignored by default.
+  using EntryInvalidator = std::function<void(uint64_t parent, std::string_view name)>;
+  virtual void SetEntryInvalidator(EntryInvalidator fn) { (void)fn; }
 };
 
 }  // namespace poolfs
