@@ -59,6 +59,7 @@
 #include <string_view>
 #include <vector>
 
+#include "poolfs/dataset.h"
 #include "poolfs/executor.h"
 #include "poolfs/options.h"
 #include "poolfs/status.h"
@@ -291,6 +292,10 @@ class Filesystem {
   // Waits for calls in flight, syncs everything and exports the pool; later
   // calls fail with Aborted. Idempotent; the destructor unmounts too.
   virtual Status Unmount() = 0;
+
+  // The datasets of the mounted pool (create, destroy, list, properties),
+  // valid until Unmount; nullptr where there are none (a test's fake).
+  virtual DatasetAdmin* datasets() = 0;
 
   // Names: NotFound, NotADirectory (the parent), NameTooLong (> 255
   // bytes), InvalidArgument (empty, '/', or NUL in it), PermissionDenied
