@@ -3,6 +3,7 @@
 #include "pool/check.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -281,11 +282,16 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   if (!have_dir) return finish();
 
   report.datasets = dir.datasets.size();
+  std::map<uint64_t, const DatasetEntry*> by_id;  // for full names (the decoder checked the tree)
+  for (const DatasetEntry& e : dir.datasets) by_id[e.id] = &e;
   for (const DatasetEntry& e : dir.datasets) {
+    std::string full = e.name;
+    for (uint64_t at = e.parent; at != 0; at = by_id.at(at)->parent)
+      full = by_id.at(at)->name + "/" + full;
     if (e.created > chosen->txg)
-      sink.Add("dataset '" + e.name + "'",
+      sink.Add("dataset '" + full + "'",
                "created in txg " + U(e.created.value()) + ", after the checked txg");
-    walker.WalkDataset(e.name, e.root);
+    walker.WalkDataset(full, e.root);
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
   report.deferred_frees = dir.deferred_frees.size();

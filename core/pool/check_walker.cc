@@ -174,6 +174,9 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   }
   Visit(root, ro);
   report_->blocks++;
+  // What the walk below adds up, for the object set's own total.
+  const uint64_t bytes_before = report_->bytes_referenced;
+  const uint64_t skipped_before = skipped_;
   if (root.type != zio::BlockType::kObjset) {
     Problem(
         ro, root,
@@ -258,6 +261,14 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
     Problem(ro, root,
             "says every object id from " + U(phys->next_object) + " is free, but object " +
                 U(max_id) + " exists");
+  // The referenced bytes the object set keeps (objset.h) against what its
+  // tree really holds, the root block excluded; only for a whole walk.
+  const uint64_t walked = report_->bytes_referenced - bytes_before;
+  if (phys->space_known && skipped_ == skipped_before && walked >= root.allocated() &&
+      walked - root.allocated() != phys->space.referenced)
+    Problem(ro, root,
+            "says its blocks take " + U(phys->space.referenced) + " bytes; its tree holds " +
+                U(walked - root.allocated()));
 }
 
 void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, Txg parent_birth) {

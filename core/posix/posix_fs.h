@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dmu/objset.h"
+#include "pool/dataset_admin.h"
 #include "pool/pool.h"
 #include "poolfs/fs.h"
 #include "posix/inode_table.h"
@@ -58,6 +59,7 @@ class PosixFs final : public Filesystem {
                                                bool exports);
   ~PosixFs() override;
 
+  DatasetAdmin* datasets() override { return &dataset_admin_; }
   Status Unmount() override;
   Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) override;
   void Forget(uint64_t ino, uint64_t nlookup) override;
@@ -240,6 +242,7 @@ class PosixFs final : public Filesystem {
                           bool write) const;
 
   std::shared_ptr<pool::Pool> pool_;
+  pool::PoolDatasetAdmin dataset_admin_{pool_.get()};  // after pool_, which it uses
   dmu::ObjectSet* const os_;
   const bool exports_;  // Unmount exports pool_
   MountOptions opts_;

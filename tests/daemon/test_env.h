@@ -97,6 +97,7 @@ class FakeFilesystem : public poolfs::Filesystem {
   }
 
   Status Unmount() override { return Status::Ok(); }
+  poolfs::DatasetAdmin* datasets() override { return nullptr; }
   Result<Attr> Lookup(const Creds&, uint64_t, std::string_view) override { return No(); }
   void Forget(uint64_t, uint64_t) override {}
   Result<Attr> GetAttr(uint64_t) override { return No(); }

@@ -34,6 +34,7 @@ class FakeFilesystem : public Filesystem {
   bool unmounted();
 
   Status Unmount() override;
+  DatasetAdmin* datasets() override { return nullptr; }
   Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) override;
   void Forget(uint64_t ino, uint64_t nlookup) override;
   Result<Attr> GetAttr(uint64_t ino) override;

@@ -294,6 +294,11 @@ class Filesystem {
   // calls fail with Aborted. Idempotent; the destructor unmounts too.
   virtual Status Unmount() = 0;
 
+  // The datasets of the mounted pool (create, destroy, list, properties),
+  // valid until Unmount, changed live (a dataset created appears in the
+  // mount at once); nullptr where there are none (a test's fake).
+  virtual DatasetAdmin* datasets() = 0;
+
   // Names: NotFound, NotADirectory (the parent), NameTooLong (> 255
   // bytes), InvalidArgument (empty, '/', or NUL in it), PermissionDenied
   // (search permission on the parent).
@@ -409,9 +414,6 @@ class Filesystem {
   // Unmount.
   virtual Status SetLive(const CoreTunables& t) = 0;
 
-  // The pool's datasets (poolfs/dataset.h), changed live: a dataset created
-  // appears in the mount at once. Never null while mounted.
-  virtual DatasetAdmin* datasets() = 0;
   // Tells the kernel to forget a name it may cache (`name` in directory
   // `parent`, a negative entry too). The FUSE adapter sets it once the
   // mount is up and clears it (an empty function) before the mount goes;

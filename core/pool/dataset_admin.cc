@@ -1,0 +1,126 @@
+// PoolDatasetAdmin, OfflinePool::Open and ValidateDatasetPath (the public
+// dataset API, poolfs/dataset.h).
+#include "pool/dataset_admin.h"
+
+#include "pool/pool_phys.h"
+
+namespace poolfs {
+
+Status ValidateDatasetPath(std::string_view name) {
+  if (name.empty()) return Status::InvalidArgument("empty dataset name");
+  if (name.size() > 1024)
+    return Status::InvalidArgument("dataset name is " + std::to_string(name.size()) +
+                                   " bytes, more than 1024");
+  for (size_t start = 0;;) {
+    const size_t slash = name.find('/', start);
+    const std::string_view comp = name.substr(start, slash - start);
+    if (Status st = core::pool::ValidateDatasetName(comp); !st.ok())
+      return st.WithContext("dataset name '" + std::string(name) + "'");
+    if (slash == std::string_view::npos) return Status::Ok();
+    start = slash + 1;
+  }
+}
+
+namespace {
+
+class PoolOffline final : public OfflinePool {
+ public:
+  explicit PoolOffline(std::unique_ptr<core::pool::Pool> pool)
+      : pool_(std::move(pool)), admin_(pool_.get()) {}
+  ~PoolOffline() override { Close().ok(); }
+  const std::string& name() const override { return pool_->name(); }
+  DatasetAdmin& datasets() override { return admin_; }
+  Status Close() override {
+    if (!closed_) {
+      closed_ = true;
+      status_ = pool_->Export();
+    }
+    return status_;
+  }
+
+ private:
+  std::unique_ptr<core::pool::Pool> pool_;
+  core::pool::PoolDatasetAdmin admin_;
+  bool closed_ = false;
+  Status status_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OfflinePool>> OfflinePool::Open(const std::vector<std::string>& paths) {
+  core::pool::PoolOptions options;
+  POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::Import(paths, options));
+  return std::unique_ptr<OfflinePool>(new PoolOffline(std::move(pool)));
+}
+
+}  // namespace poolfs
+
+namespace poolfs::core::pool {
+
+Status PoolDatasetAdmin::Synced(Result<Txg> t) {
+  if (!t.ok()) return t.status();
+  if (*t == Txg(0)) return Status::Ok();
+  return pool_->WaitSynced(*t);
+}
+
+Status PoolDatasetAdmin::Create(std::string_view name, bool parents,
+                                const std::vector<PropertyAssignment>& props) {
+  util::MutexLock l(&mu_);
+  std::vector<std::pair<std::string, std::string>> assignments;
+  for (const PropertyAssignment& p : props) assignments.emplace_back(p.name, p.value);
+  return Synced(pool_->CreateDataset(name, assignments, parents));
+}
+
+Status PoolDatasetAdmin::Destroy(std::string_view name, bool recursive) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->DestroyDataset(name, recursive));
+}
+
+Status PoolDatasetAdmin::Rename(std::string_view from, std::string_view to) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->RenameDataset(from, to));
+}
+
+Result<std::vector<DatasetInfo>> PoolDatasetAdmin::List(std::string_view root, bool recursive) {
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(std::vector<DatasetFigures> figures,
+                          pool_->ListDatasets(root, recursive));
+  std::vector<DatasetInfo> out;
+  for (DatasetFigures& f : figures) {
+    DatasetInfo i;
+    i.name = std::move(f.name);
+    i.id = f.id;
+    i.creation_txg = f.created.value();
+    i.creation_time = f.creation_time;
+    i.used = f.used;
+    i.referenced = f.referenced;
+    i.available = f.available;
+    i.objects = f.objects;
+    i.compressratio = f.compressratio;
+    i.mountpoint = std::move(f.mountpoint);
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+Result<std::vector<DatasetProperty>> PoolDatasetAdmin::Get(std::string_view name,
+                                                           const std::vector<std::string>& props) {
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(std::vector<PropertyValue> values, pool_->GetProperties(name, props));
+  std::vector<DatasetProperty> out;
+  for (PropertyValue& v : values)
+    out.push_back({std::move(v.name), std::move(v.value), std::move(v.source)});
+  return out;
+}
+
+Status PoolDatasetAdmin::Set(std::string_view name, const PropertyAssignment& prop) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->SetProperty(name, prop.name, prop.value));
+}
+
+Status PoolDatasetAdmin::Inherit(std::string_view name, std::string_view prop) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->InheritProperty(name, prop));
+}
+
+}  // namespace poolfs::core::pool

@@ -1,0 +1,42 @@
+// PoolDatasetAdmin: poolfs::DatasetAdmin (poolfs/dataset.h) over a Pool.
+//
+// Each call takes the admin's lock (so calls are serialized, as dataset.h
+// promises), makes its change through the Pool's dataset calls (pool.h,
+// "Datasets") and, for a change, waits for the txg holding it to sync
+// before returning: a change is on disk once its call returns.
+//
+// Thread safety: any thread; calls are serialized by mu_. The Pool must
+// outlive the admin.
+#pragma once
+
+#include "pool/pool.h"
+#include "poolfs/dataset.h"
+#include "util/mutex.h"
+
+namespace poolfs::core::pool {
+
+class PoolDatasetAdmin final : public DatasetAdmin {
+ public:
+  explicit PoolDatasetAdmin(Pool* pool) : pool_(pool) {}
+
+  Status Create(std::string_view name, bool parents,
+                const std::vector<PropertyAssignment>& props) override EXCLUDES(mu_);
+  Status Destroy(std::string_view name, bool recursive) override EXCLUDES(mu_);
+  Status Rename(std::string_view from, std::string_view to) override EXCLUDES(mu_);
+  Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override
+      EXCLUDES(mu_);
+  Result<std::vector<DatasetProperty>> Get(std::string_view name,
+                                           const std::vector<std::string>& props) override
+      EXCLUDES(mu_);
+  Status Set(std::string_view name, const PropertyAssignment& prop) override EXCLUDES(mu_);
+  Status Inherit(std::string_view name, std::string_view prop) override EXCLUDES(mu_);
+
+ private:
+  // Waits for `t` to sync (Txg(0): nothing changed).
+  Status Synced(Result<Txg> t);
+
+  Pool* const pool_;
+  util::Mutex mu_;
+};
+
+}  // namespace poolfs::core::pool
