@@ -159,9 +159,12 @@ int RunDataset(DatasetArgs& a) {
 
 void AddPoolOption(CLI::App* app, DatasetArgs& a) {
   app->add_option("--pool", a.pool_files,
-                  "the vdev files of an exported pool, opened by this command (no daemon)")
-      ->expected(1, -1)
-      ->take_all();
+                  "the vdev files of an exported pool, opened by this command (no daemon); "
+                  "repeat it or separate them with commas for a pool of several")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 }  // namespace
@@ -189,6 +192,7 @@ Command AddDatasetCommand(CLI::App& parent) {
     sub->add_flag("-p", a->cmd.parents, "create missing parents too; an existing dataset is fine");
     sub->add_option("-o", a->options, "set a property, PROP=VALUE (repeatable)")
         ->expected(1)
+        ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     sub->add_option("POOL/PATH", a->cmd.names, "the new dataset")->required()->expected(1);
   }
@@ -214,6 +218,7 @@ Command AddDatasetCommand(CLI::App& parent) {
                     std::string("the columns, comma-separated (default ") + kDefaultListColumns +
                         "; also objects, creation, compressratio, type and any property)")
         ->expected(1)
+        ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     sub->add_option("POOL[/PATH]", a->cmd.names,
                     "what to list (default: every pool this user has mounted)");

@@ -66,8 +66,12 @@ bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
+std::string FormatTime(int64_t t);
+
 std::string FormatValue(std::string_view prop, const std::string& value, bool exact) {
-  if (exact || !IsBytesProperty(prop) || !AllDigits(value) || value.size() > 19) return value;
+  if (exact || !AllDigits(value) || value.size() > 18) return value;
+  if (prop == "creation") return FormatTime(std::stoll(value));
+  if (!IsBytesProperty(prop)) return value;
   const uint64_t n = std::stoull(value);
   if (n == 0 && (prop == "quota" || prop == "reservation")) return "none";
   return HumanBytes(n);

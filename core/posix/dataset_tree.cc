@@ -94,6 +94,8 @@ DatasetTreeFs::DatasetTreeFs(std::shared_ptr<pool::Pool> pool, const MountOption
 
 DatasetTreeFs::~DatasetTreeFs() { (void)Unmount(); }
 
+DatasetAdmin* DatasetTreeFs::datasets() { return admin_.get(); }
+
 Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool::Pool> pool,
                                                            const MountOptions& options) {
   std::shared_ptr<pool::Pool> shared(std::move(pool));

@@ -119,7 +119,7 @@ class DatasetTreeFs final : public Filesystem {
   Result<FsStats> StatFs() override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
-  DatasetAdmin* datasets() override { return admin_.get(); }
+  DatasetAdmin* datasets() override;
   void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
 
   // For tests: the filesystem of the dataset in `slot` (nullptr: none).

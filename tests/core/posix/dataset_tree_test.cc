@@ -1,0 +1,163 @@
+// One mount of a pool's dataset tree: child datasets appear as directories
+// of their parent's root, live; inode numbers are unique across datasets
+// and stable across remounts; rename and link between datasets give
+// CrossDevice; the join cannot be created over, removed or renamed; a
+// destroy is refused while a dataset's files are held and frees it
+// otherwise; a listing resumes across the joined entries.
+#include "posix/dataset_tree.h"
+
+#include <set>
+
+#include "posix_fixture.h"
+
+namespace poolfs::core::posix {
+namespace {
+
+using testing::FsFixture;
+using testing::RootCreds;
+
+Status Create(FsFixture& f, const std::string& name, bool parents = false) {
+  return f.fs->datasets()->Create(name, parents, {});
+}
+
+uint64_t MustLookup(FsFixture& f, uint64_t parent, const std::string& name) {
+  auto r = f.fs->Lookup(RootCreds(), parent, name);
+  INFO(name << ": " << r.status().ToString());
+  REQUIRE(r.ok());
+  return r->ino;
+}
+
+TEST_CASE("child datasets appear in their parent's root, live and after a remount") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  REQUIRE(Create(f, "pool/home/alice").ok());
+  REQUIRE(Create(f, "pool/a/b/c", /*parents=*/true).ok());
+  CHECK(f.List(kRootIno) == std::vector<std::string>{"a", "home"});
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  CHECK(DatasetTreeFs::SlotOf(home) != 0);
+  CHECK(DatasetTreeFs::LocalOf(home) == kRootIno);
+  CHECK(f.List(home) == std::vector<std::string>{"alice"});
+  const uint64_t alice = MustLookup(f, home, "alice");
+  const Attr file = f.MustCreate(alice, "f");
+  f.MustWrite(file.ino, 0, "hello");
+  const Attr top = f.MustCreate(kRootIno, "f");
+  // Unique across datasets: the same object id in two datasets.
+  CHECK(DatasetTreeFs::LocalOf(file.ino) == DatasetTreeFs::LocalOf(top.ino));
+  CHECK(file.ino != top.ino);
+  // ".." of a child's root is its parent's root.
+  uint64_t dotdot = 0;
+  REQUIRE(f.fs->ReadDir(RootCreds(), alice, 0, false, [&](const DirEntry& e) {
+                 if (e.name == "..") dotdot = e.ino;
+                 return true;
+               }).ok());
+  CHECK(dotdot == home);
+
+  f.Remount();
+  CHECK(MustLookup(f, kRootIno, "home") == home);
+  CHECK(MustLookup(f, home, "alice") == alice);
+  CHECK(MustLookup(f, alice, "f") == file.ino);
+  CHECK(f.MustRead(file.ino, 0, 5) == "hello");
+  uint64_t c = MustLookup(f, MustLookup(f, MustLookup(f, kRootIno, "a"), "b"), "c");
+  CHECK(f.List(c).empty());
+}
+
+TEST_CASE("rename and link between datasets give CrossDevice; joins are not files") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const Attr a = f.MustCreate(kRootIno, "a");
+  const Attr b = f.MustCreate(home, "b");
+  CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", home, "a", 0).code() ==
+        StatusCode::kCrossDevice);
+  CHECK(f.fs->Rename(RootCreds(), home, "b", kRootIno, "b", 0).code() ==
+        StatusCode::kCrossDevice);
+  CHECK(f.fs->Link(RootCreds(), a.ino, home, "a2").status().code() == StatusCode::kCrossDevice);
+  CHECK(f.fs->Link(RootCreds(), b.ino, home, "b2").ok());  // within one dataset: fine
+  CHECK(f.fs->Mkdir(RootCreds(), kRootIno, "home", 0755).status().code() ==
+        StatusCode::kAlreadyExists);
+  CHECK(f.fs->Create(RootCreds(), kRootIno, "home", 0644).status().code() ==
+        StatusCode::kAlreadyExists);
+  CHECK(f.fs->Rmdir(RootCreds(), kRootIno, "home").code() == StatusCode::kBusy);
+  CHECK(f.fs->Rename(RootCreds(), kRootIno, "home", kRootIno, "h2", 0).code() ==
+        StatusCode::kBusy);
+  CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", kRootIno, "home", 0).code() ==
+        StatusCode::kBusy);
+}
+
+TEST_CASE("a dataset created over a directory hides it until it goes") {
+  FsFixture f;
+  const Attr dir = f.MustMkdir(kRootIno, "data");
+  f.MustCreate(dir.ino, "under");
+  REQUIRE(Create(f, "pool/data").ok());
+  const uint64_t data = MustLookup(f, kRootIno, "data");
+  CHECK(data != dir.ino);
+  CHECK(f.List(data).empty());
+  CHECK(f.List(kRootIno) == std::vector<std::string>{"data"});  // once
+  REQUIRE(f.fs->datasets()->Destroy("pool/data", false).ok());
+  CHECK(MustLookup(f, kRootIno, "data") == dir.ino);
+  CHECK(f.List(dir.ino) == std::vector<std::string>{"under"});
+}
+
+TEST_CASE("destroy waits for a dataset's files to be let go, then removes it") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const Attr file = f.MustCreate(home, "f");
+  f.MustWrite(file.ino, 0, std::string(100000, 'x'));
+  // The create took a lookup reference: the file is held.
+  CHECK(f.fs->datasets()->Destroy("pool/home", false).code() == StatusCode::kBusy);
+  CHECK(f.fs->GetAttr(file.ino).ok());
+  f.fs->Forget(file.ino, 1);
+  REQUIRE(f.fs->datasets()->Destroy("pool/home", false).ok());
+  CHECK(f.fs->Lookup(RootCreds(), kRootIno, "home").status().code() == StatusCode::kNotFound);
+  CHECK(f.fs->GetAttr(home).status().code() == StatusCode::kStale);
+  CHECK(f.List(kRootIno).empty());
+  f.Remount();
+  CHECK(f.List(kRootIno).empty());
+}
+
+TEST_CASE("a dataset rename moves its join and keeps its inode numbers") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/a").ok());
+  REQUIRE(Create(f, "pool/b").ok());
+  const uint64_t a = MustLookup(f, kRootIno, "a");
+  const Attr file = f.MustCreate(a, "f");
+  REQUIRE(f.fs->datasets()->Rename("pool/a", "pool/b/a2").ok());
+  CHECK(f.fs->Lookup(RootCreds(), kRootIno, "a").status().code() == StatusCode::kNotFound);
+  const uint64_t b = MustLookup(f, kRootIno, "b");
+  CHECK(MustLookup(f, b, "a2") == a);
+  CHECK(MustLookup(f, a, "f") == file.ino);
+}
+
+TEST_CASE("a listing of a root resumes across its child datasets") {
+  FsFixture f;
+  std::set<std::string> expect;
+  for (int i = 0; i < 20; i++) {
+    const std::string n = "f" + std::to_string(i);
+    f.MustCreate(kRootIno, n);
+    expect.insert(n);
+  }
+  for (int i = 0; i < 5; i++) {
+    const std::string n = "d" + std::to_string(i);
+    REQUIRE(Create(f, "pool/" + n).ok());
+    expect.insert(n);
+  }
+  // One entry per call, as a full reply buffer makes it.
+  std::set<std::string> seen;
+  uint64_t cookie = 0;
+  for (int calls = 0; calls < 100; calls++) {
+    bool got = false;
+    REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, cookie, false, [&](const DirEntry& e) {
+                   if (got) return false;
+                   got = true;
+                   if (e.name != "." && e.name != "..") CHECK(seen.insert(e.name).second);
+                   cookie = e.next_cookie;
+                   return true;
+                 }).ok());
+    if (!got) break;
+  }
+  CHECK(seen == expect);
+}
+
+}  // namespace
+}  // namespace poolfs::core::posix
