@@ -67,7 +67,7 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 }
 
 void StatFs(fuse_req_t req, fuse_ino_t ino) {
-  Result<FsStats> s = AdapterOf(req).fs->StatFs();
+  Result<FsStats> s = AdapterOf(req).fs->StatFs(ino);
   if (!s.ok()) return ReplyStatus(req, s.status(), "statfs", ino);
   struct statvfs v {};
   v.f_bsize = s->block_size;

@@ -115,6 +115,12 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
     // holds stays (the admin detaches a dataset before it asks the pool).
     DatasetTreeFs* self = fs.get();
     shared->SetBusyCheck([self](uint64_t id) { return self->InUse({self->SlotFor(id)}); });
+    fs->props_watch_ = shared->WatchProperties(
+        [self](uint64_t id, const pool::DatasetProps&) {
+          // A quota binds the descendants too (it is not inherited, so the
+          // pool names only the dataset it is set on).
+          for (uint64_t s : self->Subtree(self->SlotFor(id))) self->ApplyProps(s);
+        });
   }
   if (!st.ok()) {
     (void)fs->Unmount();
@@ -157,13 +163,41 @@ Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
     if (!is_root) nodes_[parent_slot].children[component] = slot;
   }
   slots_[slot].store(raw, std::memory_order_release);
+  ApplyProps(slot);
   return Status::Ok();
+}
+
+void DatasetTreeFs::ApplyProps(uint64_t slot) {
+  PosixFs* fs = slots_[slot].load(std::memory_order_acquire);
+  if (fs == nullptr) return;
+  std::string name;
+  std::vector<uint64_t> chain;  // slot and its ancestors
+  {
+    util::ReadMostlyReader r(&tree_lock_);
+    for (uint64_t s = slot;;) {
+      auto it = nodes_.find(s);
+      if (it == nodes_.end()) break;
+      if (s == slot) name = it->second.name;
+      chain.push_back(s);
+      if (s == 0) break;
+      s = it->second.parent_slot;
+    }
+  }
+  Result<pool::DatasetProps> props = pool_->EffectiveProps(IdFor(slot));
+  if (!props.ok()) return;  // destroyed meanwhile
+  bool bound = false;
+  for (uint64_t s : chain) {
+    Result<pool::DatasetProps> p = s == slot ? props : pool_->EffectiveProps(IdFor(s));
+    if (p.ok() && p->quota != 0) bound = true;
+  }
+  fs->SetProps(*props, name, bound);
 }
 
 Status DatasetTreeFs::Unmount() {
   util::MutexLock l(&mu_);
   if (unmounted_) return unmount_status_;
   if (root_id_ != 0) pool_->SetBusyCheck(nullptr);
+  if (props_watch_ != 0) pool_->UnwatchProperties(props_watch_);
   unmounted_ = true;
   unmounting_.store(true, std::memory_order_release);
   for (uint64_t i = 0; i < kSlots; i++) slots_[i].store(nullptr, std::memory_order_release);
@@ -461,10 +495,10 @@ Status DatasetTreeFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view
   return fs->RemoveXattr(c, local, name);
 }
 
-Result<FsStats> DatasetTreeFs::StatFs() {
+Result<FsStats> DatasetTreeFs::StatFs(uint64_t ino) {
   uint64_t local;
-  POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(kRootIno, &local));
-  return fs->StatFs();
+  POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
+  return fs->StatFs(local);
 }
 
 FsStatus DatasetTreeFs::GetStatus() {
@@ -620,6 +654,13 @@ Status DatasetTreeFs::Refresh() {
       }
     }
   }
+  // Names (renames) and quota bounds may have changed anywhere.
+  std::vector<uint64_t> slots;
+  {
+    util::ReadMostlyReader r(&tree_lock_);
+    for (const auto& [slot, node] : nodes_) slots.push_back(slot);
+  }
+  for (uint64_t s : slots) ApplyProps(s);
   Invalidate(changed);
   return result;
 }

@@ -116,7 +116,7 @@ class DatasetTreeFs final : public Filesystem {
                   uint32_t flags) override;
   Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) override;
   Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
-  Result<FsStats> StatFs() override;
+  Result<FsStats> StatFs(uint64_t ino) override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
   DatasetAdmin* datasets() override;
@@ -154,6 +154,10 @@ class DatasetTreeFs final : public Filesystem {
   void Invalidate(const std::vector<std::pair<uint64_t, std::string>>& names)
       EXCLUDES(invalidate_mu_);
   uint64_t SlotFor(uint64_t id) const { return id == root_id_ ? 0 : id; }
+  uint64_t IdFor(uint64_t slot) const { return slot == 0 ? root_id_ : slot; }
+  // Gives the dataset in `slot` its effective properties, its name and
+  // whether a quota bounds it (its own or an ancestor's).
+  void ApplyProps(uint64_t slot) EXCLUDES(tree_lock_);
   // The filesystem of `ino`'s dataset and the inode inside it: Stale when
   // the dataset is gone.
   Result<PosixFs*> Route(uint64_t ino, uint64_t* local);
@@ -166,7 +170,8 @@ class DatasetTreeFs final : public Filesystem {
 
   std::shared_ptr<pool::Pool> pool_;
   const MountOptions opts_;
-  uint64_t root_id_ = 0;  // the root dataset's id (slot 0)
+  uint64_t root_id_ = 0;     // the root dataset's id (slot 0)
+  uint64_t props_watch_ = 0;  // Pool::WatchProperties handle (0: none)
   std::unique_ptr<Admin> admin_;
   util::Mutex invalidate_mu_;
   EntryInvalidator invalidate_ GUARDED_BY(invalidate_mu_);

@@ -50,15 +50,15 @@ bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now) {
 }
 
 void PosixFs::TouchAtime(Inode& in) {
-  if (opts_.read_only || opts_.atime == AtimeMode::kNone) return;
+  if (ReadOnly() || Atime() == AtimeMode::kNone) return;
   // The common case (atime already after the last change) costs a snapshot
   // and no lock.
-  if (!AtimeNeedsUpdate(opts_.atime, in.Snapshot(), Now())) return;
+  if (!AtimeNeedsUpdate(Atime(), in.Snapshot(), Now())) return;
   util::MutexLock op(&in.op_mu);
   if (Freed(in)) return;
   ZnodePhys z = in.Snapshot();
   const Timespec now = Now();
-  if (!AtimeNeedsUpdate(opts_.atime, z, now)) return;  // another reader moved it
+  if (!AtimeNeedsUpdate(Atime(), z, now)) return;  // another reader moved it
   dmu::Tx tx(pool_->assigner());
   if (!tx.Assign(1024).ok()) return;
   z.atime = now;

@@ -80,8 +80,7 @@ Status PosixFs::Open(const Creds& c, uint64_t ino, int flags) {
   if (writes && S_ISDIR(z.mode))
     return Status(StatusCode::kIsADirectory,
                   "inode " + std::to_string(ino) + " is a directory: cannot open it for writing");
-  if (writes && opts_.read_only)
-    return Status(StatusCode::kReadOnly, "filesystem is mounted read-only");
+  if (writes && ReadOnly()) return ReadOnlyError();
   int mask = 0;
   if (acc == O_RDONLY || acc == O_RDWR) mask |= R_OK;
   if (writes) mask |= W_OK;
@@ -93,8 +92,7 @@ Status PosixFs::Access(const Creds& c, uint64_t ino, int mask) {
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
   const ZnodePhys z = in->Snapshot();
-  if ((mask & W_OK) && opts_.read_only)
-    return Status(StatusCode::kReadOnly, "filesystem is mounted read-only");
+  if ((mask & W_OK) && ReadOnly()) return ReadOnlyError();
   return CheckAccess(c, z, mask);
 }
 

@@ -302,9 +302,41 @@ Status PosixFs::Enter(CallGuard* g, bool change) {
     return Status(StatusCode::kAborted, "filesystem is unmounted");
   }
   g->lock = &teardown_;
-  if (change && opts_.read_only)
-    return Status(StatusCode::kReadOnly, "filesystem is mounted read-only");
+  if (change && ReadOnly()) return ReadOnlyError();
   return Status::Ok();
+}
+
+Status PosixFs::ReadOnlyError() const {
+  if (opts_.read_only) return Status(StatusCode::kReadOnly, "filesystem is mounted read-only");
+  return Status(StatusCode::kReadOnly, "dataset " + os_->name() + " is read-only (readonly=on)");
+}
+
+AtimeMode PosixFs::Atime() const {
+  if (opts_.atime != AtimeMode::kRelatime) return opts_.atime;
+  switch (pool::AtimeMode(props_atime_.load(std::memory_order_relaxed))) {
+    case pool::AtimeMode::kOn: return AtimeMode::kStrict;
+    case pool::AtimeMode::kOff: return AtimeMode::kNone;
+    case pool::AtimeMode::kRelatime: return AtimeMode::kRelatime;
+  }
+  return AtimeMode::kRelatime;
+}
+
+void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
+                       bool quota_bound) {
+  props_readonly_.store(props.readonly, std::memory_order_relaxed);
+  props_atime_.store(uint8_t(props.atime), std::memory_order_relaxed);
+  props_recordsize_.store(props.recordsize, std::memory_order_relaxed);
+  props_compression_.store(uint8_t(props.compression), std::memory_order_relaxed);
+  {
+    util::MutexLock l(&props_mu_);
+    dataset_name_ = name;
+  }
+  const bool was = quota_bound_.exchange(quota_bound);
+  if (quota_bound && !was) {
+    // Take the figures now, not at the next sync.
+    util::MutexLock l(&space_mu_);
+    RefreshQuota();
+  }
 }
 
 Result<InodeRef> PosixFs::Load(uint64_t ino) {

@@ -97,13 +97,21 @@ class PosixFs final : public Filesystem {
                   uint32_t flags) override;
   Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) override;
   Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
-  Result<FsStats> StatFs() override;
+  Result<FsStats> StatFs(uint64_t ino) override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
 
   // The root directory's attributes, taking one lookup reference on it, as
   // Lookup of a name does: how a parent dataset's mount reaches it.
   Result<Attr> LookupRoot();
+  // The dataset's properties the calls follow (readonly, atime, recordsize
+  // and compression of new files, quota): set at open and after every
+  // change (DatasetTreeFs watches the pool). `name` is the dataset's full
+  // name now; `quota_bound`: it or an ancestor has a quota, so writes are
+  // held to the room the pool's figures give (DatasetFigures::available).
+  void SetProps(const pool::DatasetProps& props, const std::string& name, bool quota_bound)
+      EXCLUDES(props_mu_);
+
   // Whether the kernel holds a lookup on any file here but the root.
   bool InUse() { return table_.kernel_inodes() > (table_.Lookups(kRootIno) > 0 ? 1 : 0); }
 
@@ -187,8 +195,19 @@ class PosixFs final : public Filesystem {
   Status CheckDirWrite(const Creds& c, const ZnodePhys& dir) const;
   static Status CheckName(std::string_view name);
 
-  // NoSpace unless about `bytes` more can be stored (posix_fs.cc).
+  // NoSpace unless about `bytes` more can be stored (posix_fs.cc);
+  // QuotaExceeded past the dataset's quota room.
   Status ReserveSpace(uint64_t bytes);
+  // The quota room as of the last sync (RefreshQuota: under space_mu_).
+  void RefreshQuota() REQUIRES(space_mu_) EXCLUDES(props_mu_);
+  // A change may be made: not a read-only mount or dataset.
+  bool ReadOnly() const {
+    return opts_.read_only || props_readonly_.load(std::memory_order_relaxed);
+  }
+  Status ReadOnlyError() const;
+  // How reads move atime: the mount's -o strictatime or noatime when given,
+  // else the dataset's atime property.
+  AtimeMode Atime() const;
 
   // Names (names.cc).
   // Whether `dir`'s entry `name` names `ino` now (read without dir's
@@ -268,6 +287,18 @@ class PosixFs final : public Filesystem {
   std::atomic<uint64_t> space_synced_txg_{~uint64_t{0}};
   std::atomic<uint64_t> space_free_{0};
   std::atomic<uint64_t> space_capacity_{0};
+
+  // The dataset's properties (SetProps).
+  std::atomic<bool> props_readonly_{false};
+  std::atomic<uint8_t> props_atime_{uint8_t(pool::AtimeMode::kRelatime)};
+  std::atomic<uint32_t> props_recordsize_{kRecordSize};
+  std::atomic<uint8_t> props_compression_{uint8_t(util::Compression::kLz4)};
+  std::atomic<bool> quota_bound_{false};
+  std::atomic<uint64_t> quota_room_{0};     // available at the last sync seen
+  std::atomic<uint64_t> quota_charged_{0};  // reserved since
+  std::atomic<uint64_t> quota_referenced_{0};
+  util::Mutex props_mu_;
+  std::string dataset_name_ GUARDED_BY(props_mu_);
 
   // Teardown: each call holds it shared (its thread's stripe); Unmount takes
   // it exclusively once, to wait for the calls in flight.

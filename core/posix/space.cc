@@ -23,8 +23,26 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
       space_free_ = stats.space.free;
       space_capacity_ = stats.space.capacity;
       space_synced_txg_ = synced;
+      if (quota_bound_.load(std::memory_order_relaxed)) RefreshQuota();
     }
     space_mu_.Unlock();
+  }
+  if (quota_bound_.load(std::memory_order_relaxed)) {
+    // The room under the quota as the last sync left it, less what changes
+    // since have asked for. What the txgs still open hold when a sync ends
+    // is not counted again: a quota may be passed by at most that much (as
+    // in ZFS, whose quota is also checked against synced figures).
+    const uint64_t room = quota_room_.load(std::memory_order_relaxed);
+    const uint64_t charged = quota_charged_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (charged > room) {
+      quota_charged_.fetch_sub(bytes, std::memory_order_relaxed);
+      util::MutexLock l(&props_mu_);
+      return Status(StatusCode::kQuotaExceeded,
+                    "dataset " + dataset_name_ + " is at its quota (or an ancestor's): " +
+                        std::to_string(bytes) + " bytes asked, " +
+                        std::to_string(room > charged - bytes ? room - (charged - bytes) : 0) +
+                        " left");
+    }
   }
   const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
   const uint64_t slop = std::max<uint64_t>(capacity / 32, 1 << 20);
@@ -43,7 +61,20 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
   return Status::Ok();
 }
 
-Result<FsStats> PosixFs::StatFs() {
+void PosixFs::RefreshQuota() {
+  std::string name;
+  {
+    util::MutexLock l(&props_mu_);
+    name = dataset_name_;
+  }
+  auto figures = pool_->ListDatasets(name, /*recursive=*/false);
+  if (!figures.ok() || figures->empty()) return;  // renamed meanwhile: SetProps comes
+  quota_room_.store(figures->front().available, std::memory_order_relaxed);
+  quota_referenced_.store(figures->front().referenced, std::memory_order_relaxed);
+  quota_charged_.store(0, std::memory_order_relaxed);
+}
+
+Result<FsStats> PosixFs::StatFs(uint64_t /*ino*/) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   auto stats = pool_->Stats();
@@ -53,6 +84,17 @@ Result<FsStats> PosixFs::StatFs() {
   s.blocks_free = stats.space.free / s.block_size;
   const uint64_t slop = std::max<uint64_t>(stats.space.capacity / 32, 1 << 20);
   s.blocks_available = stats.space.free > slop ? (stats.space.free - slop) / s.block_size : 0;
+  if (quota_bound_.load(std::memory_order_relaxed)) {
+    // As df shows a ZFS dataset under a quota: its size is what it holds
+    // plus the room left, so the quota (or an ancestor's) is its size.
+    const uint64_t charged = quota_charged_.load(std::memory_order_relaxed);
+    const uint64_t room = quota_room_.load(std::memory_order_relaxed);
+    const uint64_t left = room > charged ? room - charged : 0;
+    const uint64_t held = quota_referenced_.load(std::memory_order_relaxed) + charged;
+    s.blocks = std::min(s.blocks, (held + left) / s.block_size);
+    s.blocks_free = std::min(s.blocks_free, left / s.block_size);
+    s.blocks_available = std::min(s.blocks_available, left / s.block_size);
+  }
   const uint64_t live = os_->live_objects();
   // Each new file costs at least a 512-byte dnode.
   const uint64_t by_ids = dmu::kMaxObjectId - std::min(os_->next_object(), dmu::kMaxObjectId);

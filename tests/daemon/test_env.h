@@ -134,7 +134,7 @@ class FakeFilesystem : public poolfs::Filesystem {
   }
   Result<std::vector<std::string>> ListXattr(const Creds&, uint64_t) override { return No(); }
   Status RemoveXattr(const Creds&, uint64_t, std::string_view) override { return No(); }
-  Result<FsStats> StatFs() override { return FsStats{}; }
+  Result<FsStats> StatFs(uint64_t) override { return FsStats{}; }
   FsStatus GetStatus() override {
     std::lock_guard<std::mutex> lock(mu_);
     return status_;

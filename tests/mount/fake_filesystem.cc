@@ -364,7 +364,7 @@ Status FakeFilesystem::RemoveXattr(const Creds&, uint64_t ino, std::string_view 
   return Status::Ok();
 }
 
-Result<FsStats> FakeFilesystem::StatFs() {
+Result<FsStats> FakeFilesystem::StatFs(uint64_t /*ino*/) {
   std::lock_guard l(mu_);
   FAKE_INJECT("statfs");
   FsStats s;

@@ -69,7 +69,7 @@ class FakeFilesystem : public Filesystem {
                   uint32_t flags) override;
   Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) override;
   Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) override;
-  Result<FsStats> StatFs() override;
+  Result<FsStats> StatFs(uint64_t ino) override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables&) override { return Status::Ok(); }
 

@@ -403,7 +403,9 @@ class Filesystem {
   virtual Result<std::vector<std::string>> ListXattr(const Creds& c, uint64_t ino) = 0;
   virtual Status RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) = 0;
 
-  virtual Result<FsStats> StatFs() = 0;
+  // statfs(2) on a path whose inode is `ino`: the figures of its dataset
+  // (with a quota on it or an ancestor, the room under that quota).
+  virtual Result<FsStats> StatFs(uint64_t ino) = 0;
   virtual FsStatus GetStatus() = 0;
   // Puts `t` into effect at once: the tunables that apply live (all of
   // t.txg, t.objects, t.arc.max_bytes, t.cache_whole_reads). Every other

@@ -159,5 +159,58 @@ TEST_CASE("a listing of a root resumes across its child datasets") {
   CHECK(seen == expect);
 }
 
+TEST_CASE("readonly, quota and atime apply live to the dataset they are set on") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  REQUIRE(Create(f, "pool/home/alice").ok());
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t alice = MustLookup(f, home, "alice");
+  const Attr file = f.MustCreate(alice, "f");
+  DatasetAdmin* admin = f.fs->datasets();
+
+  REQUIRE(admin->Set("pool/home", {"readonly", "on"}).ok());
+  CHECK(f.fs->Create(RootCreds(), home, "x", 0644).status().code() == StatusCode::kReadOnly);
+  CHECK(f.fs->Write(RootCreds(), file.ino, 0, "x").status().code() ==
+        StatusCode::kReadOnly);  // inherited by alice
+  CHECK(f.fs->Create(RootCreds(), kRootIno, "x", 0644).ok());  // the parent is not
+  REQUIRE(admin->Inherit("pool/home", "readonly").ok());
+  f.MustWrite(file.ino, 0, "x");
+
+  // A quota on home bounds alice too: EDQUOT, and statfs says so.
+  REQUIRE(admin->Set("pool/home", {"quota", "2M"}).ok());
+  const std::string mib(1 << 20, 'q');
+  Status st = Status::Ok();
+  uint64_t off = 0;
+  for (int i = 0; i < 8 && st.ok(); i++, off += mib.size())
+    st = f.fs->Write(RootCreds(), file.ino, off, mib).status();
+  CHECK(st.code() == StatusCode::kQuotaExceeded);
+  CHECK(off <= (uint64_t{3} << 20));
+  auto fs_alice = f.fs->StatFs(alice);
+  REQUIRE(fs_alice.ok());
+  CHECK(fs_alice->blocks * fs_alice->block_size <= (uint64_t{2} << 20));
+  auto fs_root = f.fs->StatFs(kRootIno);
+  REQUIRE(fs_root.ok());
+  CHECK(fs_root->blocks * fs_root->block_size > (uint64_t{100} << 20));
+  // The root dataset is not bound by it.
+  const Attr big = f.MustCreate(kRootIno, "big");
+  for (int i = 0; i < 4; i++) f.MustWrite(big.ino, uint64_t(i) << 20, mib);
+  REQUIRE(admin->Inherit("pool/home", "quota").ok());
+  f.MustWrite(file.ino, off, mib);
+
+  // atime=off: reads leave atime alone.
+  REQUIRE(admin->Set("pool/home", {"atime", "off"}).ok());
+  const Timespec before = f.MustGetAttr(file.ino).atime;
+  SetAttrRequest old;
+  old.valid = SetAttrRequest::kAtime;
+  old.atime = Timespec{1000, 0};
+  REQUIRE(f.fs->SetAttr(RootCreds(), file.ino, old).ok());
+  (void)f.MustRead(file.ino, 0, 1);
+  CHECK(f.MustGetAttr(file.ino).atime == Timespec{1000, 0});
+  REQUIRE(admin->Set("pool/home", {"atime", "on"}).ok());
+  (void)f.MustRead(file.ino, 0, 1);
+  CHECK(f.MustGetAttr(file.ino).atime != Timespec{1000, 0});
+  (void)before;
+}
+
 }  // namespace
 }  // namespace poolfs::core::posix

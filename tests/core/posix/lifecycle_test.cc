@@ -178,7 +178,7 @@ TEST_CASE("A read-only mount that would have to write fails with ReadOnly", "[po
 
 TEST_CASE("StatFs reports the pool's space and object figures", "[posix][statfs]") {
   FsFixture f;
-  auto s = f.fs->StatFs();
+  auto s = f.fs->StatFs(kRootIno);
   REQUIRE(s.ok());
   REQUIRE(s->block_size == 4096);
   REQUIRE(s->blocks > (200u << 20) / 4096);
@@ -190,7 +190,7 @@ TEST_CASE("StatFs reports the pool's space and object figures", "[posix][statfs]
   Attr a = f.MustCreate(kRootIno, "f");
   f.MustWrite(a.ino, 0, Random(1, 8 << 20));
   REQUIRE(f.fs->Fsync(a.ino, false).ok());
-  auto t = f.fs->StatFs();
+  auto t = f.fs->StatFs(kRootIno);
   REQUIRE(t.ok());
   REQUIRE(t->blocks_free + (8 << 20) / 4096 <= s->blocks_free);
   REQUIRE(t->files_free < s->files_free);
