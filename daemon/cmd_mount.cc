@@ -214,7 +214,11 @@ Command AddMountCommand(CLI::App& parent) {
       "mount",
       "Mount a pool through FUSE (as any user, through fusermount3); runs in the background "
       "once the mount is up, until fusermount3 -u, poolfs unmount, SIGTERM or SIGINT");
-  app->add_option("POOLFILE", args->pool_file, "the pool's vdev file")->required();
+  app->add_option("SOURCE", args->pool_file,
+                  "the pool's vdev file; with --pool, the dataset to mount (POOL/PATH)")
+      ->required();
+  app->add_option("--pool", args->pool_option,
+                  "the pool's vdev file, to mount one dataset's tree: --pool FILE POOL/PATH MNT");
   app->add_option("MOUNTPOINT", args->mountpoint, "an existing empty directory")->required();
   app->add_option("-o", args->options,
                   "mount options, comma-separated: ro, allow_other, and poolfs's own "

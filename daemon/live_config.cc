@@ -182,9 +182,22 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   line("space:", FormatBytesHuman(s.space_allocated) + " used, " + FormatBytesHuman(s.space_free) +
                      " free, " + FormatBytesHuman(s.space_total) + " total");
   line("checksum errors:", std::to_string(s.checksum_errors));
-  std::string datasets;
-  for (const std::string& d : s.datasets) datasets += (datasets.empty() ? "" : ", ") + d;
-  line("datasets:", std::to_string(s.datasets.size()) + (datasets.empty() ? "" : ": " + datasets));
+  if (s.dataset_space.empty()) {
+    std::string datasets;
+    for (const std::string& d : s.datasets) datasets += (datasets.empty() ? "" : ", ") + d;
+    line("datasets:",
+         std::to_string(s.datasets.size()) + (datasets.empty() ? "" : ": " + datasets));
+  } else {
+    // One line each, as `poolfs dataset list` shows them.
+    line("datasets:", std::to_string(s.dataset_space.size()) + " (used, available, referenced)");
+    size_t width = 0;
+    for (const DatasetInfo& d : s.dataset_space) width = std::max(width, d.name.size());
+    for (const DatasetInfo& d : s.dataset_space)
+      out += "  " + d.name + std::string(width - d.name.size() + 2, ' ') +
+             FormatBytesHuman(d.used) + " used, " + FormatBytesHuman(d.available) +
+             " available, " + FormatBytesHuman(d.referenced) + " referenced, at " +
+             d.mountpoint + "\n";
+  }
   line("objects:", std::to_string(s.objects) + " (" + std::to_string(s.unlinked_pending) +
                        " unlinked, still open)");
   char density[32];

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "mount_table.h"
+#include "poolfs/dataset.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -136,7 +137,19 @@ size_t AllocatorCount(uint32_t configured) {
 
 Result<MountPlan> PlanMount(const MountArgs& args) {
   MountPlan plan;
-  POOLFS_ASSIGN_OR_RETURN(plan.pool_file, Canonical(args.pool_file, "pool file"));
+  std::string file = args.pool_file;
+  if (!args.pool_option.empty()) {
+    // `--pool FILE POOL/PATH MNT`: one dataset's tree.
+    POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(args.pool_file));
+    plan.core.dataset = args.pool_file;
+    file = args.pool_option;
+  } else if (!std::filesystem::exists(file) && ValidateDatasetPath(file).ok() &&
+             file.find('/') != std::string::npos) {
+    return Status::NotFound("no pool file " + file + "; to mount dataset " + file +
+                            ", name its pool's file: poolfs mount --pool FILE " + file + " " +
+                            args.mountpoint);
+  }
+  POOLFS_ASSIGN_OR_RETURN(plan.pool_file, Canonical(file, "pool file"));
   POOLFS_ASSIGN_OR_RETURN(plan.mountpoint, Canonical(args.mountpoint, "mount point"));
   POOLFS_RETURN_IF_ERROR(CheckPoolFile(plan.pool_file));
   POOLFS_RETURN_IF_ERROR(CheckMountpoint(plan.mountpoint));

@@ -18,7 +18,9 @@ namespace poolfs::daemon {
 
 // The command line of `poolfs mount`.
 struct MountArgs {
+  // The pool's file; with --pool (pool_option), the dataset to mount.
   std::string pool_file;
+  std::string pool_option;  // --pool FILE
   std::string mountpoint;
   std::vector<std::string> options;  // each "-o a,b,c"
   std::string config_path;           // --config; "" to search

@@ -27,6 +27,8 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     if (!slot.has_value() || *slot == 0) return inner_.Destroy(name, recursive);
     const std::vector<uint64_t> slots = tree_->Subtree(*slot);
     if (!recursive && slots.size() > 1) return inner_.Destroy(name, recursive);  // NotEmpty
+    if (std::find(slots.begin(), slots.end(), tree_->top_) != slots.end())
+      return Status::Busy("dataset " + std::string(name) + " holds the root of this mount");
     // The kernel drops what it caches below the dataset; what it still
     // holds after that is in use.
     std::vector<std::pair<uint64_t, std::string>> joins;
@@ -110,6 +112,14 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
   }
   if (st.ok() && fs->dataset_fs(0) == nullptr)
     st = Status::Corruption("pool '" + shared->name() + "' has no root dataset");
+  if (st.ok() && !options.dataset.empty()) {
+    Result<uint64_t> top = shared->DatasetId(options.dataset);
+    if (top.ok() && fs->dataset_fs(fs->SlotFor(*top)) != nullptr)
+      fs->top_ = fs->SlotFor(*top);
+    else
+      st = Status::NotFound("pool '" + shared->name() + "' has no dataset " + options.dataset +
+                            (top.ok() ? "" : ": " + top.status().message()));
+  }
   if (st.ok()) {
     // Destroy's last line of defence: a dataset whose files the kernel
     // holds stays (the admin detaches a dataset before it asks the pool).
@@ -245,12 +255,13 @@ Status DatasetTreeFs::NotAJoin(uint64_t parent, std::string_view name, StatusCod
                           " (poolfs dataset rename or destroy changes it)");
 }
 
-Result<Attr> DatasetTreeFs::InSlot(uint64_t slot, Result<Attr> a) {
-  if (a.ok()) a->ino = Global(slot, a->ino);
+Result<Attr> DatasetTreeFs::InSlot(uint64_t slot, Result<Attr> a) const {
+  if (a.ok()) a->ino = Out(Global(slot, a->ino));
   return a;
 }
 
 Result<Attr> DatasetTreeFs::Lookup(const Creds& c, uint64_t parent, std::string_view name) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   const uint64_t slot = SlotOf(parent);
@@ -264,18 +275,21 @@ Result<Attr> DatasetTreeFs::Lookup(const Creds& c, uint64_t parent, std::string_
 }
 
 void DatasetTreeFs::Forget(uint64_t ino, uint64_t nlookup) {
+  ino = In(ino);
   uint64_t local;
   Result<PosixFs*> fs = Route(ino, &local);
   if (fs.ok()) (*fs)->Forget(local, nlookup);
 }
 
 Result<Attr> DatasetTreeFs::GetAttr(uint64_t ino) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return InSlot(SlotOf(ino), fs->GetAttr(local));
 }
 
 Result<Attr> DatasetTreeFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest& req) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return InSlot(SlotOf(ino), fs->SetAttr(c, local, req));
@@ -283,6 +297,7 @@ Result<Attr> DatasetTreeFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrR
 
 Result<Attr> DatasetTreeFs::Create(const Creds& c, uint64_t parent, std::string_view name,
                                    uint32_t mode) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
@@ -291,6 +306,7 @@ Result<Attr> DatasetTreeFs::Create(const Creds& c, uint64_t parent, std::string_
 
 Result<Attr> DatasetTreeFs::Mknod(const Creds& c, uint64_t parent, std::string_view name,
                                   uint32_t mode, uint64_t rdev) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
@@ -299,6 +315,7 @@ Result<Attr> DatasetTreeFs::Mknod(const Creds& c, uint64_t parent, std::string_v
 
 Result<Attr> DatasetTreeFs::Mkdir(const Creds& c, uint64_t parent, std::string_view name,
                                   uint32_t mode) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
@@ -307,6 +324,7 @@ Result<Attr> DatasetTreeFs::Mkdir(const Creds& c, uint64_t parent, std::string_v
 
 Result<Attr> DatasetTreeFs::Symlink(const Creds& c, uint64_t parent, std::string_view name,
                                     std::string_view target) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
@@ -314,6 +332,7 @@ Result<Attr> DatasetTreeFs::Symlink(const Creds& c, uint64_t parent, std::string
 }
 
 Result<std::string> DatasetTreeFs::Readlink(uint64_t ino) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Readlink(local);
@@ -321,6 +340,8 @@ Result<std::string> DatasetTreeFs::Readlink(uint64_t ino) {
 
 Result<Attr> DatasetTreeFs::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
                                  std::string_view new_name) {
+  ino = In(ino);
+  new_parent = In(new_parent);
   uint64_t local, parent_local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   POOLFS_RETURN_IF_ERROR(Route(new_parent, &parent_local).status());
@@ -331,6 +352,7 @@ Result<Attr> DatasetTreeFs::Link(const Creds& c, uint64_t ino, uint64_t new_pare
 }
 
 Status DatasetTreeFs::Unlink(const Creds& c, uint64_t parent, std::string_view name) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kIsADirectory));
@@ -338,6 +360,7 @@ Status DatasetTreeFs::Unlink(const Creds& c, uint64_t parent, std::string_view n
 }
 
 Status DatasetTreeFs::Rmdir(const Creds& c, uint64_t parent, std::string_view name) {
+  parent = In(parent);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kBusy));
@@ -346,6 +369,8 @@ Status DatasetTreeFs::Rmdir(const Creds& c, uint64_t parent, std::string_view na
 
 Status DatasetTreeFs::Rename(const Creds& c, uint64_t parent, std::string_view name,
                              uint64_t new_parent, std::string_view new_name, uint32_t flags) {
+  parent = In(parent);
+  new_parent = In(new_parent);
   uint64_t local, new_local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(Route(new_parent, &new_local).status());
@@ -357,12 +382,14 @@ Status DatasetTreeFs::Rename(const Creds& c, uint64_t parent, std::string_view n
 }
 
 Status DatasetTreeFs::Open(const Creds& c, uint64_t ino, int flags) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Open(c, local, flags);
 }
 
 Status DatasetTreeFs::Access(const Creds& c, uint64_t ino, int mask) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Access(c, local, mask);
@@ -370,6 +397,7 @@ Status DatasetTreeFs::Access(const Creds& c, uint64_t ino, int mask) {
 
 Result<size_t> DatasetTreeFs::Read(uint64_t ino, uint64_t off, std::span<char> dst,
                                    uint32_t flags) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Read(local, off, dst, flags);
@@ -377,6 +405,7 @@ Result<size_t> DatasetTreeFs::Read(uint64_t ino, uint64_t off, std::span<char> d
 
 Status DatasetTreeFs::ReadShared(uint64_t ino, uint64_t off, std::span<char> scratch,
                                  uint32_t flags, SharedRead* out) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->ReadShared(local, off, scratch, flags, out);
@@ -384,6 +413,7 @@ Status DatasetTreeFs::ReadShared(uint64_t ino, uint64_t off, std::span<char> scr
 
 Result<size_t> DatasetTreeFs::Write(const Creds& c, uint64_t ino, uint64_t off,
                                     std::string_view data) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Write(c, local, off, data);
@@ -391,12 +421,14 @@ Result<size_t> DatasetTreeFs::Write(const Creds& c, uint64_t ino, uint64_t off,
 
 Status DatasetTreeFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                                 uint64_t len) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Fallocate(c, local, flags, off, len);
 }
 
 Status DatasetTreeFs::Fsync(uint64_t ino, bool datasync) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Fsync(local, datasync);
@@ -404,6 +436,7 @@ Status DatasetTreeFs::Fsync(uint64_t ino, bool datasync) {
 
 Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                               const std::function<bool(const DirEntry&)>& emit) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   const uint64_t slot = SlotOf(ino);
@@ -416,7 +449,8 @@ Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, boo
     auto it = nodes_.find(slot);
     if (it != nodes_.end()) {
       children = it->second.children;
-      parent_slot = it->second.parent_slot;
+      // The mount's root is its own parent, as any mount's is.
+      if (slot != top_) parent_slot = it->second.parent_slot;
     }
   }
   bool full = false;
@@ -425,10 +459,10 @@ Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, boo
       if (e.name != "." && e.name != ".." && children.contains(e.name))
         return true;  // hidden by the dataset of that name
       DirEntry g = e;
-      g.ino = Global(slot, e.ino);
-      g.attr.ino = Global(slot, e.attr.ino);
+      g.ino = Out(Global(slot, e.ino));
+      g.attr.ino = Out(Global(slot, e.attr.ino));
       if (e.name == ".." && local == kRootIno && parent_slot != slot) {
-        g.ino = Global(parent_slot, kRootIno);
+        g.ino = Out(Global(parent_slot, kRootIno));
         if (plus) {
           PosixFs* pfs = slots_[parent_slot].load(std::memory_order_acquire);
           Result<Attr> pa = pfs != nullptr ? pfs->GetAttr(kRootIno) : Result<Attr>(Attr{});
@@ -471,6 +505,7 @@ Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, boo
 }
 
 Result<std::string> DatasetTreeFs::GetXattr(const Creds& c, uint64_t ino, std::string_view name) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->GetXattr(c, local, name);
@@ -478,24 +513,28 @@ Result<std::string> DatasetTreeFs::GetXattr(const Creds& c, uint64_t ino, std::s
 
 Status DatasetTreeFs::SetXattr(const Creds& c, uint64_t ino, std::string_view name,
                                std::string_view value, uint32_t flags) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->SetXattr(c, local, name, value, flags);
 }
 
 Result<std::vector<std::string>> DatasetTreeFs::ListXattr(const Creds& c, uint64_t ino) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->ListXattr(c, local);
 }
 
 Status DatasetTreeFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->RemoveXattr(c, local, name);
 }
 
 Result<FsStats> DatasetTreeFs::StatFs(uint64_t ino) {
+  ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->StatFs(local);
@@ -504,7 +543,11 @@ Result<FsStats> DatasetTreeFs::StatFs(uint64_t ino) {
 FsStatus DatasetTreeFs::GetStatus() {
   uint64_t local;
   Result<PosixFs*> fs = Route(kRootIno, &local);
-  if (fs.ok()) return (*fs)->GetStatus();
+  if (fs.ok()) {
+    FsStatus s = (*fs)->GetStatus();
+    if (auto list = admin_->List("", /*recursive=*/true); list.ok()) s.dataset_space = *list;
+    return s;
+  }
   FsStatus s;
   s.pool = pool_->name();
   s.state = "unmounted";

@@ -166,11 +166,17 @@ class DatasetTreeFs final : public Filesystem {
   uint64_t ChildAt(uint64_t slot, uint64_t local, std::string_view name) EXCLUDES(tree_lock_);
   // Ok unless `name` in `parent` is a child dataset (then `code`, saying so).
   Status NotAJoin(uint64_t parent, std::string_view name, StatusCode code) EXCLUDES(tree_lock_);
-  static Result<Attr> InSlot(uint64_t slot, Result<Attr> a);
+  Result<Attr> InSlot(uint64_t slot, Result<Attr> a) const;
+  // The mount's inode numbers and the tree's: they differ only for the
+  // root of a mount of one dataset's subtree (top_ != 0), which the kernel
+  // calls kRootIno.
+  uint64_t In(uint64_t ino) const { return ino == kRootIno ? Global(top_, kRootIno) : ino; }
+  uint64_t Out(uint64_t ino) const { return ino == Global(top_, kRootIno) ? kRootIno : ino; }
 
   std::shared_ptr<pool::Pool> pool_;
   const MountOptions opts_;
   uint64_t root_id_ = 0;     // the root dataset's id (slot 0)
+  uint64_t top_ = 0;         // the slot of the dataset at the mount's root
   uint64_t props_watch_ = 0;  // Pool::WatchProperties handle (0: none)
   std::unique_ptr<Admin> admin_;
   util::Mutex invalidate_mu_;

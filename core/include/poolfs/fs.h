@@ -200,6 +200,9 @@ enum class AtimeMode : uint8_t {
 // What a mount takes: its own settings, and the core tunables.
 struct MountOptions {
   bool read_only = false;
+  // The dataset whose tree the mount shows at its root ("tank/home"): empty
+  // for the pool's root dataset, and so the whole pool.
+  std::string dataset;
   // The kernel checks mode bits too (the mount has default_permissions):
   // the core then skips its own mode-bit checks. The daemon leaves this
   // false (the core keeps its checks) although its mounts always ask the
@@ -237,6 +240,9 @@ struct FsStatus {
   uint64_t space_free = 0;
   uint64_t checksum_errors = 0;  // all vdevs
   std::vector<std::string> datasets;
+  // The datasets with their space as of the last sync (a mount of a pool's
+  // tree fills it; empty otherwise).
+  std::vector<DatasetInfo> dataset_space;
   uint64_t objects = 0;           // live objects in the root dataset
   uint64_t unlinked_pending = 0;  // unlinked files still referenced
   // Object allocation in the root dataset since the mount (see

@@ -212,5 +212,34 @@ TEST_CASE("readonly, quota and atime apply live to the dataset they are set on")
   (void)before;
 }
 
+TEST_CASE("a mount of one dataset shows its tree at the root") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  REQUIRE(Create(f, "pool/home/alice").ok());
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  f.MustCreate(home, "in-home");
+  f.MustCreate(kRootIno, "in-root");
+  f.Unmount();
+  f.options.dataset = "pool/home";
+  f.Mount();
+  CHECK(f.List(kRootIno) == std::vector<std::string>{"alice", "in-home"});
+  const uint64_t alice = MustLookup(f, kRootIno, "alice");
+  uint64_t dotdot = 0;
+  REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, 0, false, [&](const DirEntry& e) {
+                 if (e.name == "..") dotdot = e.ino;
+                 return true;
+               }).ok());
+  CHECK(dotdot == kRootIno);  // the mount's root is its own parent
+  CHECK(f.MustGetAttr(kRootIno).ino == kRootIno);
+  f.MustCreate(alice, "x");
+  CHECK(f.fs->datasets()->Destroy("pool/home", true).code() == StatusCode::kBusy);
+  f.Unmount();
+  f.options.dataset = "pool/nope";
+  auto r = Filesystem::Mount({f.path}, f.options);
+  CHECK(r.status().code() == StatusCode::kNotFound);
+  f.options.dataset.clear();
+  f.Mount();
+}
+
 }  // namespace
 }  // namespace poolfs::core::posix
