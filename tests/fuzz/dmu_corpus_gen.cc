@@ -517,27 +517,34 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   pool::PoolDirectory two = pd;
   pool::DatasetEntry second = pd.datasets.at(0);
   second.id = two.next_dataset_id++;
+  second.parent = pd.datasets.at(0).id;
   second.name = "home";
+  second.props = {{"compression", "zstd-3"}, {"quota", "1073741824"}};
   two.datasets.push_back(second);
   const std::string d2 = pool::EncodePoolDirectory(two);
   Write(dir + "/directory-two", "\x01" + d2);
   pool::PoolDirectory empty;
   Write(dir + "/directory-empty", "\x01" + pool::EncodePoolDirectory(empty));
-  // Offsets: header 32 bytes; dataset 0 at 32: id 32, created 40, bp 48,
-  // name length 112, name 114 ("tank").
+  // Offsets: header 32 bytes; dataset 0 at 32: id 32, parent 40, created
+  // 48, creation time 56, bp 64, name length 128, name 130 ("tank"), then
+  // its property count 134.
   for (const Patch& p : std::vector<Patch>{{"magic", 0, 1, 8},
-                                           {"version-3", 8, 3, 4},
+                                           {"version-4", 8, 4, 4},
                                            {"reserved", 12, 1, 4},
                                            {"next-id-1", 16, 1, 8},
                                            {"datasets-huge", 24, 0xffffffff, 4},
                                            {"maps-huge", 28, 0x10000000, 4},
                                            {"id-0", 32, 0, 8},
                                            {"id-repeated", 32, second.id, 8},
-                                           {"bp-reserved", 48 + 28, 1, 4},
-                                           {"name-0", 112, 0, 2},
-                                           {"name-256", 112, 256, 2},
-                                           {"name-slash", 114, '/', 1},
-                                           {"name-nul", 115, 0, 1}}) {
+                                           {"parent-unknown", 40, 99, 8},
+                                           {"parent-self", 40, 1, 8},
+                                           {"bp-reserved", 64 + 28, 1, 4},
+                                           {"name-0", 128, 0, 2},
+                                           {"name-256", 128, 256, 2},
+                                           {"name-slash", 130, '/', 1},
+                                           {"name-nul", 131, 0, 1},
+                                           {"name-at", 130, '@', 1},
+                                           {"props-huge", 134, 0xffff, 2}}) {
     std::string d = d2;
     auto* q = reinterpret_cast<uint8_t*>(d.data()) + p.off;
     if (p.width == 8)
