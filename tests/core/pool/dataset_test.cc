@@ -97,8 +97,7 @@ struct TestPool {
   }
 };
 
-TEST_CASE("Datasets are created with -p, listed parents first and children by name",
-          "[dataset]") {
+TEST_CASE("Datasets are created with -p, listed parents first and children by name", "[dataset]") {
   TestPool t;
   REQUIRE(t.admin->Create("tank/b", false, {}).ok());
   REQUIRE(t.admin->Create("tank/a/x/y", true, {}).ok());
@@ -119,14 +118,13 @@ TEST_CASE("Datasets are created with -p, listed parents first and children by na
   CHECK(t.Info("tank/a/x/y").creation_time > 0);
 }
 
-TEST_CASE("Rename moves a dataset and its descendants; bad renames change nothing",
-          "[dataset]") {
+TEST_CASE("Rename moves a dataset and its descendants; bad renames change nothing", "[dataset]") {
   TestPool t;
   REQUIRE(t.admin->Create("tank/a/b/c", true, {}).ok());
   REQUIRE(t.admin->Create("tank/z", false, {}).ok());
   REQUIRE(t.admin->Rename("tank/a/b", "tank/z/b2").ok());
-  CHECK(t.Names() == std::vector<std::string>{"tank", "tank/a", "tank/z", "tank/z/b2",
-                                              "tank/z/b2/c"});
+  CHECK(t.Names() ==
+        std::vector<std::string>{"tank", "tank/a", "tank/z", "tank/z/b2", "tank/z/b2/c"});
   CHECK(t.admin->Rename("tank/z", "tank/z/b2/c/d").code() == StatusCode::kInvalidArgument);
   CHECK(t.admin->Rename("tank", "tank/x").code() == StatusCode::kInvalidArgument);
   CHECK(t.admin->Rename("tank/a", "tank/z").code() == StatusCode::kAlreadyExists);
@@ -134,8 +132,8 @@ TEST_CASE("Rename moves a dataset and its descendants; bad renames change nothin
   CHECK(t.admin->Rename("tank/nope", "tank/b").code() == StatusCode::kNotFound);
   CHECK(t.admin->Rename("tank/a", "other/a").code() == StatusCode::kInvalidArgument);
   t.Reimport();
-  CHECK(t.Names() == std::vector<std::string>{"tank", "tank/a", "tank/z", "tank/z/b2",
-                                              "tank/z/b2/c"});
+  CHECK(t.Names() ==
+        std::vector<std::string>{"tank", "tank/a", "tank/z", "tank/z/b2", "tank/z/b2/c"});
 }
 
 TEST_CASE("Destroy refuses the root, a parent and a busy dataset; -r takes the subtree",
@@ -154,7 +152,7 @@ TEST_CASE("Destroy refuses the root, a parent and a busy dataset; -r takes the s
   REQUIRE(t.admin->Destroy("tank/a", true).ok());
   CHECK(t.Names() == std::vector<std::string>{"tank"});
   REQUIRE(t.admin->Create("tank/a", false, {}).ok());  // the name is free again
-  CHECK(*t.pool->DatasetId("tank/a") > b);            // ids are never reused
+  CHECK(*t.pool->DatasetId("tank/a") > b);             // ids are never reused
   t.Reimport();
   CHECK(t.Names() == std::vector<std::string>{"tank", "tank/a"});
 }
@@ -354,8 +352,7 @@ TEST_CASE("A reservation reduces the others' available space and is refused when
   CHECK(t.admin->Set("tank/r", {"quota", "1M"}).code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("OfflinePool administers datasets over the files and exports on Close",
-          "[dataset]") {
+TEST_CASE("OfflinePool administers datasets over the files and exports on Close", "[dataset]") {
   TempDir dir;
   const std::vector<std::string> paths{dir / "v0"};
   REQUIRE(Pool::Create(paths, kFileSize, CreateOptions{"tank"}).ok());
