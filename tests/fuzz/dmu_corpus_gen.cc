@@ -437,12 +437,14 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
     };
     for (const RootPatch& p :
          std::vector<RootPatch>{{"magic", 0, 0x1234, 8},
-                                {"version-2", 8, 2, 4},
+                                {"version-3", 8, 3, 4},
+                                {"version-1-totals", 8, 1, 4},
+                                {"physical-above-referenced", 48, uint64_t{1} << 40, 8},
                                 {"type-3", 12, 3, 4},
                                 {"next-0", 16, 0, 8},
                                 {"next-2^48+2", 16, (uint64_t{1} << 48) + 2, 8},
                                 {"live-ge-next", 24, 1000, 8},
-                                {"reserved-32", 32, 1, 8},
+                                {"reserved-56", 56, 1, 8},
                                 {"reserved-600", 600, 1, 8},
                                 {"metadnode-plain", 64, 2, 1},
                                 {"metadnode-bs-4k", 64 + 8, 4096, 4}}) {

@@ -322,6 +322,30 @@ TEST_CASE("Referenced follows a dataset's writes; destroy gives the space back w
   CHECK(free_after + (1 << 20) >= free_before);
 }
 
+TEST_CASE("A dataset created, written and destroyed in one txg leaves no trace",
+          "[dataset][space]") {
+  TestPool t;
+  REQUIRE(t.pool->CreateDataset("tank/brief", {}, false).ok());
+  dmu::ObjectSet* os = t.pool->dataset("tank/brief");
+  REQUIRE(os != nullptr);
+  {
+    dmu::Tx tx(t.pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    auto id = os->Create(tx, dmu::ObjectType::kPlain);
+    REQUIRE(id.ok());
+    REQUIRE(os->Write(tx, *id, 0, Pattern(3, 300000)).ok());
+    tx.Commit();
+  }
+  auto t_destroy = t.pool->DestroyDataset("tank/brief", false);
+  REQUIRE(t_destroy.ok());
+  REQUIRE(t.pool->dataset("tank/brief") == nullptr);
+  REQUIRE(t.pool->WaitSynced(*t_destroy).ok());
+  CHECK(t.Names() == std::vector<std::string>{"tank"});
+  CheckReport r = t.Check();
+  CHECK(r.ok());
+  CHECK(r.datasets == 1);
+}
+
 TEST_CASE("Compressible data shows a compression ratio", "[dataset][space]") {
   TestPool t;
   REQUIRE(t.admin->Create("tank/c", false, {}).ok());
