@@ -132,8 +132,8 @@ Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where) {
     if (!AllZero(p + 56, 8)) return bad("has nonzero reserved bytes");
     // Stored bytes never exceed the allocated ones (psize <= asize).
     if (o.space.physical > o.space.referenced)
-      return bad("says its blocks store " + std::to_string(o.space.physical) +
-                 " bytes in " + std::to_string(o.space.referenced) + " allocated");
+      return bad("says its blocks store " + std::to_string(o.space.physical) + " bytes in " +
+                 std::to_string(o.space.referenced) + " allocated");
   }
   if (!AllZero(p + 576, kObjsetPhysSize - 576)) return bad("has nonzero reserved bytes");
   POOLFS_ASSIGN_OR_RETURN(o.metadnode, DecodeDnode(p + 64, std::string(where) + " metadnode"));

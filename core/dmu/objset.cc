@@ -38,10 +38,17 @@ Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::Blo
                               root.ToString() + ")");
   POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(root));
   POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name));
-  if (!phys.space_known) {  // a version 1 root: counted once, stored by the next sync
-    POOLFS_ASSIGN_OR_RETURN(phys.space, CountObjsetSpace(zio, root, name));
+  // A version 1 root: counted once, stored by the next sync. A tree that
+  // cannot be walked whole (damage poolfs check reports) must not make the
+  // set unusable: its totals start from zero, marked inexact.
+  bool inexact = false;
+  if (!phys.space_known) {
+    Result<ObjsetSpace> counted = CountObjsetSpace(zio, root, name);
+    inexact = !counted.ok();
+    phys.space = counted.ok() ? *counted : ObjsetSpace{};
   }
   auto os = std::make_unique<ObjectSet>(zio, phys.type, std::move(name));
+  os->space_inexact_ = inexact;
   os->metadnode_ = std::make_unique<Dnode>(zio, ObjectId(0), phys.metadnode);
   os->metadnode_->SetSpaceCounter(&os->space_);
   os->space_.allocated = int64_t(phys.space.referenced);
@@ -525,10 +532,14 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   const int64_t allocated = space_.allocated.load(std::memory_order_relaxed);
   const int64_t logical = space_.logical.load(std::memory_order_relaxed);
   const int64_t physical = space_.physical.load(std::memory_order_relaxed);
-  POOLFS_CHECK_GE(allocated, 0);
-  POOLFS_CHECK_GE(logical, 0);
-  POOLFS_CHECK_GE(physical, 0);
-  phys.space = {uint64_t(allocated), uint64_t(logical), uint64_t(physical)};
+  if (!space_inexact_) {
+    POOLFS_CHECK_GE(allocated, 0);
+    POOLFS_CHECK_GE(logical, 0);
+    POOLFS_CHECK_GE(physical, 0);
+  }
+  phys.space = {uint64_t(std::max<int64_t>(allocated, 0)), uint64_t(std::max<int64_t>(logical, 0)),
+                uint64_t(std::max<int64_t>(physical, 0))};
+  phys.space.physical = std::min(phys.space.physical, phys.space.referenced);
   std::string bytes = EncodeObjset(phys);
   zio::WriteProps props{zio::BlockType::kObjset, 0, util::Compression::kOff,
                         std::max<uint64_t>(phys.live_objects, 1)};

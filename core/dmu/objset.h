@@ -40,7 +40,9 @@
 // root block (ObjsetPhys::space), so a dataset's referenced bytes are kept
 // exactly without a walk. space() is that of the last root written, plus
 // the root block itself. A root block of version 1 has no totals: Open
-// counts them once by a walk (objset_walk.h), and the next sync stores them.
+// counts them once by a walk (objset_walk.h), and the next sync stores them;
+// when the walk fails on damage, the totals start from zero (inexact, never
+// below zero) rather than refuse the set.
 //
 // Failures. Each open-context change (Create, Free, Write, PutBlock,
 // Truncate, Punch, SetBonus) is made whole or, failing, not at all: it
@@ -216,6 +218,9 @@ class ObjectSet {
   arc::Arc* cache_ = nullptr;              // written before use only
   ReadAhead* read_ahead_ = nullptr;        // written before use only
   uint64_t first_txg_ = 0;                 // written before use only
+  // Open could not count a version 1 root's totals (a damaged tree): they
+  // started from zero and may not be exact (written before use only).
+  bool space_inexact_ = false;
   util::ObjectCache<Dnode> dnodes_{[](Dnode& d) { return d.Idle(); }};
 
   // Builds alloc_ from the metadnode (Open).

@@ -76,9 +76,9 @@ Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view na
          slot++) {
       const uint64_t id = blkid * kDnodesPerBlock + slot;
       if (p[slot * kDnodeSize] == 0) continue;  // a free slot
-      POOLFS_ASSIGN_OR_RETURN(DnodePhys d, DecodeDnode(p + slot * kDnodeSize,
-                                                       std::string(name) + " object " +
-                                                           std::to_string(id)));
+      POOLFS_ASSIGN_OR_RETURN(
+          DnodePhys d,
+          DecodeDnode(p + slot * kDnodeSize, std::string(name) + " object " + std::to_string(id)));
       POOLFS_RETURN_IF_ERROR(w.Tree(id, d, nullptr));
     }
     return Status::Ok();

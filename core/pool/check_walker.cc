@@ -177,6 +177,7 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   // What the walk below adds up, for the object set's own total.
   const uint64_t bytes_before = report_->bytes_referenced;
   const uint64_t skipped_before = skipped_;
+  const uint64_t problems_before = report_->problems.size() + report_->problems_omitted;
   if (root.type != zio::BlockType::kObjset) {
     Problem(
         ro, root,
@@ -262,9 +263,13 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
             "says every object id from " + U(phys->next_object) + " is free, but object " +
                 U(max_id) + " exists");
   // The referenced bytes the object set keeps (objset.h) against what its
-  // tree really holds, the root block excluded; only for a whole walk.
+  // tree really holds, the root block excluded; only for a whole walk that
+  // found nothing else wrong (a block two pointers share counts once, and
+  // is reported as such).
   const uint64_t walked = report_->bytes_referenced - bytes_before;
-  if (phys->space_known && skipped_ == skipped_before && walked >= root.allocated() &&
+  const bool clean = skipped_ == skipped_before &&
+                     report_->problems.size() + report_->problems_omitted == problems_before;
+  if (phys->space_known && clean && walked >= root.allocated() &&
       walked - root.allocated() != phys->space.referenced)
     Problem(ro, root,
             "says its blocks take " + U(phys->space.referenced) + " bytes; its tree holds " +

@@ -30,7 +30,8 @@ Result<std::string> ParseCompression(std::string_view v) {
     }
     if (digits && n[0] != '0' && level >= 1 && level <= 19) return std::string(v);
   }
-  return Status::InvalidArgument("'" + std::string(v) + "' is not off, lz4, zstd or zstd-1..zstd-19");
+  return Status::InvalidArgument("'" + std::string(v) +
+                                 "' is not off, lz4, zstd or zstd-1..zstd-19");
 }
 
 Result<std::string> ParseOnOff(std::string_view v) { return OneOf(v, {"on", "off"}); }
@@ -39,10 +40,10 @@ Result<std::string> ParseCopies(std::string_view v) { return OneOf(v, {"1", "2",
 
 Result<std::string> ParseRecordsize(std::string_view v) {
   auto bytes = util::ParseBytes(v);
-  if (!bytes.ok()) return Status::InvalidArgument("'" + std::string(v) + "': " + bytes.status().message());
+  if (!bytes.ok())
+    return Status::InvalidArgument("'" + std::string(v) + "': " + bytes.status().message());
   if (*bytes < 4096 || *bytes > (1u << 20) || (*bytes & (*bytes - 1)) != 0)
-    return Status::InvalidArgument("'" + std::string(v) +
-                                   "' is not a power of two from 4K to 1M");
+    return Status::InvalidArgument("'" + std::string(v) + "' is not a power of two from 4K to 1M");
   return std::to_string(*bytes);
 }
 

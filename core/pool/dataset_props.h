@@ -27,8 +27,8 @@ namespace poolfs::core::pool {
 
 struct PropertyDef {
   std::string_view name;
-  bool settable;     // false: computed by the pool (source "-")
-  bool inheritable;  // settable ones only
+  bool settable;                   // false: computed by the pool (source "-")
+  bool inheritable;                // settable ones only
   std::string_view default_value;  // canonical; settable ones only
   // The canonical stored form of `value`, or InvalidArgument saying what
   // is accepted (without the property's name; callers add it). Settable

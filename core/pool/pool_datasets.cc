@@ -126,8 +126,8 @@ std::unique_ptr<Pool::Dataset> Pool::NewDataset(uint64_t parent, std::string com
   ds->entry.created = t;
   ds->entry.creation_time = int64_t(std::time(nullptr));
   ds->entry.name = std::move(component);
-  ds->os = std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset,
-                                            std::move(full_name));
+  ds->os =
+      std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, std::move(full_name));
   ds->os->UseBlockBuffers(block_buffers_.get());
   ds->os->UseCache(arc_.get(), read_ahead_.get());
   ds->os->SetDnodeLimit(object_cache_limit());
@@ -256,9 +256,9 @@ Status Pool::FreeDestroyed(Txg t) {
     const zio::BlockPtr root = ds->os->root();
     if (root.IsHole()) continue;
     POOLFS_RETURN_IF_ERROR(
-        dmu::WalkObjsetBlocks(zio_.get(), root, ds->os->name(),
-                              [&](const zio::BlockPtr& bp) { return zio_->Free(bp, t); })
-            .WithContext("destroying dataset " + Quote(ds->os->name())));
+        dmu::WalkObjsetBlocks(zio_.get(), root, ds->os->name(), [&](const zio::BlockPtr& bp) {
+          return zio_->Free(bp, t);
+        }).WithContext("destroying dataset " + Quote(ds->os->name())));
   }
   util::MutexLock l(&mu_);
   for (Dataset* ds : gone) {
@@ -305,7 +305,8 @@ Result<Txg> Pool::RenameDataset(std::string_view from, std::string_view to) {
     if (Resolve(full_to).ok())
       return Status::AlreadyExists("cannot rename " + Quote(full_from) + ": " + Quote(full_to) +
                                    " exists");
-    for (const Dataset* p = *parent; p != nullptr; p = p->entry.parent ? Find(p->entry.parent) : nullptr)
+    for (const Dataset* p = *parent; p != nullptr;
+         p = p->entry.parent ? Find(p->entry.parent) : nullptr)
       if (p == src)
         return Status::InvalidArgument("cannot move " + Quote(full_from) + " below itself (" +
                                        Quote(full_to) + ")");
@@ -407,10 +408,11 @@ Result<Txg> Pool::InheritProperty(std::string_view name, std::string_view prop) 
   {
     util::MutexLock l(&mu_);
     POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(name));
-    if (ds->entry.props.erase(std::string(def->name)) == 0) return Txg(0);  // not set here: no change
-    changed = def->inheritable ? SubtreeProps(ds)
-                               : std::vector<std::pair<uint64_t, DatasetProps>>{
-                                     {ds->entry.id, PropsOf(*ds)}};
+    if (ds->entry.props.erase(std::string(def->name)) == 0)
+      return Txg(0);  // not set here: no change
+    changed = def->inheritable
+                  ? SubtreeProps(ds)
+                  : std::vector<std::pair<uint64_t, DatasetProps>>{{ds->entry.id, PropsOf(*ds)}};
     dir_dirty_ = true;
     tx.Dirtied(4096);
     tx.Commit();
@@ -461,7 +463,8 @@ std::map<uint64_t, DatasetFigures> Pool::Figures() const {
   for (const Dataset* ds : live) {
     uint64_t mine = 0;  // unused reservations it may use: its own, its ancestors'
     uint64_t room = UINT64_MAX;
-    for (const Dataset* a = ds; a != nullptr; a = a->entry.parent ? Find(a->entry.parent) : nullptr) {
+    for (const Dataset* a = ds; a != nullptr;
+         a = a->entry.parent ? Find(a->entry.parent) : nullptr) {
       const uint64_t id = a->entry.id;
       mine += f[id].used - unreserved[id];
       const uint64_t quota = PropsOf(*a).quota;

@@ -77,9 +77,9 @@ Status ValidateDatasetName(std::string_view name) {
                                    "' cannot be a dataset name component");
   for (char c : {'/', '\0', '@', '%'})
     if (name.find(c) != std::string_view::npos)
-      return Status::InvalidArgument("dataset name component '" + std::string(name) +
-                                     "' contains " +
-                                     (c == '\0' ? std::string("NUL") : "'" + std::string(1, c) + "'"));
+      return Status::InvalidArgument(
+          "dataset name component '" + std::string(name) + "' contains " +
+          (c == '\0' ? std::string("NUL") : "'" + std::string(1, c) + "'"));
   return Status::Ok();
 }
 
@@ -203,8 +203,8 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
     if (Status st = ValidateDatasetName(e.name); !st.ok())
       return r.Bad(what + " has a bad name: " + st.message());
     if (e.id == 0 || e.id >= d.next_dataset_id)
-      return r.Bad(what + " ('" + e.name + "') has id " + std::to_string(e.id) +
-                   ", outside 1.." + std::to_string(d.next_dataset_id - 1));
+      return r.Bad(what + " ('" + e.name + "') has id " + std::to_string(e.id) + ", outside 1.." +
+                   std::to_string(d.next_dataset_id - 1));
     if (!by_id.emplace(e.id, i).second)
       return r.Bad(what + " ('" + e.name + "') repeats id " + std::to_string(e.id));
     if (version >= 3) {

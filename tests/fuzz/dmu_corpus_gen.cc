@@ -437,12 +437,14 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
     };
     for (const RootPatch& p :
          std::vector<RootPatch>{{"magic", 0, 0x1234, 8},
-                                {"version-2", 8, 2, 4},
+                                {"version-3", 8, 3, 4},
+                                {"version-1-totals", 8, 1, 4},
+                                {"physical-above-referenced", 48, uint64_t{1} << 40, 8},
                                 {"type-3", 12, 3, 4},
                                 {"next-0", 16, 0, 8},
                                 {"next-2^48+2", 16, (uint64_t{1} << 48) + 2, 8},
                                 {"live-ge-next", 24, 1000, 8},
-                                {"reserved-32", 32, 1, 8},
+                                {"reserved-56", 56, 1, 8},
                                 {"reserved-600", 600, 1, 8},
                                 {"metadnode-plain", 64, 2, 1},
                                 {"metadnode-bs-4k", 64 + 8, 4096, 4}}) {
@@ -517,27 +519,34 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   pool::PoolDirectory two = pd;
   pool::DatasetEntry second = pd.datasets.at(0);
   second.id = two.next_dataset_id++;
+  second.parent = pd.datasets.at(0).id;
   second.name = "home";
+  second.props = {{"compression", "zstd-3"}, {"quota", "1073741824"}};
   two.datasets.push_back(second);
   const std::string d2 = pool::EncodePoolDirectory(two);
   Write(dir + "/directory-two", "\x01" + d2);
   pool::PoolDirectory empty;
   Write(dir + "/directory-empty", "\x01" + pool::EncodePoolDirectory(empty));
-  // Offsets: header 32 bytes; dataset 0 at 32: id 32, created 40, bp 48,
-  // name length 112, name 114 ("tank").
+  // Offsets: header 32 bytes; dataset 0 at 32: id 32, parent 40, created
+  // 48, creation time 56, bp 64, name length 128, name 130 ("tank"), then
+  // its property count 134.
   for (const Patch& p : std::vector<Patch>{{"magic", 0, 1, 8},
-                                           {"version-3", 8, 3, 4},
+                                           {"version-4", 8, 4, 4},
                                            {"reserved", 12, 1, 4},
                                            {"next-id-1", 16, 1, 8},
                                            {"datasets-huge", 24, 0xffffffff, 4},
                                            {"maps-huge", 28, 0x10000000, 4},
                                            {"id-0", 32, 0, 8},
                                            {"id-repeated", 32, second.id, 8},
-                                           {"bp-reserved", 48 + 28, 1, 4},
-                                           {"name-0", 112, 0, 2},
-                                           {"name-256", 112, 256, 2},
-                                           {"name-slash", 114, '/', 1},
-                                           {"name-nul", 115, 0, 1}}) {
+                                           {"parent-unknown", 40, 99, 8},
+                                           {"parent-self", 40, 1, 8},
+                                           {"bp-reserved", 64 + 28, 1, 4},
+                                           {"name-0", 128, 0, 2},
+                                           {"name-256", 128, 256, 2},
+                                           {"name-slash", 130, '/', 1},
+                                           {"name-nul", 131, 0, 1},
+                                           {"name-at", 130, '@', 1},
+                                           {"props-huge", 134, 0xffff, 2}}) {
     std::string d = d2;
     auto* q = reinterpret_cast<uint8_t*>(d.data()) + p.off;
     if (p.width == 8)

@@ -16,12 +16,14 @@
 //   - what decodes obeys the rules of core/doc/on-disk-format.md, checked
 //     here with separate arithmetic: 1..4096 vdevs with distinct nonzero
 //     GUIDs, ashift 9..16 and a metaslab shift from ashift to ashift + 32;
-//     datasets with ids 1..next-1, distinct ids and names, names of 1..255
-//     bytes without '/' or NUL; space map entries with nonzero objects and
+//     datasets with ids 1..next-1, distinct ids, one root, known parents
+//     and no cycle, names of 1..255 bytes without '/', NUL, '@' or '%',
+//     distinct under one parent, bounded properties; space map entries with nonzero objects and
 //     distinct (vdev, metaslab); a root payload zero past its 64 bytes.
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -60,11 +62,8 @@ bool SameDirectory(const pool::PoolDirectory& a, const pool::PoolDirectory& b) {
     return false;
   for (size_t i = 0; i < a.deferred_frees.size(); i++)
     if (!(a.deferred_frees[i] == b.deferred_frees[i])) return false;
-  for (size_t i = 0; i < a.datasets.size(); i++) {
-    const pool::DatasetEntry &x = a.datasets[i], &y = b.datasets[i];
-    if (x.id != y.id || x.created != y.created || !(x.root == y.root) || x.name != y.name)
-      return false;
-  }
+  for (size_t i = 0; i < a.datasets.size(); i++)
+    if (!(a.datasets[i] == b.datasets[i])) return false;
   for (size_t i = 0; i < a.space_maps.size(); i++) {
     const pool::SpaceMapEntry &x = a.space_maps[i], &y = b.space_maps[i];
     if (x.vdev != y.vdev || x.metaslab != y.metaslab || x.object != y.object) return false;
@@ -95,15 +94,31 @@ void FuzzDirectory(const std::string& in) {
   if (d.ok() != again.ok() || (d.ok() && !SameDirectory(*d, *again)))
     Fail("directory decoding is not deterministic", "");
   if (!d.ok()) return CheckRefusal(d.status());
-  std::set<uint64_t> ids;
-  std::set<std::string> names;
+  std::map<uint64_t, uint64_t> parent_of;
+  std::set<std::pair<uint64_t, std::string>> names;
+  size_t roots = 0;
   for (const pool::DatasetEntry& e : d->datasets) {
-    if (e.id == 0 || e.id >= d->next_dataset_id || !ids.insert(e.id).second)
+    if (e.id == 0 || e.id >= d->next_dataset_id || !parent_of.emplace(e.id, e.parent).second)
       Fail("decoded dataset id", std::to_string(e.id));
-    if (e.name.empty() || e.name.size() > 255 ||
-        e.name.find_first_of(std::string("/\0", 2)) != std::string::npos ||
-        !names.insert(e.name).second)
+    if (e.name.empty() || e.name.size() > 255 || e.name == "." || e.name == ".." ||
+        e.name.find_first_of(std::string("/\0@%", 4)) != std::string::npos ||
+        !names.insert({e.parent, e.name}).second)
       Fail("decoded dataset name", e.name);
+    roots += e.parent == 0;
+    if (e.props.size() > 64) Fail("decoded properties", "more than 64");
+    for (const auto& [k, v] : e.props)
+      if (k.empty() || k.size() > 64 || v.size() > 1024) Fail("decoded property", k);
+  }
+  if (!d->datasets.empty() && roots != 1) Fail("decoded dataset tree", "not one root");
+  // Every dataset reaches the root in fewer steps than there are datasets.
+  for (const auto& [id, parent] : parent_of) {
+    uint64_t at = parent;
+    for (size_t steps = 0; at != 0; steps++) {
+      auto it = parent_of.find(at);
+      if (it == parent_of.end()) Fail("decoded dataset parent", std::to_string(at));
+      if (steps > parent_of.size()) Fail("decoded dataset tree", "a cycle");
+      at = it->second;
+    }
   }
   std::set<std::pair<uint32_t, uint64_t>> maps;
   for (const pool::SpaceMapEntry& m : d->space_maps)
@@ -111,12 +126,12 @@ void FuzzDirectory(const std::string& in) {
       Fail("decoded space map entry", std::to_string(m.object));
   for (const zio::BlockPtr& bp : d->deferred_frees)
     if (bp.IsHole()) Fail("decoded deferred free", "a hole");
-  // A version 1 directory is written back as version 2, with the same
+  // A version 1 or 2 directory is written back as version 3, with the same
   // content.
   const std::string again_bytes = pool::EncodePoolDirectory(*d);
   if (again_bytes != in) {
     Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes);
-    if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 || in[8] != 1)
+    if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 || (in[8] != 1 && in[8] != 2))
       Fail("directory re-encodes to other bytes", "");
   }
 }

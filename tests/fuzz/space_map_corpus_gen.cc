@@ -38,8 +38,12 @@ void Write(const std::string& name, const std::string& bytes) {
   g_count++;
 }
 
-uint64_t Word(const std::string& b, size_t i) { return GetLE64(reinterpret_cast<const uint8_t*>(b.data()) + 8 * i); }
-void SetWord(std::string* b, size_t i, uint64_t v) { PutLE64(reinterpret_cast<uint8_t*>(b->data()) + 8 * i, v); }
+uint64_t Word(const std::string& b, size_t i) {
+  return GetLE64(reinterpret_cast<const uint8_t*>(b.data()) + 8 * i);
+}
+void SetWord(std::string* b, size_t i, uint64_t v) {
+  PutLE64(reinterpret_cast<uint8_t*>(b->data()) + 8 * i, v);
+}
 uint64_t Xxh(const std::string& b, size_t first_word, size_t words) {
   return poolfs::util::Xxh3_64(b.data() + 8 * first_word, 8 * words);
 }
@@ -72,7 +76,8 @@ std::string RandomMap(const SpaceMapGeometry& g, uint64_t seed, size_t records, 
   uint64_t txg = 1 + rng() % 100;
   for (size_t i = 0; i < records; i++) {
     if (rng() % per_txg == 0) txg += 1 + rng() % 2;
-    const uint64_t run = std::min<uint64_t>(sectors, rng() % 6 == 0 ? 1 + rng() % sectors : 1 + rng() % 32);
+    const uint64_t run =
+        std::min<uint64_t>(sectors, rng() % 6 == 0 ? 1 + rng() % sectors : 1 + rng() % 32);
     const uint64_t off = rng() % (sectors - run + 1);
     w.Append(rng() % 2 ? SmType::kFree : SmType::kAlloc, Txg(txg), g.start + (off << g.shift),
              run << g.shift);
@@ -100,9 +105,10 @@ int main(int argc, char** argv) {
     w.Append(SmType::kAlloc, Txg(kSpaceMapMaxTxg), g.start + g.size - 40000 * s, 40000 * s);
     Write("valid-two-word-max-txg", w.bytes());
   }
-  Write("valid-condensed", CondenseSpaceMap(g, Txg(9), {{g.start + s, 4 * s},
-                                                        {g.start + 100 * s, 70000 * s},
-                                                        {g.start + g.size - s, s}}));
+  Write("valid-condensed",
+        CondenseSpaceMap(
+            g, Txg(9),
+            {{g.start + s, 4 * s}, {g.start + 100 * s, 70000 * s}, {g.start + g.size - s, s}}));
   Write("valid-condensed-all-free", CondenseSpaceMap(g, Txg(3), {{g.start, g.size}}));
   for (int i = 0; i < 6; i++) {
     Write("valid-random-" + std::to_string(i), RandomMap(g, 100 + i, 3 + 9 * i, 1 + i % 3 * 4));
@@ -137,7 +143,8 @@ int main(int argc, char** argv) {
     d[bit / 8] = char(d[bit / 8] ^ (1 << (bit % 8)));
     Write("flip-bit-" + std::to_string(bit), d);
   }
-  for (size_t len : {0ul, 20ul, 40ul, 47ul, 56ul, base.size() - 24, base.size() - 9, base.size() - 1}) {
+  for (size_t len :
+       {0ul, 20ul, 40ul, 47ul, 56ul, base.size() - 24, base.size() - 9, base.size() - 1}) {
     Write("cut-" + std::to_string(len), base.substr(0, len));
   }
   Write("trailing-word", base + std::string(8, '\0'));

@@ -112,9 +112,8 @@ void Recipe(const uint8_t* data, size_t size) {
   g.shift = p.ConsumeIntegralInRange<uint32_t>(9, 16);
   const uint64_t max_sectors = UINT64_MAX >> g.shift;
   const uint32_t bits = p.ConsumeIntegralInRange<uint32_t>(1, 64 - g.shift);
-  const uint64_t sectors =
-      p.ConsumeIntegralInRange<uint64_t>(1, bits == 64 - g.shift ? max_sectors
-                                                                  : uint64_t{1} << bits);
+  const uint64_t sectors = p.ConsumeIntegralInRange<uint64_t>(
+      1, bits == 64 - g.shift ? max_sectors : uint64_t{1} << bits);
   g.size = sectors << g.shift;
   g.start = p.ConsumeIntegralInRange<uint64_t>(0, max_sectors - sectors) << g.shift;
   const uint32_t flip = p.ConsumeIntegral<uint32_t>();

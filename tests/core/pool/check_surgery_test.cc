@@ -327,8 +327,8 @@ TEST_CASE("Check names a block two pointers share, and the block the second one 
   REQUIRE(r.txg == s.txg() + 1);
   REQUIRE(r.checksum_errors == 0);
   REQUIRE(r.problems.size() == 2);
-  REQUIRE(HasProblem(r, "dataset 'a' object " + std::to_string(k.y) + " L0 block 0",
-                     "is also referenced by dataset 'a' object " + std::to_string(k.x) +
+  REQUIRE(HasProblem(r, "dataset 'tank/a' object " + std::to_string(k.y) + " L0 block 0",
+                     "is also referenced by dataset 'tank/a' object " + std::to_string(k.x) +
                          " L0 block 0: one block, two pointers"));
   REQUIRE(HasProblem(r, "vdev " + std::to_string(dropped.dva.vdev) + " metaslab", "leaked"));
   REQUIRE(HasProblem(r, "offset " + Hex(dropped.dva.offset), "leaked"));

@@ -78,7 +78,7 @@ TEST_CASE("Check names a data block whose bit flipped", "[check]") {
   Known k = ChurnPool(paths);
   auto blocks = Blocks(paths);
   const CheckedBlock& b = Find(blocks, [&](const CheckedBlock& c) {
-    return c.dataset == "a" && c.object == k.small && c.level == 0;
+    return c.dataset == "tank/a" && c.object == k.small && c.level == 0;
   });
   FlipBit(paths, b.bp);
   std::string h0 = FileHash(paths[0]), h1 = FileHash(paths[1]);
@@ -88,7 +88,7 @@ TEST_CASE("Check names a data block whose bit flipped", "[check]") {
   REQUIRE(r.checksum_errors == 1);
   REQUIRE(r.problems.size() == 1);
   REQUIRE(HasProblem(r,
-                     "dataset 'a' object " + std::to_string(k.small) + " L0 block 0 (vdev " +
+                     "dataset 'tank/a' object " + std::to_string(k.small) + " L0 block 0 (vdev " +
                          std::to_string(b.bp.dva.vdev) + " offset " + Hex(b.bp.dva.offset) + ")",
                      "checksum mismatch"));
   REQUIRE(FileHash(paths[0]) == h0);
@@ -101,14 +101,14 @@ TEST_CASE("Check names an indirect block whose bit flipped, and the subtree it l
   Known k = ChurnPool(paths);
   auto blocks = Blocks(paths);
   const CheckedBlock& b = Find(blocks, [&](const CheckedBlock& c) {
-    return c.dataset == "a" && c.object == k.big && c.level == 1;
+    return c.dataset == "tank/a" && c.object == k.big && c.level == 1;
   });
   FlipBit(paths, b.bp);
   CheckReport r = Check(paths);
   INFO(Listing(r));
   REQUIRE_FALSE(r.ok());
   REQUIRE(r.checksum_errors == 1);
-  REQUIRE(HasProblem(r, "dataset 'a' object " + std::to_string(k.big) + " L1 block 0",
+  REQUIRE(HasProblem(r, "dataset 'tank/a' object " + std::to_string(k.big) + " L1 block 0",
                      "checksum mismatch"));
   // Its four data blocks are allocated but unreachable: said once, not one
   // leak per block.
@@ -122,14 +122,14 @@ TEST_CASE("Check names a dnode block whose bit flipped", "[check]") {
   ChurnPool(paths);
   auto blocks = Blocks(paths);
   const CheckedBlock& b = Find(blocks, [&](const CheckedBlock& c) {
-    return c.dataset == "a" && c.object == 0 && c.level == 0 && c.blkid == 0;
+    return c.dataset == "tank/a" && c.object == 0 && c.level == 0 && c.blkid == 0;
   });
   FlipBit(paths, b.bp, 300);
   CheckReport r = Check(paths);
   INFO(Listing(r));
   REQUIRE_FALSE(r.ok());
   REQUIRE(r.checksum_errors == 1);
-  REQUIRE(HasProblem(r, "dataset 'a' metadnode L0 block 0", "checksum mismatch"));
+  REQUIRE(HasProblem(r, "dataset 'tank/a' metadnode L0 block 0", "checksum mismatch"));
 }
 
 TEST_CASE("Check finds a damaged pool directory and picks the txg import picks", "[check]") {

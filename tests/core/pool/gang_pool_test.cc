@@ -93,7 +93,7 @@ TEST_CASE("Check names a gang block whose header is damaged", "[check][gang]") {
   MakeGangPool(paths);
   const std::vector<CheckedBlock> blocks = Blocks(paths);
   const CheckedBlock& b = Find(blocks, [&](const CheckedBlock& c) {
-    return c.dataset == "a" && c.bp.IsGang() && c.level == 0;
+    return c.dataset == "tank/a" && c.bp.IsGang() && c.level == 0;
   });
   FlipBit(paths, b.bp, 40);  // a byte of the header's first child
   CheckReport r = Check(paths);
