@@ -97,6 +97,10 @@ expect 2 "already mounted on $DIR/mnt" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mn
 expect 2 "does not exist" "$POOLFS" mount "$DIR/missing.pool" "$DIR/m2"
 expect 2 "mount point $DIR/nowhere does not exist" "$POOLFS" mount "$DIR/tank.pool" "$DIR/nowhere"
 "$POOLFS" create "$DIR/other.pool" --size 64M >/dev/null
+# Another pool of the same name is refused while the first is mounted (the
+# name is what `poolfs dataset` and `status POOL` find a mount by).
+expect 2 "pool 'pool' is already mounted at $DIR/mnt" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2"
+"$POOLFS" create "$DIR/other.pool" --size 64M --name other --force >/dev/null
 expect 2 "already has a mount (fuse.poolfs" "$POOLFS" mount "$DIR/other.pool" "$DIR/mnt"
 expect 2 "is not empty" "$POOLFS" mount "$DIR/other.pool" "$DIR/nonempty"
 expect 2 "is not a directory" "$POOLFS" mount "$DIR/other.pool" "$DIR/big"
