@@ -27,6 +27,14 @@
 # OUT/table.txt, OUT/results.json, OUT/iterations.tsv and OUT/creates.png
 # (creates/s per iteration for each mode, drawn by gnuplot).
 #
+# With --datasets N, another comparison instead: one pool, and each
+# iteration runs createmany -o -t THREADS COUNT into one dataset, then N
+# createmany -o -t THREADS, COUNT/N files each, at once, into N datasets of
+# the same pool (the total files alike), each followed by a wait for the
+# sync; printed: creates/s per iteration of both, their medians and
+# datasets_over_single (OUT/datasets.json). The datasets' lists sync in
+# parallel (txg sync runs datasets and allocators at once).
+#
 # Every command (the daemon, createmany) runs under `taskset -c CPUS`
 # (default: the last CPU), as scripts/bench-fs.sh does and for its reason:
 # a client and a daemon that land on different cores vary widely, at
@@ -34,10 +42,11 @@
 #
 # Usage: scripts/bench-createmany.sh [--iterations I] [--count N] [--threads T]
 #          [--modes auto,on,off,legacy] [--dir DIR] [--out DIR] [--cpus LIST|none]
-#          [--pool-size SIZE] [--no-churn] [--quick]
+#          [--pool-size SIZE] [--no-churn] [--quick] [--datasets N]
 #   --iterations I  createmany runs per mode (default 8)
 #   --count N       files per createmany run (default 100000; see below)
 #   --quick         a smoke test: 2 iterations of 5000 files
+#   --datasets N    N datasets at once against one (see above), not the modes
 #   --out DIR       where the table, JSON, data and plot go
 #                   (default /var/tmp/poolfs-createmany-YYYYmmdd-HHMMSS)
 #   --dir DIR       where the pool file and the mount go (default /var/tmp)
@@ -62,6 +71,7 @@ OUT=
 CPUS=$(($(nproc) - 1))
 POOL_SIZE=20G
 CHURN=1
+DATASETS=0
 
 usage() { sed -n '/^# Usage:/,/^# Progress/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
 die() {
@@ -81,6 +91,7 @@ while [[ $# -gt 0 ]]; do
     --cpus) CPUS=${2:?}; shift ;;
     --pool-size) POOL_SIZE=${2:?}; shift ;;
     --no-churn) CHURN=0 ;;
+    --datasets) DATASETS=${2:?}; shift ;;
     --quick) ITERATIONS=2; COUNT=5000 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "bench-createmany.sh: unknown argument '$1'" >&2; usage; exit 2 ;;
@@ -90,6 +101,11 @@ done
 for n in ITERATIONS COUNT THREADS; do
   [[ ${!n} =~ ^[1-9][0-9]*$ ]] || { echo "bench-createmany.sh: --${n,,} '${!n}': not a positive number" >&2; exit 2; }
 done
+[[ $DATASETS =~ ^[0-9]+$ ]] || { echo "bench-createmany.sh: --datasets '$DATASETS': not a number" >&2; exit 2; }
+if ((DATASETS > 0)); then
+  MODES=auto  # one pool, the default policy
+  CHURN=0
+fi
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 for m in "${MODE_LIST[@]}"; do
   [[ $m =~ ^(auto|on|off|legacy)$ ]] || { echo "bench-createmany.sh: --modes: '$m' is not auto, on, off or legacy" >&2; exit 2; }
@@ -212,6 +228,58 @@ churn_pass() {
   dir=$(mktemp -d "$1/churn.XXXXX")
   createmany_rate "$dir" "$half"
 }
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# --datasets N: one dataset against N at once (see the top of the file).
+datasets_run() {
+  local name=bench-ds$$ m=$W/mnt-ds i k start end single multi
+  "$POOLFS" create "$W/ds.pool" --size "$POOL_SIZE" --name "$name" >/dev/null
+  mkdir -p "$m"
+  "${PIN[@]}" "$POOLFS" mount "$W/ds.pool" "$m"
+  "$POOLFS" dataset create "$name/single" || die "poolfs dataset create $name/single failed"
+  for ((k = 1; k <= DATASETS; k++)); do
+    "$POOLFS" dataset create "$name/d$k" || die "poolfs dataset create $name/d$k failed"
+  done
+  log "datasets: $ITERATIONS x (createmany -o -t $THREADS $COUNT into 1 dataset, then $DATASETS x createmany -o -t $THREADS $((COUNT / DATASETS)) into $DATASETS datasets at once); pinning: ${PIN[*]:-none}"
+  printf 'iteration\tone_dataset\t%s_datasets\n' "$DATASETS" >"$OUT/datasets.tsv"
+  for ((i = 1; i <= ITERATIONS; i++)); do
+    single=$(createmany_rate "$(mktemp -d "$m/single/XXXXX")" "$COUNT")
+    wait_synced "$m/single"
+    local pids=() dirs=()
+    for ((k = 1; k <= DATASETS; k++)); do dirs+=("$(mktemp -d "$m/d$k/XXXXX")"); done
+    start=$(date +%s.%N)
+    for ((k = 1; k <= DATASETS; k++)); do
+      "${PIN[@]}" "$CREATEMANY" -o -i 0 -t "$THREADS" -D "${dirs[k - 1]}" $((COUNT / DATASETS)) \
+        >"$W/multi.$k.log" 2>&1 &
+      pids+=($!)
+    done
+    for k in "${!pids[@]}"; do
+      wait "${pids[k]}" || die "createmany into ${dirs[k]} failed: $(tail -3 "$W/multi.$((k + 1)).log")"
+    done
+    end=$(date +%s.%N)
+    multi=$(awk -v n=$((COUNT / DATASETS * DATASETS)) -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", n / (b - a) }')
+    for ((k = 1; k <= DATASETS; k++)); do wait_synced "$m/d$k"; done
+    log "  iteration $i: one dataset $single creates/s, $DATASETS datasets $multi creates/s"
+    printf '%d\t%s\t%s\n' "$i" "$single" "$multi" >>"$OUT/datasets.tsv"
+  done
+  local med1 medn
+  med1=$(tail -n +2 "$OUT/datasets.tsv" | cut -f2 | median)
+  medn=$(tail -n +2 "$OUT/datasets.tsv" | cut -f3 | median)
+  "$POOLFS" unmount "$m" >/dev/null || die "poolfs unmount $m failed"
+  {
+    column -t -s $'\t' "$OUT/datasets.tsv"
+    echo "median creates/s: one dataset $med1, $DATASETS datasets $medn"
+    echo "datasets_over_single: $(awk -v a="$medn" -v b="$med1" 'BEGIN { printf "%.3f", a / b }')"
+  } | tee "$OUT/table.txt"
+  printf '{"datasets": %d, "threads": %d, "count": %d, "iterations": %d, "one_dataset_creates_per_s": %s, "datasets_creates_per_s": %s, "datasets_over_single": %s}\n' \
+    "$DATASETS" "$THREADS" "$COUNT" "$ITERATIONS" "$med1" "$medn" \
+    "$(awk -v a="$medn" -v b="$med1" 'BEGIN { printf "%.3f", a / b }')" | tee "$OUT/datasets.json"
+}
+if ((DATASETS > 0)); then
+  datasets_run
+  exit 0
+fi
 
 declare -A MEAN MIN MAX CHURN_RATE DENSITY REUSED FAILED HIGH RATE # RATE[mode,i]
 log "modes ${MODES}: $ITERATIONS x createmany -o -t $THREADS COUNT=$COUNT each, interleaved, one fresh pool per mode$([[ $CHURN -eq 1 ]] && echo ", then a churn pass"); pinning: ${PIN[*]:-none}; work in $W, results in $OUT"
