@@ -126,10 +126,11 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
     DatasetTreeFs* self = fs.get();
     shared->SetBusyCheck([self](uint64_t id) { return self->InUse({self->SlotFor(id)}); });
     fs->props_watch_ = shared->WatchProperties(
-        [self](uint64_t id, const pool::DatasetProps&) {
-          // A quota binds the descendants too (it is not inherited, so the
-          // pool names only the dataset it is set on).
-          for (uint64_t s : self->Subtree(self->SlotFor(id))) self->ApplyProps(s);
+        [self](uint64_t, const pool::DatasetProps&) {
+          // A quota binds the descendants too, and a reservation every
+          // other dataset (neither is inherited, so the pool names only the
+          // dataset it is set on): all of them look again.
+          self->ApplyAll();
         });
   }
   if (!st.ok()) {
@@ -200,7 +201,29 @@ void DatasetTreeFs::ApplyProps(uint64_t slot) {
     Result<pool::DatasetProps> p = s == slot ? props : pool_->EffectiveProps(IdFor(s));
     if (p.ok() && p->quota != 0) bound = true;
   }
-  fs->SetProps(*props, name, bound);
+  // A reservation held by a dataset that is not this one or an ancestor
+  // (whose reservations this one's writes may use).
+  bool reserved_elsewhere = false;
+  std::vector<uint64_t> all;
+  {
+    util::ReadMostlyReader r(&tree_lock_);
+    for (const auto& [s, node] : nodes_) all.push_back(s);
+  }
+  for (uint64_t s : all) {
+    if (std::find(chain.begin(), chain.end(), s) != chain.end()) continue;
+    Result<pool::DatasetProps> p = pool_->EffectiveProps(IdFor(s));
+    if (p.ok() && p->reservation != 0) reserved_elsewhere = true;
+  }
+  fs->SetProps(*props, name, bound, reserved_elsewhere);
+}
+
+void DatasetTreeFs::ApplyAll() {
+  std::vector<uint64_t> slots;
+  {
+    util::ReadMostlyReader r(&tree_lock_);
+    for (const auto& [slot, node] : nodes_) slots.push_back(slot);
+  }
+  for (uint64_t s : slots) ApplyProps(s);
 }
 
 Status DatasetTreeFs::Unmount() {
@@ -697,13 +720,8 @@ Status DatasetTreeFs::Refresh() {
       }
     }
   }
-  // Names (renames) and quota bounds may have changed anywhere.
-  std::vector<uint64_t> slots;
-  {
-    util::ReadMostlyReader r(&tree_lock_);
-    for (const auto& [slot, node] : nodes_) slots.push_back(slot);
-  }
-  for (uint64_t s : slots) ApplyProps(s);
+  // Names (renames), quotas and reservations may have changed anywhere.
+  ApplyAll();
   Invalidate(changed);
   return result;
 }

@@ -158,6 +158,7 @@ class DatasetTreeFs final : public Filesystem {
   // Gives the dataset in `slot` its effective properties, its name and
   // whether a quota bounds it (its own or an ancestor's).
   void ApplyProps(uint64_t slot) EXCLUDES(tree_lock_);
+  void ApplyAll() EXCLUDES(tree_lock_);
   // The filesystem of `ino`'s dataset and the inode inside it: Stale when
   // the dataset is gone.
   Result<PosixFs*> Route(uint64_t ino, uint64_t* local);

@@ -322,7 +322,7 @@ AtimeMode PosixFs::Atime() const {
 }
 
 void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
-                       bool quota_bound) {
+                       bool quota_bound, bool reserved_elsewhere) {
   props_readonly_.store(props.readonly, std::memory_order_relaxed);
   props_atime_.store(uint8_t(props.atime), std::memory_order_relaxed);
   props_recordsize_.store(props.recordsize, std::memory_order_relaxed);
@@ -331,8 +331,10 @@ void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
     util::MutexLock l(&props_mu_);
     dataset_name_ = name;
   }
-  const bool was = quota_bound_.exchange(quota_bound);
-  if (quota_bound && !was) {
+  quota_bound_.store(quota_bound, std::memory_order_relaxed);
+  const bool bound = quota_bound || reserved_elsewhere;
+  const bool was = figures_bound_.exchange(bound);
+  if (bound && !was) {
     // Take the figures now, not at the next sync.
     util::MutexLock l(&space_mu_);
     RefreshQuota();

@@ -107,10 +107,12 @@ class PosixFs final : public Filesystem {
   // The dataset's properties the calls follow (readonly, atime, recordsize
   // and compression of new files, quota): set at open and after every
   // change (DatasetTreeFs watches the pool). `name` is the dataset's full
-  // name now; `quota_bound`: it or an ancestor has a quota, so writes are
-  // held to the room the pool's figures give (DatasetFigures::available).
-  void SetProps(const pool::DatasetProps& props, const std::string& name, bool quota_bound)
-      EXCLUDES(props_mu_);
+  // name now. `quota_bound`: it or an ancestor has a quota (EDQUOT past
+  // it); `reserved_elsewhere`: another dataset holds a reservation (ENOSPC
+  // past what is left). Either way writes are held to the room the pool's
+  // figures give (DatasetFigures::available).
+  void SetProps(const pool::DatasetProps& props, const std::string& name, bool quota_bound,
+                bool reserved_elsewhere) EXCLUDES(props_mu_);
 
   // Whether the kernel holds a lookup on any file here but the root.
   bool InUse() { return table_.kernel_inodes() > (table_.Lookups(kRootIno) > 0 ? 1 : 0); }
@@ -294,6 +296,7 @@ class PosixFs final : public Filesystem {
   std::atomic<uint32_t> props_recordsize_{kRecordSize};
   std::atomic<uint8_t> props_compression_{uint8_t(util::Compression::kLz4)};
   std::atomic<bool> quota_bound_{false};
+  std::atomic<bool> figures_bound_{false};  // quota_bound_ or a reservation elsewhere
   std::atomic<uint64_t> quota_room_{0};     // available at the last sync seen
   std::atomic<uint64_t> quota_charged_{0};  // reserved since
   std::atomic<uint64_t> quota_referenced_{0};

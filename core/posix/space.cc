@@ -23,12 +23,13 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
       space_free_ = stats.space.free;
       space_capacity_ = stats.space.capacity;
       space_synced_txg_ = synced;
-      if (quota_bound_.load(std::memory_order_relaxed)) RefreshQuota();
+      if (figures_bound_.load(std::memory_order_relaxed)) RefreshQuota();
     }
     space_mu_.Unlock();
   }
-  if (quota_bound_.load(std::memory_order_relaxed)) {
-    // The room under the quota as the last sync left it, less what changes
+  if (figures_bound_.load(std::memory_order_relaxed)) {
+    // The room under the quota, or outside the other datasets'
+    // reservations, as the last sync left it, less what changes
     // since have asked for. What the txgs still open hold when a sync ends
     // is not counted again: a quota may be passed by at most that much (as
     // in ZFS, whose quota is also checked against synced figures).
@@ -37,11 +38,14 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
     if (charged > room) {
       quota_charged_.fetch_sub(bytes, std::memory_order_relaxed);
       util::MutexLock l(&props_mu_);
-      return Status(StatusCode::kQuotaExceeded,
-                    "dataset " + dataset_name_ + " is at its quota (or an ancestor's): " +
-                        std::to_string(bytes) + " bytes asked, " +
-                        std::to_string(room > charged - bytes ? room - (charged - bytes) : 0) +
-                        " left");
+      const std::string left =
+          std::to_string(bytes) + " bytes asked, " +
+          std::to_string(room > charged - bytes ? room - (charged - bytes) : 0) + " left";
+      if (quota_bound_.load(std::memory_order_relaxed))
+        return Status(StatusCode::kQuotaExceeded,
+                      "dataset " + dataset_name_ + " is at its quota (or an ancestor's): " + left);
+      return Status::NoSpace("dataset " + dataset_name_ +
+                             ": the space left is held by other datasets' reservations: " + left);
     }
   }
   const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
@@ -84,7 +88,7 @@ Result<FsStats> PosixFs::StatFs(uint64_t /*ino*/) {
   s.blocks_free = stats.space.free / s.block_size;
   const uint64_t slop = std::max<uint64_t>(stats.space.capacity / 32, 1 << 20);
   s.blocks_available = stats.space.free > slop ? (stats.space.free - slop) / s.block_size : 0;
-  if (quota_bound_.load(std::memory_order_relaxed)) {
+  if (figures_bound_.load(std::memory_order_relaxed)) {
     // As df shows a ZFS dataset under a quota: its size is what it holds
     // plus the room left, so the quota (or an ancestor's) is its size.
     const uint64_t charged = quota_charged_.load(std::memory_order_relaxed);

@@ -241,5 +241,31 @@ TEST_CASE("a mount of one dataset shows its tree at the root") {
   f.Mount();
 }
 
+TEST_CASE("a reservation is held back from every other dataset") {
+  FsFixture f(uint64_t{128} << 20);
+  REQUIRE(Create(f, "pool/db").ok());
+  REQUIRE(Create(f, "pool/other").ok());
+  const uint64_t other = MustLookup(f, kRootIno, "other");
+  const uint64_t db = MustLookup(f, kRootIno, "db");
+  auto before = f.fs->StatFs(other);
+  REQUIRE(before.ok());
+  const uint64_t free_bytes = before->blocks_available * before->block_size;
+  // Nearly all the free space, for db alone.
+  const uint64_t reserve = free_bytes - (uint64_t{8} << 20);
+  REQUIRE(f.fs->datasets()->Set("pool/db", {"reservation", std::to_string(reserve)}).ok());
+  const std::string mib(1 << 20, 'r');
+  const Attr a = f.MustCreate(other, "a");
+  Status st = Status::Ok();
+  uint64_t off = 0;
+  for (int i = 0; i < 64 && st.ok(); i++, off += mib.size())
+    st = f.fs->Write(RootCreds(), a.ino, off, mib).status();
+  CHECK(st.code() == StatusCode::kNoSpace);
+  CHECK(off <= (uint64_t{16} << 20));
+  // db itself may use its reservation.
+  const Attr b = f.MustCreate(db, "b");
+  for (int i = 0; i < 16; i++) f.MustWrite(b.ino, uint64_t(i) << 20, mib);
+  REQUIRE(f.fs->datasets()->Inherit("pool/db", "reservation").ok());
+}
+
 }  // namespace
 }  // namespace poolfs::core::posix
