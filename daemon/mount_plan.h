@@ -36,7 +36,6 @@ struct MountPlan {
   MountOptions core;
   fuse::FuseOptions fuse;
   size_t sync_threads = 0;  // of the Asio executor (txg.sync_threads; 0: one per strand)
-  size_t strands = 0;       // one per allocator
   uint64_t read_ahead_bytes = 0;  // fuse.read_ahead_bytes; 0: the kernel's
 };
 
@@ -46,9 +45,5 @@ struct MountPlan {
 // with its file:line errors), Busy (the pool is already mounted, or the
 // mount point already has a mount), IOError (the mount table).
 Result<MountPlan> PlanMount(const MountArgs& args);
-
-// The allocator count the core will use for `configured` (alloc.allocators;
-// 0: from the core count, at most 8), so the executor has a strand each.
-size_t AllocatorCount(uint32_t configured);
 
 }  // namespace poolfs::daemon
