@@ -59,7 +59,7 @@ TEST_CASE("The rendered default config documents every tunable and fits 79 colum
   CHECK(text.find("dirty_max_bytes = \"256MiB\"\n") != std::string::npos);
   CHECK(text.find("# One of auto|on|off|legacy; live.\nmetadnode_backfill = \"auto\"\n") !=
         std::string::npos);
-  CHECK(text.find("# Integer, 0 (one per allocator) or 1 to 256; at mount.\nsync_threads = 0\n") !=
+  CHECK(text.find("# Integer, 0 (one per allocator) or 1 to 256; live.\nsync_threads = 0\n") !=
         std::string::npos);
   for (const std::string& l : Lines(text)) {
     INFO(l);
