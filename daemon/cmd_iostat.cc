@@ -6,8 +6,8 @@
 // mount, and this client differences consecutive samples (IostatLine).
 // Without INTERVAL it prints one line, the totals since the mount; with it
 // (or with --watch, which means an INTERVAL of 1 s), a header and then a
-// line every INTERVAL seconds, COUNT lines or until interrupted. The first interval line covers the first interval
-// after the command starts, not the time since the mount.
+// line every INTERVAL seconds, COUNT lines or until interrupted. The first interval line covers the
+// first interval after the command starts, not the time since the mount.
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -30,8 +30,7 @@ struct IostatArgs {
 };
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 Result<IostatSample> Sample(const std::string& mountpoint) {

@@ -183,7 +183,8 @@ std::string Millis(uint64_t ns) {
 // MiB/s of `bytes` in `ns` (0 for no time).
 std::string Rate(uint64_t bytes, uint64_t ns) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", ns == 0 ? 0.0 : double(bytes) / double(1 << 20) / (double(ns) / 1e9));
+  std::snprintf(buf, sizeof buf, "%.0f",
+                ns == 0 ? 0.0 : double(bytes) / double(1 << 20) / (double(ns) / 1e9));
   return buf;
 }
 

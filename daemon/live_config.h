@@ -118,7 +118,7 @@ struct IostatSample {
   uint64_t syncs = 0, sync_ns = 0;
   uint64_t bytes_written = 0, blocks_written = 0;
   uint64_t bytes_read = 0, blocks_read = 0;
-  uint64_t creates = 0, removes = 0;        // objects allocated and freed
+  uint64_t creates = 0, removes = 0;  // objects allocated and freed
   uint64_t last_synced_txg = 0;
   std::vector<std::pair<uint64_t, uint64_t>> recent;  // (txg, sync ns), oldest first
 };

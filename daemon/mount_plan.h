@@ -35,7 +35,7 @@ struct MountPlan {
   // and callback left for the daemon to fill.
   MountOptions core;
   fuse::FuseOptions fuse;
-  size_t sync_threads = 0;  // of the Asio executor (txg.sync_threads; 0: one per strand)
+  size_t sync_threads = 0;        // of the Asio executor (txg.sync_threads; 0: one per strand)
   uint64_t read_ahead_bytes = 0;  // fuse.read_ahead_bytes; 0: the kernel's
 };
 

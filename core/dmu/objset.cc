@@ -391,8 +391,7 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands, size_t first_s
   {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = ListsFor(t.value());
-    for (Dnode* d : lists.dirty)
-      split[(d->id().value() + first_strand) % strands].push_back(d);
+    for (Dnode* d : lists.dirty) split[(d->id().value() + first_strand) % strands].push_back(d);
     lists.synced.insert(lists.synced.end(), lists.dirty.begin(), lists.dirty.end());
     lists.dirty.clear();
   }

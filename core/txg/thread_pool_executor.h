@@ -53,12 +53,12 @@ class ThreadPoolExecutor : public Executor {
   util::CondVar work_cv_;  // workers wait for a ready strand or shutdown
   util::CondVar done_cv_;  // Wait waits for pending_ to reach 0
   std::vector<std::deque<std::function<void()>>> queues_ GUARDED_BY(mu_);  // per strand
-  std::vector<bool> busy_ GUARDED_BY(mu_);  // a task of the strand is running
+  std::vector<bool> busy_ GUARDED_BY(mu_);    // a task of the strand is running
   std::deque<size_t> ready_ GUARDED_BY(mu_);  // strands with tasks queued, none running
   size_t pending_ GUARDED_BY(mu_) = 0;        // tasks posted and not finished
   bool shutdown_ GUARDED_BY(mu_) = false;
-  std::atomic<size_t> wanted_{0};   // SetThreads' count, for the next BeginSync
-  std::atomic<size_t> running_{0};  // workers now
+  std::atomic<size_t> wanted_{0};     // SetThreads' count, for the next BeginSync
+  std::atomic<size_t> running_{0};    // workers now
   std::vector<std::thread> workers_;  // BeginSync's thread and the destructor only
 };
 

@@ -51,8 +51,9 @@ level = "debug"
 
 TEST_CASE("ApplyLive takes the live tunables of a reload and keeps the others running") {
   const Tunables running = Parse("alloc.allocators = 2\ntxg.timeout_ms = 3000\n");
-  const Tunables loaded = Parse("alloc.allocators = 8\ndmu.metadnode_backfill = \"on\"\n"
-                                "arc.max_bytes = \"256MiB\"\narc.sublists = 16\n");
+  const Tunables loaded = Parse(
+      "alloc.allocators = 8\ndmu.metadnode_backfill = \"on\"\n"
+      "arc.max_bytes = \"256MiB\"\narc.sublists = 16\n");
   const Tunables now = ApplyLive(running, loaded);
   CHECK(now.core.txg.timeout_ms == 5000);  // live: back to the file's (default) value
   CHECK(now.core.objects.backfill == BackfillMode::kOn);

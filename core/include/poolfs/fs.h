@@ -278,11 +278,11 @@ struct FsStatus {
   struct SyncInfo {
     uint64_t txg = 0;
     uint64_t duration_ns = 0;
-    uint64_t dirty_bytes = 0;     // the txg's dirty data
-    uint64_t bytes_written = 0;   // by the sync, to the vdevs
-    uint64_t blocks_written = 0;  // by the sync
-    uint32_t threads = 0;         // sync threads in effect
-    uint32_t datasets = 0;        // datasets synced
+    uint64_t dirty_bytes = 0;              // the txg's dirty data
+    uint64_t bytes_written = 0;            // by the sync, to the vdevs
+    uint64_t blocks_written = 0;           // by the sync
+    uint32_t threads = 0;                  // sync threads in effect
+    uint32_t datasets = 0;                 // datasets synced
     std::vector<uint64_t> strand_busy_ns;  // per strand (allocator): time its tasks ran
   };
   std::vector<SyncInfo> recent_syncs;

@@ -95,7 +95,7 @@ class HoldingExecutor : public Executor {
   std::function<void()> at_hold;
   size_t held_tasks = 0;
   std::map<size_t, size_t> posted_per_strand_;  // by the driver (the lists)
-  size_t posted_by_tasks_ = 0;                   // by tasks (FinishSyncs)
+  size_t posted_by_tasks_ = 0;                  // by tasks (FinishSyncs)
 
  private:
   size_t strands_ = 1;
@@ -119,8 +119,7 @@ std::vector<ObjectId> CreateObjects(Pool& p, dmu::ObjectSet* os, size_t n) {
   return ids;
 }
 
-TEST_CASE("Pool sync finishes a dataset while another dataset's lists still wait",
-          "[pool][sync]") {
+TEST_CASE("Pool sync finishes a dataset while another dataset's lists still wait", "[pool][sync]") {
   vdev::MemoryDevice mem(128 << 20, "mem");
   REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{"tank"}).ok());
   HoldingExecutor exec;
@@ -332,8 +331,7 @@ TEST_CASE("Sync threads change between syncs under load, and every txg syncs",
     const PoolSyncStats s = pool.SyncStats();
     for (size_t i = 1; i < s.recent.size(); i++)
       CHECK(s.recent[i].txg.value() == s.recent[i - 1].txg.value() + 1);
-    for (size_t w = 0; w < sets.size(); w++)
-      written[sets[w]->name()] = {ids[w], bytes[w]};
+    for (size_t w = 0; w < sets.size(); w++) written[sets[w]->name()] = {ids[w], bytes[w]};
     REQUIRE(pool.Export().ok());
   }
   // Nothing lost: every write is there after a re-import.
