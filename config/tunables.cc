@@ -53,7 +53,7 @@ constexpr uint64_t kTiB = uint64_t{1} << 40;
 constexpr uint64_t kPiB = uint64_t{1} << 50;
 
 constexpr std::string_view kBackfillChoices[] = {"auto", "on", "off", "legacy"};
-constexpr std::string_view kLogLevelChoices[] = {"trace", "debug",    "info", "warn",
+constexpr std::string_view kLogLevelChoices[] = {"trace", "debug", "info",    "warn",
                                                  "error", "critical", "off"};
 
 // The table. Keep the rows of one TOML table together; the order here is the
@@ -296,7 +296,8 @@ bool TunableInfo::Accepts(uint64_t v) const {
     case TunableType::kEnum: return v < choices.size();
     case TunableType::kInteger:
     case TunableType::kSize:
-    case TunableType::kDuration: return (v >= min && v <= max) || (v == 0 && !zero_means.empty());
+    case TunableType::kDuration:
+      return (v >= min && v <= max) || (v == 0 && !zero_means.empty());
   }
   return false;
 }
