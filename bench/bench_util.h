@@ -20,7 +20,8 @@ namespace poolfs::bench {
 uint64_t LiveHeapBytes();
 
 inline double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 inline double Median(std::vector<double> v) {

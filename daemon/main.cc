@@ -12,8 +12,14 @@ int main(int argc, char** argv) {
   CLI::App app{"poolfs: a userspace copy-on-write transactional storage pool", "poolfs"};
   app.require_subcommand(1);
   const std::vector<Command> commands = {
-      AddCreateCommand(app), AddCheckCommand(app),  AddMountCommand(app), AddUnmountCommand(app),
-      AddStatusCommand(app), AddIostatCommand(app), AddTuneCommand(app),  AddTunablesCommand(app),
+      AddCreateCommand(app),
+      AddCheckCommand(app),
+      AddMountCommand(app),
+      AddUnmountCommand(app),
+      AddStatusCommand(app),
+      AddIostatCommand(app),
+      AddTuneCommand(app),
+      AddTunablesCommand(app),
   };
   try {
     app.parse(argc, argv);
