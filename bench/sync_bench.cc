@@ -200,11 +200,14 @@ std::vector<size_t> ParseList(const std::string& s) {
 int RunSyncBench(int argc, char** argv) {
   CLI::App app("poolfs-bench sync: parallel dataset sync against the serial baseline");
   Setup setup;
-  std::string datasets_arg = "1,12", threads_arg = "1,2";
+  std::string datasets_arg = "1,12", threads_arg = "1,2", modes_arg = "parallel,serial";
+  bool no_files = false;
   int runs = 3;
   bool json = false;
   app.add_option("--datasets", datasets_arg, "dataset counts, comma-separated");
   app.add_option("--sync-threads", threads_arg, "sync thread counts, comma-separated");
+  app.add_option("--modes", modes_arg, "parallel, serial or both (for profiling one)");
+  app.add_flag("--no-files", no_files, "leave out the 64-file case");
   app.add_option("--device", setup.device, "memory or file")
       ->check(CLI::IsMember({"memory", "file"}));
   app.add_option("--dir", setup.dir, "where the pool file goes (--device file)");
@@ -230,12 +233,16 @@ int RunSyncBench(int argc, char** argv) {
   for (int r = 0; r < runs; r++) {
     for (size_t d : dataset_counts) {
       for (size_t t : thread_counts) {
-        for (bool serial : {false, true})
+        for (bool serial : {false, true}) {
+          if (modes_arg.find(serial ? "serial" : "parallel") == std::string::npos) continue;
           zvols[{d, t, serial}].Add(RunOnce(setup, chunks, d, 1, d, t, serial, setup.mib * d));
+        }
       }
     }
-    for (size_t t : thread_counts)
+    for (size_t t : thread_counts) {
+      if (no_files) continue;
       files64[t].Add(RunOnce(setup, chunks, 1, 64, 4, t, false, setup.mib * 4));
+    }
   }
   auto median = [&](size_t d, size_t t, bool serial) {
     auto it = zvols.find({d, t, serial});
