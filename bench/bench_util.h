@@ -70,5 +70,6 @@ int RunAllocBench(int argc, char** argv);
 int RunPoolBench(int argc, char** argv);
 int RunCreateBench(int argc, char** argv);
 int RunArcBench(int argc, char** argv);
+int RunSyncBench(int argc, char** argv);
 
 }  // namespace poolfs::bench

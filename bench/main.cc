@@ -5,6 +5,8 @@
 //   poolfs-bench pool [--mib 1024] [--dir D] [--json]
 //   poolfs-bench create [--backfill auto,on,off,legacy] [--runs 3] [--count N] [--churn] [--json]
 //   poolfs-bench arc [--threads 1,2,8] [--sublists 1,0] [--json]
+//   poolfs-bench sync [--datasets 1,12] [--sync-threads 1,2] [--device memory|file] [--runs 3]
+//                     [--json]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,7 +15,7 @@
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: poolfs-bench space|alloc|pool|create|arc [options]   (poolfs-bench SUBCOMMAND "
+      "usage: poolfs-bench space|alloc|pool|create|arc|sync [options]   (poolfs-bench SUBCOMMAND "
       "--help)\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   if (cmd == "pool") return poolfs::bench::RunPoolBench(argc - 1, argv + 1);
   if (cmd == "create") return poolfs::bench::RunCreateBench(argc - 1, argv + 1);
   if (cmd == "arc") return poolfs::bench::RunArcBench(argc - 1, argv + 1);
+  if (cmd == "sync") return poolfs::bench::RunSyncBench(argc - 1, argv + 1);
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(usage, stdout);
     return 0;

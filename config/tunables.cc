@@ -69,13 +69,14 @@ constexpr TunableInfo kTable[] = {
             "opened. Shorter loses less unsynced work in a crash; longer makes fewer, larger "
             "syncs.",
      POOLFS_CORE_FIELD(txg, TxgOptions, timeout_ms)},
-    {.name = "txg.sync_threads", .type = TunableType::kInteger, .applies = Applies::kMount,
+    {.name = "txg.sync_threads", .type = TunableType::kInteger, .applies = Applies::kLive,
      .min = 1, .max = 256, .zero_means = "one per allocator",
      .doc = "Threads of the daemon's Asio pool that runs txg sync, with one strand per "
-            "allocator. Programs that open a pool without the daemon sync on the pool's own "
+            "allocator. A change takes effect at the next txg boundary, never in the middle "
+            "of a sync. Programs that open a pool without the daemon sync on the pool's own "
             "threads, one per allocator.",
      POOLFS_DAEMON_FIELD(sync_threads,
-                         "threads of the Asio sync executor (core: MountOptions::executor)")},
+                         "threads of the Asio sync executor (Executor::SetThreads)")},
     {.name = "txg.dirty_max_bytes", .type = TunableType::kSize, .applies = Applies::kLive,
      .min = kMiB, .max = kTiB,
      .doc = "Dirty data, summed over every txg not yet synced, at which writers block until a "
@@ -107,7 +108,9 @@ constexpr TunableInfo kTable[] = {
     {.name = "alloc.allocators", .type = TunableType::kInteger, .applies = Applies::kMount,
      .min = 1, .max = 64, .zero_means = "from the core count, at most 8",
      .doc = "Allocators, each with its own lock, its own active metaslab per vdev and its own "
-            "sync strand: more of them let more threads allocate at once.",
+            "sync strand: more of them let more threads allocate at once. At mount only: the "
+            "sync pool's strands, and the dnode lists each dataset syncs at once, follow the "
+            "imported pool's allocator count.",
      POOLFS_CORE_FIELD(space, SpaceOptions, allocators)},
     {.name = "alloc.size_tree_floor", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 0, .max = 16 * kMiB,

@@ -1,14 +1,20 @@
 // AsioExecutor: see asio_executor.h. The only file of the project that
 // includes Boost.Asio.
 //
-// Run() groups the tasks by strand, posts one handler per strand that runs
-// that strand's tasks in order, and waits on a countdown: each handler, when
-// done, decrements the number of unfinished handlers under a mutex and the
-// last one wakes Run(). The io_context's threads never wait for
+// Post() counts the task as pending under a mutex and posts it to its
+// strand; the handler runs it and decrements the count, and the one that
+// reaches zero wakes Wait(). The io_context's threads never wait for
 // anything but the io_context itself, so one thread suffices for any number
 // of strands (tasks do not wait for each other, as executor.h requires).
+// A handler per task, where this executor used to post one per strand with
+// every task of the strand in it: a post costs a few microseconds, and a
+// sync posts a handful of tasks per dataset (its dnode lists, shares of
+// large dnodes, its FinishSync), so the cost is small beside the tasks, and
+// it lets the threads interleave the strands and a dataset finish while
+// others still sync.
 #include "asio_executor.h"
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -28,64 +34,86 @@ struct AsioExecutor::Impl {
 
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+  // Changed only by BeginSync (with nothing pending) and the constructor.
   std::vector<Strand> strands;
   std::vector<std::thread> threads;
+  std::atomic<size_t> wanted{0};   // SetThreads' count
+  std::atomic<size_t> running{0};  // threads.size(), for threads()
 
-  // The countdown of the Run in progress.
+  // The countdown of the batch in progress.
   util::Mutex mu;
   util::CondVar done_cv;
-  size_t unfinished GUARDED_BY(mu) = 0;
+  size_t pending GUARDED_BY(mu) = 0;
+
+  void Start(size_t n) {
+    guard.emplace(asio::make_work_guard(io));
+    threads.reserve(n);
+    for (size_t i = 0; i < n; i++) threads.emplace_back([this] { io.run(); });
+    running.store(n, std::memory_order_relaxed);
+  }
+  void Stop() {
+    guard.reset();  // run() returns once no work is left (there is none while idle)
+    io.stop();
+    for (std::thread& t : threads) t.join();
+    threads.clear();
+    running.store(0, std::memory_order_relaxed);
+  }
 };
 
 AsioExecutor::AsioExecutor(size_t threads, size_t strands) : impl_(std::make_unique<Impl>()) {
   if (strands == 0) strands = 1;
-  if (threads == 0) threads = strands;
-  impl_->guard.emplace(asio::make_work_guard(impl_->io));
+  impl_->wanted.store(threads, std::memory_order_relaxed);
   impl_->strands.reserve(strands);
   for (size_t i = 0; i < strands; i++) impl_->strands.emplace_back(asio::make_strand(impl_->io));
-  impl_->threads.reserve(threads);
-  for (size_t i = 0; i < threads; i++) impl_->threads.emplace_back([this] { impl_->io.run(); });
+  impl_->Start(threads != 0 ? threads : strands);
 }
 
-AsioExecutor::~AsioExecutor() {
-  impl_->guard.reset();  // run() returns once no work is left (there is none while idle)
-  impl_->io.stop();
-  for (std::thread& t : impl_->threads) t.join();
-}
+AsioExecutor::~AsioExecutor() { impl_->Stop(); }
 
-void AsioExecutor::Run(std::vector<StrandTask> tasks) {
-  if (tasks.empty()) return;
+void AsioExecutor::BeginSync(size_t strands) {
   Impl& impl = *impl_;
-  // One handler per strand that has work, running that strand's tasks in
-  // order: one post instead of one per task, because a post costs about a
-  // hundred times what calling a task in this loop does (no benchmark
-  // isolates it; scripts/bench-fs.sh's write figure includes the syncs that
-  // run here).
-  std::vector<std::vector<std::function<void()>>> by_strand(impl.strands.size());
-  for (StrandTask& task : tasks)
-    by_strand[task.strand % impl.strands.size()].push_back(std::move(task.fn));
-  size_t groups = 0;
-  for (const auto& group : by_strand) groups += group.empty() ? 0 : 1;
+  if (strands == 0) strands = 1;
   {
     util::MutexLock lock(&impl.mu);
-    impl.unfinished = groups;
+    if (impl.pending != 0) std::terminate();  // a batch not waited for: a bug
   }
-  for (size_t s = 0; s < by_strand.size(); s++) {
-    if (by_strand[s].empty()) continue;
-    asio::post(impl.strands[s], [&impl, fns = std::move(by_strand[s])]() mutable {
-      for (std::function<void()>& fn : fns) {
-        if (fn) fn();
-        fn = nullptr;  // release what the task holds before Run can return
-      }
-      util::MutexLock lock(&impl.mu);
-      if (--impl.unfinished == 0) impl.done_cv.SignalAll();
-    });
+  if (impl.strands.size() != strands) {
+    impl.strands.clear();
+    for (size_t i = 0; i < strands; i++) impl.strands.emplace_back(asio::make_strand(impl.io));
   }
-  util::MutexLock lock(&impl.mu);
-  while (impl.unfinished != 0) impl.done_cv.Wait(&impl.mu);
+  const size_t wanted = impl.wanted.load(std::memory_order_relaxed);
+  const size_t n = wanted != 0 ? wanted : strands;
+  if (n == impl.threads.size()) return;
+  impl.Stop();
+  impl.io.restart();
+  impl.Start(n);
 }
 
-size_t AsioExecutor::threads() const { return impl_->threads.size(); }
+void AsioExecutor::Post(size_t strand, std::function<void()> fn) {
+  Impl& impl = *impl_;
+  {
+    util::MutexLock lock(&impl.mu);
+    impl.pending++;
+  }
+  asio::post(impl.strands[strand % impl.strands.size()], [&impl, fn = std::move(fn)]() mutable {
+    fn();
+    fn = nullptr;  // release what the task holds before Wait can return
+    util::MutexLock lock(&impl.mu);
+    if (--impl.pending == 0) impl.done_cv.SignalAll();
+  });
+}
+
+void AsioExecutor::Wait() {
+  Impl& impl = *impl_;
+  util::MutexLock lock(&impl.mu);
+  while (impl.pending != 0) impl.done_cv.Wait(&impl.mu);
+}
+
+void AsioExecutor::SetThreads(size_t threads) {
+  impl_->wanted.store(threads, std::memory_order_relaxed);
+}
+
+size_t AsioExecutor::threads() const { return impl_->running.load(std::memory_order_relaxed); }
 size_t AsioExecutor::strands() const { return impl_->strands.size(); }
 
 }  // namespace poolfs::daemon

@@ -89,7 +89,9 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
     return kExitFailure;
   }
 
-  AsioExecutor executor(plan.sync_threads, plan.strands);
+  // Its strands follow the imported pool's allocator count (the pool passes
+  // it to each BeginSync); txg.sync_threads may change live (LiveConfig).
+  AsioExecutor executor(plan.sync_threads);
   MountOptions core = plan.core;
   core.executor = &executor;
   core.on_txg_synced = [](uint64_t txg, uint64_t ns, uint64_t bytes) {
@@ -114,6 +116,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   }
 
   LiveConfig live(plan.config, plan.config_path, fs->get());
+  live.UseExecutor(&executor);
   std::atomic<bool> closing{false};
   Filesystem& filesystem = **fs;
   auto control = ControlServer::Start(plan.mountpoint, [&](std::string_view request) {
@@ -128,7 +131,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
 
   spdlog::info(
       "mounted pool {} on {} (options {}; config {}; {} FUSE threads, {} sync threads, "
-      "{} strands)",
+      "{} strands, one per allocator)",
       plan.pool_file, plan.mountpoint, JoinOptions(plan.fuse.mount_options),
       plan.config_path.empty() ? "defaults" : plan.config_path,
       plan.fuse.threads ? plan.fuse.threads : fuse::FuseOptions::DefaultThreads(),

@@ -38,6 +38,7 @@ Command AddTunablesCommand(CLI::App& parent);
 Command AddTuneCommand(CLI::App& parent);
 Command AddStatusCommand(CLI::App& parent);
 Command AddDatasetCommand(CLI::App& parent);
+Command AddIostatCommand(CLI::App& parent);
 
 // The exit code for a failed `st` (the one mapping of Status to exit
 // code): kExitUsage for InvalidArgument, NotFound, Busy and

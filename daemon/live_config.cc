@@ -3,7 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <sstream>
 #include <utility>
 
 #include "config/render.h"
@@ -106,9 +108,13 @@ Status LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view wh
   // (the running live ones plus the pending at-mount ones).
   const config::ConfigDiff asked = config::Diff(wanted_.values(), loaded.values());
   const bool level_changed = next.values().daemon.log_level != running_.values().daemon.log_level;
+  const bool sync_threads_changed =
+      next.values().daemon.sync_threads != running_.values().daemon.sync_threads;
   running_ = std::move(next);
   wanted_ = loaded;
   if (level_changed) SetLogLevel(LogLevelName(running_));
+  if (sync_threads_changed && executor_ != nullptr)
+    executor_->SetThreads(running_.values().daemon.sync_threads);
   // One log line per request; a note for the caller about at-mount changes.
   std::string changes;
   if (note != nullptr) note->clear();
@@ -130,6 +136,11 @@ Status LiveConfig::ApplyLocked(const config::Config& loaded, std::string_view wh
   }
   spdlog::info("{}: {}", what, changes.empty() ? std::string("nothing changed") : changes);
   return Status::Ok();
+}
+
+void LiveConfig::UseExecutor(poolfs::Executor* executor) {
+  util::MutexLock lock(&mu_);
+  executor_ = executor;
 }
 
 config::Config LiveConfig::Snapshot() const {
@@ -162,6 +173,128 @@ std::string FormatBytesHuman(uint64_t bytes) {
   return buf;
 }
 
+namespace {
+
+std::string Millis(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fms", double(ns) / 1e6);
+  return buf;
+}
+
+// MiB/s of `bytes` in `ns` (0 for no time).
+std::string Rate(uint64_t bytes, uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f",
+                ns == 0 ? 0.0 : double(bytes) / double(1 << 20) / (double(ns) / 1e9));
+  return buf;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.insert(0, width - s.size(), ' ');
+  return s;
+}
+
+// The last `count` syncs, a line each: what a user tuning txg.sync_threads
+// looks at.
+std::string RenderRecentSyncs(const std::vector<poolfs::FsStatus::SyncInfo>& syncs, size_t count) {
+  std::string out = "recent syncs (newest last):\n";
+  out += "  " + Pad("txg", 8) + Pad("time", 10) + Pad("dirty", 10) + Pad("written", 10) +
+         Pad("blocks", 8) + Pad("MiB/s", 7) + Pad("threads", 8) + "  busy per strand\n";
+  const size_t first = syncs.size() > count ? syncs.size() - count : 0;
+  for (size_t i = first; i < syncs.size(); i++) {
+    const poolfs::FsStatus::SyncInfo& r = syncs[i];
+    std::string busy;
+    for (uint64_t b : r.strand_busy_ns) busy += (busy.empty() ? "" : " ") + Millis(b);
+    out += "  " + Pad(std::to_string(r.txg), 8) + Pad(Millis(r.duration_ns), 10) +
+           Pad(FormatBytesHuman(r.dirty_bytes), 10) + Pad(FormatBytesHuman(r.bytes_written), 10) +
+           Pad(std::to_string(r.blocks_written), 8) + Pad(Rate(r.bytes_written, r.duration_ns), 7) +
+           Pad(std::to_string(r.threads), 8) + "  " + (busy.empty() ? "-" : busy) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderIostatCounters(const poolfs::FsStatus& s) {
+  std::string out = "poolfs-iostat 1\n";
+  auto kv = [&out](std::string_view k, uint64_t v) {
+    out += std::string(k) + " " + std::to_string(v) + "\n";
+  };
+  kv("syncs", s.syncs);
+  kv("sync_ns", s.sync_ns_total);
+  kv("bytes_written", s.bytes_written);
+  kv("blocks_written", s.blocks_written);
+  kv("bytes_read", s.bytes_read);
+  kv("blocks_read", s.blocks_read);
+  kv("creates", s.objects_allocated);
+  kv("removes", s.objects_freed);
+  kv("last_synced_txg", s.last_synced_txg);
+  for (const poolfs::FsStatus::SyncInfo& r : s.recent_syncs)
+    out += "sync " + std::to_string(r.txg) + " " + std::to_string(r.duration_ns) + "\n";
+  return out;
+}
+
+poolfs::Result<IostatSample> ParseIostatCounters(std::string_view text) {
+  IostatSample s;
+  std::istringstream in{std::string(text)};
+  std::string first;
+  if (!std::getline(in, first) || first != "poolfs-iostat 1")
+    return Status::InvalidArgument("not an iostat reply: " + first);
+  std::string key;
+  while (in >> key) {
+    uint64_t v = 0;
+    if (!(in >> v)) return Status::InvalidArgument("iostat reply: no value for " + key);
+    if (key == "sync") {
+      uint64_t ns = 0;
+      if (!(in >> ns)) return Status::InvalidArgument("iostat reply: a sync without its time");
+      s.recent.emplace_back(v, ns);
+    } else if (key == "syncs") {
+      s.syncs = v;
+    } else if (key == "sync_ns") {
+      s.sync_ns = v;
+    } else if (key == "bytes_written") {
+      s.bytes_written = v;
+    } else if (key == "blocks_written") {
+      s.blocks_written = v;
+    } else if (key == "bytes_read") {
+      s.bytes_read = v;
+    } else if (key == "blocks_read") {
+      s.blocks_read = v;
+    } else if (key == "creates") {
+      s.creates = v;
+    } else if (key == "removes") {
+      s.removes = v;
+    } else if (key == "last_synced_txg") {
+      s.last_synced_txg = v;
+    }  // a key a newer daemon added: skipped
+  }
+  return s;
+}
+
+std::string IostatHeader() {
+  return Pad("txgs", 6) + Pad("written", 10) + Pad("wblocks", 9) + Pad("read", 10) +
+         Pad("rblocks", 9) + Pad("creates", 9) + Pad("removes", 9) + Pad("sync-mean", 11) +
+         Pad("sync-max", 10) + "\n";
+}
+
+std::string IostatLine(const IostatSample& prev, const IostatSample& cur) {
+  auto diff = [](uint64_t a, uint64_t b) { return b >= a ? b - a : 0; };
+  const uint64_t syncs = diff(prev.syncs, cur.syncs);
+  const uint64_t sync_ns = diff(prev.sync_ns, cur.sync_ns);
+  uint64_t max_ns = 0;
+  for (const auto& [txg, ns] : cur.recent)
+    if (txg > prev.last_synced_txg) max_ns = std::max(max_ns, ns);
+  return Pad(std::to_string(syncs), 6) +
+         Pad(FormatBytesHuman(diff(prev.bytes_written, cur.bytes_written)), 10) +
+         Pad(std::to_string(diff(prev.blocks_written, cur.blocks_written)), 9) +
+         Pad(FormatBytesHuman(diff(prev.bytes_read, cur.bytes_read)), 10) +
+         Pad(std::to_string(diff(prev.blocks_read, cur.blocks_read)), 9) +
+         Pad(std::to_string(diff(prev.creates, cur.creates)), 9) +
+         Pad(std::to_string(diff(prev.removes, cur.removes)), 9) +
+         Pad(syncs == 0 ? std::string("-") : Millis(sync_ns / syncs), 11) +
+         Pad(syncs == 0 ? std::string("-") : Millis(max_ns), 10) + "\n";
+}
+
 std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& running,
                          std::string_view pending) {
   std::string out;
@@ -179,6 +312,7 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   if (s.syncs > 0)
     line("MOS passes:", std::to_string(s.mos_passes_last) + " in the last sync, at most " +
                             std::to_string(s.mos_passes_max) + " since the mount");
+  if (!s.recent_syncs.empty()) out += RenderRecentSyncs(s.recent_syncs, 5);
   line("space:", FormatBytesHuman(s.space_allocated) + " used, " + FormatBytesHuman(s.space_free) +
                      " free, " + FormatBytesHuman(s.space_total) + " total");
   line("checksum errors:", std::to_string(s.checksum_errors));
@@ -265,6 +399,7 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
   request = TrimSpace(request);
   if (request == "ping") return "pong\n";  // `poolfs unmount` waits for this to stop
   if (request == "status") return RenderStatus(fs.GetStatus(), live.Snapshot(), live.Pending());
+  if (request == "iostat") return RenderIostatCounters(fs.GetStatus());
   if (request == "reload") {
     const Status st = live.Reload();
     return st.ok() ? "ok\n" : "error: " + st.message() + "\n";

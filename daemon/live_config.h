@@ -25,8 +25,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
+#include "poolfs/executor.h"
 #include "poolfs/fs.h"
 #include "poolfs/mutex.h"
 #include "poolfs/status.h"
@@ -65,6 +68,10 @@ class LiveConfig {
   std::string Pending() const EXCLUDES(mu_);
   // The file Reload reads; "" while there is none.
   std::string config_path() const EXCLUDES(mu_);
+  // The sync executor that txg.sync_threads (live) resizes: each accepted
+  // change calls its SetThreads, which it applies at the next txg boundary.
+  // Must outlive this object; nullptr (the default): none.
+  void UseExecutor(poolfs::Executor* executor) EXCLUDES(mu_);
 
  private:
   // Puts `loaded` into effect as described above; `what` names the source
@@ -82,10 +89,12 @@ class LiveConfig {
   std::string config_path_ GUARDED_BY(mu_);
   const config::ConfigSearchPaths search_;
   poolfs::Filesystem* const fs_;
+  poolfs::Executor* executor_ GUARDED_BY(mu_) = nullptr;
 };
 
 // Serves one control request for a mount: "status" returns the status text
-// (RenderStatus); "tune KEY=VALUE" returns "ok" (plus a line per pending
+// (RenderStatus); "iostat" the cumulative counters (RenderIostatCounters);
+// "tune KEY=VALUE" returns "ok" (plus a line per pending
 // at-mount change) or "error: <message>"; "reload" returns "ok" or
 // "error: <message>"; "ping" returns "pong" (is the daemon still there?);
 // anything else "error: unknown request ...".
@@ -101,5 +110,27 @@ std::string FormatBytesHuman(uint64_t bytes);
 // and any pending at-mount changes.
 std::string RenderStatus(const poolfs::FsStatus& status, const config::Config& running,
                          std::string_view pending);
+
+// `poolfs iostat`: the daemon keeps cumulative counters, the client
+// differences two samples. A sample as the "iostat" request sends it.
+struct IostatSample {
+  double time_s = 0;  // when it was taken (the client's monotonic clock)
+  uint64_t syncs = 0, sync_ns = 0;
+  uint64_t bytes_written = 0, blocks_written = 0;
+  uint64_t bytes_read = 0, blocks_read = 0;
+  uint64_t creates = 0, removes = 0;  // objects allocated and freed
+  uint64_t last_synced_txg = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> recent;  // (txg, sync ns), oldest first
+};
+// The "iostat" reply: "key value" lines, then "sync TXG NS" per recent sync.
+std::string RenderIostatCounters(const poolfs::FsStatus& status);
+// Parses that reply (InvalidArgument for anything else); time_s stays 0.
+poolfs::Result<IostatSample> ParseIostatCounters(std::string_view text);
+// The column header, and the line for the interval from `prev` to `cur`:
+// txgs synced, bytes and blocks written and read, creates and removes,
+// mean and max sync time of the txgs synced in it. A `prev` of all zeros
+// (no earlier sample) gives the totals since the mount.
+std::string IostatHeader();
+std::string IostatLine(const IostatSample& prev, const IostatSample& cur);
 
 }  // namespace poolfs::daemon

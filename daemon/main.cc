@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       AddMountCommand(app),
       AddUnmountCommand(app),
       AddStatusCommand(app),
+      AddIostatCommand(app),
       AddTuneCommand(app),
       AddTunablesCommand(app),
       AddDatasetCommand(app),

@@ -130,11 +130,6 @@ void ParseAtimeOption(const std::string& opt, MountOptions* core, bool* ours) {
 
 }  // namespace
 
-size_t AllocatorCount(uint32_t configured) {
-  if (configured != 0) return configured;
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-}
-
 Result<MountPlan> PlanMount(const MountArgs& args) {
   MountPlan plan;
   std::string file = args.pool_file;
@@ -160,7 +155,6 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   const config::Tunables& t = plan.config.values();
   plan.core.tunables = t.core;
   plan.sync_threads = t.daemon.sync_threads;
-  plan.strands = AllocatorCount(t.core.space.allocators);
 
   plan.fuse.mountpoint = plan.mountpoint;
   plan.fuse.fsname = plan.pool_file;

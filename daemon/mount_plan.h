@@ -37,8 +37,7 @@ struct MountPlan {
   // and callback left for the daemon to fill.
   MountOptions core;
   fuse::FuseOptions fuse;
-  size_t sync_threads = 0;  // of the Asio executor (txg.sync_threads; 0: one per strand)
-  size_t strands = 0;       // one per allocator
+  size_t sync_threads = 0;        // of the Asio executor (txg.sync_threads; 0: one per strand)
   uint64_t read_ahead_bytes = 0;  // fuse.read_ahead_bytes; 0: the kernel's
 };
 
@@ -48,9 +47,5 @@ struct MountPlan {
 // with its file:line errors), Busy (the pool is already mounted, or the
 // mount point already has a mount), IOError (the mount table).
 Result<MountPlan> PlanMount(const MountArgs& args);
-
-// The allocator count the core will use for `configured` (alloc.allocators;
-// 0: from the core count, at most 8), so the executor has a strand each.
-size_t AllocatorCount(uint32_t configured);
 
 }  // namespace poolfs::daemon

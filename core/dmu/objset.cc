@@ -401,14 +401,15 @@ constexpr size_t kSplitBlocks = 64;
 
 }  // namespace
 
-std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
+std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands, size_t first_strand,
+                                           bool split_large) {
   POOLFS_CHECK_GT(strands, 0u);
   alloc_.Release(t);  // every Tx of t committed: ids freed in t may be reused
   std::vector<std::vector<Dnode*>> split(strands);
   {
     util::MutexLock l(&dirty_mu_);
     TxgLists& lists = ListsFor(t.value());
-    for (Dnode* d : lists.dirty) split[d->id().value() % strands].push_back(d);
+    for (Dnode* d : lists.dirty) split[(d->id().value() + first_strand) % strands].push_back(d);
     lists.synced.insert(lists.synced.end(), lists.dirty.begin(), lists.dirty.end());
     lists.dirty.clear();
   }
@@ -421,7 +422,7 @@ std::vector<SyncTask> ObjectSet::SyncTasks(Txg t, size_t strands) {
   // the block writes), then one task per strand writes its share of the
   // blocks; whichever finishes last writes the indirect blocks (SyncEnd).
   // No task waits for another, so any executor runs this.
-  for (size_t i = 0; i < strands && strands > 1; i++) {
+  for (size_t i = 0; i < strands && strands > 1 && split_large; i++) {
     auto& list = split[i];
     auto keep = list.begin();
     for (Dnode* d : list) {

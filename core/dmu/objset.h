@@ -15,9 +15,13 @@
 // dropped, to be loaded again from its metadnode slot, which by then holds
 // everything it had. Each txg keeps a list of the dnodes it dirtied (plain
 // pointers: a dirty dnode stays until SyncDone). A sync of txg t:
-//   1. SyncTasks(t, n): the dirty dnodes split into n lists by object id, a
-//      task per list; task i writes its dnodes through allocator i (the
-//      daemon runs task i on allocator i's strand).
+//   1. SyncTasks(t, n, first): the dirty dnodes split into n lists by
+//      object id (rotated by `first`, so that small sets synced together
+//      spread over the strands), a task per list; task i writes its dnodes
+//      through allocator i (the executor runs it on allocator i's strand).
+//      A dnode with many dirty blocks is written in shares, one task per
+//      strand, unless split_large is false (one task writes it whole, the
+//      sync as it was before shares: a baseline for benchmarks).
 //   2. FinishSync(t): every synced dnode's DnodePhys goes into its slot in
 //      the metadnode, the metadnode syncs, and the root block is written.
 //   3. SyncDone(t), once t is durable: the dnodes forget t.
@@ -153,7 +157,8 @@ class ObjectSet {
 
   // Sync context (see the theory comment).
   bool Dirty(Txg t) const EXCLUDES(dirty_mu_);
-  std::vector<SyncTask> SyncTasks(Txg t, size_t strands) EXCLUDES(dirty_mu_);
+  std::vector<SyncTask> SyncTasks(Txg t, size_t strands, size_t first_strand = 0,
+                                  bool split_large = true) EXCLUDES(dirty_mu_);
   Result<zio::BlockPtr> FinishSync(Txg t, size_t allocator) EXCLUDES(dirty_mu_);
   void SyncDone(Txg t) EXCLUDES(dirty_mu_);
 

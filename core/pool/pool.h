@@ -10,9 +10,20 @@
 // the MOS objects holding each metaslab's space map.
 //
 // Sync of txg t (runs on the txg driver thread, TxgManager's callback):
-//   1. datasets: every dirty dataset's dnode tasks run on the executor, one
-//      strand per allocator, all datasets at once; then each dataset writes
-//      its metadnode and root block (FinishSync), again in parallel;
+//   1. datasets: the executor opens a batch with one strand per allocator
+//      (Executor::BeginSync, the txg boundary, where a new txg.sync_threads
+//      takes effect). Every dirty dataset's dnode lists (ObjectSet::SyncTasks:
+//      one list per allocator, and a share per allocator of each dnode with
+//      many dirty blocks) are posted, each to its allocator's strand as its
+//      own task, all datasets at once. A dataset counts its outstanding
+//      tasks; the one that finishes last posts that dataset's FinishSync
+//      (its metadnode and root block) to its own strand, so a dataset whose
+//      lists are done completes while others still sync: there is no
+//      barrier across datasets, only the driver's one Wait for the batch.
+//      PoolOptions::serial_dataset_sync instead syncs the datasets one
+//      after another, each dnode written whole by one task: the sync as
+//      OpenZFS had it before parallel dataset sync, kept as a benchmark
+//      baseline (poolfs-bench sync);
 //   2. the MOS, in passes: first free what the previous txg's late passes
 //      deferred (below); then, each pass, append t's allocations and frees
 //      to the space maps, store the changed maps in their MOS objects,
@@ -90,6 +101,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -126,6 +138,11 @@ struct PoolOptions {
   // allocated size is above this many bytes is stored as a gang block even
   // when contiguous room exists. 0: gang blocks only when none exists.
   uint64_t force_gang_above = 0;
+  // Benchmark baseline only (poolfs-bench sync): datasets sync one after
+  // another, waiting for each, and a dnode's blocks are written by one task
+  // (no shares), as OpenZFS synced before it made dataset sync parallel.
+  // Slower; the on-disk result is the same.
+  bool serial_dataset_sync = false;
   // How the vdev files are opened (vdev.*; FileDevice's theory comment).
   VdevOptions vdev;
   // Idle objects kept in memory per dataset; 0: from the cache's bound
@@ -186,6 +203,30 @@ struct PoolStats {
   uint64_t deferred_frees = 0;
   arc::ArcStats arc;  // the cache of an imported pool (zeros otherwise)
   dmu::ReadAheadStats read_ahead;
+};
+
+// One txg's sync, as Pool::SyncStats reports it.
+struct SyncRecord {
+  Txg txg;
+  uint64_t duration_ns = 0;     // the sync callback, start to durable
+  uint64_t dirty_bytes = 0;     // what the txg's changes dirtied (TxgManager)
+  uint64_t bytes_written = 0;   // to the vdevs, by this sync
+  uint64_t blocks_written = 0;  // blocks written, by this sync
+  uint32_t threads = 0;         // sync threads in effect (Executor::threads)
+  uint32_t datasets = 0;        // datasets that synced
+  // Per strand (allocator): time its tasks ran, summed.
+  std::vector<uint64_t> strand_busy_ns;
+};
+
+// The syncs of an imported pool: the last few, and totals since import.
+struct PoolSyncStats {
+  static constexpr size_t kRecent = 128;
+  std::vector<SyncRecord> recent;  // at most kRecent, oldest first
+  uint64_t syncs = 0;              // successful syncs since import
+  uint64_t sync_ns_total = 0;      // their durations, summed
+  // The vdevs' I/O since import (zio): every write and read, sync or not.
+  uint64_t bytes_written = 0, blocks_written = 0;
+  uint64_t bytes_read = 0, blocks_read = 0;
 };
 
 class Pool {
@@ -304,6 +345,8 @@ class Pool {
   // Returns once txg (0: the open one) is durable.
   Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
   PoolStats Stats() const EXCLUDES(mu_);
+  // The recent syncs and sync and I/O totals (pool_sync.cc).
+  PoolSyncStats SyncStats() const EXCLUDES(sync_stats_mu_);
   // The txg of the uberblock this import opened: the pool's state as it
   // was found on disk (after a crash, the txg it fell back to). Txg(0) for
   // a pool being created.
@@ -331,9 +374,10 @@ class Pool {
   // Tries to open the pool at `ub`.
   Status OpenAt(const vdev::Uberblock& ub) EXCLUDES(mu_);
   Status SyncTxg(Txg t) EXCLUDES(mu_);
-  Status SyncDatasets(Txg t) EXCLUDES(mu_);
-  // Runs tasks on the executor; returns the first failure.
-  Status RunTasks(std::vector<dmu::SyncTask> tasks);
+  // Step 1 of the sync (above); adds each task's run time to busy_ns[its
+  // strand] and counts the datasets synced in *datasets.
+  Status SyncDatasets(Txg t, std::vector<std::atomic<uint64_t>>& busy_ns, uint32_t* datasets)
+      EXCLUDES(mu_);
   Status StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) EXCLUDES(mu_);
   Status WriteDirectory(dmu::Tx& tx) REQUIRES(mu_);
   // Whether the directory of txg t lists `ds`: its root is written and it
@@ -393,6 +437,11 @@ class Pool {
   Txg imported_txg_;
   std::atomic<uint32_t> mos_passes_last_{0};
   std::atomic<uint32_t> mos_passes_max_{0};
+  // What SyncStats reports; written by the driver after each sync.
+  mutable util::Mutex sync_stats_mu_;
+  std::deque<SyncRecord> recent_syncs_ GUARDED_BY(sync_stats_mu_);
+  uint64_t sync_count_ GUARDED_BY(sync_stats_mu_) = 0;
+  uint64_t sync_ns_total_ GUARDED_BY(sync_stats_mu_) = 0;
 
   mutable util::Mutex mu_;
   PoolDirectory dir_ GUARDED_BY(mu_);  // dataset roots as of the last sync

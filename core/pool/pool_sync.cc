@@ -1,5 +1,7 @@
 // Pool::SyncTxg and its steps; see the theory comment in pool.h.
+#include <atomic>
 #include <chrono>
+#include <memory>
 
 #include "pool/pool.h"
 #include "util/check.h"
@@ -19,26 +21,43 @@ constexpr int kDeferFreesPass = 2;
 constexpr int kMaxMosPasses = 32;
 }  // namespace
 
-Status Pool::RunTasks(std::vector<dmu::SyncTask> tasks) {
-  if (tasks.empty()) return Status::Ok();
-  util::Mutex err_mu;
-  Status first;
-  std::vector<txg::StrandTask> strand_tasks;
-  strand_tasks.reserve(tasks.size());
-  for (auto& t : tasks) {
-    strand_tasks.push_back({t.allocator, [&err_mu, &first, fn = std::move(t.fn)] {
-                              Status st = fn();
-                              if (st.ok()) return;
-                              util::MutexLock l(&err_mu);
-                              if (first.ok()) first = st;
-                            }});
+namespace {
+
+// The first failure of a batch of sync tasks, from whichever task fails.
+class FirstFailure {
+ public:
+  void Record(const Status& st) EXCLUDES(mu_) {
+    util::MutexLock l(&mu_);
+    if (first_.ok()) first_ = st;
   }
-  executor_->Run(std::move(strand_tasks));
-  util::MutexLock l(&err_mu);
-  return first;
+  Status Get() const EXCLUDES(mu_) {
+    util::MutexLock l(&mu_);
+    return first_;
+  }
+
+ private:
+  mutable util::Mutex mu_;
+  Status first_ GUARDED_BY(mu_);
+};
+
+// One dataset's part of a sync: its tasks not yet finished, and its result.
+struct DatasetSync {
+  dmu::ObjectSet* os = nullptr;
+  std::string name;
+  std::atomic<size_t> remaining{0};
+  std::atomic<bool> failed{false};
+  zio::BlockPtr root;  // written by its FinishSync task, read after Wait
+};
+
+uint64_t NowNs() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
 }
 
-Status Pool::SyncDatasets(Txg t) {
+}  // namespace
+
+Status Pool::SyncDatasets(Txg t, std::vector<std::atomic<uint64_t>>& busy_ns, uint32_t* datasets) {
   const size_t n = space_->allocator_count();
   std::vector<Dataset*> dirty;
   {
@@ -49,29 +68,93 @@ Status Pool::SyncDatasets(Txg t) {
       if (ds->os->Dirty(t) || ds->os->root().IsHole()) dirty.push_back(ds.get());
     }
   }
+  *datasets = uint32_t(dirty.size());
   if (dirty.empty()) return Status::Ok();
-  // Every dataset's dnode lists at once, one strand per allocator.
-  std::vector<dmu::SyncTask> tasks;
-  for (Dataset* ds : dirty)
-    for (auto& task : ds->os->SyncTasks(t, n)) tasks.push_back(std::move(task));
-  POOLFS_RETURN_IF_ERROR(RunTasks(std::move(tasks)));
-  // Then each dataset's metadnode and root block, datasets in parallel.
-  std::vector<zio::BlockPtr> roots(dirty.size());
-  std::vector<dmu::SyncTask> finish;
-  for (size_t i = 0; i < dirty.size(); i++) {
-    size_t a = i % n;
-    finish.push_back({a, [&, i, a]() -> Status {
-                        auto root = dirty[i]->os->FinishSync(t, a);
-                        if (!root.ok()) return root.status().WithContext(dirty[i]->entry.name);
-                        roots[i] = *root;
-                        return Status::Ok();
-                      }});
+  const bool serial = options_.serial_dataset_sync;
+  FirstFailure failure;
+  std::vector<std::unique_ptr<DatasetSync>> syncs;
+  for (Dataset* ds : dirty) {
+    auto s = std::make_unique<DatasetSync>();
+    s->os = ds->os.get();
+    s->name = ds->entry.name;
+    syncs.push_back(std::move(s));
   }
-  POOLFS_RETURN_IF_ERROR(RunTasks(std::move(finish)));
+  // Runs fn, adding its time to its strand's busy time.
+  auto timed = [&busy_ns, n](size_t strand, auto&& fn) {
+    const uint64_t start = NowNs();
+    fn();
+    busy_ns[strand % n].fetch_add(NowNs() - start, std::memory_order_relaxed);
+  };
+  // Posts s's FinishSync to `strand`, whose allocator it writes through.
+  auto post_finish = [this, t, n, &failure, &timed](DatasetSync& s, size_t strand) {
+    executor_->Post(strand, [t, n, strand, &s, &failure, &timed] {
+      timed(strand, [&] {
+        Result<zio::BlockPtr> root = s.os->FinishSync(t, strand % n);
+        if (root.ok()) {
+          s.root = *root;
+        } else {
+          failure.Record(root.status().WithContext(s.name));
+        }
+      });
+    });
+  };
+  // Posts each of the dataset's tasks to its allocator's strand; the last
+  // to finish (unless one failed) posts its FinishSync. The dataset's lists
+  // start on strand `first` (rotated per dataset, so that datasets with a
+  // few dirty objects spread over the strands).
+  auto post_lists = [&](DatasetSync& s, std::vector<dmu::SyncTask> tasks, size_t first) {
+    if (tasks.empty()) return post_finish(s, first);
+    s.remaining.store(tasks.size(), std::memory_order_relaxed);
+    for (dmu::SyncTask& task : tasks) {
+      const size_t a = task.allocator;
+      executor_->Post(a, [a, &s, &failure, &timed, &post_finish, fn = std::move(task.fn)] {
+        timed(a, [&] {
+          Status st = fn();
+          if (!st.ok()) {
+            s.failed.store(true);
+            failure.Record(st);
+          }
+        });
+        if (s.remaining.fetch_sub(1) == 1 && !s.failed.load()) post_finish(s, a);
+      });
+    }
+  };
+  if (serial) {
+    for (size_t i = 0; i < syncs.size(); i++) {
+      post_lists(*syncs[i], syncs[i]->os->SyncTasks(t, n, 0, /*split_large=*/false), 0);
+      executor_->Wait();
+      POOLFS_RETURN_IF_ERROR(failure.Get());
+    }
+  } else {
+    // Every dataset's lists first (SyncTasks takes each large dnode's
+    // frees before its shares run), then all of them at once.
+    std::vector<std::vector<dmu::SyncTask>> tasks(syncs.size());
+    for (size_t i = 0; i < syncs.size(); i++) tasks[i] = syncs[i]->os->SyncTasks(t, n, i % n);
+    for (size_t i = 0; i < syncs.size(); i++) post_lists(*syncs[i], std::move(tasks[i]), i % n);
+    executor_->Wait();
+    POOLFS_RETURN_IF_ERROR(failure.Get());
+  }
   util::MutexLock l(&mu_);
-  for (size_t i = 0; i < dirty.size(); i++) dirty[i]->entry.root = roots[i];
+  for (size_t i = 0; i < dirty.size(); i++) dirty[i]->entry.root = syncs[i]->root;
   dir_dirty_ = true;
   return Status::Ok();
+}
+
+PoolSyncStats Pool::SyncStats() const {
+  PoolSyncStats s;
+  {
+    util::MutexLock l(&sync_stats_mu_);
+    s.recent.assign(recent_syncs_.begin(), recent_syncs_.end());
+    s.syncs = sync_count_;
+    s.sync_ns_total = sync_ns_total_;
+  }
+  if (zio_) {
+    s.bytes_written = zio_->bytes_written();
+    s.blocks_written = zio_->blocks_written();
+    s.bytes_read = zio_->bytes_read();
+    s.blocks_read = zio_->blocks_read();
+  }
+  return s;
 }
 
 Status Pool::WriteDirectory(dmu::Tx& tx) {
@@ -138,8 +221,20 @@ Status Pool::WriteUberblocks(Txg t, const zio::BlockPtr& mos_root) {
 
 Status Pool::SyncTxg(Txg t) {
   const std::string txg_name = "txg " + std::to_string(t.value());
+  const uint64_t start_ns = NowNs();
+  const uint64_t written_before = zio_->bytes_written();
+  const uint64_t blocks_before = zio_->blocks_written();
+  // The txg boundary: the executor takes a new thread count here, and has a
+  // strand per allocator.
+  const size_t n = space_->allocator_count();
+  executor_->BeginSync(n);
+  SyncRecord record;
+  record.txg = t;
+  record.threads = uint32_t(executor_->threads());
+  record.dirty_bytes = txgs_ ? txgs_->syncing_dirty_bytes() : 0;
+  std::vector<std::atomic<uint64_t>> busy_ns(n);
   // 1. Datasets.
-  POOLFS_RETURN_IF_ERROR(SyncDatasets(t).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(SyncDatasets(t, busy_ns, &record.datasets).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(FreeDestroyed(t).WithContext(txg_name));
   // 2. The MOS, in passes until the space maps stop changing. First what
   // the previous txg's late passes left to free.
@@ -196,6 +291,15 @@ Status Pool::SyncTxg(Txg t) {
   }
   for (dmu::ObjectSet* os : sets) os->SyncDone(t);
   if (block_buffers_) block_buffers_->Trim();  // keep what this txg's writes needed
+  record.duration_ns = NowNs() - start_ns;
+  record.bytes_written = zio_->bytes_written() - written_before;
+  record.blocks_written = zio_->blocks_written() - blocks_before;
+  for (const auto& b : busy_ns) record.strand_busy_ns.push_back(b.load(std::memory_order_relaxed));
+  util::MutexLock l(&sync_stats_mu_);
+  sync_count_++;
+  sync_ns_total_ += record.duration_ns;
+  recent_syncs_.push_back(std::move(record));
+  if (recent_syncs_.size() > PoolSyncStats::kRecent) recent_syncs_.pop_front();
   return Status::Ok();
 }
 

@@ -183,6 +183,22 @@ FsStatus PosixFs::GetStatus() {
   s.leaf_cache_limit = leaves_.limit();
   s.leaf_hits = leaves_.hits();
   s.leaf_misses = leaves_.misses();
+  const pool::PoolSyncStats sync = pool_->SyncStats();
+  for (const pool::SyncRecord& r : sync.recent) {
+    s.recent_syncs.push_back({.txg = r.txg.value(),
+                              .duration_ns = r.duration_ns,
+                              .dirty_bytes = r.dirty_bytes,
+                              .bytes_written = r.bytes_written,
+                              .blocks_written = r.blocks_written,
+                              .threads = r.threads,
+                              .datasets = r.datasets,
+                              .strand_busy_ns = r.strand_busy_ns});
+  }
+  s.sync_ns_total = sync.sync_ns_total;
+  s.bytes_written = sync.bytes_written;
+  s.blocks_written = sync.blocks_written;
+  s.bytes_read = sync.bytes_read;
+  s.blocks_read = sync.blocks_read;
   return s;
 }
 

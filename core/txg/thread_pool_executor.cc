@@ -1,61 +1,93 @@
 #include "txg/thread_pool_executor.h"
 
-#include <unordered_map>
 #include <utility>
 
 #include "util/check.h"
 
 namespace poolfs::core::txg {
 
-ThreadPoolExecutor::ThreadPoolExecutor(size_t threads) {
-  POOLFS_CHECK_GE(threads, 1u);
-  workers_.reserve(threads);
-  for (size_t i = 0; i < threads; i++) workers_.emplace_back([this] { WorkerLoop(); });
-}
-
-ThreadPoolExecutor::~ThreadPoolExecutor() {
+ThreadPoolExecutor::ThreadPoolExecutor(size_t threads, size_t strands) {
+  if (strands == 0) strands = 1;
   {
     util::MutexLock l(&mu_);
-    POOLFS_CHECK(!in_run_);
+    queues_.resize(strands);
+    busy_.assign(strands, false);
+  }
+  wanted_.store(threads, std::memory_order_relaxed);
+  Restart(threads != 0 ? threads : strands);
+}
+
+ThreadPoolExecutor::~ThreadPoolExecutor() { Restart(0); }
+
+void ThreadPoolExecutor::Restart(size_t n) {
+  {
+    util::MutexLock l(&mu_);
+    POOLFS_CHECK_EQ(pending_, 0u);
     shutdown_ = true;
     work_cv_.SignalAll();
   }
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  {
+    util::MutexLock l(&mu_);
+    shutdown_ = false;
+  }
+  workers_.reserve(n);
+  for (size_t i = 0; i < n; i++) workers_.emplace_back([this] { WorkerLoop(); });
+  running_.store(n, std::memory_order_relaxed);
 }
 
-void ThreadPoolExecutor::Run(std::vector<StrandTask> tasks) {
-  // Group by strand, strands in order of first appearance.
-  std::vector<Job> jobs;
-  std::unordered_map<size_t, size_t> index;
-  for (StrandTask& t : tasks) {
-    auto [it, inserted] = index.try_emplace(t.strand, jobs.size());
-    if (inserted) jobs.emplace_back();
-    jobs[it->second].push_back(std::move(t.fn));
+void ThreadPoolExecutor::BeginSync(size_t strands) {
+  if (strands == 0) strands = 1;
+  {
+    util::MutexLock l(&mu_);
+    POOLFS_CHECK_EQ(pending_, 0u);
+    if (queues_.size() != strands) {
+      queues_.assign(strands, {});
+      busy_.assign(strands, false);
+    }
   }
-  if (jobs.empty()) return;
+  const size_t wanted = wanted_.load(std::memory_order_relaxed);
+  const size_t n = wanted != 0 ? wanted : strands;
+  if (n != workers_.size()) Restart(n);
+}
 
+void ThreadPoolExecutor::Post(size_t strand, std::function<void()> fn) {
   util::MutexLock l(&mu_);
-  POOLFS_CHECK(!in_run_);
-  in_run_ = true;
-  unfinished_ = jobs.size();
-  for (Job& j : jobs) jobs_.push_back(std::move(j));
-  work_cv_.SignalAll();
-  while (unfinished_ != 0) done_cv_.Wait(&mu_);
-  in_run_ = false;
+  const size_t s = strand % queues_.size();
+  queues_[s].push_back(std::move(fn));
+  pending_++;
+  if (!busy_[s] && queues_[s].size() == 1) {
+    ready_.push_back(s);
+    work_cv_.Signal();
+  }
+}
+
+void ThreadPoolExecutor::Wait() {
+  util::MutexLock l(&mu_);
+  while (pending_ != 0) done_cv_.Wait(&mu_);
 }
 
 void ThreadPoolExecutor::WorkerLoop() {
   util::MutexLock l(&mu_);
   while (true) {
-    while (jobs_.empty() && !shutdown_) work_cv_.Wait(&mu_);
-    if (jobs_.empty()) return;  // shut down
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
+    while (ready_.empty() && !shutdown_) work_cv_.Wait(&mu_);
+    if (ready_.empty()) return;  // shut down (only ever with nothing queued)
+    const size_t s = ready_.front();
+    ready_.pop_front();
+    busy_[s] = true;
+    std::function<void()> fn = std::move(queues_[s].front());
+    queues_[s].pop_front();
     mu_.Unlock();
-    for (std::function<void()>& fn : job) fn();
-    job.clear();  // destroy the tasks' captures before reporting them done
+    fn();
+    fn = nullptr;  // destroy the task's captures before reporting it done
     mu_.Lock();
-    if (--unfinished_ == 0) done_cv_.Signal();
+    busy_[s] = false;
+    if (!queues_[s].empty()) {
+      ready_.push_back(s);
+      work_cv_.Signal();
+    }
+    if (--pending_ == 0) done_cv_.SignalAll();
   }
 }
 

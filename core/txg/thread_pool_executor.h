@@ -1,17 +1,22 @@
-// ThreadPoolExecutor: a fixed pool of threads that runs a sync's tasks,
-// strand by strand. Stands in for the daemon's Asio executor in tests and
-// tools.
+// ThreadPoolExecutor: a pool of threads that runs a sync's tasks, honouring
+// strands. Stands in for the daemon's Asio executor in tests, tools and
+// programs that open a pool without the daemon (poolfs-bench).
 //
-// Run groups the tasks by strand (keeping submission order within each),
-// queues one job per strand, and waits until every job is done. A worker
-// takes a whole strand and runs its tasks in order, so tasks of one strand
-// never overlap and keep their order, while different strands run in
-// parallel on different workers. Run's caller (the txg driver) only waits:
-// it never runs tasks itself, and tasks must not call Run.
+// Each strand has a queue. A strand with queued tasks and none running is
+// "ready"; a worker takes the first ready strand, runs one task of it, and
+// puts the strand back at the end of the ready list if more are queued. So
+// tasks of one strand never overlap and keep their order, while the workers
+// interleave every strand with work. Wait's caller (the txg driver) only
+// waits: it never runs tasks itself.
 //
-// Thread safety: Run from one thread at a time (CHECKed), as Executor says.
+// The thread count asked for with SetThreads is applied by BeginSync, when
+// no task is queued or running: the workers stop and the new number start.
+//
+// Thread safety: as Executor says (BeginSync and Wait from one thread;
+// BeginSync with no batch unfinished, CHECKed).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -25,31 +30,36 @@ namespace poolfs::core::txg {
 
 class ThreadPoolExecutor : public Executor {
  public:
-  // Starts `threads` (at least 1) workers.
-  explicit ThreadPoolExecutor(size_t threads);
-  // Joins the workers; Run must have returned.
+  // Starts `threads` workers (0: one per strand) over `strands` strands (0
+  // is taken as 1) until the first BeginSync says otherwise.
+  explicit ThreadPoolExecutor(size_t threads, size_t strands = 1);
+  // Joins the workers; the last batch must have been waited for.
   ~ThreadPoolExecutor() override;
   ThreadPoolExecutor(const ThreadPoolExecutor&) = delete;
   ThreadPoolExecutor& operator=(const ThreadPoolExecutor&) = delete;
 
-  // Runs every task, honouring strands; returns when all have finished.
-  void Run(std::vector<StrandTask> tasks) override;
-
-  size_t threads() const { return workers_.size(); }
+  void BeginSync(size_t strands) override EXCLUDES(mu_);
+  void Post(size_t strand, std::function<void()> fn) override EXCLUDES(mu_);
+  void Wait() override EXCLUDES(mu_);
+  void SetThreads(size_t threads) override { wanted_.store(threads, std::memory_order_relaxed); }
+  size_t threads() const override { return running_.load(std::memory_order_relaxed); }
 
  private:
-  using Job = std::vector<std::function<void()>>;  // one strand's tasks, in order
-
-  void WorkerLoop();
+  void WorkerLoop() EXCLUDES(mu_);
+  // Stops the workers, then starts `n`. With no task queued or running.
+  void Restart(size_t n) EXCLUDES(mu_);
 
   util::Mutex mu_;
-  util::CondVar work_cv_;  // workers wait for jobs or shutdown
-  util::CondVar done_cv_;  // Run waits for unfinished_ to reach 0
-  std::deque<Job> jobs_ GUARDED_BY(mu_);
-  size_t unfinished_ GUARDED_BY(mu_) = 0;  // jobs of the current Run not yet done
-  bool in_run_ GUARDED_BY(mu_) = false;
+  util::CondVar work_cv_;  // workers wait for a ready strand or shutdown
+  util::CondVar done_cv_;  // Wait waits for pending_ to reach 0
+  std::vector<std::deque<std::function<void()>>> queues_ GUARDED_BY(mu_);  // per strand
+  std::vector<bool> busy_ GUARDED_BY(mu_);    // a task of the strand is running
+  std::deque<size_t> ready_ GUARDED_BY(mu_);  // strands with tasks queued, none running
+  size_t pending_ GUARDED_BY(mu_) = 0;        // tasks posted and not finished
   bool shutdown_ GUARDED_BY(mu_) = false;
-  std::vector<std::thread> workers_;
+  std::atomic<size_t> wanted_{0};     // SetThreads' count, for the next BeginSync
+  std::atomic<size_t> running_{0};    // workers now
+  std::vector<std::thread> workers_;  // BeginSync's thread and the destructor only
 };
 
 }  // namespace poolfs::core::txg

@@ -275,6 +275,7 @@ void TxgManager::QuiesceAndSyncLocked() {
 
   // Sync, with no lock held: writers keep holding the next txg.
   syncing_ = txg.value();
+  syncing_dirty_bytes_.store(bytes, std::memory_order_relaxed);
   mu_.Unlock();
   const uint64_t start = NowNs();
   Status st = sync_(txg);

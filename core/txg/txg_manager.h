@@ -142,6 +142,11 @@ class TxgManager : public dmu::TxAssigner {
 
   Txg open_txg() const { return holds_.open(); }
   Txg last_synced() const;
+  // The dirty bytes of the txg being synced (as its Tx releases counted
+  // them); for the sync callback, which runs while it is set.
+  uint64_t syncing_dirty_bytes() const {
+    return syncing_dirty_bytes_.load(std::memory_order_relaxed);
+  }
 
   // Applies new options at once (timeout, dirty max, percents, delays).
   // CHECK-fails on options that ValidateTxgOptions refuses.
@@ -180,6 +185,7 @@ class TxgManager : public dmu::TxAssigner {
   std::atomic<uint64_t> sync_trigger_bytes_{0};
   std::atomic<uint64_t> want_through_{0};  // sync every txg up to this one
   std::atomic<bool> suspended_flag_{false};
+  std::atomic<uint64_t> syncing_dirty_bytes_{0};
 
   mutable util::Mutex mu_;
   TxgOptions opts_ GUARDED_BY(mu_);

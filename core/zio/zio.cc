@@ -186,6 +186,7 @@ Status Zio::WriteStored(VdevState& v, uint64_t off, uint64_t len, const Stored& 
   // Already padded in the scratch.
   POOLFS_RETURN_IF_ERROR(v.dev->Write(off, s.bytes, len));
   bytes_written_.fetch_add(len, std::memory_order_relaxed);
+  blocks_written_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -203,6 +204,7 @@ Status Zio::WritePadded(VdevState& v, uint64_t off, const uint8_t* bytes, uint64
     POOLFS_RETURN_IF_ERROR(v.dev->Write(off + head, buf, tail));
   }
   bytes_written_.fetch_add(len, std::memory_order_relaxed);
+  blocks_written_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -346,6 +348,7 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
       return undo(st.WithContext(what));
     }
     bytes_written_.fetch_add(len, std::memory_order_relaxed);
+    blocks_written_.fetch_add(end - first, std::memory_order_relaxed);
   }
   return bps;
 }
@@ -450,6 +453,7 @@ Result<std::vector<space::Dva>> Zio::GangChildren(const BlockPtr& bp) {
       AboutBlock(vdevs_[bp.dva.vdev]->dev->Read(bp.dva.offset, header.data(), header.size()),
                  "read of the gang header of block ", bp));
   bytes_read_.fetch_add(header.size(), std::memory_order_relaxed);
+  blocks_read_.fetch_add(1, std::memory_order_relaxed);
   Result<std::vector<space::Dva>> kids = DecodeGangHeader(header, "");
   if (!kids.ok()) return VerifyFailed(bp, kids.status().message());
   uint64_t sum = 0;
@@ -602,6 +606,7 @@ Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use) {
 
 Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst, ReadUse use) {
   bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
+  blocks_read_.fetch_add(1, std::memory_order_relaxed);
   auto failed = [&](const std::string& what) {
     if (use == ReadUse::kDemand) return VerifyFailed(bp, what);
     return Status::Corruption("block " + bp.ToString() + " read ahead: " + what);

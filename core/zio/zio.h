@@ -243,6 +243,10 @@ class Zio {
   // Device bytes written (asize, or the padded length of a Rewrite) and read.
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  // Blocks written (each Write/Rewrite of a block, a gang's pieces one each)
+  // and blocks read (each read of a stored block or gang header).
+  uint64_t blocks_written() const { return blocks_written_.load(std::memory_order_relaxed); }
+  uint64_t blocks_read() const { return blocks_read_.load(std::memory_order_relaxed); }
   // Testing aid: blocks whose asize is above `bytes` are stored as gang
   // blocks even when contiguous room exists (0, the default: never). Set
   // before the first write.
@@ -298,6 +302,8 @@ class Zio {
   uint32_t max_ashift_ = 0;
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<uint64_t> blocks_written_{0};
+  std::atomic<uint64_t> blocks_read_{0};
   uint64_t force_gang_above_ = 0;
   std::atomic<uint64_t> gang_writes_{0};
   std::atomic<uint64_t> gang_leaks_{0};

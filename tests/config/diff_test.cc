@@ -32,32 +32,33 @@ metadnode_backfill = "off"
 level = "debug"
 )");
   const ConfigDiff d = Diff(Tunables{}, loaded);
-  REQUIRE(d.live.size() == 3);
+  REQUIRE(d.live.size() == 4);
   CHECK(d.live[0].tunable->name == "txg.timeout_ms");
   CHECK(d.live[0].old_value == 5000);
   CHECK(d.live[0].new_value == 1000);
-  CHECK(d.live[1].tunable->name == "dmu.metadnode_backfill");
-  CHECK(d.live[2].tunable->name == "log.level");
-  REQUIRE(d.at_mount.size() == 2);
-  CHECK(d.at_mount[0].tunable->name == "txg.sync_threads");
-  CHECK(d.at_mount[1].tunable->name == "alloc.allocators");
+  CHECK(d.live[1].tunable->name == "txg.sync_threads");
+  CHECK(d.live[2].tunable->name == "dmu.metadnode_backfill");
+  CHECK(d.live[3].tunable->name == "log.level");
+  REQUIRE(d.at_mount.size() == 1);
+  CHECK(d.at_mount[0].tunable->name == "alloc.allocators");
   CHECK(d.ToString() ==
         "txg.timeout_ms: 5000ms -> 1000ms (live)\n"
+        "txg.sync_threads: 0 -> 4 (live)\n"
         "dmu.metadnode_backfill: auto -> off (live)\n"
         "log.level: info -> debug (live)\n"
-        "txg.sync_threads: 0 -> 4 (at the next mount)\n"
         "alloc.allocators: 0 -> 2 (at the next mount)\n");
 }
 
 TEST_CASE("ApplyLive takes the live tunables of a reload and keeps the others running") {
-  const Tunables running = Parse("txg.sync_threads = 2\ntxg.timeout_ms = 3000\n");
-  const Tunables loaded = Parse("txg.sync_threads = 8\ndmu.metadnode_backfill = \"on\"\n"
-                                "arc.max_bytes = \"256MiB\"\narc.sublists = 16\n");
+  const Tunables running = Parse("alloc.allocators = 2\ntxg.timeout_ms = 3000\n");
+  const Tunables loaded = Parse(
+      "alloc.allocators = 8\ndmu.metadnode_backfill = \"on\"\n"
+      "arc.max_bytes = \"256MiB\"\narc.sublists = 16\n");
   const Tunables now = ApplyLive(running, loaded);
   CHECK(now.core.txg.timeout_ms == 5000);  // live: back to the file's (default) value
   CHECK(now.core.objects.backfill == BackfillMode::kOn);
   CHECK(now.core.arc.max_bytes == uint64_t{256} << 20);
-  CHECK(now.daemon.sync_threads == 2);  // at mount: the running value stays
+  CHECK(now.core.space.allocators == 2);  // at mount: the running value stays
   CHECK(now.core.arc.sublists == 0);
   // What is left to apply at the next mount is exactly the at-mount part.
   const ConfigDiff rest = Diff(now, loaded);

@@ -54,12 +54,11 @@ TEST_CASE("The rendered default config documents every tunable and fits 79 colum
     CHECK(text.find("\n" + std::string(t.key()) + " = ") != std::string::npos);
     CHECK(text.find("[" + std::string(t.table()) + "]") != std::string::npos);
   }
-  CHECK(text.find("# Milliseconds, 1 to 600000; live.\ntimeout_ms = 5000\n") !=
-        std::string::npos);
+  CHECK(text.find("# Milliseconds, 1 to 600000; live.\ntimeout_ms = 5000\n") != std::string::npos);
   CHECK(text.find("dirty_max_bytes = \"256MiB\"\n") != std::string::npos);
   CHECK(text.find("# One of auto|on|off|legacy; live.\nmetadnode_backfill = \"auto\"\n") !=
         std::string::npos);
-  CHECK(text.find("# Integer, 0 (one per allocator) or 1 to 256; at mount.\nsync_threads = 0\n") !=
+  CHECK(text.find("# Integer, 0 (one per allocator) or 1 to 256; live.\nsync_threads = 0\n") !=
         std::string::npos);
   for (const std::string& l : Lines(text)) {
     INFO(l);

@@ -281,6 +281,24 @@ struct FsStatus {
   // Decoded directory leaves (zap::LeafCache, a 64th of arc.max_bytes).
   uint64_t cached_leaves = 0, leaf_cache_limit = 0;
   uint64_t leaf_hits = 0, leaf_misses = 0;
+  // The last txg syncs, oldest first (up to 128; `poolfs status` shows the
+  // last 5, `poolfs iostat` takes the maximum of those in its interval).
+  struct SyncInfo {
+    uint64_t txg = 0;
+    uint64_t duration_ns = 0;
+    uint64_t dirty_bytes = 0;              // the txg's dirty data
+    uint64_t bytes_written = 0;            // by the sync, to the vdevs
+    uint64_t blocks_written = 0;           // by the sync
+    uint32_t threads = 0;                  // sync threads in effect
+    uint32_t datasets = 0;                 // datasets synced
+    std::vector<uint64_t> strand_busy_ns;  // per strand (allocator): time its tasks ran
+  };
+  std::vector<SyncInfo> recent_syncs;
+  // Totals since the mount (cumulative; `poolfs iostat` differences them):
+  // time spent syncing, and every vdev write and read.
+  uint64_t sync_ns_total = 0;
+  uint64_t bytes_written = 0, blocks_written = 0;
+  uint64_t bytes_read = 0, blocks_read = 0;
 };
 
 class Filesystem {

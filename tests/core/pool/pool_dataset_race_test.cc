@@ -20,12 +20,13 @@ namespace poolfs::core::pool {
 namespace {
 
 // Runs tasks inline; when armed, first runs `hook` on another thread (the
-// sync waits for it), i.e. in the middle of a txg's dataset sync.
+// sync waits for it), i.e. in the middle of a txg's dataset sync (its tasks
+// posted, none run yet).
 class HookExecutor : public txg::InlineExecutor {
  public:
-  void Run(std::vector<txg::StrandTask> tasks) override {
+  void Wait() override {
     if (armed.exchange(false)) std::thread(hook).join();
-    txg::InlineExecutor::Run(std::move(tasks));
+    txg::InlineExecutor::Wait();
   }
   std::atomic<bool> armed{false};
   std::function<void()> hook;

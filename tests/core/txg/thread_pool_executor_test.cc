@@ -51,6 +51,7 @@ TEST_CASE("ThreadPoolExecutor runs every task, run after run") {
 TEST_CASE("ThreadPoolExecutor runs a strand's tasks one at a time, in submission order") {
   constexpr size_t kStrands = 6;
   ThreadPoolExecutor ex(4);
+  ex.BeginSync(kStrands);
   std::array<std::atomic<bool>, kStrands> in_use{};
   std::array<std::atomic<int>, kStrands> next{};
   std::atomic<int> overlaps{0};
@@ -76,6 +77,7 @@ TEST_CASE("ThreadPoolExecutor runs a strand's tasks one at a time, in submission
 
 TEST_CASE("ThreadPoolExecutor runs different strands in parallel") {
   ThreadPoolExecutor ex(2);
+  ex.BeginSync(2);
   // Each task waits (boundedly) to see the other running: only possible if
   // both strands are running at once.
   std::atomic<bool> a_running{false};
