@@ -16,6 +16,7 @@
 
 #include "command.h"
 #include "control.h"
+#include "pool_registry.h"
 #include "live_config.h"
 
 namespace poolfs::daemon {
@@ -45,6 +46,9 @@ int RunIostat(IostatArgs args) {
   if (args.watch && args.interval == 0) args.interval = 1;
   if (args.interval < 0)
     return ReportError("iostat", Status::InvalidArgument("INTERVAL must be positive"));
+  auto target = ResolveMountTarget(args.mountpoint);
+  if (!target.ok()) return ReportError("iostat", target.status());
+  args.mountpoint = *target;
   auto first = Sample(args.mountpoint);
   if (!first.ok()) return ReportError("iostat", first.status());
   std::cout << IostatHeader();
@@ -71,7 +75,7 @@ Command AddIostatCommand(CLI::App& parent) {
       "iostat",
       "Show a mounted pool's txg syncs and I/O per interval: txgs synced, bytes and blocks "
       "written and read, creates and removes, mean and max sync time");
-  app->add_option("MOUNTPOINT", args->mountpoint, "where the pool is mounted")->required();
+  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")->required();
   app->add_option("INTERVAL", args->interval,
                   "seconds between lines; without it, one line since the mount");
   app->add_option("COUNT", args->count, "lines to print (default: until interrupted)");

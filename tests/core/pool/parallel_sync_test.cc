@@ -340,7 +340,7 @@ TEST_CASE("Sync threads change between syncs under load, and every txg syncs",
   for (const auto& [name, obj] : written) {
     INFO(name);
     const auto [id, chunks] = obj;
-    const uint64_t w = name == "w0" ? 0 : 1;
+    const uint64_t w = name.ends_with("w0") ? 0 : 1;  // "tank/w0"
     REQUIRE(chunks > kSlots);
     dmu::ObjectSet* os = (*p)->dataset(name);
     REQUIRE(os != nullptr);
