@@ -65,19 +65,14 @@ Status Complete(DatasetArgs& a) {
       for (const std::string& o : a.options)
         for (std::string& col : SplitCommas(o)) c.columns.push_back(std::move(col));
       break;
-    case DatasetCommand::Verb::kGet:
-      c.columns = SplitCommas(a.props);
-      break;
+    case DatasetCommand::Verb::kGet: c.columns = SplitCommas(a.props); break;
     case DatasetCommand::Verb::kSet: {
       POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParseAssignment(a.props));
       c.props.push_back(std::move(p));
       break;
     }
-    case DatasetCommand::Verb::kInherit:
-      c.props.push_back({a.props, ""});
-      break;
-    default:
-      break;
+    case DatasetCommand::Verb::kInherit: c.props.push_back({a.props, ""}); break;
+    default: break;
   }
   if (c.verb == DatasetCommand::Verb::kRename && c.names.size() == 2 &&
       PoolOf(c.names[0]) != PoolOf(c.names[1]))
@@ -197,8 +192,8 @@ Command AddDatasetCommand(CLI::App& parent) {
     sub->add_option("POOL/PATH", a->cmd.names, "the new dataset")->required()->expected(1);
   }
   {
-    auto [sub, a] = add(DatasetCommand::Verb::kDestroy,
-                        "Destroy a dataset and free every block it held");
+    auto [sub, a] =
+        add(DatasetCommand::Verb::kDestroy, "Destroy a dataset and free every block it held");
     sub->add_flag("-r", a->cmd.recursive, "destroy its descendants too");
     sub->add_option("POOL/PATH", a->cmd.names, "the dataset")->required()->expected(1);
   }
@@ -208,8 +203,8 @@ Command AddDatasetCommand(CLI::App& parent) {
     sub->add_option("NAMES", a->cmd.names, "POOL/FROM POOL/TO")->required()->expected(2);
   }
   {
-    auto [sub, a] = add(DatasetCommand::Verb::kList,
-                        "List datasets with their space (like zfs list)");
+    auto [sub, a] =
+        add(DatasetCommand::Verb::kList, "List datasets with their space (like zfs list)");
     sub->add_flag("-r", a->cmd.recursive, "with their descendants");
     sub->add_flag("-H", a->cmd.scripted, "no header, columns separated by tabs");
     sub->add_flag("-p", a->cmd.exact, "exact numbers (bytes, seconds)");

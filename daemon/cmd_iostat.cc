@@ -16,8 +16,8 @@
 
 #include "command.h"
 #include "control.h"
-#include "pool_registry.h"
 #include "live_config.h"
+#include "pool_registry.h"
 
 namespace poolfs::daemon {
 
@@ -75,7 +75,8 @@ Command AddIostatCommand(CLI::App& parent) {
       "iostat",
       "Show a mounted pool's txg syncs and I/O per interval: txgs synced, bytes and blocks "
       "written and read, creates and removes, mean and max sync time");
-  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")->required();
+  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")
+      ->required();
   app->add_option("INTERVAL", args->interval,
                   "seconds between lines; without it, one line since the mount");
   app->add_option("COUNT", args->count, "lines to print (default: until interrupted)");

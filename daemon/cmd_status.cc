@@ -26,8 +26,8 @@
 #include "config/config.h"
 #include "config/render.h"
 #include "control.h"
-#include "pool_registry.h"
 #include "live_config.h"
+#include "pool_registry.h"
 #include "poolfs/pool_admin.h"
 
 namespace poolfs::daemon {
@@ -181,7 +181,8 @@ Command AddStatusCommand(CLI::App& parent) {
       "status",
       "Show a pool: state, last synced txg, space, datasets, checksum errors, tunables in "
       "effect; asks the daemon for a MOUNTPOINT, reads POOLFILEs offline without writing");
-  app->add_option("TARGET", args->targets, "a mounted pool's name or MOUNTPOINT, or all the vdev files of an unmounted pool")
+  app->add_option("TARGET", args->targets,
+                  "a mounted pool's name or MOUNTPOINT, or all the vdev files of an unmounted pool")
       ->required();
   app->add_option("--config", args->config_path,
                   "for POOLFILEs: the config file whose tunables to show (default: the one a "

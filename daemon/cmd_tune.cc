@@ -73,7 +73,8 @@ Command AddTuneCommand(CLI::App& parent) {
       "tune",
       "Change tunables of a mounted pool: live ones at once, the others at the next mount "
       "(not saved: put them in the config file to keep them)");
-  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")->required();
+  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")
+      ->required();
   app->add_option("KEY=VALUE", args->assignments,
                   "e.g. txg.timeout_ms=1000 (`poolfs tunables` lists the keys)");
   app->add_flag("--reload", args->reload,

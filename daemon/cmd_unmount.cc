@@ -23,8 +23,8 @@
 
 #include "command.h"
 #include "control.h"
-#include "pool_registry.h"
 #include "mount_table.h"
+#include "pool_registry.h"
 
 extern char** environ;
 
@@ -72,8 +72,8 @@ int RunUnmount(const UnmountArgs& args) {
   if (!target.ok()) return ReportError("unmount", target.status());
   char buf[PATH_MAX];
   if (realpath(target->c_str(), buf) == nullptr) {
-    return ReportError("unmount", Status::NotFound("mount point " + *target + ": " +
-                                                   std::strerror(errno)));
+    return ReportError("unmount",
+                       Status::NotFound("mount point " + *target + ": " + std::strerror(errno)));
   }
   const std::string mp = buf;
   auto mount = FindMountAt(mp);
@@ -107,7 +107,8 @@ Command AddUnmountCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "unmount",
       "Unmount a poolfs mount and wait until its daemon has synced and exported the pool");
-  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")->required();
+  app->add_option("TARGET", args->mountpoint, "the pool's name, or where it is mounted")
+      ->required();
   app->add_flag("-z,--lazy", args->lazy,
                 "detach now even if busy; the daemon finishes once the last user leaves (no "
                 "wait)");

@@ -15,14 +15,22 @@ namespace {
 using nlohmann::json;
 
 constexpr DatasetCommand::Verb kVerbs[] = {
-    DatasetCommand::Verb::kCreate, DatasetCommand::Verb::kDestroy, DatasetCommand::Verb::kRename,
-    DatasetCommand::Verb::kList,   DatasetCommand::Verb::kGet,     DatasetCommand::Verb::kSet,
+    DatasetCommand::Verb::kCreate,  DatasetCommand::Verb::kDestroy, DatasetCommand::Verb::kRename,
+    DatasetCommand::Verb::kList,    DatasetCommand::Verb::kGet,     DatasetCommand::Verb::kSet,
     DatasetCommand::Verb::kInherit,
 };
 
 // The columns `list` fills from DatasetInfo; any other is a property.
 enum class InfoColumn : uint8_t {
-  kName, kUsed, kAvail, kRefer, kMountpoint, kObjects, kCreation, kRatio, kType
+  kName,
+  kUsed,
+  kAvail,
+  kRefer,
+  kMountpoint,
+  kObjects,
+  kCreation,
+  kRatio,
+  kType
 };
 std::optional<InfoColumn> FindInfoColumn(std::string_view c) {
   static const std::map<std::string_view, InfoColumn> kColumns = {
@@ -63,7 +71,8 @@ std::vector<std::string> Columns(const DatasetCommand& c) {
 }
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 std::string FormatTime(int64_t t);
@@ -307,8 +316,7 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
       break;
     case DatasetCommand::Verb::kSet:
       POOLFS_RETURN_IF_ERROR(count(1, 1, "PROP=VALUE and one POOL/PATH"));
-      if (c.props.size() != 1)
-        return Status::InvalidArgument("dataset set takes one PROP=VALUE");
+      if (c.props.size() != 1) return Status::InvalidArgument("dataset set takes one PROP=VALUE");
       break;
     case DatasetCommand::Verb::kInherit:
       POOLFS_RETURN_IF_ERROR(count(1, 1, "PROP and one POOL/PATH"));

@@ -328,9 +328,8 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
     for (const DatasetInfo& d : s.dataset_space) width = std::max(width, d.name.size());
     for (const DatasetInfo& d : s.dataset_space)
       out += "  " + d.name + std::string(width - d.name.size() + 2, ' ') +
-             FormatBytesHuman(d.used) + " used, " + FormatBytesHuman(d.available) +
-             " available, " + FormatBytesHuman(d.referenced) + " referenced, at " +
-             d.mountpoint + "\n";
+             FormatBytesHuman(d.used) + " used, " + FormatBytesHuman(d.available) + " available, " +
+             FormatBytesHuman(d.referenced) + " referenced, at " + d.mountpoint + "\n";
   }
   line("objects:", std::to_string(s.objects) + " (" + std::to_string(s.unlinked_pending) +
                        " unlinked, still open)");
@@ -404,7 +403,8 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
     const Status st = live.Reload();
     return st.ok() ? "ok\n" : "error: " + st.message() + "\n";
   }
-  if (request.starts_with("dataset ")) return HandleDatasetRequest(fs.datasets(), request.substr(8));
+  if (request.starts_with("dataset "))
+    return HandleDatasetRequest(fs.datasets(), request.substr(8));
   if (request.starts_with("tune ")) {
     std::string note;
     const Status st = live.Tune(request.substr(5), &note);

@@ -132,10 +132,10 @@ Result<std::unique_ptr<PoolRegistration>> PoolRegistration::Register(
       if (!holder.ok()) return holder.status();
       if (!holder->has_value()) continue;  // it just went away: try again
       const RegisteredPool& h = **holder;
-      return Status::Busy("pool '" + pool + "' is already mounted at " + h.mountpoint +
-                                    " (pid " + std::to_string(h.pid) +
-                                    "); unmount it first, or give this pool another name",
-                                h.pid);
+      return Status::Busy("pool '" + pool + "' is already mounted at " + h.mountpoint + " (pid " +
+                              std::to_string(h.pid) +
+                              "); unmount it first, or give this pool another name",
+                          h.pid);
     }
     struct stat by_fd, by_path;
     if (::fstat(fd, &by_fd) != 0 || ::stat(path.c_str(), &by_path) != 0 ||
@@ -195,8 +195,7 @@ Result<std::vector<RegisteredPool>> ListRegisteredPools() {
 }
 
 Result<std::string> ResolveMountTarget(const std::string& target) {
-  if (target.empty() || target == "." || target == ".." ||
-      target.find('/') != std::string::npos)
+  if (target.empty() || target == "." || target == ".." || target.find('/') != std::string::npos)
     return target;
   POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> p, FindRegisteredPool(target));
   return p.has_value() ? p->mountpoint : target;

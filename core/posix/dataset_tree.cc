@@ -87,7 +87,6 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
   pool::PoolDatasetAdmin inner_;
 };
 
-
 DatasetTreeFs::DatasetTreeFs(std::shared_ptr<pool::Pool> pool, const MountOptions& options)
     : pool_(std::move(pool)), opts_(options), slots_(new std::atomic<PosixFs*>[kSlots]) {
   for (uint64_t i = 0; i < kSlots; i++) slots_[i].store(nullptr, std::memory_order_relaxed);
@@ -107,8 +106,8 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
     fs->root_id_ = *root;
     st = fs->Refresh();
   } else {
-    st = Status::Corruption("pool '" + shared->name() + "' has no root dataset: " +
-                            root.status().message());
+    st = Status::Corruption("pool '" + shared->name() +
+                            "' has no root dataset: " + root.status().message());
   }
   if (st.ok() && fs->dataset_fs(0) == nullptr)
     st = Status::Corruption("pool '" + shared->name() + "' has no root dataset");
@@ -125,13 +124,12 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
     // holds stays (the admin detaches a dataset before it asks the pool).
     DatasetTreeFs* self = fs.get();
     shared->SetBusyCheck([self](uint64_t id) { return self->InUse({self->SlotFor(id)}); });
-    fs->props_watch_ = shared->WatchProperties(
-        [self](uint64_t, const pool::DatasetProps&) {
-          // A quota binds the descendants too, and a reservation every
-          // other dataset (neither is inherited, so the pool names only the
-          // dataset it is set on): all of them look again.
-          self->ApplyAll();
-        });
+    fs->props_watch_ = shared->WatchProperties([self](uint64_t, const pool::DatasetProps&) {
+      // A quota binds the descendants too, and a reservation every
+      // other dataset (neither is inherited, so the pool names only the
+      // dataset it is set on): all of them look again.
+      self->ApplyAll();
+    });
   }
   if (!st.ok()) {
     (void)fs->Unmount();
@@ -251,9 +249,8 @@ Result<PosixFs*> DatasetTreeFs::Route(uint64_t ino, uint64_t* local) {
   if (fs != nullptr) return fs;
   if (unmounting_.load(std::memory_order_acquire))
     return Status(StatusCode::kAborted, "filesystem is unmounted");
-  return Status(StatusCode::kStale,
-                "inode " + std::to_string(ino) + ": its dataset (slot " +
-                    std::to_string(SlotOf(ino)) + ") is not in this mount");
+  return Status(StatusCode::kStale, "inode " + std::to_string(ino) + ": its dataset (slot " +
+                                        std::to_string(SlotOf(ino)) + ") is not in this mount");
 }
 
 uint64_t DatasetTreeFs::ChildAt(uint64_t slot, uint64_t local, std::string_view name) {

@@ -46,8 +46,8 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,8 +143,8 @@ class DatasetTreeFs final : public Filesystem {
   // Takes `slot` and its descendants out of the tree and unmounts their
   // filesystems (a destroy is coming); their joins are returned in
   // *dropped (parent's root inode, name).
-  void Detach(uint64_t slot, std::vector<std::pair<uint64_t, std::string>>* dropped)
-      REQUIRES(mu_) EXCLUDES(tree_lock_);
+  void Detach(uint64_t slot, std::vector<std::pair<uint64_t, std::string>>* dropped) REQUIRES(mu_)
+      EXCLUDES(tree_lock_);
   // The slot of dataset `name`, or nullopt.
   std::optional<uint64_t> SlotNamed(std::string_view name) EXCLUDES(tree_lock_);
   // `slot` and its descendants.
@@ -176,8 +176,8 @@ class DatasetTreeFs final : public Filesystem {
 
   std::shared_ptr<pool::Pool> pool_;
   const MountOptions opts_;
-  uint64_t root_id_ = 0;     // the root dataset's id (slot 0)
-  uint64_t top_ = 0;         // the slot of the dataset at the mount's root
+  uint64_t root_id_ = 0;      // the root dataset's id (slot 0)
+  uint64_t top_ = 0;          // the slot of the dataset at the mount's root
   uint64_t props_watch_ = 0;  // Pool::WatchProperties handle (0: none)
   std::unique_ptr<Admin> admin_;
   util::Mutex invalidate_mu_;
@@ -185,7 +185,7 @@ class DatasetTreeFs final : public Filesystem {
   std::unique_ptr<std::atomic<PosixFs*>[]> slots_;
   std::atomic<bool> unmounting_{false};
 
-  util::Mutex mu_;  // membership changes; unmount
+  util::Mutex mu_;                                             // membership changes; unmount
   std::vector<std::unique_ptr<PosixFs>> all_ GUARDED_BY(mu_);  // every one opened, kept
   bool unmounted_ GUARDED_BY(mu_) = false;
   Status unmount_status_ GUARDED_BY(mu_);

@@ -117,9 +117,9 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
     st = os_->SetBonus(tx, in->dir->dnode(), kZnodeBonus, bonus);
   } else {
     // The znode goes in with the object: no second lookup of the dnode.
-    auto created = os_->Create(tx, dmu::ObjectType::kPlain, props_recordsize_.load(std::memory_order_relaxed),
-                             util::Compression(props_compression_.load(std::memory_order_relaxed)),
-                               bonus, kZnodeBonus);
+    auto created = os_->Create(
+        tx, dmu::ObjectType::kPlain, props_recordsize_.load(std::memory_order_relaxed),
+        util::Compression(props_compression_.load(std::memory_order_relaxed)), bonus, kZnodeBonus);
     if (!created.ok()) return tx.Finish(created.status());
     id = *created;
     in = std::make_shared<Inode>(id.value());

@@ -130,8 +130,8 @@ Status Filesystem::Read(uint64_t ino, uint64_t off, size_t len, std::string* out
 
 namespace poolfs::core::posix {
 
-PosixFs::PosixFs(std::shared_ptr<pool::Pool> pool, dmu::ObjectSet* os,
-                 const MountOptions& options, bool exports)
+PosixFs::PosixFs(std::shared_ptr<pool::Pool> pool, dmu::ObjectSet* os, const MountOptions& options,
+                 bool exports)
     : pool_(std::move(pool)), os_(os), exports_(exports), opts_(options) {}
 
 PosixFs::~PosixFs() { (void)Unmount(); }
@@ -147,9 +147,8 @@ Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::unique_ptr<pool::Pool> pool,
   return Open(std::move(shared), root, options, /*exports=*/true);
 }
 
-Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::shared_ptr<pool::Pool> pool,
-                                               dmu::ObjectSet* os, const MountOptions& options,
-                                               bool exports) {
+Result<std::unique_ptr<PosixFs>> PosixFs::Open(std::shared_ptr<pool::Pool> pool, dmu::ObjectSet* os,
+                                               const MountOptions& options, bool exports) {
   std::unique_ptr<PosixFs> fs(new PosixFs(std::move(pool), os, options, exports));
   Status st = fs->Init();
   if (!st.ok()) {
@@ -321,8 +320,8 @@ AtimeMode PosixFs::Atime() const {
   return AtimeMode::kRelatime;
 }
 
-void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
-                       bool quota_bound, bool reserved_elsewhere) {
+void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name, bool quota_bound,
+                       bool reserved_elsewhere) {
   props_readonly_.store(props.readonly, std::memory_order_relaxed);
   props_atime_.store(uint8_t(props.atime), std::memory_order_relaxed);
   props_recordsize_.store(props.recordsize, std::memory_order_relaxed);

@@ -54,9 +54,8 @@ class PosixFs final : public Filesystem {
   // Unmount exports the pool too (it is the pool's only filesystem);
   // otherwise the owner of the other datasets' filesystems does. A failed
   // open of an exporting filesystem exports the pool.
-  static Result<std::unique_ptr<PosixFs>> Open(std::shared_ptr<pool::Pool> pool,
-                                               dmu::ObjectSet* os, const MountOptions& options,
-                                               bool exports);
+  static Result<std::unique_ptr<PosixFs>> Open(std::shared_ptr<pool::Pool> pool, dmu::ObjectSet* os,
+                                               const MountOptions& options, bool exports);
   ~PosixFs() override;
 
   DatasetAdmin* datasets() override { return &dataset_admin_; }

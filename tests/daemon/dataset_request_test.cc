@@ -44,9 +44,12 @@ class FakeAdmin : public DatasetAdmin {
     if (!next.ok()) return next;
     std::vector<DatasetProperty> out;
     for (const std::string& p : props) {
-      if (p == "quota") out.push_back({p, "10737418240", "local"});
-      else if (p == "compression") out.push_back({p, "zstd", "inherited from tank"});
-      else return Status::InvalidArgument("unknown property '" + p + "'");
+      if (p == "quota")
+        out.push_back({p, "10737418240", "local"});
+      else if (p == "compression")
+        out.push_back({p, "zstd", "inherited from tank"});
+      else
+        return Status::InvalidArgument("unknown property '" + p + "'");
     }
     return out;
   }
@@ -76,17 +79,17 @@ TEST_CASE("dataset commands reach the admin as given") {
   DatasetCommand destroy = Make(DatasetCommand::Verb::kDestroy, {"tank/a"});
   destroy.recursive = true;
   REQUIRE(ExecuteDatasetCommand(admin, destroy).ok());
-  REQUIRE(ExecuteDatasetCommand(admin, Make(DatasetCommand::Verb::kRename, {"tank/a", "tank/b"}))
-              .ok());
+  REQUIRE(
+      ExecuteDatasetCommand(admin, Make(DatasetCommand::Verb::kRename, {"tank/a", "tank/b"})).ok());
   DatasetCommand set = Make(DatasetCommand::Verb::kSet, {"tank/b"});
   set.props = {{"atime", "off"}};
   REQUIRE(ExecuteDatasetCommand(admin, set).ok());
   DatasetCommand inherit = Make(DatasetCommand::Verb::kInherit, {"tank/b"});
   inherit.props = {{"atime", ""}};
   REQUIRE(ExecuteDatasetCommand(admin, inherit).ok());
-  CHECK(admin.calls == std::vector<std::string>{
-                           "create tank/a/b -p compression=zstd quota=1G", "destroy tank/a -r",
-                           "rename tank/a tank/b", "set tank/b atime=off", "inherit tank/b atime"});
+  CHECK(admin.calls == std::vector<std::string>{"create tank/a/b -p compression=zstd quota=1G",
+                                                "destroy tank/a -r", "rename tank/a tank/b",
+                                                "set tank/b atime=off", "inherit tank/b atime"});
 }
 
 TEST_CASE("malformed dataset commands are refused before they are sent") {
@@ -134,9 +137,8 @@ TEST_CASE("a dataset command and its result cross the socket intact") {
 TEST_CASE("a failure crosses the socket with its code and message") {
   FakeAdmin admin;
   admin.next = Status::Busy("tank/home is in use");
-  auto r = DecodeDatasetResult(
-      HandleDatasetRequest(&admin, EncodeDatasetCommand(Make(DatasetCommand::Verb::kDestroy,
-                                                             {"tank/home"}))));
+  auto r = DecodeDatasetResult(HandleDatasetRequest(
+      &admin, EncodeDatasetCommand(Make(DatasetCommand::Verb::kDestroy, {"tank/home"}))));
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kBusy);
   CHECK(r.status().message() == "tank/home is in use");

@@ -96,10 +96,8 @@ TEST_CASE("a pool name the registry cannot hold is refused") {
   TempDir runtime;
   ScopedEnv env("XDG_RUNTIME_DIR", runtime.path());
   CHECK(PoolRegistration::Register("", "/mnt").status().code() == StatusCode::kInvalidArgument);
-  CHECK(PoolRegistration::Register("a/b", "/mnt").status().code() ==
-        StatusCode::kInvalidArgument);
-  CHECK(PoolRegistration::Register("a", "/mnt\nx").status().code() ==
-        StatusCode::kInvalidArgument);
+  CHECK(PoolRegistration::Register("a/b", "/mnt").status().code() == StatusCode::kInvalidArgument);
+  CHECK(PoolRegistration::Register("a", "/mnt\nx").status().code() == StatusCode::kInvalidArgument);
 }
 
 }  // namespace

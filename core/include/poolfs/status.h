@@ -34,18 +34,18 @@ enum class StatusCode : uint8_t {
   kAborted,
   // POSIX distinctions the filesystem needs (the FUSE adapter maps each to
   // its own errno):
-  kNotPermitted,    // EPERM: the operation is not allowed to this caller at all
-                    // (chown by a non-owner, unlink in a sticky directory);
-                    // kPermissionDenied (EACCES) is a failed mode-bit check
-  kNoData,          // ENODATA: no such extended attribute
-  kFileTooLarge,    // EFBIG
-  kTooManyLinks,    // EMLINK
-  kReadOnly,        // EROFS: a read-only mount
-  kRange,           // ERANGE: a value does not fit the caller's buffer
-  kLoop,            // ELOOP
-  kStale,           // ESTALE: an inode or handle that no longer exists
-  kCrossDevice,     // EXDEV: a rename or link between two datasets
-  kQuotaExceeded,   // EDQUOT: a write past a dataset's quota
+  kNotPermitted,   // EPERM: the operation is not allowed to this caller at all
+                   // (chown by a non-owner, unlink in a sticky directory);
+                   // kPermissionDenied (EACCES) is a failed mode-bit check
+  kNoData,         // ENODATA: no such extended attribute
+  kFileTooLarge,   // EFBIG
+  kTooManyLinks,   // EMLINK
+  kReadOnly,       // EROFS: a read-only mount
+  kRange,          // ERANGE: a value does not fit the caller's buffer
+  kLoop,           // ELOOP
+  kStale,          // ESTALE: an inode or handle that no longer exists
+  kCrossDevice,    // EXDEV: a rename or link between two datasets
+  kQuotaExceeded,  // EDQUOT: a write past a dataset's quota
 };
 inline constexpr StatusCode kLastStatusCode = StatusCode::kQuotaExceeded;
 

@@ -62,8 +62,7 @@ Names Apply(Names names, const Change& c) {
 }
 
 // The child: random changes until killed. Lines go to `fd`.
-[[noreturn]] void Churn(const std::vector<std::string>& paths, Names names, uint64_t seed,
-                        int fd) {
+[[noreturn]] void Churn(const std::vector<std::string>& paths, Names names, uint64_t seed, int fd) {
   auto say = [fd](const std::string& line) {
     const std::string l = line + "\n";
     if (write(fd, l.data(), l.size()) != ssize_t(l.size())) _exit(3);

@@ -46,10 +46,12 @@ TEST_CASE("child datasets appear in their parent's root, live and after a remoun
   CHECK(file.ino != top.ino);
   // ".." of a child's root is its parent's root.
   uint64_t dotdot = 0;
-  REQUIRE(f.fs->ReadDir(RootCreds(), alice, 0, false, [&](const DirEntry& e) {
-                 if (e.name == "..") dotdot = e.ino;
-                 return true;
-               }).ok());
+  REQUIRE(f.fs->ReadDir(RootCreds(), alice, 0, false,
+                        [&](const DirEntry& e) {
+                          if (e.name == "..") dotdot = e.ino;
+                          return true;
+                        })
+              .ok());
   CHECK(dotdot == home);
 
   f.Remount();
@@ -67,10 +69,8 @@ TEST_CASE("rename and link between datasets give CrossDevice; joins are not file
   const uint64_t home = MustLookup(f, kRootIno, "home");
   const Attr a = f.MustCreate(kRootIno, "a");
   const Attr b = f.MustCreate(home, "b");
-  CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", home, "a", 0).code() ==
-        StatusCode::kCrossDevice);
-  CHECK(f.fs->Rename(RootCreds(), home, "b", kRootIno, "b", 0).code() ==
-        StatusCode::kCrossDevice);
+  CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", home, "a", 0).code() == StatusCode::kCrossDevice);
+  CHECK(f.fs->Rename(RootCreds(), home, "b", kRootIno, "b", 0).code() == StatusCode::kCrossDevice);
   CHECK(f.fs->Link(RootCreds(), a.ino, home, "a2").status().code() == StatusCode::kCrossDevice);
   CHECK(f.fs->Link(RootCreds(), b.ino, home, "b2").ok());  // within one dataset: fine
   CHECK(f.fs->Mkdir(RootCreds(), kRootIno, "home", 0755).status().code() ==
@@ -78,10 +78,8 @@ TEST_CASE("rename and link between datasets give CrossDevice; joins are not file
   CHECK(f.fs->Create(RootCreds(), kRootIno, "home", 0644).status().code() ==
         StatusCode::kAlreadyExists);
   CHECK(f.fs->Rmdir(RootCreds(), kRootIno, "home").code() == StatusCode::kBusy);
-  CHECK(f.fs->Rename(RootCreds(), kRootIno, "home", kRootIno, "h2", 0).code() ==
-        StatusCode::kBusy);
-  CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", kRootIno, "home", 0).code() ==
-        StatusCode::kBusy);
+  CHECK(f.fs->Rename(RootCreds(), kRootIno, "home", kRootIno, "h2", 0).code() == StatusCode::kBusy);
+  CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", kRootIno, "home", 0).code() == StatusCode::kBusy);
 }
 
 TEST_CASE("a dataset created over a directory hides it until it goes") {
@@ -147,13 +145,15 @@ TEST_CASE("a listing of a root resumes across its child datasets") {
   uint64_t cookie = 0;
   for (int calls = 0; calls < 100; calls++) {
     bool got = false;
-    REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, cookie, false, [&](const DirEntry& e) {
-                   if (got) return false;
-                   got = true;
-                   if (e.name != "." && e.name != "..") CHECK(seen.insert(e.name).second);
-                   cookie = e.next_cookie;
-                   return true;
-                 }).ok());
+    REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, cookie, false,
+                          [&](const DirEntry& e) {
+                            if (got) return false;
+                            got = true;
+                            if (e.name != "." && e.name != "..") CHECK(seen.insert(e.name).second);
+                            cookie = e.next_cookie;
+                            return true;
+                          })
+                .ok());
     if (!got) break;
   }
   CHECK(seen == expect);
@@ -171,7 +171,7 @@ TEST_CASE("readonly, quota and atime apply live to the dataset they are set on")
   REQUIRE(admin->Set("pool/home", {"readonly", "on"}).ok());
   CHECK(f.fs->Create(RootCreds(), home, "x", 0644).status().code() == StatusCode::kReadOnly);
   CHECK(f.fs->Write(RootCreds(), file.ino, 0, "x").status().code() ==
-        StatusCode::kReadOnly);  // inherited by alice
+        StatusCode::kReadOnly);                                // inherited by alice
   CHECK(f.fs->Create(RootCreds(), kRootIno, "x", 0644).ok());  // the parent is not
   REQUIRE(admin->Inherit("pool/home", "readonly").ok());
   f.MustWrite(file.ino, 0, "x");
@@ -225,10 +225,12 @@ TEST_CASE("a mount of one dataset shows its tree at the root") {
   CHECK(f.List(kRootIno) == std::vector<std::string>{"alice", "in-home"});
   const uint64_t alice = MustLookup(f, kRootIno, "alice");
   uint64_t dotdot = 0;
-  REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, 0, false, [&](const DirEntry& e) {
-                 if (e.name == "..") dotdot = e.ino;
-                 return true;
-               }).ok());
+  REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, 0, false,
+                        [&](const DirEntry& e) {
+                          if (e.name == "..") dotdot = e.ino;
+                          return true;
+                        })
+              .ok());
   CHECK(dotdot == kRootIno);  // the mount's root is its own parent
   CHECK(f.MustGetAttr(kRootIno).ino == kRootIno);
   f.MustCreate(alice, "x");
