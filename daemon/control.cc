@@ -72,17 +72,6 @@ Status EnsureSocketDir(const std::string& dir) {
   return Status::Ok();
 }
 
-// FNV-1a, 64 bits: a stable name for a path (not a security boundary: the
-// folder's mode and SO_PEERCRED are).
-uint64_t HashPath(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 Result<std::string> CanonicalMountpoint(const std::string& mountpoint) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -158,6 +147,15 @@ Result<Fd> Connect(const std::string& path, int* err) {
 
 std::string ControlDir() { return SocketDirPath(); }
 
+uint64_t StableHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 Status EnsureControlDir() { return EnsureSocketDir(SocketDirPath()); }
 
 Result<std::string> ControlSocketPath(const std::string& mountpoint) {
@@ -165,7 +163,7 @@ Result<std::string> ControlSocketPath(const std::string& mountpoint) {
   const std::string dir = SocketDirPath();
   char name[40];
   std::snprintf(name, sizeof name, "/mnt-%016llx.sock",
-                static_cast<unsigned long long>(HashPath(canonical)));
+                static_cast<unsigned long long>(StableHash(canonical)));
   return dir + name;
 }
 

@@ -35,6 +35,10 @@ namespace poolfs::daemon {
 // The folder that holds the control sockets and the pool registry (see
 // above); nothing is created.
 std::string ControlDir();
+// A stable 64-bit name for a string (a mount point, a pool's name), for file
+// names in ControlDir() that stay short: FNV-1a, not a security boundary
+// (the folder's mode and SO_PEERCRED are).
+uint64_t StableHash(std::string_view s);
 // Creates ControlDir() 0700, or checks that the existing one is ours and
 // closes it to others: a server's job (clients only connect).
 poolfs::Status EnsureControlDir();

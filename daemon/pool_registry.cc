@@ -21,15 +21,11 @@ namespace {
 
 std::string Errno(int err) { return std::strerror(err); }
 
-// FNV-1a of the name: file names stay short whatever the pool's name.
+// A hash of the name: file names stay short whatever the pool's name.
 std::string EntryPath(const std::string& pool) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : pool) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
   char name[48];
-  std::snprintf(name, sizeof name, "/pool-%016llx.reg", static_cast<unsigned long long>(h));
+  std::snprintf(name, sizeof name, "/pool-%016llx.reg",
+                static_cast<unsigned long long>(StableHash(pool)));
   return ControlDir() + name;
 }
 

@@ -27,6 +27,18 @@ uint64_t MustLookup(FsFixture& f, uint64_t parent, const std::string& name) {
   return r->ino;
 }
 
+// The inode a listing of `dir` gives for "..".
+uint64_t DotDot(FsFixture& f, uint64_t dir) {
+  uint64_t dotdot = 0;
+  REQUIRE(f.fs->ReadDir(RootCreds(), dir, 0, false,
+                        [&](const DirEntry& e) {
+                          if (e.name == "..") dotdot = e.ino;
+                          return true;
+                        })
+              .ok());
+  return dotdot;
+}
+
 TEST_CASE("child datasets appear in their parent's root, live and after a remount") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
@@ -45,14 +57,7 @@ TEST_CASE("child datasets appear in their parent's root, live and after a remoun
   CHECK(DatasetTreeFs::LocalOf(file.ino) == DatasetTreeFs::LocalOf(top.ino));
   CHECK(file.ino != top.ino);
   // ".." of a child's root is its parent's root.
-  uint64_t dotdot = 0;
-  REQUIRE(f.fs->ReadDir(RootCreds(), alice, 0, false,
-                        [&](const DirEntry& e) {
-                          if (e.name == "..") dotdot = e.ino;
-                          return true;
-                        })
-              .ok());
-  CHECK(dotdot == home);
+  CHECK(DotDot(f, alice) == home);
 
   f.Remount();
   CHECK(MustLookup(f, kRootIno, "home") == home);
@@ -224,14 +229,7 @@ TEST_CASE("a mount of one dataset shows its tree at the root") {
   f.Mount();
   CHECK(f.List(kRootIno) == std::vector<std::string>{"alice", "in-home"});
   const uint64_t alice = MustLookup(f, kRootIno, "alice");
-  uint64_t dotdot = 0;
-  REQUIRE(f.fs->ReadDir(RootCreds(), kRootIno, 0, false,
-                        [&](const DirEntry& e) {
-                          if (e.name == "..") dotdot = e.ino;
-                          return true;
-                        })
-              .ok());
-  CHECK(dotdot == kRootIno);  // the mount's root is its own parent
+  CHECK(DotDot(f, kRootIno) == kRootIno);  // the mount's root is its own parent
   CHECK(f.MustGetAttr(kRootIno).ino == kRootIno);
   f.MustCreate(alice, "x");
   CHECK(f.fs->datasets()->Destroy("pool/home", true).code() == StatusCode::kBusy);
