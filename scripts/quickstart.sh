@@ -42,14 +42,16 @@ MNT=$POOLDIR/tank
 mkdir "$MNT"
 # On any failure: unmount if still mounted, then remove the pool.
 trap 'mountpoint -q "$MNT" 2>/dev/null && { "$BUILD/bin/poolfs" unmount "$MNT" || fusermount3 -uz "$MNT"; }; rm -rf "$POOLDIR"' EXIT
-"$BUILD/bin/poolfs" create "$POOLDIR/tank.pool" --size 1G --name tank
+"$BUILD/bin/poolfs" create "$POOLDIR/tank.pool" --size 1G --name quickstart
 
 say "6. mount it (poolfs mount; it returns once the mount is usable)"
 "$BUILD/bin/poolfs" mount "$POOLDIR/tank.pool" "$MNT"
 
-say "7. create 20000 files with 4 threads, one folder each (createmany -o -t 4 -D $MNT/qs 20000)"
+say "7. a dataset, quickstart/qs (it appears as $MNT/qs), and 20000 files in it with 4 threads (createmany -o -t 4 -D $MNT/qs 20000)"
+"$BUILD/bin/poolfs" dataset create quickstart/qs
 "$BUILD/bin/createmany" -o -t 4 -D "$MNT/qs" 20000
 echo "files under $MNT/qs: $(find "$MNT/qs" -type f | wc -l)"
+"$BUILD/bin/poolfs" dataset list -r quickstart
 
 say "8. unmount (poolfs unmount; waits for the final sync and export)"
 "$BUILD/bin/poolfs" unmount "$MNT"
