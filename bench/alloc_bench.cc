@@ -13,7 +13,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,14 +86,6 @@ double RunOnce(uint32_t allocators, int threads, uint64_t per_thread, bool pin) 
   double s = NowSeconds() - t0;
   sm->Stats();  // CHECKs the accounting after the concurrent run
   return double(per_thread * threads) / s;
-}
-
-std::vector<uint32_t> ParseList(const std::string& s) {
-  std::vector<uint32_t> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(uint32_t(std::stoul(item)));
-  return v;
 }
 
 }  // namespace

@@ -37,9 +37,8 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
-#include <memory>
 #include <cstring>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,14 +67,6 @@ void PinToCpu(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu % std::max(1u, std::thread::hardware_concurrency()), &set);
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
-std::vector<uint32_t> ParseList(const std::string& s) {
-  std::vector<uint32_t> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(uint32_t(std::stoul(item)));
-  return v;
 }
 
 struct ReadResult {

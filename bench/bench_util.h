@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,15 @@ inline std::string NonFiniteAt(const Json& j, const std::string& path = "") {
 // Prints `j` on one line and returns 0; refuses (an error on stderr, exit
 // code 1) when a figure is not a finite number: JSON has no nan or inf, and
 // null in their place would pass for a measurement.
+// "1,2,8" -> {1, 2, 8}: the list options of the benchmarks.
+inline std::vector<uint32_t> ParseList(const std::string& s) {
+  std::vector<uint32_t> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) v.push_back(uint32_t(std::stoul(item)));
+  return v;
+}
+
 inline int PrintJson(const Json& j) {
   const std::string bad = NonFiniteAt(j);
   if (!bad.empty()) {

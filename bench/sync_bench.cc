@@ -181,18 +181,20 @@ struct Series {
   }
   double min() const { return *std::min_element(mib_s.begin(), mib_s.end()); }
   double max() const { return *std::max_element(mib_s.begin(), mib_s.end()); }
+  // Its figures in a JSON case (the caller adds what the case is).
+  void Fill(Json& c) const {
+    c["mib_s"] = Median(mib_s);
+    c["mib_s_min"] = min();
+    c["mib_s_max"] = max();
+    c["blocks_s"] = Median(blocks_s);
+    c["syncing"] = Median(syncing);
+    c["strand_busy_per_thread"] = Median(busy);
+  }
 };
 
-std::vector<size_t> ParseList(const std::string& s) {
-  std::vector<size_t> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::stoul(s.substr(start, comma - start)));
-    start = comma + 1;
-  }
-  return out;
+std::vector<size_t> ParseSizes(const std::string& s) {
+  const std::vector<uint32_t> v = ParseList(s);
+  return {v.begin(), v.end()};
 }
 
 }  // namespace
@@ -223,8 +225,8 @@ int RunSyncBench(int argc, char** argv) {
   // links tcmalloc, which keeps them; this is glibc's way to do the same.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  const std::vector<size_t> dataset_counts = ParseList(datasets_arg);
-  const std::vector<size_t> thread_counts = ParseList(threads_arg);
+  const std::vector<size_t> dataset_counts = ParseSizes(datasets_arg);
+  const std::vector<size_t> thread_counts = ParseSizes(threads_arg);
   const std::vector<std::string> chunks = CompressibleChunks(64);
 
   // (datasets, threads, serial) -> series; (threads) -> the 64-file case.
@@ -269,12 +271,7 @@ int RunSyncBench(int argc, char** argv) {
       c["datasets"] = d;
       c["sync_threads"] = t;
       c["mode"] = serial ? "serial" : "parallel";
-      c["mib_s"] = Median(s.mib_s);
-      c["mib_s_min"] = s.min();
-      c["mib_s_max"] = s.max();
-      c["blocks_s"] = Median(s.blocks_s);
-      c["syncing"] = Median(s.syncing);
-      c["strand_busy_per_thread"] = Median(s.busy);
+      s.Fill(c);
       cases.push_back(c);
     }
     for (const auto& [t, s] : files64) {
@@ -283,12 +280,7 @@ int RunSyncBench(int argc, char** argv) {
       c["files"] = 64;
       c["sync_threads"] = t;
       c["mode"] = "parallel";
-      c["mib_s"] = Median(s.mib_s);
-      c["mib_s_min"] = s.min();
-      c["mib_s_max"] = s.max();
-      c["blocks_s"] = Median(s.blocks_s);
-      c["syncing"] = Median(s.syncing);
-      c["strand_busy_per_thread"] = Median(s.busy);
+      s.Fill(c);
       cases.push_back(c);
     }
     o["cases"] = cases;
