@@ -171,57 +171,52 @@ Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
     n.parent_slot = parent_slot;
     if (!is_root) nodes_[parent_slot].children[component] = slot;
   }
+  // Its properties before any call can reach it (readonly, a quota).
+  Apply(ViewProps(), slot, raw);
   slots_[slot].store(raw, std::memory_order_release);
-  ApplyProps(slot);
   return Status::Ok();
 }
 
-void DatasetTreeFs::ApplyProps(uint64_t slot) {
-  PosixFs* fs = slots_[slot].load(std::memory_order_acquire);
-  if (fs == nullptr) return;
-  std::string name;
-  std::vector<uint64_t> chain;  // slot and its ancestors
+DatasetTreeFs::PropsView DatasetTreeFs::ViewProps() {
+  PropsView v;
   {
     util::ReadMostlyReader r(&tree_lock_);
-    for (uint64_t s = slot;;) {
-      auto it = nodes_.find(s);
-      if (it == nodes_.end()) break;
-      if (s == slot) name = it->second.name;
-      chain.push_back(s);
-      if (s == 0) break;
-      s = it->second.parent_slot;
-    }
+    for (const auto& [slot, node] : nodes_) v.nodes[slot] = {node.name, node.parent_slot};
   }
-  Result<pool::DatasetProps> props = pool_->EffectiveProps(IdFor(slot));
-  if (!props.ok()) return;  // destroyed meanwhile
-  bool bound = false;
-  for (uint64_t s : chain) {
-    Result<pool::DatasetProps> p = s == slot ? props : pool_->EffectiveProps(IdFor(s));
-    if (p.ok() && p->quota != 0) bound = true;
+  // One lookup per dataset; one destroyed meanwhile is left out.
+  for (const auto& [slot, node] : v.nodes)
+    if (Result<pool::DatasetProps> p = pool_->EffectiveProps(IdFor(slot)); p.ok())
+      v.props[slot] = *p;
+  return v;
+}
+
+void DatasetTreeFs::Apply(const PropsView& v, uint64_t slot, PosixFs* fs) {
+  auto props = v.props.find(slot);
+  auto node = v.nodes.find(slot);
+  if (props == v.props.end() || node == v.nodes.end()) return;
+  std::vector<uint64_t> chain;  // slot and its ancestors
+  for (uint64_t s = slot;;) {
+    chain.push_back(s);
+    auto it = v.nodes.find(s);
+    if (s == 0 || it == v.nodes.end()) break;
+    s = it->second.second;
   }
+  bool bound = false;  // a quota on it or an ancestor
   // A reservation held by a dataset that is not this one or an ancestor
   // (whose reservations this one's writes may use).
   bool reserved_elsewhere = false;
-  std::vector<uint64_t> all;
-  {
-    util::ReadMostlyReader r(&tree_lock_);
-    for (const auto& [s, node] : nodes_) all.push_back(s);
+  for (const auto& [s, p] : v.props) {
+    const bool mine = std::find(chain.begin(), chain.end(), s) != chain.end();
+    if (mine && p.quota != 0) bound = true;
+    if (!mine && p.reservation != 0) reserved_elsewhere = true;
   }
-  for (uint64_t s : all) {
-    if (std::find(chain.begin(), chain.end(), s) != chain.end()) continue;
-    Result<pool::DatasetProps> p = pool_->EffectiveProps(IdFor(s));
-    if (p.ok() && p->reservation != 0) reserved_elsewhere = true;
-  }
-  fs->SetProps(*props, name, bound, reserved_elsewhere);
+  fs->SetProps(props->second, node->second.first, bound, reserved_elsewhere);
 }
 
 void DatasetTreeFs::ApplyAll() {
-  std::vector<uint64_t> slots;
-  {
-    util::ReadMostlyReader r(&tree_lock_);
-    for (const auto& [slot, node] : nodes_) slots.push_back(slot);
-  }
-  for (uint64_t s : slots) ApplyProps(s);
+  const PropsView v = ViewProps();
+  for (const auto& [slot, node] : v.nodes)
+    if (PosixFs* fs = slots_[slot].load(std::memory_order_acquire)) Apply(v, slot, fs);
 }
 
 Status DatasetTreeFs::Unmount() {

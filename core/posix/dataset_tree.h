@@ -155,9 +155,18 @@ class DatasetTreeFs final : public Filesystem {
       EXCLUDES(invalidate_mu_);
   uint64_t SlotFor(uint64_t id) const { return id == root_id_ ? 0 : id; }
   uint64_t IdFor(uint64_t slot) const { return slot == 0 ? root_id_ : slot; }
-  // Gives the dataset in `slot` its effective properties, its name and
-  // whether a quota bounds it (its own or an ancestor's).
-  void ApplyProps(uint64_t slot) EXCLUDES(tree_lock_);
+  // The tree's names and parents and every dataset's effective
+  // properties, read once.
+  struct PropsView {
+    std::map<uint64_t, std::pair<std::string, uint64_t>> nodes;  // slot -> (name, parent slot)
+    std::map<uint64_t, pool::DatasetProps> props;                // by slot
+  };
+  PropsView ViewProps() EXCLUDES(tree_lock_);
+  // Gives `fs`, the dataset in `slot`, its effective properties, its name,
+  // whether a quota bounds it (its own or an ancestor's) and whether
+  // another dataset holds a reservation.
+  static void Apply(const PropsView& v, uint64_t slot, PosixFs* fs);
+  // The same for every open dataset.
   void ApplyAll() EXCLUDES(tree_lock_);
   // The filesystem of `ino`'s dataset and the inode inside it: Stale when
   // the dataset is gone.
