@@ -125,12 +125,27 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
     in = std::make_shared<Inode>(id.value());
   }
   in->generation = tx.txg().value();
+  // The Inode is in the table before the name is: from the moment Add
+  // puts the name in the zap, a lookup (which reads entries without the
+  // directory's op_mu) may reach the object, and must find this Inode
+  // rather than load a second one whose op_mu and cached znode would let
+  // two changes of the file run at once.
+  {
+    util::MutexLock l(&in->mu);
+    in->z = z;
+  }
+  table_.Replace(in);
   if (st.ok() && S_ISLNK(mode) && z.inline_target.empty()) st = os_->Write(tx, id, 0, target);
   if (st.ok()) st = p->dir->Add(tx, name, zap::Value{id.value(), Type(mode)});
   if (!st.ok()) {
     // Undone in the same Tx: a failed Add leaves no entry, so freeing the
     // new object takes back everything, and the Tx commits no change of
     // the namespace. Only when that free fails is the Tx abandoned.
+    {
+      util::MutexLock l(&in->mu);
+      in->freed = true;
+    }
+    table_.Erase(id.value());
     if (Status undone = os_->Free(tx, id); !undone.ok()) return tx.Finish(st);
     tx.Commit();
     if (st.code() == StatusCode::kAlreadyExists)
@@ -143,10 +158,8 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
   POOLFS_RETURN_IF_ERROR(tx.Finish(SaveZnode(tx, *p, pz)));
   {
     util::MutexLock l(&in->mu);
-    in->z = z;
-    table_.AddLookups(in->ino, 1);  // none before: the id was free
+    table_.AddLookups(in->ino, 1);
   }
-  table_.Replace(in);
   Note(tx, {p.get(), in.get()});
   return MakeAttr(*in, z);
 }

@@ -2,11 +2,14 @@
 // the directory's lock may be removed, its object freed and its number
 // handed to a new file elsewhere before the lookup loads the inode. The
 // lookup must then answer "no such name", never the new file and never a
-// half-created object (Corruption).
+// half-created object (Corruption). And a name removed the moment it is
+// created: the removal must act on the same in-memory inode as the
+// creator's next change, or the link count goes wrong.
 #include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -84,6 +87,74 @@ TEST_CASE("Lookup never returns another file that reused a removed name's inode 
   INFO("first error: " << first_error << "; lookups found " << found.load());
   REQUIRE(errors.load() == 0);
   REQUIRE(wrong.load() == 0);
+}
+
+TEST_CASE("A name removed while its file is being created leaves a consistent link count",
+          "[posix][race]") {
+  FsFixture f(uint64_t{256} << 20, FastOptions());
+  Attr d = f.MustMkdir(kRootIno, "d", 0777);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> errors{0};
+  std::string first_error;
+  std::mutex error_mu;
+  auto note_error = [&](const Status& st, const char* what) {
+    errors++;
+    std::lock_guard l(error_mu);
+    if (first_error.empty()) first_error = std::string(what) + ": " + st.ToString();
+  };
+  // The creator makes d/f, links it as d/g through its inode number and
+  // drops both; the remover unlinks d/f as soon as it appears, so its
+  // unlink loads the inode while the create is finishing. Every unlink of
+  // d/g that finds it removes it, so a link that finds d/g left over means
+  // the unlink could not load its file: an entry naming a freed object.
+  std::thread creator([&] {
+    while (!stop) {
+      auto a = f.fs->Create(RootCreds(), d.ino, "f", 0644);
+      if (!a.ok()) {
+        if (a.status().code() != StatusCode::kAlreadyExists) note_error(a.status(), "create");
+        continue;
+      }
+      auto l = f.fs->Link(RootCreds(), a->ino, d.ino, "g");
+      if (l.ok()) {
+        f.fs->Forget(l->ino, 1);
+      } else if (!l.status().IsNotFound()) {
+        note_error(l.status(), "link");
+      }
+      f.fs->Forget(a->ino, 1);
+      if (Status st = f.fs->Unlink(RootCreds(), d.ino, "g"); !st.ok() && !st.IsNotFound())
+        note_error(st, "unlink g");
+    }
+  });
+  std::thread remover([&] {
+    while (!stop) {
+      if (Status st = f.fs->Unlink(RootCreds(), d.ino, "f"); !st.ok() && !st.IsNotFound())
+        note_error(st, "unlink f");
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  stop = true;
+  creator.join();
+  remover.join();
+  INFO("first error: " << first_error);
+  REQUIRE(errors.load() == 0);
+  // Whatever names are left resolve to files whose link count is theirs,
+  // before and after a remount (which frees the unlinked set).
+  auto check = [&] {
+    std::map<uint64_t, uint32_t> names_of;
+    for (const char* n : {"f", "g"}) {
+      auto r = f.fs->Lookup(RootCreds(), d.ino, n);
+      if (!r.ok()) {
+        REQUIRE(r.status().IsNotFound());
+        continue;
+      }
+      names_of[r->ino]++;
+      f.fs->Forget(r->ino, 1);
+    }
+    for (auto [ino, n] : names_of) REQUIRE(f.MustGetAttr(ino).nlink == n);
+  };
+  check();
+  f.Remount();
+  check();
 }
 
 }  // namespace poolfs::core::posix::testing
