@@ -39,13 +39,13 @@ constexpr std::array<std::pair<int, std::string_view>, 6> kFormatUnits = {{
     {10, "KiB"},
 }};
 
+}  // namespace
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
-
-}  // namespace
 
 Result<uint64_t> ParseDecimal(std::string_view text) {
   if (text.empty()) return Status::InvalidArgument("no digits");

@@ -31,4 +31,7 @@ std::string FormatSize(uint64_t bytes);
 // or spaces), or InvalidArgument when it is not one or exceeds 2^64-1.
 Result<uint64_t> ParseDecimal(std::string_view text);
 
+// `s` without its leading and trailing spaces and tabs.
+std::string_view Trim(std::string_view s);
+
 }  // namespace poolfs::config

@@ -25,8 +25,6 @@ constexpr size_t kMaxRequest = 64 * 1024;
 constexpr int kServerIoTimeoutSec = 5;   // a stuck client does not block the server longer
 constexpr int kClientIoTimeoutSec = 60;  // a reload may take a moment
 
-std::string Errno(int err) { return std::strerror(err); }
-
 // Closes a file descriptor when it goes out of scope.
 class Fd {
  public:
@@ -58,17 +56,18 @@ std::string SocketDirPath() {
 // (and closes it to others): a server's job. Clients only connect.
 Status EnsureSocketDir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Status::IOError("cannot create control folder " + dir + ": " + Errno(errno));
+    return Status::IOError("cannot create control folder " + dir + ": " + ErrnoText(errno));
   struct stat st;
   if (lstat(dir.c_str(), &st) != 0)
-    return Status::IOError("cannot examine control folder " + dir + ": " + Errno(errno));
+    return Status::IOError("cannot examine control folder " + dir + ": " + ErrnoText(errno));
   if (!S_ISDIR(st.st_mode)) return Status::IOError("control folder " + dir + " is not a folder");
   if (st.st_uid != geteuid())
     return Status::IOError("control folder " + dir + " belongs to uid " +
                            std::to_string(st.st_uid) + ", not to us (uid " +
                            std::to_string(geteuid()) + ")");
   if ((st.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0)
-    return Status::IOError("cannot close control folder " + dir + " to others: " + Errno(errno));
+    return Status::IOError("cannot close control folder " + dir +
+                           " to others: " + ErrnoText(errno));
   return Status::Ok();
 }
 
@@ -134,16 +133,18 @@ Result<Fd> Connect(const std::string& path, int* err) {
   sockaddr_un addr;
   POOLFS_RETURN_IF_ERROR(FillAddress(path, &addr));
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return Status::IOError("socket: " + Errno(errno));
+  if (fd.get() < 0) return Status::IOError("socket: " + ErrnoText(errno));
   while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     if (errno == EINTR) continue;
     *err = errno;
-    return Status::IOError("connect to " + path + ": " + Errno(errno));
+    return Status::IOError("connect to " + path + ": " + ErrnoText(errno));
   }
   return fd;
 }
 
 }  // namespace
+
+std::string ErrnoText(int err) { return std::strerror(err); }
 
 std::string ControlDir() { return SocketDirPath(); }
 
@@ -186,7 +187,7 @@ void ControlServer::Impl::Serve() {
     pollfd fds[2] = {{listen_fd.get(), POLLIN, 0}, {stop_read.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      spdlog::error("control socket {}: poll: {}", path, Errno(errno));
+      spdlog::error("control socket {}: poll: {}", path, ErrnoText(errno));
       return;
     }
     if (fds[1].revents != 0) return;
@@ -194,7 +195,7 @@ void ControlServer::Impl::Serve() {
     Fd conn(::accept4(listen_fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (conn.get() < 0) {
       if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
-        spdlog::warn("control socket {}: accept: {}", path, Errno(errno));
+        spdlog::warn("control socket {}: accept: {}", path, ErrnoText(errno));
       continue;
     }
     ServeOne(conn.get());
@@ -206,7 +207,7 @@ void ControlServer::Impl::ServeOne(int fd) {
   ucred peer{};
   socklen_t len = sizeof peer;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) {
-    spdlog::warn("control socket {}: SO_PEERCRED: {}", path, Errno(errno));
+    spdlog::warn("control socket {}: SO_PEERCRED: {}", path, ErrnoText(errno));
     return;
   }
   // The request is read before anything is decided, so the peer always gets
@@ -214,7 +215,7 @@ void ControlServer::Impl::ServeOne(int fd) {
   std::string request;
   if (!RecvAll(fd, kMaxRequest, &request)) {
     spdlog::warn("control socket {}: reading a request from pid {}: {}", path, peer.pid,
-                 Errno(errno));
+                 ErrnoText(errno));
     return;
   }
   if (peer.uid != 0 && peer.uid != geteuid()) {
@@ -229,7 +230,7 @@ void ControlServer::Impl::ServeOne(int fd) {
   if (request.empty()) return;  // a probe: someone checking that we answer
   const std::string reply = handler(request);
   if (!SendAll(fd, reply))
-    spdlog::warn("control socket {}: replying to pid {}: {}", path, peer.pid, Errno(errno));
+    spdlog::warn("control socket {}: replying to pid {}: {}", path, peer.pid, ErrnoText(errno));
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& mountpoint,
@@ -250,19 +251,20 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& m
     if (!S_ISSOCK(st.st_mode))
       return Status::IOError(path + " exists and is not a socket; not replacing it");
     if (unlink(path.c_str()) != 0 && errno != ENOENT)
-      return Status::IOError("cannot remove stale control socket " + path + ": " + Errno(errno));
+      return Status::IOError("cannot remove stale control socket " + path + ": " +
+                             ErrnoText(errno));
   }
 
   sockaddr_un addr;
   POOLFS_RETURN_IF_ERROR(FillAddress(path, &addr));
   impl->listen_fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (impl->listen_fd.get() < 0) return Status::IOError("socket: " + Errno(errno));
+  if (impl->listen_fd.get() < 0) return Status::IOError("socket: " + ErrnoText(errno));
   const mode_t old_mask = umask(077);  // the socket is born 0600
   const int bound = ::bind(impl->listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   const int bind_err = errno;
   umask(old_mask);
   if (bound != 0)
-    return Status::IOError("cannot bind control socket " + path + ": " + Errno(bind_err));
+    return Status::IOError("cannot bind control socket " + path + ": " + ErrnoText(bind_err));
   if (lstat(path.c_str(), &st) == 0) {
     impl->dev = st.st_dev;
     impl->ino = st.st_ino;
@@ -270,13 +272,13 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& m
   if (::listen(impl->listen_fd.get(), 16) != 0) {
     const int err = errno;
     unlink(path.c_str());
-    return Status::IOError("cannot listen on control socket " + path + ": " + Errno(err));
+    return Status::IOError("cannot listen on control socket " + path + ": " + ErrnoText(err));
   }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     const int err = errno;
     unlink(path.c_str());
-    return Status::IOError("pipe: " + Errno(err));
+    return Status::IOError("pipe: " + ErrnoText(err));
   }
   impl->stop_read = Fd(pipe_fds[0]);
   impl->stop_write = Fd(pipe_fds[1]);
@@ -320,12 +322,13 @@ Result<std::string> ControlCall(const std::string& mountpoint, std::string_view 
   if (!SendAll(fd->get(), request) || ::shutdown(fd->get(), SHUT_WR) != 0) {
     // The server may have refused us before reading (another uid): read its reply anyway.
     if (errno != EPIPE && errno != ECONNRESET)
-      return Status::IOError("sending to the daemon serving " + mountpoint + ": " + Errno(errno));
+      return Status::IOError("sending to the daemon serving " + mountpoint + ": " +
+                             ErrnoText(errno));
   }
   std::string reply;
   if (!RecvAll(fd->get(), 16 << 20, &reply))
     return Status::IOError("reading the reply of the daemon serving " + mountpoint + ": " +
-                           Errno(errno));
+                           ErrnoText(errno));
   if (reply.starts_with("error: permission denied"))
     return Status(StatusCode::kPermissionDenied, reply.substr(7));
   return reply;

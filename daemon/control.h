@@ -35,6 +35,8 @@ namespace poolfs::daemon {
 // The folder that holds the control sockets and the pool registry (see
 // above); nothing is created.
 std::string ControlDir();
+// strerror(err), for the messages of the control folder's files.
+std::string ErrnoText(int err);
 // A stable 64-bit name for a string (a mount point, a pool's name), for file
 // names in ControlDir() that stay short: FNV-1a, not a security boundary
 // (the folder's mode and SO_PEERCRED are).

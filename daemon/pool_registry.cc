@@ -19,8 +19,6 @@
 namespace poolfs::daemon {
 namespace {
 
-std::string Errno(int err) { return std::strerror(err); }
-
 // A hash of the name: file names stay short whatever the pool's name.
 std::string EntryPath(const std::string& pool) {
   char name[48];
@@ -37,7 +35,7 @@ Result<std::string> ReadAll(int fd, const std::string& path) {
     const ssize_t n = ::pread(fd, buf, sizeof buf, off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::IOError("cannot read " + path + ": " + Errno(errno));
+      return Status::IOError("cannot read " + path + ": " + ErrnoText(errno));
     }
     if (n == 0) return out;
     out.append(buf, size_t(n));
@@ -70,7 +68,7 @@ Result<std::optional<RegisteredPool>> ReadEntry(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::optional<RegisteredPool>();
-    return Status::IOError("cannot open " + path + ": " + Errno(errno));
+    return Status::IOError("cannot open " + path + ": " + ErrnoText(errno));
   }
   // A daemon writes its entry just after it takes the lock: give it a
   // moment when the lock is held but the lines are not there yet.
@@ -82,7 +80,7 @@ Result<std::optional<RegisteredPool>> ReadEntry(const std::string& path) {
     if (errno != EWOULDBLOCK) {
       const int err = errno;
       ::close(fd);
-      return Status::IOError("cannot lock " + path + ": " + Errno(err));
+      return Status::IOError("cannot lock " + path + ": " + ErrnoText(err));
     }
     Result<std::string> text = ReadAll(fd, path);
     if (!text.ok()) {
@@ -116,12 +114,12 @@ Result<std::unique_ptr<PoolRegistration>> PoolRegistration::Register(
   // that the path still leads to the file we locked, and retry if not.
   for (int attempt = 0; attempt < 16; attempt++) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return Status::IOError("cannot create " + path + ": " + Errno(errno));
+    if (fd < 0) return Status::IOError("cannot create " + path + ": " + ErrnoText(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if (err != EWOULDBLOCK) {
         ::close(fd);
-        return Status::IOError("cannot lock " + path + ": " + Errno(err));
+        return Status::IOError("cannot lock " + path + ": " + ErrnoText(err));
       }
       ::close(fd);
       Result<std::optional<RegisteredPool>> holder = ReadEntry(path);
@@ -145,7 +143,7 @@ Result<std::unique_ptr<PoolRegistration>> PoolRegistration::Register(
       const int err = errno;
       ::unlink(path.c_str());
       ::close(fd);
-      return Status::IOError("cannot write " + path + ": " + Errno(err));
+      return Status::IOError("cannot write " + path + ": " + ErrnoText(err));
     }
     return std::unique_ptr<PoolRegistration>(new PoolRegistration(path, fd));
   }
@@ -172,7 +170,7 @@ Result<std::vector<RegisteredPool>> ListRegisteredPools() {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     if (errno == ENOENT) return out;
-    return Status::IOError("cannot list " + dir + ": " + Errno(errno));
+    return Status::IOError("cannot list " + dir + ": " + ErrnoText(errno));
   }
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {

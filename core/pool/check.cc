@@ -21,12 +21,6 @@
 namespace poolfs::core::pool {
 
 namespace {
-constexpr uint64_t kDirectoryObject = 1;
-// Import's reads of MOS objects, bounded so that a damaged length cannot
-// exhaust memory.
-constexpr uint64_t kMaxObjectRead = uint64_t{1} << 30;
-
-std::string U(uint64_t v) { return std::to_string(v); }
 
 // The pool as its labels describe it, vdevs in pool order.
 struct PoolOnDevices {
@@ -54,8 +48,8 @@ Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, Prob
       return Status::InvalidArgument(devs[i]->name() + " belongs to another pool than " +
                                      devs[0]->name());
     if (h.vdev_count != devs.size())
-      return Status::InvalidArgument("the pool has " + U(h.vdev_count) + " vdevs but " +
-                                     U(devs.size()) + " were given");
+      return Status::InvalidArgument("the pool has " + std::to_string(h.vdev_count) +
+                                     " vdevs but " + std::to_string(devs.size()) + " were given");
     if (p.devs[h.vdev_index] != nullptr)
       return Status::InvalidArgument(devs[i]->name() + " and " + p.devs[h.vdev_index]->name() +
                                      " are the same vdev");
@@ -69,24 +63,25 @@ Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, Prob
     if (info.header.config_txg > newest->header.config_txg) newest = &info;
   POOLFS_ASSIGN_OR_RETURN(p.config, DecodePoolConfig(newest->config));
   if (p.config.vdevs.size() != devs.size())
-    return Status::Corruption("pool config lists " + U(p.config.vdevs.size()) +
-                              " vdevs, the labels " + U(devs.size()));
+    return Status::Corruption("pool config lists " + std::to_string(p.config.vdevs.size()) +
+                              " vdevs, the labels " + std::to_string(devs.size()));
   const uint64_t pool_guid = infos[0].header.pool_guid;
   uint64_t guid_sum = 0;
   for (size_t i = 0; i < infos.size(); i++) {
-    const std::string name = "vdev " + U(i) + " (" + p.devs[i]->name() + ")";
+    const std::string name = "vdev " + std::to_string(i) + " (" + p.devs[i]->name() + ")";
     const VdevConfig& vc = p.config.vdevs[i];
     if (infos[i].header.vdev_guid != vc.guid)
       return Status::Corruption(name + " is not the vdev the pool config names");
     if (vc.ms_shift - vc.ashift >= 32)
-      return Status::Corruption(name + ": metaslab shift " + U(vc.ms_shift) +
-                                " is too large for ashift " + U(vc.ashift));
+      return Status::Corruption(name + ": metaslab shift " + std::to_string(vc.ms_shift) +
+                                " is too large for ashift " + std::to_string(vc.ashift));
     if (!vdev::ComputeVdevLayout(p.devs[i]->size()).ok())
       return Status::Corruption(name + " is too small for a vdev");
     guid_sum += vc.guid;
     for (int l = 0; l < vdev::kLabelCount; l++)
       if (!infos[i].label_status[l].ok())
-        sink->Add(name + " label " + U(uint64_t(l)), infos[i].label_status[l].message());
+        sink->Add(name + " label " + std::to_string(uint64_t(l)),
+                  infos[i].label_status[l].message());
     for (const std::string& e : infos[i].ring_errors) sink->Warn(name, e);
     p.layouts.push_back(infos[i].layout);
     p.geometry.push_back(
@@ -126,8 +121,8 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
   auto read = [&](uint64_t object, const std::string& what) -> Result<std::string> {
     auto info = mos->Stat(ObjectId(object));
     if (!info.ok()) return info.status().WithContext(what);
-    if (info->length > kMaxObjectRead)
-      return Status::Corruption(what + ": implausible length " + U(info->length));
+    if (info->length > kMaxMosObjectBytes)
+      return Status::Corruption(what + ": implausible length " + std::to_string(info->length));
     auto bytes = mos->Read(ObjectId(object), 0, info->length);
     if (!bytes.ok()) return bytes.status().WithContext(what);
     return bytes;
@@ -136,8 +131,9 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
                           read(kDirectoryObject, "pool directory (MOS object 1)"));
   POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
   for (const SpaceMapEntry& m : dir.space_maps) {
-    const std::string what = "space map of vdev " + U(m.vdev) + " metaslab " + U(m.metaslab) +
-                             " (MOS object " + U(m.object) + ")";
+    const std::string what = "space map of vdev " + std::to_string(m.vdev) + " metaslab " +
+                             std::to_string(m.metaslab) + " (MOS object " +
+                             std::to_string(m.object) + ")";
     POOLFS_ASSIGN_OR_RETURN(std::string bytes, read(m.object, what));
     POOLFS_RETURN_IF_ERROR(space.LoadMetaslab(m.vdev, m.metaslab, bytes).WithContext(what));
   }
@@ -196,7 +192,7 @@ void TrialSync(const std::vector<vdev::BlockDevice*>& devs, CheckReport* report,
   const Status exported = p.Export();
   if (st.ok()) st = exported;
   if (!st.ok()) {
-    sink->Add(where + " of txg " + U(txg.value()),
+    sink->Add(where + " of txg " + std::to_string(txg.value()),
               st.message() +
                   ": every read-write mount of this pool would suspend at its first "
                   "sync, losing what it writes");
@@ -231,16 +227,17 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   }
   if (chosen != nullptr) {
     for (const auto& [txg, st] : failed)
-      sink.Add("uberblock of txg " + U(txg),
-               "its tree does not verify, so import falls back to txg " + U(chosen->txg.value()) +
-                   ": " + st.message());
+      sink.Add("uberblock of txg " + std::to_string(txg),
+               "its tree does not verify, so import falls back to txg " +
+                   std::to_string(chosen->txg.value()) + ": " + st.message());
   } else {
     std::string why;
-    for (const auto& [txg, st] : failed) why += "; txg " + U(txg) + ": " + st.message();
+    for (const auto& [txg, st] : failed)
+      why += "; txg " + std::to_string(txg) + ": " + st.message();
     chosen = &p.candidates[0];
     sink.Add("uberblocks",
              "no uberblock's tree verifies, so import fails (walking the newest, txg " +
-                 U(chosen->txg.value()) + ")" + why);
+                 std::to_string(chosen->txg.value()) + ")" + why);
   }
   report.txg = chosen->txg.value();
 
@@ -254,7 +251,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   };
   auto root = DecodeRootPayload(chosen->root);
   if (!root.ok()) {
-    sink.Add("uberblock of txg " + U(report.txg), root.status().message());
+    sink.Add("uberblock of txg " + std::to_string(report.txg), root.status().message());
     return finish();
   }
   walker.WalkMos(*root);
@@ -290,7 +287,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       full = by_id.at(at)->name + "/" + full;
     if (e.created > chosen->txg)
       sink.Add("dataset '" + full + "'",
-               "created in txg " + U(e.created.value()) + ", after the checked txg");
+               "created in txg " + std::to_string(e.created.value()) + ", after the checked txg");
     walker.WalkDataset(full, e.root);
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
@@ -304,7 +301,8 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   }
   for (const auto& [id, obj] : mos)
     if (!named.count(id))
-      sink.Add("MOS object " + U(id) + " (" + std::string(dmu::ObjectTypeName(obj.type)) + ")",
+      sink.Add("MOS object " + std::to_string(id) + " (" +
+                   std::string(dmu::ObjectTypeName(obj.type)) + ")",
                "nothing in the pool directory names it (a leaked object)");
   CheckSpace(walker, p.geometry, maps, &report, &sink);
   finish();

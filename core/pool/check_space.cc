@@ -8,18 +8,11 @@
 
 #include "space/range_tree.h"
 #include "space/space_map.h"
+#include "util/text.h"
 
 namespace poolfs::core::pool {
 
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
-std::string U(uint64_t v) { return std::to_string(v); }
 
 struct MetaslabState {
   enum class Map { kNone, kLoaded, kUnknown };
@@ -32,14 +25,14 @@ struct MetaslabState {
 };
 
 std::string MetaslabName(uint32_t vdev, uint64_t index) {
-  return "vdev " + U(vdev) + " metaslab " + U(index);
+  return "vdev " + std::to_string(vdev) + " metaslab " + std::to_string(index);
 }
 
 // Replays one map into ms.free; a problem and kUnknown when it fails.
 void LoadMap(const SpaceMapInput& in, uint32_t ashift, MetaslabState& ms, CheckReport* report,
              ProblemSink* sink) {
-  const std::string where =
-      "space map of " + MetaslabName(in.vdev, in.metaslab) + " (MOS object " + U(in.object) + ")";
+  const std::string where = "space map of " + MetaslabName(in.vdev, in.metaslab) + " (MOS object " +
+                            std::to_string(in.object) + ")";
   ms.object = in.object;
   ms.map = MetaslabState::Map::kUnknown;
   if (in.content == nullptr) {
@@ -63,10 +56,10 @@ void LoadMap(const SpaceMapInput& in, uint32_t ashift, MetaslabState& ms, CheckR
         const bool alloc = e.type == space::SmType::kAlloc;
         Status s = alloc ? t->TryRemove(e.offset, e.length) : t->TryAdd(e.offset, e.length);
         if (!s.ok())
-          return Status::Corruption("record " + U(record) + " (txg " + U(e.txg.value()) + ", " +
-                                    (alloc ? "alloc [" : "free [") + Hex(e.offset) + ", +" +
-                                    U(e.length) +
-                                    ")) contradicts the records before it: " + s.message());
+          return Status::Corruption(
+              "record " + std::to_string(record) + " (txg " + std::to_string(e.txg.value()) + ", " +
+              (alloc ? "alloc [" : "free [") + util::Hex(e.offset) + ", +" +
+              std::to_string(e.length) + ")) contradicts the records before it: " + s.message());
         record++;
         return Status::Ok();
       });
@@ -91,8 +84,9 @@ void CheckSpace(const CheckWalker& walker, const std::vector<VdevGeometry>& vdev
     const uint64_t sector_mask = (uint64_t{1} << g.ashift) - 1;
     const uint64_t ms_size = uint64_t{1} << g.ms_shift;
     if ((ms_size >> g.ashift) > std::numeric_limits<uint32_t>::max()) {
-      sink->Add("vdev " + U(v),
-                "metaslabs of 2^" + U(g.ms_shift - g.ashift) + " sectors are too large to check");
+      sink->Add("vdev " + std::to_string(v), "metaslabs of 2^" +
+                                                 std::to_string(g.ms_shift - g.ashift) +
+                                                 " sectors are too large to check");
       continue;
     }
     const uint64_t end = g.alloc_start + (g.alloc_size & ~sector_mask);
@@ -106,7 +100,7 @@ void CheckSpace(const CheckWalker& walker, const std::vector<VdevGeometry>& vdev
   for (const SpaceMapInput& in : maps) {
     if (in.vdev >= metaslabs.size() || in.metaslab >= metaslabs[in.vdev].size()) {
       sink->Add("space map of " + MetaslabName(in.vdev, in.metaslab) + " (MOS object " +
-                    U(in.object) + ")",
+                    std::to_string(in.object) + ")",
                 "names a metaslab the pool does not have");
       continue;
     }
@@ -124,14 +118,15 @@ void CheckSpace(const CheckWalker& walker, const std::vector<VdevGeometry>& vdev
         const uint64_t off = it->first, size = it->second.size;
         const std::string where = walker.DescribeAt(it->second.origin, v, off);
         if (off + size > ms.end())
-          sink->Add(where, "extent [" + Hex(off) + ", +" + U(size) + ") crosses the end of " +
-                               MetaslabName(v, i));
+          sink->Add(where, "extent [" + util::Hex(off) + ", +" + std::to_string(size) +
+                               ") crosses the end of " + MetaslabName(v, i));
         if (ms.map == MetaslabState::Map::kNone) {
           sink->Add(where, "is referenced but not allocated: " + MetaslabName(v, i) +
                                " has no space map (all free)");
         } else if (auto free = ms.free->FindOverlap(off, std::min(size, ms.end() - off))) {
           sink->Add(where, "is referenced but free in the space map of " + MetaslabName(v, i) +
-                               " (free run [" + Hex(free->offset) + ", +" + U(free->length) + "))");
+                               " (free run [" + util::Hex(free->offset) + ", +" +
+                               std::to_string(free->length) + "))");
         }
       }
       if (ms.map != MetaslabState::Map::kLoaded) continue;
@@ -151,8 +146,8 @@ void CheckSpace(const CheckWalker& walker, const std::vector<VdevGeometry>& vdev
         leaked_bytes += b - a;
         leaked_runs++;
         if (walker.skipped_subtrees() == 0)
-          sink->Add(MetaslabName(v, i) + " offset " + Hex(a),
-                    U(b - a) +
+          sink->Add(MetaslabName(v, i) + " offset " + util::Hex(a),
+                    std::to_string(b - a) +
                         " bytes are allocated in the space map but referenced by no "
                         "block (leaked)");
       };
@@ -169,10 +164,11 @@ void CheckSpace(const CheckWalker& walker, const std::vector<VdevGeometry>& vdev
     }
   }
   if (leaked_runs > 0 && walker.skipped_subtrees() > 0)
-    sink->Add("space maps", U(leaked_bytes) + " bytes in " + U(leaked_runs) +
+    sink->Add("space maps", std::to_string(leaked_bytes) + " bytes in " +
+                                std::to_string(leaked_runs) +
                                 " runs are allocated but referenced by no block the walk reached; "
                                 "the " +
-                                U(walker.skipped_subtrees()) +
+                                std::to_string(walker.skipped_subtrees()) +
                                 " damaged subtrees it could not walk hold some or all of them");
 }
 

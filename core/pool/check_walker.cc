@@ -1,4 +1,5 @@
 #include "pool/check_walker.h"
+#include "util/text.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -13,13 +14,6 @@ constexpr uint64_t kFanout = uint64_t{1} << dmu::kIndirectShift;
 // not exhaust memory.
 constexpr uint64_t kMaxGatheredBytes = uint64_t{1} << 28;
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
-std::string U(uint64_t v) { return std::to_string(v); }
 }  // namespace
 
 void ProblemSink::Add(std::string where, std::string what) {
@@ -47,18 +41,18 @@ CheckWalker::CheckWalker(zio::Zio* zio, std::vector<VdevGeometry> vdevs, Txg txg
 std::string CheckWalker::Describe(const Origin& o) const {
   std::string s = o.dataset < 0 ? "MOS" : "dataset '" + names_[size_t(o.dataset)] + "'";
   if (o.object == kRootBlockObject) return s + " root block";
-  if (o.object == kDeferredFreeObject) return s + " deferred free " + U(o.blkid);
+  if (o.object == kDeferredFreeObject) return s + " deferred free " + std::to_string(o.blkid);
   if (o.object == 0) {
     s += " metadnode";
   } else {
-    s += " object " + U(o.object);
+    s += " object " + std::to_string(o.object);
     if (o.dataset < 0) s += " (" + std::string(dmu::ObjectTypeName(o.type)) + ")";
   }
-  return s + " L" + U(o.level) + " block " + U(o.blkid);
+  return s + " L" + std::to_string(o.level) + " block " + std::to_string(o.blkid);
 }
 
 std::string CheckWalker::DescribeAt(const Origin& o, uint32_t vdev, uint64_t offset) const {
-  return Describe(o) + " (vdev " + U(vdev) + " offset " + Hex(offset) + ")";
+  return Describe(o) + " (vdev " + std::to_string(vdev) + " offset " + util::Hex(offset) + ")";
 }
 
 void CheckWalker::Problem(const Origin& o, const zio::BlockPtr& bp, std::string what) {
@@ -83,11 +77,13 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
                                         Txg parent_birth) {
   if (bp.birth > txg_)
     Problem(o, bp,
-            "born in txg " + U(bp.birth.value()) + ", after the checked txg " + U(txg_.value()));
+            "born in txg " + std::to_string(bp.birth.value()) + ", after the checked txg " +
+                std::to_string(txg_.value()));
   else if (bp.birth > parent_birth)
     Problem(o, bp,
-            "born in txg " + U(bp.birth.value()) + ", after the block that points to it (txg " +
-                U(parent_birth.value()) + ")");
+            "born in txg " + std::to_string(bp.birth.value()) +
+                ", after the block that points to it (txg " + std::to_string(parent_birth.value()) +
+                ")");
   const Ref r = ReferenceExtent(bp, bp.dva, o);
   if (r != Ref::kWalk || !bp.IsGang()) return r;
   // A gang block: its children are its bytes, each referenced once.
@@ -106,20 +102,24 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   const uint32_t vdev = extent.vdev;
   const uint64_t off = extent.offset, size = extent.size;
   if (vdev >= vdevs_.size()) {
-    Problem(o, bp, "names vdev " + U(vdev) + "; the pool has " + U(vdevs_.size()));
+    Problem(
+        o, bp,
+        "names vdev " + std::to_string(vdev) + "; the pool has " + std::to_string(vdevs_.size()));
     return Ref::kInvalid;
   }
   const VdevGeometry& g = vdevs_[vdev];
   if (off < g.alloc_start || size > g.alloc_size || off - g.alloc_start > g.alloc_size - size) {
     Problem(o, bp,
-            "extent [" + Hex(off) + ", +" + U(size) + ") lies outside the allocatable area [" +
-                Hex(g.alloc_start) + ", " + Hex(g.alloc_start + g.alloc_size) + ")");
+            "extent [" + util::Hex(off) + ", +" + std::to_string(size) +
+                ") lies outside the allocatable area [" + util::Hex(g.alloc_start) + ", " +
+                util::Hex(g.alloc_start + g.alloc_size) + ")");
     return Ref::kInvalid;
   }
   if (((off | size) & ((uint64_t{1} << g.ashift) - 1)) != 0) {
     Problem(o, bp,
-            "extent [" + Hex(off) + ", +" + U(size) + ") is not aligned to the vdev's " +
-                U(uint64_t{1} << g.ashift) + "-byte sectors");
+            "extent [" + util::Hex(off) + ", +" + std::to_string(size) +
+                ") is not aligned to the vdev's " + std::to_string(uint64_t{1} << g.ashift) +
+                "-byte sectors");
     return Ref::kInvalid;
   }
   auto& m = refs_[vdev];
@@ -137,9 +137,9 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   if (conflict == m.end() && next != m.end() && next->first < off + size) conflict = next;
   if (conflict != m.end()) {
     Problem(o, bp,
-            "extent [" + Hex(off) + ", +" + U(size) + ") overlaps " +
+            "extent [" + util::Hex(off) + ", +" + std::to_string(size) + ") overlaps " +
                 DescribeAt(conflict->second.origin, vdev, conflict->first) + " [" +
-                Hex(conflict->first) + ", +" + U(conflict->second.size) + ")");
+                util::Hex(conflict->first) + ", +" + std::to_string(conflict->second.size) + ")");
     return Ref::kWalk;  // a different block: still read and walk it
   }
   m.emplace_hint(next, off, RefExtent{size, o});
@@ -208,8 +208,8 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
                    : "is the MOS's object set, not a dataset's");
   if (root.fill != std::max<uint64_t>(phys->live_objects, 1))
     Problem(ro, root,
-            "pointer has fill " + U(root.fill) + "; the object set has " + U(phys->live_objects) +
-                " objects");
+            "pointer has fill " + std::to_string(root.fill) + "; the object set has " +
+                std::to_string(phys->live_objects) + " objects");
 
   uint64_t live = 0, max_id = 0;
   TreeWalk w;
@@ -224,7 +224,7 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
     bool all_decoded = true;
     for (uint64_t slot = 0; slot < dmu::kDnodesPerBlock; slot++) {
       const uint64_t id = blkid * dmu::kDnodesPerBlock + slot;
-      auto d = dmu::DecodeDnode(p + slot * dmu::kDnodeSize, "object " + U(id));
+      auto d = dmu::DecodeDnode(p + slot * dmu::kDnodeSize, "object " + std::to_string(id));
       if (!d.ok()) {
         Problem(leaf, bp, d.status().message());
         skipped_++;
@@ -235,8 +235,8 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
       in_block++;
       if (id == 0 || d->type == dmu::ObjectType::kMetadnode) {
         Problem(leaf, bp,
-                "object " + U(id) + " is a " + std::string(dmu::ObjectTypeName(d->type)) +
-                    " dnode where none may be");
+                "object " + std::to_string(id) + " is a " +
+                    std::string(dmu::ObjectTypeName(d->type)) + " dnode where none may be");
         continue;
       }
       live++;
@@ -250,18 +250,20 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
                   "; expected dnodes");
     else if (all_decoded && bp.fill != in_block)
       Problem(leaf, bp,
-              "pointer has fill " + U(bp.fill) + "; the block holds " + U(in_block) + " dnodes");
+              "pointer has fill " + std::to_string(bp.fill) + "; the block holds " +
+                  std::to_string(in_block) + " dnodes");
   };
   WalkTree(w, phys->metadnode, root.birth);
   report_->objects += live;
   if (w.damaged) return;  // the counts below cannot be judged
   if (live != phys->live_objects)
     Problem(ro, root,
-            "says " + U(phys->live_objects) + " objects are live; its metadnode holds " + U(live));
+            "says " + std::to_string(phys->live_objects) +
+                " objects are live; its metadnode holds " + std::to_string(live));
   if (live > 0 && max_id >= phys->next_object)
     Problem(ro, root,
-            "says every object id from " + U(phys->next_object) + " is free, but object " +
-                U(max_id) + " exists");
+            "says every object id from " + std::to_string(phys->next_object) +
+                " is free, but object " + std::to_string(max_id) + " exists");
   // The referenced bytes the object set keeps (objset.h) against what its
   // tree really holds, the root block excluded; only for a whole walk that
   // found nothing else wrong (a block two pointers share counts once, and
@@ -272,8 +274,8 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   if (phys->space_known && clean && walked >= root.allocated() &&
       walked - root.allocated() != phys->space.referenced)
     Problem(ro, root,
-            "says its blocks take " + U(phys->space.referenced) + " bytes; its tree holds " +
-                U(walked - root.allocated()));
+            "says its blocks take " + std::to_string(phys->space.referenced) +
+                " bytes; its tree holds " + std::to_string(walked - root.allocated()));
 }
 
 void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, Txg parent_birth) {
@@ -287,7 +289,8 @@ void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, T
     obj.type = d.type;
     if (d.type == dmu::ObjectType::kPoolDirectory || d.type == dmu::ObjectType::kSpaceMap) {
       if (d.length > kMaxGatheredBytes) {
-        sink_->Add(Describe(w.base), "is " + U(d.length) + " bytes long, implausibly long");
+        sink_->Add(Describe(w.base),
+                   "is " + std::to_string(d.length) + " bytes long, implausibly long");
       } else {
         obj.bytes.assign(d.length, '\0');
         obj.complete = true;
@@ -317,11 +320,12 @@ void CheckWalker::WalkTree(TreeWalk& w, const dmu::DnodePhys& d, Txg parent_birt
   object = object.substr(0, object.rfind(" L"));  // the object, without a block
   const uint64_t blocks_in_length = d.length / d.block_size + (d.length % d.block_size != 0);
   if (w.leaves > 0 && w.last_leaf >= blocks_in_length)
-    sink_->Add(object, "has block " + U(w.last_leaf) + " of " + U(d.block_size) +
-                           " bytes past its length of " + U(d.length) + " bytes");
+    sink_->Add(object, "has block " + std::to_string(w.last_leaf) + " of " +
+                           std::to_string(d.block_size) + " bytes past its length of " +
+                           std::to_string(d.length) + " bytes");
   if (!w.damaged && w.used != d.used)
-    sink_->Add(object,
-               "dnode says " + U(d.used) + " bytes are allocated; its blocks take " + U(w.used));
+    sink_->Add(object, "dnode says " + std::to_string(d.used) +
+                           " bytes are allocated; its blocks take " + std::to_string(w.used));
 }
 
 void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level, uint64_t index,
@@ -341,11 +345,12 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
     if (hides) skipped_++;
   };
   if (bp.level != level)
-    return give_up("pointer says level " + U(bp.level) + "; the tree puts the block at level " +
-                   U(level));
+    return give_up("pointer says level " + std::to_string(bp.level) +
+                   "; the tree puts the block at level " + std::to_string(level));
   const uint32_t lsize = level > 0 ? uint32_t(dmu::kIndirectBlockSize) : w.block_size;
   if (bp.lsize != lsize)
-    return give_up("pointer says " + U(bp.lsize) + " bytes; blocks here are " + U(lsize));
+    return give_up("pointer says " + std::to_string(bp.lsize) + " bytes; blocks here are " +
+                   std::to_string(lsize));
   if (bp.type == zio::BlockType::kObjset) return give_up("an object set block inside a block tree");
   const Ref r = Reference(bp, o, parent_birth);
   if (r == Ref::kInvalid) {
@@ -367,7 +372,7 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
   uint64_t fill = 0;
   bool all_decoded = true;
   for (uint64_t i = 0; i < kFanout; i++) {
-    auto child = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, "slot " + U(i));
+    auto child = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, "slot " + std::to_string(i));
     if (!child.ok()) {
       Problem(o, bp, child.status().message());
       w.damaged = true;
@@ -380,7 +385,8 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
   }
   if (all_decoded && fill != bp.fill)
     Problem(o, bp,
-            "pointer has fill " + U(bp.fill) + "; the block's children add up to " + U(fill));
+            "pointer has fill " + std::to_string(bp.fill) + "; the block's children add up to " +
+                std::to_string(fill));
 }
 
 }  // namespace poolfs::core::pool

@@ -16,11 +16,6 @@
 namespace poolfs::core::pool {
 
 namespace {
-constexpr uint64_t kDirectoryObject = 1;
-constexpr uint32_t kMosBlockSize = 16 * 1024;
-// No MOS object (the pool directory, a space map) is anywhere near this
-// long; a dnode that says so is damaged (the same bound as poolfs check).
-constexpr uint64_t kMaxMosObjectBytes = uint64_t{1} << 30;
 
 // Reads MOS object `id` whole. Its length comes from its dnode, so a length
 // no MOS object can have is refused (Corruption) before it sizes the read.

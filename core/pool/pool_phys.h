@@ -49,6 +49,14 @@
 
 namespace poolfs::core::pool {
 
+// The pool directory is MOS object 1; MOS objects use 16 KiB blocks.
+inline constexpr uint64_t kDirectoryObject = 1;
+inline constexpr uint32_t kMosBlockSize = 16 * 1024;
+// No MOS object (the pool directory, a space map) is anywhere near this
+// long: a dnode that says so is damaged, and reading it whole is refused
+// before the length sizes a buffer (import and poolfs check alike).
+inline constexpr uint64_t kMaxMosObjectBytes = uint64_t{1} << 30;
+
 struct VdevConfig {
   uint64_t guid = 0;
   uint32_t ashift = 12;

@@ -10,8 +10,6 @@
 namespace poolfs::core::pool {
 
 namespace {
-constexpr uint64_t kDirectoryObject = 1;
-constexpr uint32_t kMosBlockSize = 16 * 1024;
 // From this pass on, the MOS sync's frees wait for the next txg (see
 // Zio::DeferFrees), and only blocks already born in the txg are rewritten
 // (in place), so each later pass changes at most the maps of the metaslabs

@@ -10,6 +10,7 @@
 
 #include "util/check.h"
 #include "util/checksum.h"
+#include "util/text.h"
 
 namespace poolfs::core::space {
 namespace {
@@ -76,14 +77,9 @@ inline const uint8_t* U8(std::string_view s) {
   return reinterpret_cast<const uint8_t*>(s.data());
 }
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 std::string GeometryString(const SpaceMapGeometry& g) {
-  return "start " + Hex(g.start) + " size " + Hex(g.size) + " shift " + std::to_string(g.shift);
+  return "start " + util::Hex(g.start) + " size " + util::Hex(g.size) + " shift " +
+         std::to_string(g.shift);
 }
 
 std::string EncodeHeader(const SpaceMapGeometry& g) {
@@ -111,12 +107,12 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
                    std::to_string(kHeaderBytes));
   }
   if (uint64_t magic = LoadWord(data); magic != kMagic) {
-    return Corrupt("bad magic " + Hex(magic) + " at byte 0 (want " + Hex(kMagic) + ")");
+    return Corrupt("bad magic " + util::Hex(magic) + " at byte 0 (want " + util::Hex(kMagic) + ")");
   }
   if (uint64_t want = util::Xxh3_64(data, 32), got = LoadWord(data + 32);
       kVerify && want != got) {
-    return Corrupt("header checksum mismatch at byte 32 (stored " + Hex(got) + ", computed " +
-                   Hex(want) + ")");
+    return Corrupt("header checksum mismatch at byte 32 (stored " + util::Hex(got) + ", computed " +
+                   util::Hex(want) + ")");
   }
   const uint64_t w1 = LoadWord(data + 8);
   if ((w1 & 0xffff) != kVersion) {
@@ -156,8 +152,8 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
       const uint64_t got = LoadWord(data + pos + 2 * kWord);
       if (kVerify && want != got) {
         return Corrupt("end marker at byte " + std::to_string(pos) + " after record " +
-                       std::to_string(record) + ": checksum mismatch (stored " + Hex(got) +
-                       ", computed " + Hex(want) + ")");
+                       std::to_string(record) + ": checksum mismatch (stored " + util::Hex(got) +
+                       ", computed " + util::Hex(want) + ")");
       }
       if ((w & kCountMask) != record) {
         return Corrupt("end marker at byte " + std::to_string(pos) + " counts " +
@@ -177,7 +173,7 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
     }
     if (tag != kGroupTag) {
       return Corrupt("record " + std::to_string(record) + " at byte " + std::to_string(pos) +
-                     ": expected a group header or the end marker, found word " + Hex(w));
+                     ": expected a group header or the end marker, found word " + util::Hex(w));
     }
     const size_t words = ((w >> 50) & (kMaxGroupWords - 1)) + 1;
     const uint64_t txg = w & kTxgMask;
@@ -199,8 +195,8 @@ Status DecodeImpl(std::string_view bytes, const SpaceMapGeometry& g, Fn&& fn,
       const uint64_t want = util::Xxh3_64(data + pos - kWord, body_end - pos + kWord);
       const uint64_t got = LoadWord(data + body_end);
       if (want != got) {
-        return Corrupt(group_name() + ": checksum mismatch (stored " + Hex(got) + ", computed " +
-                       Hex(want) + ")");
+        return Corrupt(group_name() + ": checksum mismatch (stored " + util::Hex(got) +
+                       ", computed " + util::Hex(want) + ")");
       }
     }
     if (txg < last_txg) {

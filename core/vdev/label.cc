@@ -7,6 +7,7 @@
 #include "util/check.h"
 #include "util/checksum.h"
 #include "util/endian.h"
+#include "util/text.h"
 
 namespace poolfs::core::vdev {
 namespace {
@@ -17,12 +18,6 @@ using util::PutLE32;
 using util::PutLE64;
 
 constexpr size_t kHeaderChecked = offsetof(LabelHeaderPhys, checksum_lo);
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string UnsupportedVersion(uint32_t version) {
   return "pool format version " + std::to_string(version) +
@@ -110,7 +105,7 @@ Status ScanRing(const LabelRead& r, int i, uint64_t pool_guid, VdevLabelInfo* in
       problem = "holds txg " + std::to_string(ub->txg.value()) + ", which belongs in slot " +
                 std::to_string(UberblockSlot(ub->txg));
     } else if (ub->pool_guid != pool_guid) {
-      problem = "uberblock of another pool (GUID " + Hex(ub->pool_guid) + ")";
+      problem = "uberblock of another pool (GUID " + util::HexPadded(ub->pool_guid) + ")";
     }
     if (problem.empty()) {
       found->push_back(FoundUberblock{std::move(ub).value(), uint8_t(1u << i)});
@@ -180,7 +175,7 @@ Result<DecodedLabel> DecodeLabel(const uint8_t* data, size_t len, int label_inde
     return Status::Corruption("empty (all zeros)");
   }
   uint64_t magic = GetLE64(p + offsetof(LabelHeaderPhys, magic));
-  if (magic != kLabelMagic) return Status::Corruption("bad magic " + Hex(magic));
+  if (magic != kLabelMagic) return Status::Corruption("bad magic " + util::HexPadded(magic));
   uint64_t config_len = GetLE64(p + offsetof(LabelHeaderPhys, config_len));
   if (config_len > kMaxConfigSize) {
     return Status::Corruption("config length " + std::to_string(config_len) + " exceeds " +
@@ -315,9 +310,9 @@ Result<VdevLabelInfo> ReadLabels(BlockDevice& dev) {
     const LabelHeader& h = reads[i].label.header;
     if (reads[i].status.ok() &&
         (h.pool_guid != info.header.pool_guid || h.vdev_guid != info.header.vdev_guid)) {
-      reads[i].status =
-          Status::Corruption("belongs to another pool or vdev (pool GUID " + Hex(h.pool_guid) +
-                             ", vdev GUID " + Hex(h.vdev_guid) + ")");
+      reads[i].status = Status::Corruption("belongs to another pool or vdev (pool GUID " +
+                                           util::HexPadded(h.pool_guid) + ", vdev GUID " +
+                                           util::HexPadded(h.vdev_guid) + ")");
     }
     info.label_status[i] = reads[i].status;
     if (!reads[i].status.ok() || !(h == info.header) || reads[i].label.config != info.config) {

@@ -6,6 +6,7 @@
 
 #include "util/checksum.h"
 #include "util/endian.h"
+#include "util/text.h"
 
 namespace poolfs::core::vdev {
 namespace {
@@ -16,12 +17,6 @@ using util::PutLE32;
 using util::PutLE64;
 
 constexpr size_t kChecked = offsetof(UberblockPhys, checksum_lo);
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 
@@ -51,14 +46,15 @@ Result<Uberblock> DecodeUberblock(const uint8_t* data, size_t len) {
     return Status::NotFound("empty uberblock slot");
   }
   uint64_t magic = GetLE64(p + offsetof(UberblockPhys, magic));
-  if (magic != kUberblockMagic) return Status::Corruption("bad uberblock magic " + Hex(magic));
+  if (magic != kUberblockMagic)
+    return Status::Corruption("bad uberblock magic " + util::HexPadded(magic));
   util::Checksum128 want{GetLE64(p + offsetof(UberblockPhys, checksum_lo)),
                          GetLE64(p + offsetof(UberblockPhys, checksum_hi))};
   util::Checksum128 got = util::Xxh3_128(p, kChecked);
   if (!(got == want)) {
-    return Status::Corruption("uberblock checksum mismatch (stored " + Hex(want.hi) +
-                              Hex(want.lo).substr(2) + ", computed " + Hex(got.hi) +
-                              Hex(got.lo).substr(2) + ")");
+    return Status::Corruption("uberblock checksum mismatch (stored " + util::HexPadded(want.hi) +
+                              util::HexPadded(want.lo).substr(2) + ", computed " +
+                              util::HexPadded(got.hi) + util::HexPadded(got.lo).substr(2) + ")");
   }
   uint32_t version = GetLE32(p + offsetof(UberblockPhys, version));
   if (version != kFormatVersion) {

@@ -6,6 +6,7 @@
 
 #include "util/check.h"
 #include "util/endian.h"
+#include "util/text.h"
 #include "vdev/vdev_layout.h"
 
 namespace poolfs::core::zio {
@@ -20,25 +21,18 @@ using util::PutLE64;
 // (no device is 2^62 bytes).
 constexpr uint64_t kMaxOffset = uint64_t{1} << 62;
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
-std::string U(uint64_t v) { return std::to_string(v); }
-
 Status Bad(std::string what) { return Status::Corruption("block pointer " + std::move(what)); }
 
 Status ValidateHole(const BlockPtr& bp) {
   if (bp.dva.vdev != 0 || bp.dva.offset != 0)
-    return Bad("is a hole (asize 0) with vdev " + U(bp.dva.vdev) + " offset " + Hex(bp.dva.offset));
-  if (bp.psize != 0) return Bad("is a hole with psize " + U(bp.psize));
+    return Bad("is a hole (asize 0) with vdev " + std::to_string(bp.dva.vdev) + " offset " +
+               util::Hex(bp.dva.offset));
+  if (bp.psize != 0) return Bad("is a hole with psize " + std::to_string(bp.psize));
   if (bp.compression != util::Compression::kOff)
     return Bad("is a hole with compression " + std::string(util::CompressionName(bp.compression)));
-  if (bp.fill != 0) return Bad("is a hole with fill " + U(bp.fill));
+  if (bp.fill != 0) return Bad("is a hole with fill " + std::to_string(bp.fill));
   if (bp.checksum != util::Checksum128{}) return Bad("is a hole with a nonzero checksum");
-  if (bp.gang_asize != 0) return Bad("is a hole with gang size " + U(bp.gang_asize));
+  if (bp.gang_asize != 0) return Bad("is a hole with gang size " + std::to_string(bp.gang_asize));
   return Status::Ok();
 }
 
@@ -46,15 +40,17 @@ Status ValidateHole(const BlockPtr& bp) {
 Status ValidateKind(const BlockPtr& bp) {
   if (bp.type == BlockType::kNone) return Bad("of a stored block has type none");
   if (bp.level > 0 && bp.type != BlockType::kIndirect)
-    return Bad("at level " + U(bp.level) + " has type " + std::string(BlockTypeName(bp.type)) +
+    return Bad("at level " + std::to_string(bp.level) + " has type " +
+               std::string(BlockTypeName(bp.type)) +
                " (only indirect blocks have a level above 0)");
   if (bp.level == 0 && bp.type == BlockType::kIndirect)
     return Bad("of an indirect block has level 0");
   if (bp.level == 0 && bp.type == BlockType::kData && bp.fill != 1)
-    return Bad("of a data block has fill " + U(bp.fill) + " (must be 1)");
+    return Bad("of a data block has fill " + std::to_string(bp.fill) + " (must be 1)");
   if (bp.level == 0 && bp.type == BlockType::kDnodes && bp.fill > bp.lsize / kDnodeSlotSize)
-    return Bad("of a dnode block of " + U(bp.lsize) + " bytes has fill " + U(bp.fill) +
-               " (at most " + U(bp.lsize / kDnodeSlotSize) + " dnodes)");
+    return Bad("of a dnode block of " + std::to_string(bp.lsize) + " bytes has fill " +
+               std::to_string(bp.fill) + " (at most " + std::to_string(bp.lsize / kDnodeSlotSize) +
+               " dnodes)");
   return Status::Ok();
 }
 
@@ -62,32 +58,41 @@ Status ValidateSizes(const BlockPtr& bp) {
   const uint64_t asize = bp.dva.size;
   if (bp.lsize == 0) return Bad("has lsize 0");
   if (bp.lsize > kMaxBlockSize)
-    return Bad("has lsize " + U(bp.lsize) + " above the maximum " + U(kMaxBlockSize));
+    return Bad("has lsize " + std::to_string(bp.lsize) + " above the maximum " +
+               std::to_string(kMaxBlockSize));
   if (bp.psize == 0) return Bad("has psize 0");
-  if (bp.psize > bp.lsize) return Bad("has psize " + U(bp.psize) + " above lsize " + U(bp.lsize));
+  if (bp.psize > bp.lsize)
+    return Bad("has psize " + std::to_string(bp.psize) + " above lsize " +
+               std::to_string(bp.lsize));
   if (bp.compression == util::Compression::kOff && bp.psize != bp.lsize)
-    return Bad("is uncompressed but psize " + U(bp.psize) + " != lsize " + U(bp.lsize));
+    return Bad("is uncompressed but psize " + std::to_string(bp.psize) + " != lsize " +
+               std::to_string(bp.lsize));
   if (bp.compression != util::Compression::kOff && bp.psize > util::CompressLimit(bp.lsize))
     return Bad("is " + std::string(util::CompressionName(bp.compression)) + " with psize " +
-               U(bp.psize) + " saving less than 1/8 of lsize " + U(bp.lsize));
+               std::to_string(bp.psize) + " saving less than 1/8 of lsize " +
+               std::to_string(bp.lsize));
   if (bp.IsGang()) {
     // asize is the header's; the children hold the stored bytes.
     const uint64_t g = bp.gang_asize;
     if (g % kMinSectorSize != 0)
-      return Bad("has gang size " + U(g) + " that is not a multiple of " + U(kMinSectorSize));
+      return Bad("has gang size " + std::to_string(g) + " that is not a multiple of " +
+                 std::to_string(kMinSectorSize));
     if (g < bp.psize || g - bp.psize >= kMaxGangHeaderSize)
-      return Bad("has gang size " + U(g) + " that does not fit psize " + U(bp.psize) +
-                 " (at least psize, less than psize + " + U(kMaxGangHeaderSize) + ")");
+      return Bad("has gang size " + std::to_string(g) + " that does not fit psize " +
+                 std::to_string(bp.psize) + " (at least psize, less than psize + " +
+                 std::to_string(kMaxGangHeaderSize) + ")");
     if (asize > kMaxGangHeaderSize)
-      return Bad("is a gang block whose header has asize " + U(asize) + " above " +
-                 U(kMaxGangHeaderSize));
+      return Bad("is a gang block whose header has asize " + std::to_string(asize) + " above " +
+                 std::to_string(kMaxGangHeaderSize));
   } else if (asize < bp.psize) {
-    return Bad("has asize " + U(asize) + " below psize " + U(bp.psize));
+    return Bad("has asize " + std::to_string(asize) + " below psize " + std::to_string(bp.psize));
   }
   if (asize > kMaxBlockSize)
-    return Bad("has asize " + U(asize) + " above the maximum " + U(kMaxBlockSize));
+    return Bad("has asize " + std::to_string(asize) + " above the maximum " +
+               std::to_string(kMaxBlockSize));
   if (asize % kMinSectorSize != 0)
-    return Bad("has asize " + U(asize) + " that is not a multiple of " + U(kMinSectorSize));
+    return Bad("has asize " + std::to_string(asize) + " that is not a multiple of " +
+               std::to_string(kMinSectorSize));
   return Status::Ok();
 }
 
@@ -114,12 +119,14 @@ std::string_view ChecksumTypeName(ChecksumType type) {
 }
 
 std::string BlockPtr::ToString() const {
-  std::string s = "L" + U(level) + " " + std::string(BlockTypeName(type));
-  if (IsHole()) return s + " hole lsize " + U(lsize) + " birth " + U(birth.value());
-  s += " vdev " + U(dva.vdev) + " off " + Hex(dva.offset) + " asize " + U(dva.size) + " lsize " +
-       U(lsize) + " psize " + U(psize) + " " + std::string(util::CompressionName(compression)) +
-       " birth " + U(birth.value()) + " fill " + U(fill);
-  if (IsGang()) s += " gang " + U(gang_asize);
+  std::string s = "L" + std::to_string(level) + " " + std::string(BlockTypeName(type));
+  if (IsHole())
+    return s + " hole lsize " + std::to_string(lsize) + " birth " + std::to_string(birth.value());
+  s += " vdev " + std::to_string(dva.vdev) + " off " + util::Hex(dva.offset) + " asize " +
+       std::to_string(dva.size) + " lsize " + std::to_string(lsize) + " psize " +
+       std::to_string(psize) + " " + std::string(util::CompressionName(compression)) + " birth " +
+       std::to_string(birth.value()) + " fill " + std::to_string(fill);
+  if (IsGang()) s += " gang " + std::to_string(gang_asize);
   return s;
 }
 
@@ -133,26 +140,30 @@ BlockPtr MakeHole(BlockType type, uint8_t level, uint32_t lsize, Txg birth) {
 }
 
 Status ValidateBlockPtr(const BlockPtr& bp) {
-  if (uint8_t(bp.type) > kMaxBlockType) return Bad("has unknown type " + U(uint8_t(bp.type)));
+  if (uint8_t(bp.type) > kMaxBlockType)
+    return Bad("has unknown type " + std::to_string(uint8_t(bp.type)));
   if (bp.level > kMaxLevel)
-    return Bad("has level " + U(bp.level) + " above the maximum " + U(kMaxLevel));
+    return Bad("has level " + std::to_string(bp.level) + " above the maximum " +
+               std::to_string(kMaxLevel));
   if (!util::IsValidCompression(uint8_t(bp.compression)))
-    return Bad("has unknown compression " + U(uint8_t(bp.compression)));
+    return Bad("has unknown compression " + std::to_string(uint8_t(bp.compression)));
   if (bp.checksum_type != ChecksumType::kXxh3_128)
-    return Bad("has unknown checksum type " + U(uint8_t(bp.checksum_type)));
+    return Bad("has unknown checksum type " + std::to_string(uint8_t(bp.checksum_type)));
   if (bp.IsHole()) {
     if (bp.lsize > kMaxBlockSize)
-      return Bad("is a hole with lsize " + U(bp.lsize) + " above the maximum " + U(kMaxBlockSize));
+      return Bad("is a hole with lsize " + std::to_string(bp.lsize) + " above the maximum " +
+                 std::to_string(kMaxBlockSize));
     return ValidateHole(bp);
   }
   POOLFS_RETURN_IF_ERROR(ValidateSizes(bp));
   if (bp.dva.offset % kMinSectorSize != 0)
-    return Bad("has offset " + Hex(bp.dva.offset) + " that is not a multiple of " +
-               U(kMinSectorSize));
+    return Bad("has offset " + util::Hex(bp.dva.offset) + " that is not a multiple of " +
+               std::to_string(kMinSectorSize));
   if (bp.dva.offset < vdev::kFrontReserved)
-    return Bad("has offset " + Hex(bp.dva.offset) + " inside the front labels (below " +
-               Hex(vdev::kFrontReserved) + ")");
-  if (bp.dva.offset >= kMaxOffset) return Bad("has offset " + Hex(bp.dva.offset) + " past 2^62");
+    return Bad("has offset " + util::Hex(bp.dva.offset) + " inside the front labels (below " +
+               util::Hex(vdev::kFrontReserved) + ")");
+  if (bp.dva.offset >= kMaxOffset)
+    return Bad("has offset " + util::Hex(bp.dva.offset) + " past 2^62");
   if (bp.birth.value() == 0) return Bad("of a stored block has birth txg 0");
   return ValidateKind(bp);
 }
@@ -191,7 +202,8 @@ Result<BlockPtr> DecodeBlockPtr(const uint8_t* in, std::string_view where) {
   bp.compression = util::Compression(in[offsetof(BlockPtrPhys, compression)]);
   const uint8_t checksum_type = in[offsetof(BlockPtrPhys, checksum_type)];
   if (bp.IsHole()) {
-    if (checksum_type != 0) return fail(Bad("is a hole with checksum type " + U(checksum_type)));
+    if (checksum_type != 0)
+      return fail(Bad("is a hole with checksum type " + std::to_string(checksum_type)));
     bp.checksum_type = ChecksumType::kXxh3_128;  // the in-memory default
   } else {
     bp.checksum_type = ChecksumType(checksum_type);

@@ -3,17 +3,12 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "parse_util.h"
+
 namespace poolfs::config {
 namespace {
 
-// Parses `text` as "poolfs.toml" and returns the values, failing the test
-// (with the error) when it does not parse.
-Tunables Parse(std::string_view text) {
-  Result<Config> c = ParseConfig(text, "poolfs.toml");
-  INFO(c.status().ToString());
-  REQUIRE(c.ok());
-  return c->values();
-}
+using testing::Parse;
 
 // Parses `text`, requires it to fail, and returns the error message.
 std::string Error(std::string_view text) {

@@ -1,16 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include "config/config.h"
+#include "parse_util.h"
 
 namespace poolfs::config {
 namespace {
 
-Tunables Parse(std::string_view text) {
-  Result<Config> c = ParseConfig(text, "poolfs.toml");
-  INFO(c.status().ToString());
-  REQUIRE(c.ok());
-  return c->values();
-}
+using testing::Parse;
 
 TEST_CASE("Diff of equal values is empty") {
   CHECK(Diff(Tunables{}, Tunables{}).empty());

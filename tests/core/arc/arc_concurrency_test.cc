@@ -17,27 +17,27 @@
 namespace poolfs::core::arc {
 namespace {
 
-constexpr uint32_t kBlock = 4096;
+constexpr uint32_t kBlockSize = 4096;
 constexpr int kThreads = 8;
 
-BlockKey Key(uint64_t n) { return {VdevId(1), VdevOffset(n * kBlock), Txg(7)}; }
+BlockKey KeyOf(uint64_t n) { return {VdevId(1), VdevOffset(n * kBlockSize), Txg(7)}; }
 
 // Reads block n (filling a miss with n's byte pattern) and checks its bytes.
 // Returns false if the block's bytes are wrong.
 bool ReadAndCheck(Arc& arc, uint64_t n) {
-  ArcHandle h = arc.Lookup(Key(n));
+  ArcHandle h = arc.Lookup(KeyOf(n));
   if (!h) {
-    ArcData d = arc.AllocData(kBlock);
-    std::memset(d.data(), int(n & 0xff), kBlock);
-    h = arc.Insert(Key(n), std::move(d));
+    ArcData d = arc.AllocData(kBlockSize);
+    std::memset(d.data(), int(n & 0xff), kBlockSize);
+    h = arc.Insert(KeyOf(n), std::move(d));
   }
-  return h.size() == kBlock && h.data()[0] == std::byte(n & 0xff) &&
-         h.data()[kBlock - 1] == std::byte(n & 0xff);
+  return h.size() == kBlockSize && h.data()[0] == std::byte(n & 0xff) &&
+         h.data()[kBlockSize - 1] == std::byte(n & 0xff);
 }
 
 ArcOptions Concurrent(uint64_t blocks, uint32_t sublists) {
   ArcOptions o;
-  o.max_bytes = blocks * kBlock;
+  o.max_bytes = blocks * kBlockSize;
   o.sublists = sublists;
   o.evict_batch = 10;
   o.evict_thread = true;
@@ -47,7 +47,7 @@ ArcOptions Concurrent(uint64_t blocks, uint32_t sublists) {
 TEST_CASE("Arc keeps cached data within max_bytes under 8 threads of random reads", "[arc]") {
   for (uint32_t sublists : {1u, 4u}) {
     Arc arc(Concurrent(256, sublists));
-    const uint64_t bound = 256 * kBlock + 10 * kBlock;  // c + one evict batch of slack
+    const uint64_t bound = 256 * kBlockSize + 10 * kBlockSize;  // c + one evict batch of slack
     std::atomic<uint64_t> max_seen{0};
     std::atomic<bool> bad_data{false};
     std::atomic<bool> done{false};
@@ -93,7 +93,7 @@ TEST_CASE("Arc evictor thread brings a full cache under its low-water mark", "[a
   for (uint64_t n = 0; n < 256; n++) REQUIRE(ReadAndCheck(arc, n));
   ReadAndCheck(arc, 1000);  // past c - c/64: wakes the evictor
   // Bounded wait (a broken evictor fails here instead of hanging).
-  const uint64_t low = 256 * kBlock - 256 * kBlock / 32;
+  const uint64_t low = 256 * kBlockSize - 256 * kBlockSize / 32;
   for (int i = 0; i < 2000 && arc.cached_bytes() > low; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -107,7 +107,7 @@ TEST_CASE("Arc eviction under concurrent load never drops a held block", "[arc]"
   std::vector<ArcHandle> held;
   for (uint64_t n = 10000; n < 10016; n++) {
     REQUIRE(ReadAndCheck(arc, n));
-    held.push_back(arc.Lookup(Key(n)));
+    held.push_back(arc.Lookup(KeyOf(n)));
     REQUIRE(held.back());
   }
   std::atomic<bool> bad{false};
@@ -119,17 +119,17 @@ TEST_CASE("Arc eviction under concurrent load never drops a held block", "[arc]"
       // in its allocator's memory) alive across the churn.
       std::vector<ArcHandle> once;
       for (int k = 0; k < 4; k++) {
-        ArcData d = arc.AllocData(kBlock);
-        std::memset(d.data(), 0x80 + t * 4 + k, kBlock);
-        once.push_back(arc.Hold(Key(20000 + t * 4 + k), std::move(d)));
+        ArcData d = arc.AllocData(kBlockSize);
+        std::memset(d.data(), 0x80 + t * 4 + k, kBlockSize);
+        once.push_back(arc.Hold(KeyOf(20000 + t * 4 + k), std::move(d)));
       }
       for (int i = 0; i < 3000; i++) {
         if (!ReadAndCheck(arc, rng() % 1024)) bad = true;
       }
       for (int k = 0; k < 4; k++) {
         const std::byte want{uint8_t(0x80 + t * 4 + k)};
-        if (once[k].data()[0] != want || once[k].data()[kBlock - 1] != want) bad = true;
-        if (arc.Lookup(Key(20000 + t * 4 + k))) bad = true;  // never entered the cache
+        if (once[k].data()[0] != want || once[k].data()[kBlockSize - 1] != want) bad = true;
+        if (arc.Lookup(KeyOf(20000 + t * 4 + k))) bad = true;  // never entered the cache
       }
     });
   }
@@ -137,7 +137,7 @@ TEST_CASE("Arc eviction under concurrent load never drops a held block", "[arc]"
   CHECK_FALSE(bad.load());
   for (size_t i = 0; i < held.size(); i++) {
     CHECK(held[i].data()[0] == std::byte((10000 + i) & 0xff));
-    CHECK(arc.Lookup(Key(10000 + i)));  // still cached: never evicted while held
+    CHECK(arc.Lookup(KeyOf(10000 + i)));  // still cached: never evicted while held
   }
   ArcStats st = arc.Stats();
   CHECK(st.read_once == kThreads * 4);
@@ -155,7 +155,7 @@ TEST_CASE("Arc Forget and EvictAll racing with readers leave nothing behind", "[
       for (int i = 0; i < 3000; i++) {
         uint64_t n = rng() % 512;
         if (!ReadAndCheck(arc, n)) bad = true;
-        if (t % 2 == 0 && rng() % 8 == 0) batch.push_back(Key(n));
+        if (t % 2 == 0 && rng() % 8 == 0) batch.push_back(KeyOf(n));
         if (batch.size() >= 32) {
           arc.Forget(batch);
           batch.clear();
@@ -167,7 +167,7 @@ TEST_CASE("Arc Forget and EvictAll racing with readers leave nothing behind", "[
   for (auto& t : ts) t.join();
   CHECK_FALSE(bad.load());
   std::vector<BlockKey> all;
-  for (uint64_t n = 0; n < 512; n++) all.push_back(Key(n));
+  for (uint64_t n = 0; n < 512; n++) all.push_back(KeyOf(n));
   arc.Forget(all);
   ArcStats st = arc.Stats();
   CHECK(st.cached_bytes == 0);

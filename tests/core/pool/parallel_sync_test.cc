@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "check_test_util.h"
 #include "pool/pool.h"
 #include "txg/thread_pool_executor.h"
 #include "util/mutex.h"
@@ -21,24 +22,14 @@
 namespace poolfs::core::pool {
 namespace {
 
+using check_test::Pattern;
+
 PoolOptions Options(Executor* executor, uint32_t allocators) {
   PoolOptions o;
   o.txg.timeout_ms = 3600 * 1000;  // only WaitSynced (and dirty data) syncs
   o.space.allocators = allocators;
   o.executor = executor;
   return o;
-}
-
-std::string Pattern(uint64_t seed, size_t len) {
-  std::string s(len, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (char& c : s) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    c = char(x);
-  }
-  return s;
 }
 
 bool Eventually(const std::function<bool()>& pred) {

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <random>
 
+#include "check_test_util.h"
 #include "vdev/fault_injecting_device.h"
 #include "vdev/file_device.h"
 #include "vdev/memory_device.h"
 
 namespace poolfs::core::pool {
 namespace {
+
+using check_test::Pattern;
 
 constexpr uint64_t kDevSize = 256ull << 20;
 
@@ -22,13 +25,6 @@ PoolOptions FastOptions() {
   o.txg.timeout_ms = 50;
   o.space.allocators = 2;
   return o;
-}
-
-std::string Pattern(uint64_t seed, size_t len) {
-  std::string s(len, '\0');
-  std::mt19937_64 rng(seed);
-  for (auto& c : s) c = char(rng());
-  return s;
 }
 
 // Writes `data` to a new object of the root dataset in one Tx; returns its id.

@@ -11,7 +11,7 @@ namespace poolfs::core::space {
 namespace {
 
 constexpr uint64_t kBase = 1 << 20;
-constexpr uint32_t kShift = 9;
+constexpr uint32_t kSectorShift = 9;
 
 // The model's segments: maximal runs of set units.
 std::vector<Range> ModelSegments(const std::vector<bool>& m) {
@@ -23,7 +23,7 @@ std::vector<Range> ModelSegments(const std::vector<bool>& m) {
     }
     size_t j = i;
     while (j < m.size() && m[j]) j++;
-    out.push_back({kBase + (uint64_t(i) << kShift), uint64_t(j - i) << kShift});
+    out.push_back({kBase + (uint64_t(i) << kSectorShift), uint64_t(j - i) << kSectorShift});
     i = j;
   }
   return out;
@@ -43,13 +43,13 @@ template <typename Tree>
 void RandomOps(uint64_t seed, uint64_t floor) {
   const uint64_t units = 20000;
   std::mt19937_64 rng(seed);
-  Tree t(kBase, units << kShift, kShift, floor, true);
+  Tree t(kBase, units << kSectorShift, kSectorShift, floor, true);
   std::vector<bool> m(units);
   for (int op = 0; op < 40000; op++) {
     uint64_t a = rng() % units;
     uint64_t len = 1 + rng() % (rng() % 4 == 0 ? 300 : 8);
     if (a + len > units) len = units - a;
-    uint64_t off = kBase + (a << kShift), bytes = len << kShift;
+    uint64_t off = kBase + (a << kSectorShift), bytes = len << kSectorShift;
     bool all_set = true, none_set = true;
     for (uint64_t u = a; u < a + len; u++) (m[u] ? none_set : all_set) = false;
     switch (rng() % 3) {
@@ -81,7 +81,7 @@ void RandomOps(uint64_t seed, uint64_t floor) {
   }
   RequireMatchesModel(t, m);
   uint64_t space = 0;
-  for (bool b : m) space += b ? (1u << kShift) : 0;
+  for (bool b : m) space += b ? (1u << kSectorShift) : 0;
   REQUIRE(t.space() == space);
 }
 

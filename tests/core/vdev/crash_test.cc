@@ -16,12 +16,12 @@
 namespace poolfs::core::vdev {
 namespace {
 
+using testing::kDevSize;
 using testing::LayoutOf;
 using testing::Pattern;
+using testing::ReadOk;
 using testing::TestHeader;
 using testing::TestUberblock;
-
-constexpr uint64_t kDevSize = 16 * kMiB;
 
 struct CutKind {
   const char* name;
@@ -80,13 +80,6 @@ int CrashEverywhere(const MemoryDevice& base, const std::function<Status(BlockDe
     }
   }
   return runs;
-}
-
-VdevLabelInfo ReadOk(BlockDevice& dev) {
-  Result<VdevLabelInfo> info = ReadLabels(dev);
-  INFO(info.status().ToString());
-  REQUIRE(info.ok());
-  return std::move(info).value();
 }
 
 TEST_CASE("A power cut anywhere in WriteLabels leaves the old or the new config", "[crash]") {

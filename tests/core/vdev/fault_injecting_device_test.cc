@@ -18,10 +18,10 @@ using testing::Contains;
 using testing::Pattern;
 using testing::ReadBytes;
 
-constexpr uint64_t kDevSize = 1 * kMiB;
+constexpr uint64_t kSmallDevSize = 1 * kMiB;
 
 TEST_CASE("FaultInjectingDevice: pending writes are readable but lost at a power cut", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::vector<uint8_t> a = Pattern(3000, 1);
   REQUIRE(dev.Write(100, a.data(), a.size()).ok());
@@ -38,7 +38,7 @@ TEST_CASE("FaultInjectingDevice: pending writes are readable but lost at a power
 }
 
 TEST_CASE("FaultInjectingDevice: flushed writes survive a power cut", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::vector<uint8_t> a = Pattern(4096, 1), b = Pattern(4096, 2);
   REQUIRE(dev.Write(0, a.data(), a.size()).ok());
@@ -52,7 +52,7 @@ TEST_CASE("FaultInjectingDevice: flushed writes survive a power cut", "[fault]")
 }
 
 TEST_CASE("FaultInjectingDevice: later overlapping writes win in reads and at flush", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::vector<uint8_t> a(1000, 0xAA), b(100, 0xBB);
   REQUIRE(dev.Write(0, a.data(), a.size()).ok());
@@ -65,7 +65,7 @@ TEST_CASE("FaultInjectingDevice: later overlapping writes win in reads and at fl
 }
 
 TEST_CASE("FaultInjectingDevice: DropRandom keeps, drops and tears writes per sector", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem, 512);
   constexpr int kWrites = 64;
   constexpr size_t kLen = 4 * 512;
@@ -97,7 +97,7 @@ TEST_CASE("FaultInjectingDevice: DropRandom keeps, drops and tears writes per se
   CHECK(lost > 0);
   CHECK(torn > 0);
   // The same seed gives the same outcome.
-  MemoryDevice mem2(kDevSize);
+  MemoryDevice mem2(kSmallDevSize);
   FaultInjectingDevice dev2(&mem2, 512);
   for (int i = 0; i < kWrites; i++) {
     std::vector<uint8_t> d = Pattern(kLen, i);
@@ -110,7 +110,7 @@ TEST_CASE("FaultInjectingDevice: DropRandom keeps, drops and tears writes per se
 TEST_CASE("FaultInjectingDevice: DropRandom never lets an older write beat a newer one",
           "[fault]") {
   for (uint64_t seed = 0; seed < 64; seed++) {
-    MemoryDevice mem(kDevSize);
+    MemoryDevice mem(kSmallDevSize);
     FaultInjectingDevice dev(&mem, 512);
     std::vector<uint8_t> a(512, 0xAA), b(512, 0xBB);
     REQUIRE(dev.Write(0, a.data(), 512).ok());
@@ -127,7 +127,7 @@ TEST_CASE("FaultInjectingDevice: a garbled torn sector loses bytes outside the w
   // with garbling, some seed tears it and destroys the neighbours too.
   bool neighbours_hit = false;
   for (uint64_t seed = 0; seed < 64 && !neighbours_hit; seed++) {
-    MemoryDevice mem(kDevSize);
+    MemoryDevice mem(kSmallDevSize);
     FaultInjectingDevice dev(&mem, 4096);
     std::vector<uint8_t> old = Pattern(4096, 7), upd(2048, 0xCC);
     REQUIRE(dev.Write(0, old.data(), old.size()).ok());
@@ -141,7 +141,7 @@ TEST_CASE("FaultInjectingDevice: a garbled torn sector loses bytes outside the w
 }
 
 TEST_CASE("FaultInjectingDevice: GarbleAll destroys every sector being written", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem, 4096);
   std::vector<uint8_t> old = Pattern(16384, 3), upd(100, 0xCC);
   REQUIRE(dev.Write(0, old.data(), old.size()).ok());
@@ -156,7 +156,7 @@ TEST_CASE("FaultInjectingDevice: GarbleAll destroys every sector being written",
 }
 
 TEST_CASE("FaultInjectingDevice: CutPowerAfter stops an operation after n writes", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::vector<uint8_t> d = Pattern(512, 1);
   dev.CutPowerAfter(3);
@@ -177,7 +177,7 @@ TEST_CASE("FaultInjectingDevice: CutPowerAfter stops an operation after n writes
 }
 
 TEST_CASE("FaultInjectingDevice: FailNthIo fails the nth I/O of a kind once", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   uint8_t b = 0;
   dev.FailNthIo(2, IoKind::kWrite);
@@ -199,7 +199,7 @@ TEST_CASE("FaultInjectingDevice: FailNthIo fails the nth I/O of a kind once", "[
 }
 
 TEST_CASE("FaultInjectingDevice: sticky failures persist until cleared", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   uint8_t b = 0;
   dev.FailNthIo(2, IoKind::kAny, true);
@@ -215,7 +215,7 @@ TEST_CASE("FaultInjectingDevice: sticky failures persist until cleared", "[fault
 }
 
 TEST_CASE("FaultInjectingDevice: FlipBitOnRead corrupts reads but not the data", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::vector<uint8_t> d(16, 0x10);
   REQUIRE(dev.Write(0, d.data(), d.size()).ok());
@@ -230,7 +230,7 @@ TEST_CASE("FaultInjectingDevice: FlipBitOnRead corrupts reads but not the data",
 }
 
 TEST_CASE("FaultInjectingDevice: FlipBitsOnDisk corrupts persistently", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::vector<uint8_t> d(16, 0x00);
   REQUIRE(dev.Write(0, d.data(), d.size()).ok());
@@ -243,11 +243,11 @@ TEST_CASE("FaultInjectingDevice: FlipBitsOnDisk corrupts persistently", "[fault]
   REQUIRE(dev.FlipBitsOnDisk(9, 1).ok());
   REQUIRE(dev.Flush().ok());
   CHECK(ReadBytes(mem, 8, 4) == std::vector<uint8_t>{0, 1, 0, 0});
-  CHECK(dev.FlipBitsOnDisk(kDevSize, 1).code() == StatusCode::kInvalidArgument);
+  CHECK(dev.FlipBitsOnDisk(kSmallDevSize, 1).code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("FaultInjectingDevice serves concurrent writers, readers and flushes", "[fault]") {
-  MemoryDevice mem(kDevSize);
+  MemoryDevice mem(kSmallDevSize);
   FaultInjectingDevice dev(&mem);
   std::atomic<int> bad{0};  // Catch2 assertions are not thread-safe
   std::vector<std::thread> threads;
@@ -271,9 +271,9 @@ TEST_CASE("FaultInjectingDevice serves concurrent writers, readers and flushes",
 }
 
 TEST_CASE("FaultInjectingDevice counts reads, writes and flushes", "[fault]") {
-  FaultInjectingDevice dev(std::make_unique<MemoryDevice>(kDevSize, "inner"));
+  FaultInjectingDevice dev(std::make_unique<MemoryDevice>(kSmallDevSize, "inner"));
   CHECK(dev.name() == "inner");
-  CHECK(dev.size() == kDevSize);
+  CHECK(dev.size() == kSmallDevSize);
   uint8_t b[100] = {};
   REQUIRE(dev.Write(0, b, 100).ok());
   REQUIRE(dev.Write(100, b, 50).ok());

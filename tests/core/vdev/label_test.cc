@@ -17,22 +17,15 @@ namespace {
 using testing::Contains;
 using testing::LayoutOf;
 using testing::Pattern;
+using testing::PoolDevice;
 using testing::ReadBytes;
+using testing::ReadOk;
 using testing::TestHeader;
 
-constexpr uint64_t kDevSize = 16 * kMiB + 100 * kKiB;  // not a multiple of 256 KiB
+constexpr uint64_t kOddDevSize = 16 * kMiB + 100 * kKiB;  // not a multiple of 256 KiB
 
-std::unique_ptr<MemoryDevice> PoolDevice(const std::string& config = "config-A") {
-  auto dev = std::make_unique<MemoryDevice>(kDevSize, "mem0");
-  REQUIRE(WriteLabels(*dev, TestHeader(*dev), config).ok());
-  return dev;
-}
-
-VdevLabelInfo ReadOk(BlockDevice& dev) {
-  Result<VdevLabelInfo> info = ReadLabels(dev);
-  INFO(info.status().ToString());
-  REQUIRE(info.ok());
-  return std::move(info).value();
+std::unique_ptr<MemoryDevice> OddPoolDevice(const std::string& config = "config-A") {
+  return PoolDevice(kOddDevSize, config);
 }
 
 // XORs one byte of `dev` at `off`.
@@ -44,7 +37,7 @@ void Damage(BlockDevice& dev, uint64_t off, uint8_t mask = 0x40) {
 }
 
 TEST_CASE("ComputeVdevLayout places four labels and the allocatable area", "[label]") {
-  Result<VdevLayout> l = ComputeVdevLayout(kDevSize);
+  Result<VdevLayout> l = ComputeVdevLayout(kOddDevSize);
   REQUIRE(l.ok());
   CHECK(l->vdev_size == 16 * kMiB);  // rounded down to 256 KiB
   CHECK(l->label_offset ==
@@ -58,7 +51,7 @@ TEST_CASE("ComputeVdevLayout places four labels and the allocatable area", "[lab
 }
 
 TEST_CASE("EncodeLabel lays the header out as documented", "[label]") {
-  MemoryDevice dev(kDevSize);
+  MemoryDevice dev(kOddDevSize);
   LabelHeader h = TestHeader(dev, 77);
   std::vector<uint8_t> b = EncodeLabel(h, 2, "cfg");
   REQUIRE(b.size() == kRingOffset);
@@ -84,7 +77,7 @@ TEST_CASE("Labels round-trip through WriteLabels and ReadLabels", "[label]") {
   std::string config(50000, '\0');
   std::vector<uint8_t> p = Pattern(config.size(), 3);
   std::copy(p.begin(), p.end(), config.begin());
-  auto dev = PoolDevice(config);
+  auto dev = OddPoolDevice(config);
   VdevLabelInfo info = ReadOk(*dev);
   CHECK(info.header == TestHeader(*dev));
   CHECK(info.config == config);
@@ -98,7 +91,7 @@ TEST_CASE("Labels round-trip through WriteLabels and ReadLabels", "[label]") {
 }
 
 TEST_CASE("WriteLabels refuses invalid headers and oversized configs", "[label]") {
-  MemoryDevice dev(kDevSize);
+  MemoryDevice dev(kOddDevSize);
   LabelHeader h = TestHeader(dev);
   CHECK(WriteLabels(dev, h, std::string(kMaxConfigSize + 1, 'x')).code() ==
         StatusCode::kInvalidArgument);
@@ -121,7 +114,7 @@ TEST_CASE("WriteLabels refuses invalid headers and oversized configs", "[label]"
 TEST_CASE("ReadLabels opens a vdev when all labels but one are damaged", "[label]") {
   for (int survivor = 0; survivor < kLabelCount; survivor++) {
     INFO("surviving label " << survivor);
-    auto dev = PoolDevice();
+    auto dev = OddPoolDevice();
     VdevLayout l = LayoutOf(*dev);
     for (int i = 0; i < kLabelCount; i++) {
       if (i != survivor) Damage(*dev, l.label_offset[i] + kConfigOffset + 2);  // the config
@@ -138,7 +131,7 @@ TEST_CASE("ReadLabels opens a vdev when all labels but one are damaged", "[label
 }
 
 TEST_CASE("ReadLabels refuses a vdev whose four labels are damaged, naming each", "[label]") {
-  auto dev = PoolDevice();
+  auto dev = OddPoolDevice();
   VdevLayout l = LayoutOf(*dev);
   Damage(*dev, l.label_offset[0], 0xFF);  // the magic
   Damage(*dev, l.label_offset[1] + 30);   // a field
@@ -156,7 +149,7 @@ TEST_CASE("ReadLabels refuses a vdev whose four labels are damaged, naming each"
 }
 
 TEST_CASE("ReadLabels refuses empty, tiny, random and truncated devices", "[label]") {
-  MemoryDevice zeros(kDevSize, "zeros");
+  MemoryDevice zeros(kOddDevSize, "zeros");
   Result<VdevLabelInfo> r = ReadLabels(zeros);
   CHECK(r.status().IsCorruption());
   CHECK(Contains(r.status().message(), "no valid label on zeros"));
@@ -166,15 +159,15 @@ TEST_CASE("ReadLabels refuses empty, tiny, random and truncated devices", "[labe
   CHECK(r.status().IsCorruption());
   CHECK(Contains(r.status().message(), "too small"));
 
-  MemoryDevice noise(kDevSize, "noise");
-  std::vector<uint8_t> junk = Pattern(kDevSize, 99);
+  MemoryDevice noise(kOddDevSize, "noise");
+  std::vector<uint8_t> junk = Pattern(kOddDevSize, 99);
   REQUIRE(noise.Write(0, junk.data(), junk.size()).ok());
   r = ReadLabels(noise);
   CHECK(r.status().IsCorruption());
   CHECK(Contains(r.status().message(), "bad magic"));
 
   // A pool whose file lost its tail: the front labels say it is bigger.
-  auto dev = PoolDevice();
+  auto dev = OddPoolDevice();
   MemoryDevice cut(12 * kMiB, "cut");
   std::vector<uint8_t> head = ReadBytes(*dev, 0, 12 * kMiB);
   REQUIRE(cut.Write(0, head.data(), head.size()).ok());
@@ -186,7 +179,7 @@ TEST_CASE("ReadLabels refuses empty, tiny, random and truncated devices", "[labe
 }
 
 TEST_CASE("ReadLabels refuses an unknown format version with a clear message", "[label]") {
-  auto dev = PoolDevice();
+  auto dev = OddPoolDevice();
   VdevLayout l = LayoutOf(*dev);
   // A well-formed label of version 2 (what a newer poolfs would write) in
   // one copy is enough to refuse the pool.
@@ -205,7 +198,7 @@ TEST_CASE("ReadLabels refuses an unknown format version with a clear message", "
 }
 
 TEST_CASE("ReadLabels treats a damaged version field as damage, not a new version", "[label]") {
-  auto dev = PoolDevice();
+  auto dev = OddPoolDevice();
   Damage(*dev, LayoutOf(*dev).label_offset[0] + 8, 0x02);  // version 1 -> 3, checksum now bad
   VdevLabelInfo info = ReadOk(*dev);
   CHECK(info.header_label == 1);
@@ -213,7 +206,7 @@ TEST_CASE("ReadLabels treats a damaged version field as damage, not a new versio
 }
 
 TEST_CASE("ReadLabels takes the newest config when labels disagree", "[label]") {
-  auto dev = PoolDevice("old");
+  auto dev = OddPoolDevice("old");
   VdevLayout l = LayoutOf(*dev);
   // As if a WriteLabels of txg 5 had written labels 0 and 2 only.
   for (int i : {0, 2}) {
@@ -227,7 +220,7 @@ TEST_CASE("ReadLabels takes the newest config when labels disagree", "[label]") 
 }
 
 TEST_CASE("ReadLabels refuses a label copied to the wrong place", "[label]") {
-  auto dev = PoolDevice();
+  auto dev = OddPoolDevice();
   VdevLayout l = LayoutOf(*dev);
   std::vector<uint8_t> label0 = ReadBytes(*dev, 0, kRingOffset);
   REQUIRE(dev->Write(l.label_offset[3], label0.data(), label0.size()).ok());
@@ -236,24 +229,24 @@ TEST_CASE("ReadLabels refuses a label copied to the wrong place", "[label]") {
 }
 
 TEST_CASE("ReadLabels finds the end labels of a device that grew", "[label]") {
-  auto dev = PoolDevice();
-  MemoryDevice grown(kDevSize + 3 * kMiB, "grown");
-  std::vector<uint8_t> all = ReadBytes(*dev, 0, kDevSize);
+  auto dev = OddPoolDevice();
+  MemoryDevice grown(kOddDevSize + 3 * kMiB, "grown");
+  std::vector<uint8_t> all = ReadBytes(*dev, 0, kOddDevSize);
   REQUIRE(grown.Write(0, all.data(), all.size()).ok());
   VdevLabelInfo info = ReadOk(grown);
   CHECK(info.layout.vdev_size == 16 * kMiB);
-  CHECK(info.layout.device_size == kDevSize + 3 * kMiB);
+  CHECK(info.layout.device_size == kOddDevSize + 3 * kMiB);
   for (const Status& s : info.label_status) CHECK(s.ok());
 }
 
 TEST_CASE("WipeLabels erases every label", "[label]") {
-  auto dev = PoolDevice();
+  auto dev = OddPoolDevice();
   REQUIRE(WipeLabels(*dev, LayoutOf(*dev)).ok());
   CHECK(ReadLabels(*dev).status().IsCorruption());
 }
 
 TEST_CASE("DecodeLabel refuses short buffers and oversized config lengths", "[label]") {
-  MemoryDevice dev(kDevSize);
+  MemoryDevice dev(kOddDevSize);
   std::vector<uint8_t> b = EncodeLabel(TestHeader(dev), 0, "abc");
   CHECK(DecodeLabel(b.data(), kConfigOffset + 3, 0).ok());
   CHECK(Contains(DecodeLabel(b.data(), kConfigOffset + 2, 0).status().message(), "truncated"));

@@ -16,24 +16,12 @@ namespace poolfs::core::vdev {
 namespace {
 
 using testing::Contains;
+using testing::kDevSize;
 using testing::LayoutOf;
+using testing::PoolDevice;
+using testing::ReadOk;
 using testing::TestHeader;
 using testing::TestUberblock;
-
-constexpr uint64_t kDevSize = 16 * kMiB;
-
-std::unique_ptr<MemoryDevice> PoolDevice() {
-  auto dev = std::make_unique<MemoryDevice>(kDevSize, "mem0");
-  REQUIRE(WriteLabels(*dev, TestHeader(*dev), "cfg").ok());
-  return dev;
-}
-
-VdevLabelInfo ReadOk(BlockDevice& dev) {
-  Result<VdevLabelInfo> info = ReadLabels(dev);
-  INFO(info.status().ToString());
-  REQUIRE(info.ok());
-  return std::move(info).value();
-}
 
 void WriteUbs(BlockDevice& dev, uint64_t from, uint64_t to) {
   for (uint64_t t = from; t <= to; t++)

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "vdev/block_device.h"
 #include "vdev/label.h"
+#include "vdev/memory_device.h"
 #include "vdev/uberblock.h"
 
 namespace poolfs::core::vdev::testing {
@@ -86,6 +88,25 @@ inline VdevLayout LayoutOf(const BlockDevice& dev) {
   Result<VdevLayout> l = ComputeVdevLayout(dev.size());
   REQUIRE(l.ok());
   return *l;
+}
+
+// The size of most test devices: room for labels and a few uberblock rings.
+inline constexpr uint64_t kDevSize = 16 * kMiB;
+
+// A memory device of `size` bytes whose labels hold `config`.
+inline std::unique_ptr<MemoryDevice> PoolDevice(uint64_t size = kDevSize,
+                                                const std::string& config = "config-A") {
+  auto dev = std::make_unique<MemoryDevice>(size, "mem0");
+  REQUIRE(WriteLabels(*dev, TestHeader(*dev), config).ok());
+  return dev;
+}
+
+// ReadLabels(dev), which must succeed.
+inline VdevLabelInfo ReadOk(BlockDevice& dev) {
+  Result<VdevLabelInfo> info = ReadLabels(dev);
+  INFO(info.status().ToString());
+  REQUIRE(info.ok());
+  return std::move(info).value();
 }
 
 // True when `s` contains `part`.

@@ -18,7 +18,7 @@ namespace {
 
 using testing::Fixture;
 
-Value V(uint64_t n) { return Value{n, n + 1}; }
+Value ValueOf(uint64_t n) { return Value{n, n + 1}; }
 
 // A fat zap (kDirectory, 4 KiB blocks: many leaves) with names n0..n(count-1).
 ObjectId MakeFatZap(Fixture& f, int count) {
@@ -26,7 +26,7 @@ ObjectId MakeFatZap(Fixture& f, int count) {
   o.block_size = 4096;
   auto z = f.NewZap(dmu::ObjectType::kDirectory, o);
   auto tx = f.NewTx();
-  for (int i = 0; i < count; i++) REQUIRE(z->Add(*tx, "n" + std::to_string(i), V(i)).ok());
+  for (int i = 0; i < count; i++) REQUIRE(z->Add(*tx, "n" + std::to_string(i), ValueOf(i)).ok());
   tx->Commit();
   REQUIRE(z->Shape().leaves > 10);
   return z->id();
@@ -38,7 +38,7 @@ TEST_CASE("LeafCache keeps leaves apart by owner and block", "[zap]") {
   const uint64_t a = LeafCache::NewOwner(), b = LeafCache::NewOwner();
   REQUIRE(a != b);
   Leaf l(ctx, 5, 0, 0);
-  l.Insert(MakeKey(1, 0), "x", V(1));
+  l.Insert(MakeKey(1, 0), "x", ValueOf(1));
   cache.Put(a, l);
   REQUIRE(cache.Find(b, 5) == nullptr);
   REQUIRE(cache.Find(a, 4) == nullptr);
@@ -67,7 +67,7 @@ TEST_CASE("A zap with a leaf cache reads each leaf once and keeps its changes", 
   o.leaf_cache = &cache;
   auto z = f.OpenZap(id, o);
   const uint64_t leaves = z->Shape().leaves;
-  for (int i = 0; i < n; i++) REQUIRE(z->Lookup("n" + std::to_string(i)).value() == V(i));
+  for (int i = 0; i < n; i++) REQUIRE(z->Lookup("n" + std::to_string(i)).value() == ValueOf(i));
   // The first lookup in each leaf missed; every other lookup found it.
   REQUIRE(cache.misses() == leaves);
   REQUIRE(cache.size() == leaves);
@@ -75,8 +75,9 @@ TEST_CASE("A zap with a leaf cache reads each leaf once and keeps its changes", 
   {
     auto tx = f.NewTx();
     for (int i = 0; i < n; i += 2) REQUIRE(z->Remove(*tx, "n" + std::to_string(i)).ok());
-    for (int i = 1; i < n; i += 2) REQUIRE(z->Update(*tx, "n" + std::to_string(i), V(i + 5)).ok());
-    for (int i = n; i < 2 * n; i++) REQUIRE(z->Add(*tx, "n" + std::to_string(i), V(i)).ok());
+    for (int i = 1; i < n; i += 2)
+      REQUIRE(z->Update(*tx, "n" + std::to_string(i), ValueOf(i + 5)).ok());
+    for (int i = n; i < 2 * n; i++) REQUIRE(z->Add(*tx, "n" + std::to_string(i), ValueOf(i)).ok());
     tx->Commit();
   }
   // Changes read the cached leaves and put back what they wrote (splits
@@ -89,7 +90,7 @@ TEST_CASE("A zap with a leaf cache reads each leaf once and keeps its changes", 
       if (i < n && i % 2 == 0) {
         REQUIRE(got.status().IsNotFound());
       } else {
-        REQUIRE(got.value() == V(i < n ? i + 5 : i));
+        REQUIRE(got.value() == ValueOf(i < n ? i + 5 : i));
       }
     }
   };
@@ -117,7 +118,7 @@ TEST_CASE("A small leaf cache stays bounded and its zap stays right", "[zap]") {
   auto z = f.OpenZap(id, o);
   REQUIRE(z->Shape().leaves > 64 * 17);
   for (int round = 0; round < 2; round++)
-    for (int i = 0; i < n; i++) REQUIRE(z->Lookup("n" + std::to_string(i)).value() == V(i));
+    for (int i = 0; i < n; i++) REQUIRE(z->Lookup("n" + std::to_string(i)).value() == ValueOf(i));
   // A shard sweeps back to its share once it grows by 16 past it.
   REQUIRE(cache.size() <= 64 * 17);
   REQUIRE(cache.misses() > 2 * z->Shape().leaves);
@@ -140,20 +141,20 @@ TEST_CASE("Readers share a leaf cache while a writer changes the zap", "[zap]") 
         i = (i * 6364136223846793005ull + 1442695040888963407ull);
         const int k = int((i >> 33) % 2000);
         auto got = z->Lookup("n" + std::to_string(k));
-        if (!got.ok() || !(*got == V(k))) errors++;
+        if (!got.ok() || !(*got == ValueOf(k))) errors++;
       }
     });
   for (int round = 0; round < 10; round++) {
     auto tx = f.NewTx();
     for (int i = round * 300; i < (round + 1) * 300; i++)
-      REQUIRE(z->Add(*tx, "m" + std::to_string(i), V(i)).ok());
+      REQUIRE(z->Add(*tx, "m" + std::to_string(i), ValueOf(i)).ok());
     tx->Commit();
   }
   stop = true;
   for (auto& r : readers) r.join();
   REQUIRE(errors.load() == 0);
   REQUIRE(z->Count() == 5000);
-  for (int i = 0; i < 3000; i++) REQUIRE(z->Lookup("m" + std::to_string(i)).value() == V(i));
+  for (int i = 0; i < 3000; i++) REQUIRE(z->Lookup("m" + std::to_string(i)).value() == ValueOf(i));
 }
 
 }  // namespace

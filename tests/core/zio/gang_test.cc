@@ -15,11 +15,10 @@ namespace poolfs::core::zio {
 namespace {
 
 using testing::CompressibleBytes;
+using testing::Data;
 using testing::RandomBytes;
 using testing::TestPool;
 using util::Compression;
-
-WriteProps Data(Compression c) { return {BlockType::kData, 0, c, 1}; }
 
 // Fills the pool with 4 KiB blocks in txg 1, frees every other one in txg 2
 // and syncs past the defer txgs: half the pool is free, no two free sectors

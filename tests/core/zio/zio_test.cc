@@ -16,11 +16,10 @@ namespace poolfs::core::zio {
 namespace {
 
 using testing::CompressibleBytes;
+using testing::Data;
 using testing::RandomBytes;
 using testing::TestPool;
 using util::Compression;
-
-WriteProps Data(Compression c = Compression::kLz4) { return {BlockType::kData, 0, c, 1}; }
 
 TEST_CASE("Zio round-trips blocks of every size with each compression", "[zio]") {
   TestPool pool(160 * vdev::kMiB);

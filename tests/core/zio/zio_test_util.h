@@ -20,6 +20,11 @@
 
 namespace poolfs::core::zio::testing {
 
+// What a level-0 data block is written with (one copy, compression `c`).
+inline WriteProps Data(util::Compression c = util::Compression::kLz4) {
+  return {BlockType::kData, 0, c, 1};
+}
+
 // `len` random (incompressible) bytes.
 inline std::string RandomBytes(size_t len, uint64_t seed) {
   std::mt19937_64 rng(seed);
