@@ -41,7 +41,7 @@ TEST_CASE("ObjectSet reads what it wrote, before and after sync and reopen", "[d
   REQUIRE(f.os->Stat(ObjectId(99)).status().IsNotFound());
 }
 
-TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens", "[dmu]") {
+TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens", "[dmu][single-threaded]") {
   // Limit 1: every idle dnode leaves at the next load of its shard, so the
   // dnodes are dropped and loaded again all the time.
   const uint64_t limit = GENERATE(0, 1);
@@ -107,7 +107,7 @@ TEST_CASE("ObjectSet agrees with a model over random changes, syncs and reopens"
   }
 }
 
-TEST_CASE("ObjectSet drops idle dnodes past its limit, never a dirty one", "[dmu]") {
+TEST_CASE("ObjectSet drops idle dnodes past its limit, never a dirty one", "[dmu][single-threaded]") {
   Fixture f;
   f.LimitDnodes(64);
   constexpr uint64_t kObjects = 3000;

@@ -108,7 +108,7 @@ TEST_CASE("A zap with a leaf cache reads each leaf once and keeps its changes", 
   REQUIRE(cache.misses() == before + 1);
 }
 
-TEST_CASE("A small leaf cache stays bounded and its zap stays right", "[zap]") {
+TEST_CASE("A small leaf cache stays bounded and its zap stays right", "[zap][single-threaded]") {
   Fixture f;
   const int n = 150000;  // more leaves (about 1,650) than even a swept-late cache holds
   const ObjectId id = MakeFatZap(f, n);

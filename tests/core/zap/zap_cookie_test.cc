@@ -133,7 +133,7 @@ void RunIteration(const Scenario& sc, uint64_t seed) {
 }
 
 TEST_CASE("Zap iteration returns each entry present throughout exactly once, across changes",
-          "[zap]") {
+          "[zap][single-threaded]") {
   using S = Scenario;
   const Scenario scenarios[] = {
       {16384, 30, 3, 1, true, S::kAnything},             // micro, slow growth

@@ -19,7 +19,7 @@ using testing::Fixture;
 
 std::string NameOf(uint64_t i) { return "file." + std::to_string(i * 2654435761u % 100000007u); }
 
-TEST_CASE("Zap holds 200,000 entries in one directory across sync and reopen", "[zap]") {
+TEST_CASE("Zap holds 200,000 entries in one directory across sync and reopen", "[zap][single-threaded]") {
   const uint64_t n = 200000;
   Fixture f(uint64_t{256} << 20);
   auto z = f.NewZap(dmu::ObjectType::kDirectory);

@@ -146,7 +146,7 @@ TEST_CASE("Zap upgrades to the fat form when the micro block fills or a name is 
   CheckAgainst(*f.OpenZap(b), model);
 }
 
-TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgrades", "[zap]") {
+TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgrades", "[zap][single-threaded]") {
   // Without a leaf cache, with one that holds everything, and with ones
   // so small that leaves keep leaving and coming back.
   const uint64_t cached_leaves = GENERATE(0, 1, 3, 100000);
