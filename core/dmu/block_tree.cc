@@ -8,8 +8,6 @@ namespace poolfs::core::dmu {
 using zio::BlockPtr;
 
 namespace {
-constexpr uint64_t kFanout = uint64_t{1} << kIndirectShift;
-
 // Level-0 blocks covered by one block at `level`.
 uint64_t Span(uint8_t level) { return uint64_t{1} << (kIndirectShift * level); }
 }  // namespace
@@ -42,7 +40,8 @@ Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
   auto ind = std::make_unique<Indirect>();
   ind->bps.resize(kFanout);
   if (!slot->IsHole()) {
-    if (slot->level != level || slot->lsize != kIndirectBlockSize)
+    const zio::BpFormat format = zio_->format();
+    if (slot->level != level || slot->lsize != IndirectBlockSize(format))
       return Status::Corruption(Where(level, index) + ": pointer says level " +
                                 std::to_string(slot->level) + ", " + std::to_string(slot->lsize) +
                                 " bytes");
@@ -51,7 +50,7 @@ Result<BlockTree::Indirect*> BlockTree::Load(uint8_t level, uint64_t index) {
     for (uint64_t i = 0; i < kFanout; i++) {
       // The place is named only when a pointer is refused: building it for
       // each of 2048 slots would cost more than decoding them.
-      auto bp = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, {});
+      auto bp = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
       if (!bp.ok())
         return bp.status().WithContext(Where(level, index) + " slot " + std::to_string(i));
       ind->bps[i] = *bp;
@@ -242,7 +241,7 @@ Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
   for (uint8_t level = 1; level < nlevels_; level++) {
     for (auto& [key, ind] : cache_) {
       if (key.first != level || !ind->dirty) continue;
-      if (buf.empty()) buf.resize(kIndirectBlockSize);
+      if (buf.empty()) buf.resize(IndirectBlockSize(zio_->format()));
       const uint64_t index = key.second;
       POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(level, index));
       BlockPtr old = *slot;
@@ -253,11 +252,12 @@ Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
         const BlockPtr& c = ind->bps[i];
         fill += c.fill;
         any |= !c.IsHole();
-        zio::EncodeBlockPtr(c, p + i * zio::kBlockPtrSize);
+        zio::EncodeBlockPtr(c, p + i * zio::BlockPtrSize(zio_->format()), zio_->format());
       }
       BlockPtr bp;  // a hole when every child is one
       if (any) {
-        zio::WriteProps props{zio::BlockType::kIndirect, level, util::Compression::kLz4, fill};
+        zio::WriteProps props{zio::BlockType::kIndirect, level, util::Compression::kLz4, fill,
+                              copies_ ? copies_->metadata() : uint8_t{1}};
         POOLFS_ASSIGN_OR_RETURN(bp, WriteBlock(zio_, props, buf, old, txg, allocator));
       }
       bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;

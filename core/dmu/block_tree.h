@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmu/copy_policy.h"
 #include "poolfs/status.h"
 #include "poolfs/types.h"
 #include "zio/block_ptr.h"
@@ -76,6 +77,9 @@ class BlockTree {
   // Where this tree's block writes and frees are also counted (nullptr:
   // nowhere). Set before the tree changes.
   void set_counter(SpaceCounter* counter) { counter_ = counter; }
+  // How many copies its indirect blocks get (nullptr: one). Set before the
+  // tree changes.
+  void set_copy_policy(const CopyPolicy* copies) { copies_ = copies; }
   // Number of level-0 blocks the tree reaches without growing.
   uint64_t Capacity() const;
   // Clean level-1 blocks kept, at most (see above): 64 x 160 KiB decoded,
@@ -158,6 +162,7 @@ class BlockTree {
   zio::BlockPtr top_;
   uint64_t used_;
   SpaceCounter* counter_ = nullptr;
+  const CopyPolicy* copies_ = nullptr;
   std::map<Key, std::unique_ptr<Indirect>> cache_;
   size_t cached_l1_ = 0;  // level-1 entries of cache_
 };

@@ -224,7 +224,7 @@ void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compress
                      std::string_view bonus, uint8_t bonus_type) {
   util::WriterLock l(&mu_);
   POOLFS_CHECK(live_.type == ObjectType::kNone);
-  POOLFS_CHECK_LE(bonus.size(), kMaxBonus);
+  POOLFS_CHECK_LE(bonus.size(), MaxBonus(zio_->format()));
   live_ = Attrs();
   live_.type = type;
   live_.compression = uint8_t(compression);
@@ -510,9 +510,10 @@ Status Dnode::Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
 }
 
 Status Dnode::SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) {
-  if (bonus.size() > kMaxBonus)
+  const size_t max_bonus = MaxBonus(zio_->format());
+  if (bonus.size() > max_bonus)
     return Status::InvalidArgument(Name() + ": bonus of " + std::to_string(bonus.size()) +
-                                   " bytes (at most 384)");
+                                   " bytes (at most " + std::to_string(max_bonus) + ")");
   util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   live_.bonus_type = bonus_type;
@@ -628,7 +629,8 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
   POOLFS_CHECK_LE(end, plan.blocks.size());
   const bool dnodes = plan.attrs.type == ObjectType::kMetadnode;
   const zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
-                              util::Compression(plan.attrs.compression), 1};
+                              util::Compression(plan.attrs.compression), 1,
+                              copies_ ? copies_->For(plan.attrs.type, 0) : uint8_t{1}};
   // The blocks these replace leave the cache, in one batch at the end: each
   // is freed, or was rewritten in place under the same name (a later pass
   // of the same txg) and must not be served as it was.

@@ -151,6 +151,13 @@ class Dnode {
     util::MutexLock l(&tree_mu_);
     tree_.set_counter(counter);
   }
+  // How many copies its blocks are written with (nullptr: one). Set by the
+  // owner before first use.
+  void SetCopyPolicy(const CopyPolicy* copies) EXCLUDES(tree_mu_) {
+    util::MutexLock l(&tree_mu_);
+    copies_ = copies;
+    tree_.set_copy_policy(copies);
+  }
   bool IsFree() const EXCLUDES(mu_);
   // True when no unsynced txg has changed this dnode (everything it holds
   // is in its metadnode slot and the block tree on disk), so that its
@@ -312,6 +319,7 @@ class Dnode {
 
   mutable util::Mutex tree_mu_;
   BlockTree tree_ GUARDED_BY(tree_mu_);
+  const CopyPolicy* copies_ = nullptr;  // set before first use
 
   std::atomic<Stream*> stream_{nullptr};  // owned
 };

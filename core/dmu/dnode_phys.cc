@@ -36,10 +36,10 @@ bool AllZero(const uint8_t* p, size_t n) {
 bool IsPow2(uint64_t v) { return v && !(v & (v - 1)); }
 }  // namespace
 
-void EncodeDnode(const DnodePhys& d, uint8_t* out) {
+void EncodeDnode(const DnodePhys& d, uint8_t* out, zio::BpFormat format) {
   std::memset(out, 0, kDnodeSize);
   if (d.free()) return;
-  POOLFS_CHECK_LE(d.bonus.size(), kMaxBonus);
+  POOLFS_CHECK_LE(d.bonus.size(), MaxBonus(format));
   out[0] = uint8_t(d.type);
   out[1] = d.nlevels;
   out[2] = d.compression;
@@ -49,11 +49,11 @@ void EncodeDnode(const DnodePhys& d, uint8_t* out) {
   PutLE64(out + 16, d.length);
   PutLE64(out + 24, d.generation);
   PutLE64(out + 32, d.used);
-  zio::EncodeBlockPtr(d.bp, out + 64);
-  std::memcpy(out + 128, d.bonus.data(), d.bonus.size());
+  zio::EncodeBlockPtr(d.bp, out + 64, format);
+  std::memcpy(out + DnodeBonusOffset(format), d.bonus.data(), d.bonus.size());
 }
 
-Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where) {
+Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where, zio::BpFormat format) {
   auto bad = [&](const std::string& what) {
     return Status::Corruption(std::string(where) + ": dnode " + what);
   };
@@ -71,8 +71,11 @@ Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where) {
   d.compression = in[2];
   if (d.compression > 2) return bad("has unknown compression " + std::to_string(d.compression));
   d.bonus_type = in[3];
+  const size_t max_bonus = MaxBonus(format);
+  const size_t bonus_at = DnodeBonusOffset(format);
   uint16_t bonus_len = GetLE16(in + 4);
-  if (bonus_len > kMaxBonus) return bad("bonus length " + std::to_string(bonus_len) + " > 384");
+  if (bonus_len > max_bonus)
+    return bad("bonus length " + std::to_string(bonus_len) + " > " + std::to_string(max_bonus));
   if (GetLE16(in + 6) != 0 || GetLE32(in + 12) != 0 || !AllZero(in + 40, 24))
     return bad("has nonzero reserved bytes");
   d.block_size = GetLE32(in + 8);
@@ -81,14 +84,14 @@ Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where) {
   d.length = GetLE64(in + 16);
   d.generation = GetLE64(in + 24);
   d.used = GetLE64(in + 32);
-  POOLFS_ASSIGN_OR_RETURN(d.bp, zio::DecodeBlockPtr(in + 64, std::string(where) + " top"));
-  if (!AllZero(in + 128 + bonus_len, kMaxBonus - bonus_len))
+  POOLFS_ASSIGN_OR_RETURN(d.bp, zio::DecodeBlockPtr(in + 64, std::string(where) + " top", format));
+  if (!AllZero(in + bonus_at + bonus_len, max_bonus - bonus_len))
     return bad("has bytes past its bonus length");
-  d.bonus.assign(reinterpret_cast<const char*>(in + 128), bonus_len);
+  d.bonus.assign(reinterpret_cast<const char*>(in + bonus_at), bonus_len);
   return d;
 }
 
-std::string EncodeObjset(const ObjsetPhys& o) {
+std::string EncodeObjset(const ObjsetPhys& o, zio::BpFormat format) {
   std::string out(kObjsetPhysSize, '\0');
   auto* p = reinterpret_cast<uint8_t*>(out.data());
   PutLE64(p, kObjsetMagic);
@@ -99,11 +102,11 @@ std::string EncodeObjset(const ObjsetPhys& o) {
   PutLE64(p + 32, o.space.referenced);
   PutLE64(p + 40, o.space.logical);
   PutLE64(p + 48, o.space.physical);
-  EncodeDnode(o.metadnode, p + 64);
+  EncodeDnode(o.metadnode, p + 64, format);
   return out;
 }
 
-Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where) {
+Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where, zio::BpFormat format) {
   auto bad = [&](const std::string& what) {
     return Status::Corruption(std::string(where) + ": object set " + what);
   };
@@ -136,7 +139,8 @@ Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where) {
                  std::to_string(o.space.referenced) + " allocated");
   }
   if (!AllZero(p + 576, kObjsetPhysSize - 576)) return bad("has nonzero reserved bytes");
-  POOLFS_ASSIGN_OR_RETURN(o.metadnode, DecodeDnode(p + 64, std::string(where) + " metadnode"));
+  POOLFS_ASSIGN_OR_RETURN(o.metadnode,
+                          DecodeDnode(p + 64, std::string(where) + " metadnode", format));
   if (o.metadnode.type != ObjectType::kMetadnode || o.metadnode.block_size != kDnodeBlockSize)
     return bad("has a metadnode that is not one");
   return o;

@@ -20,12 +20,15 @@
 //     24 u64  generation: the txg that created the object
 //     32 u64  used: bytes allocated on disk for the object's blocks
 //     40 24B  reserved, zero
-//     64 64B  block pointer (zio::BlockPtr): the top of the block tree
-//     128 384B bonus buffer (bytes past the bonus length are zero)
+//     64      block pointer (zio::BlockPtr): the top of the block tree, in
+//             the pool's format (64 bytes in format 1, 128 in format 2)
+//     128 or 192  bonus buffer to byte 512 (384 or 320 bytes; bytes past
+//             the bonus length are zero)
 //
-// Indirect blocks are 128 KiB arrays of 2048 block pointers; so
-// nlevels = 1 + ceil(log2048(blocks)): 5 levels reach 2^44 blocks, enough for
-// 2^48 objects in the metadnode and 2^50-byte files with 128 KiB records.
+// Indirect blocks are arrays of 2048 block pointers (128 KiB in format 1,
+// 256 KiB in format 2); so nlevels = 1 + ceil(log2048(blocks)): 5 levels
+// reach 2^44 blocks, enough for 2^48 objects in the metadnode and
+// 2^50-byte files with 128 KiB records.
 //
 // Thread safety: values.
 #pragma once
@@ -44,9 +47,21 @@ namespace poolfs::core::dmu {
 inline constexpr size_t kDnodeSize = 512;
 inline constexpr size_t kDnodesPerBlock = 32;
 inline constexpr size_t kDnodeBlockSize = kDnodeSize * kDnodesPerBlock;  // 16 KiB
-inline constexpr size_t kMaxBonus = 384;
+inline constexpr size_t kMaxBonus = 384;        // the most of any format (format 1's)
 inline constexpr uint32_t kIndirectShift = 11;  // 2048 block pointers per indirect block
-inline constexpr size_t kIndirectBlockSize = size_t{1} << (kIndirectShift + 6);  // 128 KiB
+inline constexpr uint64_t kFanout = uint64_t{1} << kIndirectShift;
+
+// Where a dnode of `format` keeps its bonus buffer, and how long it may be.
+inline constexpr size_t DnodeBonusOffset(zio::BpFormat format) {
+  return 64 + zio::BlockPtrSize(format);
+}
+inline constexpr size_t MaxBonus(zio::BpFormat format) {
+  return kDnodeSize - DnodeBonusOffset(format);
+}
+// The bytes of an indirect block: 2048 block pointers of `format`.
+inline constexpr size_t IndirectBlockSize(zio::BpFormat format) {
+  return kFanout * zio::BlockPtrSize(format);
+}
 inline constexpr uint8_t kMaxLevels = 6;
 inline constexpr uint32_t kMinBlockSize = 512;
 inline constexpr uint32_t kMaxBlockSize = 1 << 20;
@@ -75,17 +90,18 @@ struct DnodePhys {
   uint64_t generation = 0;
   uint64_t used = 0;
   zio::BlockPtr bp;
-  std::string bonus;  // at most kMaxBonus bytes
+  std::string bonus;  // at most MaxBonus(format) bytes
   bool free() const { return type == ObjectType::kNone; }
 };
 
-// Writes the 512-byte encoding of `d` (a free dnode: zeros) to `out`.
-void EncodeDnode(const DnodePhys& d, uint8_t* out);
-// Decodes 512 bytes. Refuses damage (an unknown type, a bad level count or
-// block size, a bonus that overflows, nonzero reserved bytes, a free slot
-// that is not all zeros, a bad block pointer) with Corruption prefixed by
-// `where` ("object 17").
-Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where);
+// Writes the 512-byte encoding of `d` in `format` (a free dnode: zeros) to
+// `out`. CHECKs that the bonus and the pointer fit the format.
+void EncodeDnode(const DnodePhys& d, uint8_t* out, zio::BpFormat format);
+// Decodes 512 bytes of `format`. Refuses damage (an unknown type, a bad
+// level count or block size, a bonus that overflows, nonzero reserved
+// bytes, a free slot that is not all zeros, a bad block pointer) with
+// Corruption prefixed by `where` ("object 17").
+Result<DnodePhys> DecodeDnode(const uint8_t* in, std::string_view where, zio::BpFormat format);
 
 // The root block of an object set.
 //   0  u64 magic "PFSOBJST"    8 u32 version (2; 1 is read too)
@@ -122,7 +138,7 @@ struct ObjsetPhys {
   DnodePhys metadnode;
 };
 
-std::string EncodeObjset(const ObjsetPhys& o);
-Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where);
+std::string EncodeObjset(const ObjsetPhys& o, zio::BpFormat format);
+Result<ObjsetPhys> DecodeObjset(std::string_view in, std::string_view where, zio::BpFormat format);
 
 }  // namespace poolfs::core::dmu

@@ -21,10 +21,11 @@ DnodePhys NewMetadnode() {
 }  // namespace
 
 ObjectSet::ObjectSet(zio::Zio* zio, ObjsetType type, std::string name)
-    : zio_(zio), type_(type), name_(std::move(name)) {
+    : zio_(zio), type_(type), name_(std::move(name)), copies_(type == ObjsetType::kMos) {
   DnodePhys m = NewMetadnode();
   metadnode_ = std::make_unique<Dnode>(zio_, ObjectId(0), m);
   metadnode_->SetSpaceCounter(&space_);
+  metadnode_->SetCopyPolicy(&copies_);
   util::MutexLock l(&dirty_mu_);
   metadnode_phys_ = m;
 }
@@ -37,7 +38,7 @@ Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::Blo
     return Status::Corruption(name + ": root pointer is not an object set block (" +
                               root.ToString() + ")");
   POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(root));
-  POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name));
+  POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name, zio->format()));
   // A version 1 root: counted once, stored by the next sync. A tree that
   // cannot be walked whole (damage poolfs check reports) must not make the
   // set unusable: its totals start from zero, marked inexact.
@@ -51,6 +52,7 @@ Result<std::unique_ptr<ObjectSet>> ObjectSet::Open(zio::Zio* zio, const zio::Blo
   os->space_inexact_ = inexact;
   os->metadnode_ = std::make_unique<Dnode>(zio, ObjectId(0), phys.metadnode);
   os->metadnode_->SetSpaceCounter(&os->space_);
+  os->metadnode_->SetCopyPolicy(&os->copies_);
   os->space_.allocated = int64_t(phys.space.referenced);
   os->space_.logical = int64_t(phys.space.logical);
   os->space_.physical = int64_t(phys.space.physical);
@@ -142,6 +144,7 @@ ObjectSet::DnodeRef ObjectSet::NewDnode(ObjectId id, const DnodePhys& phys) {
   auto d = std::make_shared<Dnode>(zio_, id, phys);
   d->on_dirty = [this](Dnode* dn, Txg t) { OnDirty(dn, t); };
   d->SetSpaceCounter(&space_);
+  d->SetCopyPolicy(&copies_);
   d->block_buffers = block_buffers_;
   d->cache = cache_;
   d->read_ahead = read_ahead_;
@@ -161,10 +164,11 @@ Result<ObjectSet::DnodeRef> ObjectSet::Get(ObjectId id) {
     DnodePhys phys;
     if (slot.size() == kDnodeSize) {
       const auto* bytes = reinterpret_cast<const uint8_t*>(slot.data());
-      Result<DnodePhys> decoded = DecodeDnode(bytes, name_);
+      Result<DnodePhys> decoded = DecodeDnode(bytes, name_, zio_->format());
       // Decoded again to name the object: its name is built only for damage.
       if (!decoded.ok())
-        decoded = DecodeDnode(bytes, name_ + " object " + std::to_string(id.value()));
+        decoded =
+            DecodeDnode(bytes, name_ + " object " + std::to_string(id.value()), zio_->format());
       POOLFS_ASSIGN_OR_RETURN(phys, std::move(decoded));
     }
     return NewDnode(id, phys);
@@ -211,7 +215,8 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
   if (block_size < kMinBlockSize || block_size > kMaxBlockSize || (block_size & (block_size - 1)))
     return Status::InvalidArgument("block size " + std::to_string(block_size) +
                                    " is not a power of two from 512 B to 1 MiB");
-  if (bonus.size() > kMaxBonus) return Status::InvalidArgument("bonus larger than 384 bytes");
+  if (bonus.size() > max_bonus())
+    return Status::InvalidArgument("bonus larger than " + std::to_string(max_bonus()) + " bytes");
   // The allocator's slot: per thread, so that one thread's creates take
   // consecutive ids.
   static thread_local const size_t slot_hint =
@@ -517,7 +522,7 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   uint8_t slot[kDnodeSize];
   uint64_t ignored = 0;
   for (const auto& [id, i] : order) {
-    EncodeDnode(results[i].second, slot);
+    EncodeDnode(results[i].second, slot, zio_->format());
     POOLFS_RETURN_IF_ERROR(metadnode_->Write(
         t, id * kDnodeSize, std::string_view(reinterpret_cast<char*>(slot), kDnodeSize), &ignored));
   }
@@ -541,9 +546,9 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   phys.space = {uint64_t(std::max<int64_t>(allocated, 0)), uint64_t(std::max<int64_t>(logical, 0)),
                 uint64_t(std::max<int64_t>(physical, 0))};
   phys.space.physical = std::min(phys.space.physical, phys.space.referenced);
-  std::string bytes = EncodeObjset(phys);
+  std::string bytes = EncodeObjset(phys, zio_->format());
   zio::WriteProps props{zio::BlockType::kObjset, 0, util::Compression::kOff,
-                        std::max<uint64_t>(phys.live_objects, 1)};
+                        std::max<uint64_t>(phys.live_objects, 1), copies_.metadata()};
   POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root,
                           BlockTree::WriteBlock(zio_, props, bytes, old_root, t, allocator));
   if (!old_root.IsHole() && !(old_root.dva == root.dva))

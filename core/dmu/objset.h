@@ -105,6 +105,8 @@ class ObjectSet {
 
   const std::string& name() const { return name_; }
   ObjsetType type() const { return type_; }
+  // The longest bonus an object here holds (the pool format's, dnode_phys.h).
+  size_t max_bonus() const { return MaxBonus(zio_->format()); }
   // The txg the object set was created in (0: an older one). Set once,
   // before the set is used. A Tx of an earlier txg cannot change it: that
   // txg syncs without it, so the change would be lost. Changes under such a
@@ -190,6 +192,10 @@ class ObjectSet {
     read_ahead_ = cache != nullptr ? read_ahead : nullptr;
     metadnode_->cache = cache;
   }
+  // How many copies of a data block new writes store (the dataset's
+  // `copies` property, 1..3; metadata gets one more: copy_policy.h). Live.
+  void SetCopies(uint8_t n) { copies_.SetDataCopies(n); }
+  const CopyPolicy& copy_policy() const { return copies_; }
   // Idle dnodes kept in memory: about `count` (live; no bound until set).
   void SetDnodeLimit(uint64_t count) { dnodes_.SetLimit(count); }
   uint64_t cached_dnodes() { return dnodes_.size(); }
@@ -218,6 +224,7 @@ class ObjectSet {
   const ObjsetType type_;
   const std::string name_;
   SpaceCounter space_;  // before the dnodes that count into it
+  CopyPolicy copies_;   // likewise
   std::unique_ptr<Dnode> metadnode_;
   BlockBuffers* block_buffers_ = nullptr;  // written before use only
   arc::Arc* cache_ = nullptr;              // written before use only

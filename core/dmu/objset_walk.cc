@@ -39,17 +39,17 @@ class Walker {
       return (*leaf)(index, data);
     }
     POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
-    if (data.size() != kIndirectBlockSize)
+    const zio::BpFormat format = zio_->format();
+    if (data.size() != IndirectBlockSize(format))
       return Status::Corruption(Where(id, level, index) + ": indirect block of " +
                                 std::to_string(data.size()) + " bytes");
     const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-    const uint64_t fanout = uint64_t{1} << kIndirectShift;
-    for (uint64_t i = 0; i < fanout; i++) {
-      auto child = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, {});
+    for (uint64_t i = 0; i < kFanout; i++) {
+      auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
       if (!child.ok())
         return child.status().WithContext(Where(id, level, index) + " slot " + std::to_string(i));
       if (child->IsHole()) continue;
-      POOLFS_RETURN_IF_ERROR(Block(id, *child, uint8_t(level - 1), index * fanout + i, leaf));
+      POOLFS_RETURN_IF_ERROR(Block(id, *child, uint8_t(level - 1), index * kFanout + i, leaf));
     }
     return Status::Ok();
   }
@@ -68,7 +68,7 @@ Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view na
                               root.ToString() + ")");
   POOLFS_RETURN_IF_ERROR(fn(root));
   POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(root));
-  POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name));
+  POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name, zio->format()));
   Walker w(zio, std::string(name), fn);
   const Leaf dnodes = [&](uint64_t blkid, const std::string& data) -> Status {
     const auto* p = reinterpret_cast<const uint8_t*>(data.data());
@@ -78,7 +78,8 @@ Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view na
       if (p[slot * kDnodeSize] == 0) continue;  // a free slot
       POOLFS_ASSIGN_OR_RETURN(
           DnodePhys d,
-          DecodeDnode(p + slot * kDnodeSize, std::string(name) + " object " + std::to_string(id)));
+          DecodeDnode(p + slot * kDnodeSize, std::string(name) + " object " + std::to_string(id),
+                      zio->format()));
       POOLFS_RETURN_IF_ERROR(w.Tree(id, d, nullptr));
     }
     return Status::Ok();

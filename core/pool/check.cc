@@ -29,6 +29,7 @@ struct PoolOnDevices {
   std::vector<vdev::VdevLayout> layouts;
   std::vector<VdevGeometry> geometry;
   std::vector<vdev::Uberblock> candidates;  // newest first, as import tries them
+  zio::BpFormat format = zio::BpFormat::kV2;  // the labels' format version
 };
 
 // Reads every device's labels and checks that they form one pool, with the
@@ -47,6 +48,10 @@ Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, Prob
     if (i > 0 && h.pool_guid != infos[0].header.pool_guid)
       return Status::InvalidArgument(devs[i]->name() + " belongs to another pool than " +
                                      devs[0]->name());
+    if (i > 0 && h.version != infos[0].header.version)
+      return Status::Corruption(devs[i]->name() + " has format version " +
+                                std::to_string(h.version) + ", " + devs[0]->name() + " " +
+                                std::to_string(infos[0].header.version));
     if (h.vdev_count != devs.size())
       return Status::InvalidArgument("the pool has " + std::to_string(h.vdev_count) +
                                      " vdevs but " + std::to_string(devs.size()) + " were given");
@@ -66,6 +71,7 @@ Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, Prob
     return Status::Corruption("pool config lists " + std::to_string(p.config.vdevs.size()) +
                               " vdevs, the labels " + std::to_string(devs.size()));
   const uint64_t pool_guid = infos[0].header.pool_guid;
+  p.format = zio::BpFormat(infos[0].header.version);
   uint64_t guid_sum = 0;
   for (size_t i = 0; i < infos.size(); i++) {
     const std::string name = "vdev " + std::to_string(i) + " (" + p.devs[i]->name() + ")";
@@ -89,7 +95,9 @@ Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, Prob
   }
   for (const auto& info : infos) {
     for (const auto& f : info.uberblocks) {
-      if (f.ub.pool_guid != pool_guid || f.ub.guid_sum != guid_sum) continue;
+      if (f.ub.pool_guid != pool_guid || f.ub.guid_sum != guid_sum ||
+          f.ub.version != uint32_t(p.format))
+        continue;
       if (std::find(p.candidates.begin(), p.candidates.end(), f.ub) == p.candidates.end())
         p.candidates.push_back(f.ub);
     }
@@ -115,8 +123,8 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
   space::SpaceOptions options;
   options.allocators = 1;
   space::SpaceManager space(vdevs, options);
-  zio::Zio zio(ZioVdevs(p), nullptr);
-  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root, DecodeRootPayload(ub.root));
+  zio::Zio zio(ZioVdevs(p), nullptr, p.format);
+  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root, DecodeRootPayload(ub.root, p.format));
   POOLFS_ASSIGN_OR_RETURN(auto mos, dmu::ObjectSet::Open(&zio, root, "MOS"));
   auto read = [&](uint64_t object, const std::string& what) -> Result<std::string> {
     auto info = mos->Stat(ObjectId(object));
@@ -129,7 +137,7 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
   };
   POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes,
                           read(kDirectoryObject, "pool directory (MOS object 1)"));
-  POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
+  POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes, p.format));
   for (const SpaceMapEntry& m : dir.space_maps) {
     const std::string what = "space map of vdev " + std::to_string(m.vdev) + " metaslab " +
                              std::to_string(m.metaslab) + " (MOS object " +
@@ -242,14 +250,14 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   report.txg = chosen->txg.value();
 
   // The walk has a pipeline of its own: its checksum errors are the report's.
-  zio::Zio zio(ZioVdevs(p), nullptr);
+  zio::Zio zio(ZioVdevs(p), nullptr, p.format);
   CheckWalker walker(&zio, p.geometry, chosen->txg, &report, &sink, &visitor);
   auto finish = [&] {
     for (size_t v = 0; v < p.devs.size(); v++)
       report.checksum_errors += zio.checksum_errors(uint32_t(v));
     return report;
   };
-  auto root = DecodeRootPayload(chosen->root);
+  auto root = DecodeRootPayload(chosen->root, p.format);
   if (!root.ok()) {
     sink.Add("uberblock of txg " + std::to_string(report.txg), root.status().message());
     return finish();
@@ -270,7 +278,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
                            " object" + unchecked);
   } else if (!it->second.complete) {
     sink.Add(dir_name, "not all of it could be read (see above)" + unchecked);
-  } else if (auto d = DecodePoolDirectory(it->second.bytes); !d.ok()) {
+  } else if (auto d = DecodePoolDirectory(it->second.bytes, p.format); !d.ok()) {
     sink.Add(dir_name, d.status().message() + unchecked);
   } else {
     dir = std::move(d).value();

@@ -9,7 +9,6 @@
 namespace poolfs::core::pool {
 
 namespace {
-constexpr uint64_t kFanout = uint64_t{1} << dmu::kIndirectShift;
 // A gathered MOS object longer than this is refused: a damaged length must
 // not exhaust memory.
 constexpr uint64_t kMaxGatheredBytes = uint64_t{1} << 28;
@@ -60,6 +59,20 @@ void CheckWalker::Problem(const Origin& o, const zio::BlockPtr& bp, std::string 
              std::move(what));
 }
 
+Result<std::string> CheckWalker::ReadChecked(const zio::BlockPtr& bp, const Origin& o) {
+  std::vector<zio::Zio::CopyError> bad;
+  Result<std::string> data = zio_->ReadEveryCopy(bp, &bad);
+  // The block reads from a good copy: each bad one is a problem of its own
+  // (a scrub or the next read of the block rewrites it). None reads: the
+  // caller reports the block.
+  if (data.ok())
+    for (const zio::Zio::CopyError& e : bad)
+      sink_->Add(DescribeAt(o, bp.copy(e.copy).vdev, bp.copy(e.copy).offset),
+                 "copy " + std::to_string(e.copy) + " of " + std::to_string(bp.copies()) +
+                     " does not read back (the others do): " + e.status.message());
+  return data;
+}
+
 void CheckWalker::Visit(const zio::BlockPtr& bp, const Origin& o) {
   if (visitor_ == nullptr || !*visitor_) return;
   CheckedBlock b;
@@ -85,7 +98,11 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
                 ", after the block that points to it (txg " + std::to_string(parent_birth.value()) +
                 ")");
   const Ref r = ReferenceExtent(bp, bp.dva, o);
-  if (r != Ref::kWalk || !bp.IsGang()) return r;
+  if (r != Ref::kWalk) return r;
+  // Further copies: the same bytes again, each referenced once.
+  for (int i = 1; i < bp.copies(); i++)
+    if (ReferenceExtent(bp, bp.copy(i), o) == Ref::kInvalid) return Ref::kInvalid;
+  if (!bp.IsGang()) return r;
   // A gang block: its children are its bytes, each referenced once.
   Result<std::vector<space::Dva>> kids = zio_->GangChildren(bp);
   if (!kids.ok()) {
@@ -189,13 +206,13 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
     if (r == Ref::kInvalid) skipped_++;
     return;
   }
-  auto bytes = zio_->Read(root);
+  auto bytes = ReadChecked(root, ro);
   if (!bytes.ok()) {
     Problem(ro, root, bytes.status().message());
     skipped_++;
     return;
   }
-  auto phys = dmu::DecodeObjset(*bytes, Describe(ro));
+  auto phys = dmu::DecodeObjset(*bytes, Describe(ro), zio_->format());
   if (!phys.ok()) {
     Problem(ro, root, phys.status().message());
     skipped_++;
@@ -224,7 +241,8 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
     bool all_decoded = true;
     for (uint64_t slot = 0; slot < dmu::kDnodesPerBlock; slot++) {
       const uint64_t id = blkid * dmu::kDnodesPerBlock + slot;
-      auto d = dmu::DecodeDnode(p + slot * dmu::kDnodeSize, "object " + std::to_string(id));
+      auto d = dmu::DecodeDnode(p + slot * dmu::kDnodeSize, "object " + std::to_string(id),
+                                zio_->format());
       if (!d.ok()) {
         Problem(leaf, bp, d.status().message());
         skipped_++;
@@ -347,7 +365,8 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
   if (bp.level != level)
     return give_up("pointer says level " + std::to_string(bp.level) +
                    "; the tree puts the block at level " + std::to_string(level));
-  const uint32_t lsize = level > 0 ? uint32_t(dmu::kIndirectBlockSize) : w.block_size;
+  const zio::BpFormat format = zio_->format();
+  const uint32_t lsize = level > 0 ? uint32_t(dmu::IndirectBlockSize(format)) : w.block_size;
   if (bp.lsize != lsize)
     return give_up("pointer says " + std::to_string(bp.lsize) + " bytes; blocks here are " +
                    std::to_string(lsize));
@@ -360,7 +379,7 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
   }
   w.used += bp.allocated();  // the dnode counts it, whoever else does
   if (r == Ref::kDuplicate) return;
-  auto data = zio_->Read(bp);
+  auto data = ReadChecked(bp, o);
   if (!data.ok()) return give_up(data.status().message());
   if (level == 0) {
     w.leaves++;
@@ -371,8 +390,9 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
   auto* p = reinterpret_cast<const uint8_t*>(data->data());
   uint64_t fill = 0;
   bool all_decoded = true;
-  for (uint64_t i = 0; i < kFanout; i++) {
-    auto child = zio::DecodeBlockPtr(p + i * zio::kBlockPtrSize, "slot " + std::to_string(i));
+  for (uint64_t i = 0; i < dmu::kFanout; i++) {
+    auto child =
+        zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), "slot " + std::to_string(i), format);
     if (!child.ok()) {
       Problem(o, bp, child.status().message());
       w.damaged = true;
@@ -381,7 +401,8 @@ void CheckWalker::WalkBlock(TreeWalk& w, const zio::BlockPtr& bp, uint8_t level,
       continue;
     }
     fill += child->fill;
-    if (!child->IsHole()) WalkBlock(w, *child, uint8_t(level - 1), index * kFanout + i, bp.birth);
+    if (!child->IsHole())
+      WalkBlock(w, *child, uint8_t(level - 1), index * dmu::kFanout + i, bp.birth);
   }
   if (all_decoded && fill != bp.fill)
     Problem(o, bp,

@@ -128,6 +128,9 @@ class CheckWalker {
   // Checks one extent of bp's and records it.
   Ref ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent, const Origin& o);
   void Visit(const zio::BlockPtr& bp, const Origin& o);
+  // The block's bytes, each of its copies verified (a copy that fails while
+  // another reads is reported here).
+  Result<std::string> ReadChecked(const zio::BlockPtr& bp, const Origin& o);
   void Problem(const Origin& o, const zio::BlockPtr& bp, std::string what);
 
   zio::Zio* zio_;

@@ -48,8 +48,9 @@ void Pool::BuildIo() {
   }
   zio_.reset();
   space_ = std::make_unique<space::SpaceManager>(vdevs, options_.space);
-  zio_ = std::make_unique<zio::Zio>(zvdevs, space_.get());
+  zio_ = std::make_unique<zio::Zio>(zvdevs, space_.get(), zio::BpFormat(format_version_));
   zio_->set_force_gang_above(options_.force_gang_above);
+  zio_->set_repairs(options_.repair_reads);
 }
 
 Status Pool::Create(const std::vector<std::string>& paths, uint64_t size,
@@ -76,8 +77,15 @@ Status Pool::Create(const std::vector<std::string>& paths, uint64_t size,
 Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
                              const std::vector<std::string>& paths, const CreateOptions& options) {
   POOLFS_RETURN_IF_ERROR(ValidateDatasetName(options.name).WithContext("pool name"));
+  if (options.format_version < vdev::kOldestFormatVersion ||
+      options.format_version > vdev::kFormatVersion)
+    return Status::InvalidArgument("pool format version " + std::to_string(options.format_version) +
+                                   " (this build makes " +
+                                   std::to_string(vdev::kOldestFormatVersion) + " to " +
+                                   std::to_string(vdev::kFormatVersion) + ")");
   std::unique_ptr<Pool> p(new Pool());
   p->devs_ = devs;
+  p->format_version_ = options.format_version;
   p->config_.name = options.name;
   p->pool_guid_ = RandomGuid();
   for (size_t i = 0; i < devs.size(); i++) {
@@ -95,6 +103,7 @@ Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
   const std::string config = EncodePoolConfig(p->config_);
   for (size_t i = 0; i < devs.size(); i++) {
     vdev::LabelHeader h;
+    h.version = p->format_version_;
     h.pool_guid = p->pool_guid_;
     h.vdev_guid = p->config_.vdevs[i].guid;
     h.vdev_index = uint32_t(i);
@@ -176,6 +185,10 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     if (i > 0 && h.pool_guid != infos[0].header.pool_guid)
       return Status::InvalidArgument(devs[i]->name() + " belongs to another pool than " +
                                      devs[0]->name());
+    if (i > 0 && h.version != infos[0].header.version)
+      return Status::Corruption(devs[i]->name() + " has format version " +
+                                std::to_string(h.version) + ", " + devs[0]->name() + " " +
+                                std::to_string(infos[0].header.version));
     if (h.vdev_count != devs.size())
       return Status::InvalidArgument("the pool has " + std::to_string(h.vdev_count) +
                                      " vdevs but " + std::to_string(devs.size()) + " were given");
@@ -189,6 +202,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
             [](const auto& a, const auto& b) { return a.header.vdev_index < b.header.vdev_index; });
   p->devs_ = ordered;
   p->pool_guid_ = infos[0].header.pool_guid;
+  p->format_version_ = infos[0].header.version;
   // The newest config any label holds.
   const vdev::VdevLabelInfo* newest = &infos[0];
   for (const auto& info : infos)
@@ -211,7 +225,9 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   for (const auto& info : infos) {
     for (const auto& f : info.uberblocks) {
       max_txg = std::max(max_txg, f.ub.txg.value());
-      if (f.ub.pool_guid != p->pool_guid_ || f.ub.guid_sum != p->guid_sum_) continue;
+      if (f.ub.pool_guid != p->pool_guid_ || f.ub.guid_sum != p->guid_sum_ ||
+          f.ub.version != p->format_version_)
+        continue;
       if (std::find(candidates.begin(), candidates.end(), f.ub) == candidates.end())
         candidates.push_back(f.ub);
     }
@@ -265,10 +281,10 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
 }
 
 Status Pool::OpenAt(const vdev::Uberblock& ub) {
-  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root));
+  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root, zio_->format()));
   POOLFS_ASSIGN_OR_RETURN(mos_, dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS"));
   POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes, ReadMosObject(*mos_, kDirectoryObject));
-  POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes));
+  POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes, zio_->format()));
   util::MutexLock l(&mu_);
   for (const SpaceMapEntry& m : dir.space_maps) {
     std::string where =
@@ -300,6 +316,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
     ds->os->SetDnodeLimit(object_cache_limit());
     datasets_.emplace(e.id, std::move(ds));
   }
+  for (auto& [id, ds] : datasets_) ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));
   dir_ = std::move(dir);
   return Status::Ok();
 }

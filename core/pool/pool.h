@@ -145,6 +145,10 @@ struct PoolOptions {
   bool serial_dataset_sync = false;
   // How the vdev files are opened (vdev.*; FileDevice's theory comment).
   VdevOptions vdev;
+  // Whether a read that finds a bad copy of a block rewrites it from a good
+  // one (zio::Zio's self-healing). Off for a read-only mount, which must
+  // write nothing.
+  bool repair_reads = true;
   // Idle objects kept in memory per dataset; 0: from the cache's bound
   // (object_cache_limit()). Tests set it low to make objects come and go.
   uint64_t object_cache_limit = 0;
@@ -162,6 +166,9 @@ struct CreateOptions {
   std::string name = "pool";
   uint32_t ashift = 12;
   bool force = false;  // overwrite a non-empty file or an existing pool
+  // The on-disk format: the newest unless an older one is asked for (tests
+  // of what a pool made by an older build does).
+  uint32_t format_version = vdev::kFormatVersion;
 };
 
 // One dataset's figures (Pool::ListDatasets).
@@ -405,9 +412,13 @@ class Pool {
   DatasetProps PropsOf(const Dataset& ds) const REQUIRES(mu_);
   // Every live dataset's figures, by id.
   std::map<uint64_t, DatasetFigures> Figures() const REQUIRES(mu_);
-  // Notifies the watchers of every dataset in `changed`.
+  // Applies the new properties of every dataset in `changed` (the copies
+  // its blocks get) and notifies the watchers.
   void NotifyProps(const std::vector<std::pair<uint64_t, DatasetProps>>& changed)
       EXCLUDES(watch_mu_, mu_);
+  // InvalidArgument when the pool's format cannot hold what a property asks
+  // (copies above 1 in format 1).
+  Status CheckFormatHolds(const PropertyDef& def, std::string_view value) const;
   // The effective properties of `ds` and its descendants.
   std::vector<std::pair<uint64_t, DatasetProps>> SubtreeProps(Dataset* ds) const REQUIRES(mu_);
   Status WriteUberblocks(Txg t, const zio::BlockPtr& mos_root);
@@ -417,6 +428,9 @@ class Pool {
   std::vector<std::unique_ptr<vdev::BlockDevice>> owned_devs_;
   std::vector<vdev::LabelHeader> labels_;
   std::vector<vdev::VdevLayout> layouts_;
+  // The pool's on-disk format (its labels'): how its block pointers are
+  // encoded, and the version its uberblocks carry.
+  uint32_t format_version_ = vdev::kFormatVersion;
   uint64_t pool_guid_ = 0;
   uint64_t guid_sum_ = 0;
   PoolOptions options_;

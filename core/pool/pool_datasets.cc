@@ -171,6 +171,7 @@ Result<Txg> Pool::CreateDataset(std::string_view name,
   std::map<std::string, std::string, std::less<>> local;
   for (const auto& [key, value] : props) {
     POOLFS_ASSIGN_OR_RETURN(auto parsed, ParseProperty(key, value));
+    POOLFS_RETURN_IF_ERROR(CheckFormatHolds(*parsed.first, parsed.second));
     if (!local.emplace(key, std::move(parsed.second)).second)
       return Status::InvalidArgument("property " + Quote(key) + " is given twice");
   }
@@ -207,6 +208,7 @@ Result<Txg> Pool::CreateDataset(std::string_view name,
     cur = ds.get();
     const uint64_t id = ds->entry.id;
     datasets_.emplace(id, std::move(ds));
+    cur->os->SetCopies(uint8_t(PropsOf(*cur).copies));
   }
   dir_dirty_ = true;
   tx.Dirtied(4096);
@@ -360,6 +362,7 @@ Result<Txg> Pool::SetProperty(std::string_view name, std::string_view prop,
                               std::string_view value) {
   POOLFS_ASSIGN_OR_RETURN(auto parsed, ParseProperty(prop, value));
   const PropertyDef* def = parsed.first;
+  POOLFS_RETURN_IF_ERROR(CheckFormatHolds(*def, parsed.second));
   dmu::Tx tx(txgs_.get());
   POOLFS_RETURN_IF_ERROR(tx.Assign());
   std::vector<std::pair<uint64_t, DatasetProps>> changed;
@@ -570,8 +573,22 @@ void Pool::UnwatchProperties(uint64_t handle) {
   watchers_.erase(handle);
 }
 
+Status Pool::CheckFormatHolds(const PropertyDef& def, std::string_view value) const {
+  if (def.name == "copies" && value != "1" && zio_->format() == zio::BpFormat::kV1)
+    return Status::InvalidArgument("copies=" + std::string(value) + ": pool '" + config_.name +
+                                   "' has on-disk format 1, which stores one copy of each block "
+                                   "(pools created since format 2 hold up to 3)");
+  return Status::Ok();
+}
+
 void Pool::NotifyProps(const std::vector<std::pair<uint64_t, DatasetProps>>& changed) {
   if (changed.empty()) return;
+  {
+    // The dmu's share: how many copies new blocks get.
+    util::MutexLock l(&mu_);
+    for (const auto& [id, props] : changed)
+      if (Dataset* ds = Find(id)) ds->os->SetCopies(uint8_t(props.copies));
+  }
   std::vector<std::function<void(uint64_t, const DatasetProps&)>> fns;
   {
     util::MutexLock l(&watch_mu_);

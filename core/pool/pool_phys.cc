@@ -127,7 +127,8 @@ Result<PoolConfig> DecodePoolConfig(std::string_view in) {
   return c;
 }
 
-std::string EncodePoolDirectory(const PoolDirectory& d) {
+std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
+  const size_t bp_size = zio::BlockPtrSize(format);
   std::string s;
   util::AppendLE64(&s, kDirMagic);
   util::AppendLE32(&s, kDirVersion);
@@ -140,9 +141,9 @@ std::string EncodePoolDirectory(const PoolDirectory& d) {
     util::AppendLE64(&s, e.parent);
     util::AppendLE64(&s, e.created.value());
     util::AppendLE64(&s, uint64_t(e.creation_time));
-    uint8_t bp[zio::kBlockPtrSize];
-    zio::EncodeBlockPtr(e.root, bp);
-    s.append(reinterpret_cast<char*>(bp), sizeof bp);
+    uint8_t bp[zio::kBlockPtrSizeV2];
+    zio::EncodeBlockPtr(e.root, bp, format);
+    s.append(reinterpret_cast<char*>(bp), bp_size);
     PutU16(&s, uint16_t(e.name.size()));
     s += e.name;
     PutU16(&s, uint16_t(e.props.size()));
@@ -160,15 +161,16 @@ std::string EncodePoolDirectory(const PoolDirectory& d) {
     util::AppendLE64(&s, m.object);
   }
   for (const zio::BlockPtr& bp : d.deferred_frees) {
-    uint8_t b[zio::kBlockPtrSize];
-    zio::EncodeBlockPtr(bp, b);
-    s.append(reinterpret_cast<char*>(b), sizeof b);
+    uint8_t b[zio::kBlockPtrSizeV2];
+    zio::EncodeBlockPtr(bp, b, format);
+    s.append(reinterpret_cast<char*>(b), bp_size);
   }
   return s;
 }
 
-Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
+Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat format) {
   Reader r(in, "pool directory");
+  const size_t bp_size = zio::BlockPtrSize(format);
   uint64_t magic;
   uint32_t version, nfrees, ndatasets, nmaps;
   PoolDirectory d;
@@ -178,12 +180,11 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
   if (version == 1 && nfrees != 0) return r.Bad("nonzero reserved field");
   if (!r.U64(&d.next_dataset_id) || !r.U32(&ndatasets) || !r.U32(&nmaps))
     return r.Bad("truncated header");
-  // Each dataset entry takes at least 83 bytes (101 from version 3), each
-  // space map 24, each deferred free 64: refuse counts the bytes cannot hold
-  // before reserving anything.
-  const uint64_t min_entry = version >= 3 ? 101 : 83;
-  if (uint64_t(ndatasets) * min_entry + uint64_t(nmaps) * 24 +
-          uint64_t(nfrees) * zio::kBlockPtrSize >
+  // Each dataset entry takes at least 19 bytes and a block pointer (37 from
+  // version 3), each space map 24, each deferred free a block pointer:
+  // refuse counts the bytes cannot hold before reserving anything.
+  const uint64_t min_entry = (version >= 3 ? 37 : 19) + bp_size;
+  if (uint64_t(ndatasets) * min_entry + uint64_t(nmaps) * 24 + uint64_t(nfrees) * bp_size >
       in.size())
     return r.Bad("counts too large");
   std::map<uint64_t, size_t> by_id;  // id -> index in d.datasets
@@ -194,12 +195,13 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
     uint16_t name_len;
     const uint8_t* bp;
     if (!r.U64(&e.id) || (version >= 3 && !r.U64(&e.parent)) || !r.U64(&created) ||
-        (version >= 3 && !r.U64(&ctime)) || !(bp = r.Raw(zio::kBlockPtrSize)) ||
-        !r.U16(&name_len) || !r.Bytes(name_len, &e.name))
+        (version >= 3 && !r.U64(&ctime)) || !(bp = r.Raw(bp_size)) || !r.U16(&name_len) ||
+        !r.Bytes(name_len, &e.name))
       return r.Bad(what + " is truncated");
     e.created = Txg(created);
     e.creation_time = int64_t(ctime);
-    POOLFS_ASSIGN_OR_RETURN(e.root, zio::DecodeBlockPtr(bp, "dataset '" + e.name + "' root"));
+    POOLFS_ASSIGN_OR_RETURN(e.root,
+                            zio::DecodeBlockPtr(bp, "dataset '" + e.name + "' root", format));
     if (Status st = ValidateDatasetName(e.name); !st.ok())
       return r.Bad(what + " has a bad name: " + st.message());
     if (e.id == 0 || e.id >= d.next_dataset_id)
@@ -273,9 +275,9 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
   }
   for (uint32_t i = 0; i < nfrees; i++) {
     const std::string what = "deferred free " + std::to_string(i);
-    const uint8_t* bp = r.Raw(zio::kBlockPtrSize);
+    const uint8_t* bp = r.Raw(bp_size);
     if (bp == nullptr) return r.Bad(what + " is truncated");
-    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr b, zio::DecodeBlockPtr(bp, what));
+    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr b, zio::DecodeBlockPtr(bp, what, format));
     if (b.IsHole()) return r.Bad(what + " is a hole");
     d.deferred_frees.push_back(b);
   }
@@ -283,16 +285,18 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in) {
   return d;
 }
 
-std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root) {
+std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root,
+                                                                zio::BpFormat format) {
   std::array<uint8_t, vdev::kUberblockRootSize> out{};
-  zio::EncodeBlockPtr(mos_root, out.data());
+  zio::EncodeBlockPtr(mos_root, out.data(), format);
   return out;
 }
 
-Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in) {
-  for (size_t i = zio::kBlockPtrSize; i < in.size(); i++)
+Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in,
+                                        zio::BpFormat format) {
+  for (size_t i = zio::BlockPtrSize(format); i < in.size(); i++)
     if (in[i]) return Status::Corruption("uberblock root payload has nonzero reserved bytes");
-  return zio::DecodeBlockPtr(in.data(), "uberblock MOS root");
+  return zio::DecodeBlockPtr(in.data(), "uberblock MOS root", format);
 }
 
 }  // namespace poolfs::core::pool

@@ -15,7 +15,8 @@
 //          u64 id (1..next id - 1, unique), u64 parent id (0: the root
 //          dataset, exactly one; else another entry's id, no cycle),
 //          u64 creation txg, i64 creation time (seconds since the epoch),
-//          64 B root block pointer (an object set block),
+//          root block pointer (an object set block; a BlockPtrPhys of the
+//          pool's format: 64 B in format 1, 128 B in format 2),
 //          u16 name length, name bytes: the dataset's own component (the
 //          root's is the pool's name; 1..255 bytes, no '/', NUL, '@', '%',
 //          not "." or ".."; unique among one parent's children),
@@ -23,15 +24,15 @@
 //          u8 key length (1..64), key bytes (a settable property, keys in
 //          strictly ascending byte order), u16 value length (0..1024),
 //          value bytes (canonical: what the property's parser returns)
-//        (versions 1 and 2: u64 id, u64 creation txg, 64 B root, u16 name
+//        (versions 1 and 2: u64 id, u64 creation txg, root, u16 name
 //        length, name; the entry with the lowest id is the root, every other
 //        one its child, creation time 0, no properties)
 //     then space maps, each: u32 vdev, u32 reserved (zero), u64 metaslab,
 //        u64 MOS object id
-//     then deferred frees, each a 64 B block pointer (never a hole)
+//     then deferred frees, each a block pointer (never a hole)
 //
-//   Root payload (the first 64 of the uberblock's 512 opaque bytes): the
-//   MOS root block pointer; the rest is zero.
+//   Root payload (the first 64 or 128 of the uberblock's 512 opaque bytes,
+//   by the pool's format): the MOS root block pointer; the rest is zero.
 //
 // Every decoder refuses damage with Corruption saying what and where.
 #pragma once
@@ -99,15 +100,18 @@ struct PoolDirectory {
   std::vector<zio::BlockPtr> deferred_frees;
 };
 
-std::string EncodePoolDirectory(const PoolDirectory& d);
-Result<PoolDirectory> DecodePoolDirectory(std::string_view in);
+// Block pointers in the directory are in the pool's format.
+std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format);
+Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat format);
 
 // Returns OK for one component of a dataset name (also a pool's name):
 // 1..255 bytes, no '/', NUL, '@' or '%', not "." or "..". InvalidArgument
 // saying what is wrong otherwise.
 Status ValidateDatasetName(std::string_view name);
 
-std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root);
-Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in);
+std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root,
+                                                                zio::BpFormat format);
+Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in,
+                                        zio::BpFormat format);
 
 }  // namespace poolfs::core::pool

@@ -166,7 +166,7 @@ Status Pool::WriteDirectory(dmu::Tx& tx) {
     if (!InDirectory(*ds, tx.txg())) continue;
     dir_.datasets.push_back(ds->entry);
   }
-  std::string bytes = EncodePoolDirectory(dir_);
+  std::string bytes = EncodePoolDirectory(dir_, zio_->format());
   POOLFS_RETURN_IF_ERROR(mos_->Write(tx, ObjectId(kDirectoryObject), 0, bytes));
   POOLFS_ASSIGN_OR_RETURN(dmu::ObjectInfo info, mos_->Stat(ObjectId(kDirectoryObject)));
   if (info.length > bytes.size())
@@ -211,7 +211,8 @@ Status Pool::WriteUberblocks(Txg t, const zio::BlockPtr& mos_root) {
   ub.timestamp_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count());
-  ub.root = EncodeRootPayload(mos_root);
+  ub.version = format_version_;
+  ub.root = EncodeRootPayload(mos_root, zio_->format());
   for (size_t i = 0; i < devs_.size(); i++)
     POOLFS_RETURN_IF_ERROR(vdev::WriteUberblock(*devs_[i], layouts_[i], ub));
   return zio_->FlushAll();

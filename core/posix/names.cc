@@ -2,6 +2,8 @@
 // unlink, rmdir, readdir (rename is rename.cc).
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "posix/posix_fs.h"
 
 namespace poolfs::core::posix {
@@ -99,7 +101,10 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
   z.atime = z.mtime = z.ctime = z.btime = Now();
   if (S_ISLNK(mode)) {
     z.size = target.size();
-    if (target.size() <= kMaxInlineTarget) z.inline_target = std::string(target);
+    // Inline when it fits the bonus buffer (pool format 1's holds 256
+    // bytes of target, format 2's 192).
+    if (target.size() <= std::min(kMaxInlineTarget, os_->max_bonus() - kZnodeSize))
+      z.inline_target = std::string(target);
   }
 
   dmu::Tx tx(pool_->assigner());

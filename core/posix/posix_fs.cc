@@ -108,6 +108,7 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.arc = tunables.arc;
   po.read_ahead = tunables.read_ahead;
   po.executor = options.executor;
+  po.repair_reads = !options.read_only;
   if (options.on_txg_synced) {
     po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {
       cb(t.value(), ns, bytes);

@@ -39,7 +39,7 @@ namespace poolfs::core::posix {
 inline constexpr uint32_t kZnodeMagic = 0x314e5a50;  // "PZN1"
 inline constexpr uint8_t kZnodeBonus = 0x5a;         // the dnode bonus type of a znode
 inline constexpr size_t kZnodeSize = 128;            // without the inline target
-inline constexpr size_t kMaxInlineTarget = 256;
+inline constexpr size_t kMaxInlineTarget = 256;      // the most of any pool format (1)
 inline constexpr size_t kMaxSymlinkTarget = 4095;  // PATH_MAX - 1
 
 struct ZnodePhys {

@@ -9,6 +9,8 @@ namespace poolfs::core::space {
 
 namespace {
 constexpr uint64_t kTargetMetaslabs = 200;
+// Copy allocator sets: one for copy 1, one for copy 2.
+constexpr size_t kCopySets = 2;
 constexpr uint32_t kMinMetaslabShift = 24;  // 16 MiB
 
 bool Contains(const std::vector<Metaslab*>& v, const Metaslab* ms) {
@@ -28,15 +30,6 @@ uint32_t DefaultAllocatorCount() {
   unsigned n = std::thread::hardware_concurrency();
   return std::clamp(n, 1u, 8u);
 }
-
-// One allocator: its lock, its active metaslab per vdev, and its rotor. On
-// its own cache lines so that allocators do not share them.
-struct alignas(64) SpaceManager::AllocatorState {
-  util::Mutex mu;
-  std::vector<Metaslab*> active GUARDED_BY(mu);  // per vdev
-  uint32_t rotor GUARDED_BY(mu) = 0;
-  uint64_t rotor_bytes GUARDED_BY(mu) = 0;
-};
 
 MetaslabGroup::MetaslabGroup(const VdevSpaceConfig& config, const SpaceOptions& options)
     : config_(config) {
@@ -96,12 +89,12 @@ SpaceManager::SpaceManager(std::vector<VdevSpaceConfig> vdevs, const SpaceOption
     groups_.push_back(std::make_unique<MetaslabGroup>(c, options_));
   }
   uint32_t n = options.allocators ? options.allocators : DefaultAllocatorCount();
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < n * (1 + kCopySets); i++) {
     auto st = std::make_unique<AllocatorState>();
     util::MutexLock l(&st->mu);
     st->active.assign(groups_.size(), nullptr);
     st->rotor = uint32_t(i % groups_.size());  // allocators start on different vdevs
-    allocators_.push_back(std::move(st));
+    (i < n ? allocators_ : copy_allocators_).push_back(std::move(st));
   }
 }
 
@@ -114,51 +107,60 @@ Status SpaceManager::LoadMetaslab(uint32_t vdev, uint64_t index, std::string_vie
   return groups_[vdev]->metaslab(index).Load(space_map);
 }
 
+Result<uint64_t> SpaceManager::AllocateOn(AllocatorState& st, int id, uint32_t v, uint64_t size,
+                                          Txg txg, std::vector<Metaslab*> skip) {
+  MetaslabGroup& g = *groups_[v];
+  if (size & ((uint64_t{1} << g.config().ashift) - 1))
+    return Status::InvalidArgument("allocation of " + std::to_string(size) +
+                                   " bytes is not a multiple of the sector size");
+  Metaslab* ms = st.active[v];
+  for (;;) {
+    if (ms && !Contains(skip, ms)) {
+      Result<uint64_t> off = ms->Allocate(size, txg);
+      if (off.ok()) return off;
+      skip.push_back(ms);
+    }
+    // The active metaslab cannot serve: hand it back, take another.
+    if (st.active[v]) {
+      g.Passivate(st.active[v]);
+      st.active[v] = nullptr;
+    }
+    ms = g.Activate(id, size, skip);
+    if (ms) {
+      st.active[v] = ms;
+      continue;
+    }
+    // Nothing unowned fits: borrow one another allocator has active.
+    for (;;) {
+      Metaslab* other = g.StealCandidate(size, skip);
+      if (!other) return Status::NoSpace("");
+      Result<uint64_t> off = other->Allocate(size, txg);
+      if (off.ok()) return off;
+      skip.push_back(other);
+    }
+  }
+}
+
+Status SpaceManager::NoSpaceFor(uint64_t size) const {
+  SpaceStats s = Stats();
+  return Status::NoSpace("no free block of " + std::to_string(size) + " bytes on any vdev (" +
+                         std::to_string(s.free) + " of " + std::to_string(s.capacity) +
+                         " bytes free, " + std::to_string(s.deferred) + " deferred)");
+}
+
 Result<Dva> SpaceManager::Allocate(size_t a, uint64_t size, Txg txg) {
   AllocatorState& st = *allocators_[a % allocators_.size()];
   const int id = int(a % allocators_.size());
   util::MutexLock l(&st.mu);
   const uint32_t nvdevs = uint32_t(groups_.size());
-  std::vector<Metaslab*> tried;
   for (uint32_t step = 0; step < nvdevs; step++) {
     const uint32_t v = (st.rotor + step) % nvdevs;
-    MetaslabGroup& g = *groups_[v];
-    if (size & ((uint64_t{1} << g.config().ashift) - 1))
-      return Status::InvalidArgument("allocation of " + std::to_string(size) +
-                                     " bytes is not a multiple of the sector size");
-    Result<uint64_t> off = Status::NoSpace("");
-    Metaslab* ms = st.active[v];
-    for (;;) {
-      if (ms && !Contains(tried, ms)) {
-        off = ms->Allocate(size, txg);
-        if (off.ok()) break;
-        tried.push_back(ms);
-      }
-      // The active metaslab cannot serve: hand it back, take another.
-      if (st.active[v]) {
-        g.Passivate(st.active[v]);
-        st.active[v] = nullptr;
-      }
-      ms = g.Activate(id, size, tried);
-      if (ms) {
-        st.active[v] = ms;
-        continue;
-      }
-      // Nothing unowned fits: borrow one another allocator has active.
-      for (;;) {
-        Metaslab* other = g.StealCandidate(size, tried);
-        if (!other) break;
-        off = other->Allocate(size, txg);
-        if (off.ok()) {
-          ms = other;
-          break;
-        }
-        tried.push_back(other);
-      }
-      break;
+    Result<uint64_t> off = AllocateOn(st, id, v, size, txg, {});
+    if (!off.ok()) {
+      if (!off.status().IsNoSpace()) return off.status();
+      continue;  // next vdev
     }
-    if (!off.ok()) continue;  // next vdev
-    if (step > 0) {           // moved on: start the aliquot on the new vdev
+    if (step > 0) {  // moved on: start the aliquot on the new vdev
       st.rotor = v;
       st.rotor_bytes = 0;
     }
@@ -169,10 +171,54 @@ Result<Dva> SpaceManager::Allocate(size_t a, uint64_t size, Txg txg) {
     }
     return Dva{v, *off, size};
   }
-  SpaceStats s = Stats();
-  return Status::NoSpace("no free block of " + std::to_string(size) + " bytes on any vdev (" +
-                         std::to_string(s.free) + " of " + std::to_string(s.capacity) +
-                         " bytes free, " + std::to_string(s.deferred) + " deferred)");
+  return NoSpaceFor(size);
+}
+
+Result<Dva> SpaceManager::AllocateCopy(size_t a, int copy, uint64_t size, Txg txg,
+                                       std::span<const Dva> earlier) {
+  POOLFS_CHECK(copy >= 1 && size_t(copy) <= kCopySets);
+  POOLFS_CHECK(!earlier.empty());
+  const size_t n = allocators_.size();
+  AllocatorState& st = *copy_allocators_[(copy - 1) * n + a % n];
+  const int id = int(n + (copy - 1) * n + a % n);  // never a copy-0 allocator's id
+  util::MutexLock l(&st.mu);
+  const uint32_t nvdevs = uint32_t(groups_.size());
+  auto holds_copy = [&](uint32_t v) {
+    for (const Dva& e : earlier)
+      if (e.vdev == v) return true;
+    return false;
+  };
+  // The metaslabs of vdev v within `spread` metaslabs of an earlier copy.
+  auto near = [&](uint32_t v, uint64_t spread) {
+    std::vector<Metaslab*> out;
+    MetaslabGroup& g = *groups_[v];
+    for (const Dva& e : earlier) {
+      if (e.vdev != v) continue;
+      const uint64_t at = (e.offset - g.config().alloc_start) >> g.config().ms_shift;
+      const uint64_t lo = at >= spread - 1 ? at - (spread - 1) : 0;
+      for (uint64_t i = lo; i < g.count() && i <= at + (spread - 1); i++)
+        out.push_back(&g.metaslab(i));
+    }
+    return out;
+  };
+  const uint32_t first = (earlier.back().vdev + 1) % nvdevs;
+  // Vdevs without a copy first; then those with one, far from it, then in
+  // another metaslab; then anywhere.
+  for (int pass = 0; pass < 4; pass++) {
+    for (uint32_t step = 0; step < nvdevs; step++) {
+      const uint32_t v = (first + step) % nvdevs;
+      const bool has = holds_copy(v);
+      if ((pass == 0) == has) continue;
+      std::vector<Metaslab*> skip;
+      if (pass == 1) skip = near(v, std::max<uint64_t>(1, groups_[v]->count() / 8));
+      if (pass == 2) skip = near(v, 1);
+      if (pass == 1 && groups_[v]->count() / 8 <= 1) continue;  // pass 2 is the same
+      Result<uint64_t> off = AllocateOn(st, id, v, size, txg, std::move(skip));
+      if (off.ok()) return Dva{v, *off, size};
+      if (!off.status().IsNoSpace()) return off.status();
+    }
+  }
+  return NoSpaceFor(size);
 }
 
 Metaslab* SpaceManager::MetaslabFor(const Dva& dva) {

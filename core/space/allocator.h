@@ -17,6 +17,16 @@
 // Rotor: an allocator stays on one vdev for `aliquot` bytes, then moves to
 // the next, so writes stripe across vdevs; each allocator has its own rotor.
 //
+// Copies (ditto blocks, zio/block_ptr.h). The further copies of a block
+// come from allocators of their own, one set per copy number, whose active
+// metaslabs are never another's: copy 1 of a block allocated through
+// allocator i comes from copy allocator (1, i). A copy goes to the vdev
+// after the previous copy's where the pool has several (so that two copies
+// share a vdev only when the others are full), and on a vdev that holds an
+// earlier copy, to a metaslab at least an eighth of the vdev's metaslabs
+// away from it (ZFS's old ditto distance), else to any other metaslab;
+// only a vdev full but for those metaslabs gives a copy beside another.
+//
 // Activation picks the metaslab with the highest weight (largest free
 // segment) that no other allocator has active and that can hold the
 // request; when none can, the allocator borrows ("steals") a metaslab active
@@ -34,6 +44,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -121,6 +132,12 @@ class SpaceManager {
   // through allocator `a` (taken modulo the count). NoSpace when no vdev has
   // a free block that large.
   Result<Dva> Allocate(size_t a, uint64_t size, Txg txg);
+  // Allocates copy number `copy` (1 or 2) of a block whose earlier copies
+  // are `earlier` (copy 0 first), `size` bytes in txg, through the copy
+  // allocators of allocator `a` (see the top of the file for where it
+  // goes). NoSpace when no vdev has a free block that large.
+  Result<Dva> AllocateCopy(size_t a, int copy, uint64_t size, Txg txg,
+                           std::span<const Dva> earlier);
   // Frees a block allocated earlier, in txg. Corruption for an extent that
   // is not wholly allocated (double free, damaged pointer); nothing changes.
   Status Free(const Dva& dva, Txg txg);
@@ -139,12 +156,27 @@ class SpaceManager {
   SpaceStats Stats() const;
 
  private:
-  struct AllocatorState;
+  // One allocator: its lock, its active metaslab per vdev, and its rotor.
+  // On its own cache lines so that allocators do not share them.
+  struct alignas(64) AllocatorState {
+    util::Mutex mu;
+    std::vector<Metaslab*> active GUARDED_BY(mu);  // per vdev
+    uint32_t rotor GUARDED_BY(mu) = 0;
+    uint64_t rotor_bytes GUARDED_BY(mu) = 0;
+  };
   Metaslab* MetaslabFor(const Dva& dva);
+  // Allocates `size` on vdev v through allocator `st` (owner id `id`):
+  // its active metaslab, else another it activates, else one borrowed
+  // from another allocator; never one in `skip`. NoSpace when none fits.
+  Result<uint64_t> AllocateOn(AllocatorState& st, int id, uint32_t v, uint64_t size, Txg txg,
+                              std::vector<Metaslab*> skip) REQUIRES(st.mu);
+  Status NoSpaceFor(uint64_t size) const;
 
   SpaceOptions options_;
   std::vector<std::unique_ptr<MetaslabGroup>> groups_;
   std::vector<std::unique_ptr<AllocatorState>> allocators_;
+  // The copy allocators: set c - 1 for copy c, allocator_count() each.
+  std::vector<std::unique_ptr<AllocatorState>> copy_allocators_;
 };
 
 }  // namespace poolfs::core::space

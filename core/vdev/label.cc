@@ -21,7 +21,8 @@ constexpr size_t kHeaderChecked = offsetof(LabelHeaderPhys, checksum_lo);
 
 std::string UnsupportedVersion(uint32_t version) {
   return "pool format version " + std::to_string(version) +
-         " is not supported by this poolfs (supports " + std::to_string(kFormatVersion) + ")";
+         " is not supported by this poolfs (supports " + std::to_string(kOldestFormatVersion) +
+         " to " + std::to_string(kFormatVersion) + ")";
 }
 
 // XXH3-128 of header bytes [0, 496) followed by the config.
@@ -147,7 +148,8 @@ std::vector<uint8_t> EncodeLabel(const LabelHeader& h, int label_index, std::str
   std::vector<uint8_t> b(kRingOffset, 0);
   uint8_t* p = b.data();
   PutLE64(p + offsetof(LabelHeaderPhys, magic), kLabelMagic);
-  PutLE32(p + offsetof(LabelHeaderPhys, version), kFormatVersion);
+  POOLFS_CHECK(h.version >= kOldestFormatVersion && h.version <= kFormatVersion);
+  PutLE32(p + offsetof(LabelHeaderPhys, version), h.version);
   PutLE32(p + offsetof(LabelHeaderPhys, label_index), uint32_t(label_index));
   PutLE64(p + offsetof(LabelHeaderPhys, pool_guid), h.pool_guid);
   PutLE64(p + offsetof(LabelHeaderPhys, vdev_guid), h.vdev_guid);
@@ -191,7 +193,8 @@ Result<DecodedLabel> DecodeLabel(const uint8_t* data, size_t len, int label_inde
     return Status::Corruption("checksum mismatch");
   }
   uint32_t version = GetLE32(p + offsetof(LabelHeaderPhys, version));
-  if (version != kFormatVersion) return Status::NotSupported(UnsupportedVersion(version));
+  if (version < kOldestFormatVersion || version > kFormatVersion)
+    return Status::NotSupported(UnsupportedVersion(version));
   uint32_t stored_index = GetLE32(p + offsetof(LabelHeaderPhys, label_index));
   if (stored_index != uint32_t(label_index)) {
     return Status::Corruption("holds label copy " + std::to_string(stored_index) + " where copy " +

@@ -35,8 +35,9 @@
 //            returns either the old or the new config, each complete.
 //
 // Format versions: a label or uberblock whose checksum is valid but whose
-// version is not kFormatVersion makes ReadLabels fail with NotSupported "pool
-// format version N is not supported by this poolfs (supports 1)". Future
+// version is outside kOldestFormatVersion..kFormatVersion makes ReadLabels
+// fail with NotSupported "pool format version N is not supported by this
+// poolfs (supports 1 to 2)". Future
 // versions must keep the magic, version, config_len and checksum fields where
 // they are (and the checksum rule) so that this check stays meaningful.
 //
@@ -89,7 +90,7 @@ static_assert(offsetof(LabelHeaderPhys, checksum_lo) == 496);
 // A label header in memory. A plain value. The allocatable area and label
 // positions derive from vdev_size (ComputeVdevLayout(vdev_size)).
 struct LabelHeader {
-  uint32_t version = kFormatVersion;  // what was read; writers write kFormatVersion
+  uint32_t version = kFormatVersion;  // the pool's format; what was read, what is written
   uint64_t pool_guid = 0;
   uint64_t vdev_guid = 0;
   uint32_t vdev_index = 0;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "util/check.h"
 #include "util/checksum.h"
 #include "util/endian.h"
 #include "util/text.h"
@@ -24,7 +25,8 @@ UberblockBytes EncodeUberblock(const Uberblock& ub) {
   UberblockBytes b{};
   uint8_t* p = b.data();
   PutLE64(p + offsetof(UberblockPhys, magic), kUberblockMagic);
-  PutLE32(p + offsetof(UberblockPhys, version), kFormatVersion);
+  POOLFS_CHECK(ub.version >= kOldestFormatVersion && ub.version <= kFormatVersion);
+  PutLE32(p + offsetof(UberblockPhys, version), ub.version);
   PutLE64(p + offsetof(UberblockPhys, txg), ub.txg.value());
   PutLE64(p + offsetof(UberblockPhys, pool_guid), ub.pool_guid);
   PutLE64(p + offsetof(UberblockPhys, guid_sum), ub.guid_sum);
@@ -57,9 +59,10 @@ Result<Uberblock> DecodeUberblock(const uint8_t* data, size_t len) {
                               util::HexPadded(got.hi) + util::HexPadded(got.lo).substr(2) + ")");
   }
   uint32_t version = GetLE32(p + offsetof(UberblockPhys, version));
-  if (version != kFormatVersion) {
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
     return Status::NotSupported("uberblock format version " + std::to_string(version) +
                                 " is not supported by this poolfs (supports " +
+                                std::to_string(kOldestFormatVersion) + " to " +
                                 std::to_string(kFormatVersion) + ")");
   }
   Uberblock ub;

@@ -35,7 +35,7 @@ inline constexpr size_t kUberblockRootSize = 512;
 // copies this struct to or from disk as a whole.
 struct UberblockPhys {
   uint64_t magic;                    // kUberblockMagic
-  uint32_t version;                  // kFormatVersion
+  uint32_t version;                  // the pool's format version (its labels')
   uint32_t reserved0;                // zero
   uint64_t txg;                      // the txg this uberblock closes
   uint64_t pool_guid;                // the pool it belongs to
@@ -52,7 +52,7 @@ static_assert(offsetof(UberblockPhys, checksum_lo) == 1008);
 
 // An uberblock in memory. A plain value.
 struct Uberblock {
-  uint32_t version = kFormatVersion;  // what was read; writers always write kFormatVersion
+  uint32_t version = kFormatVersion;  // the pool's format; what was read, what is written
   Txg txg;
   uint64_t pool_guid = 0;
   uint64_t guid_sum = 0;
@@ -63,7 +63,8 @@ struct Uberblock {
 
 using UberblockBytes = std::array<uint8_t, kUberblockSlotSize>;
 
-// Encodes `ub` as one ring slot (version kFormatVersion, checksum filled in).
+// Encodes `ub` as one ring slot (its version, checksum filled in). CHECKs
+// that the version is one this build writes.
 UberblockBytes EncodeUberblock(const Uberblock& ub);
 
 // Decodes one ring slot of `len` bytes (only the first kUberblockSlotSize are
@@ -73,7 +74,7 @@ UberblockBytes EncodeUberblock(const Uberblock& ub);
 //                 checksum mismatch — the message says which;
 //   NotSupported  a well-formed (checksum-valid) uberblock of another format
 //                 version: "uberblock format version N is not supported by
-//                 this poolfs (supports 1)".
+//                 this poolfs (supports 1 to 2)".
 // The caller adds where the slot was (label and slot index).
 Result<Uberblock> DecodeUberblock(const uint8_t* data, size_t len);
 

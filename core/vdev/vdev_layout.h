@@ -48,9 +48,13 @@ static_assert(kRingOffset + kRingSize == kLabelSize);
 // allocate from.
 inline constexpr uint64_t kMinVdevSize = kFrontReserved + kBackReserved + 4 * kMiB;
 
-// The on-disk format version written in every label and uberblock. A pool of
-// any other version is refused (see ReadLabels).
-inline constexpr uint32_t kFormatVersion = 1;
+// The on-disk format version in every label and uberblock: what new pools
+// are created with, and the oldest this build still reads and writes (a
+// pool keeps its version for life). A pool of any other version is refused
+// (see ReadLabels). Format 2 added block pointers of 128 bytes with up to
+// three copies (zio/block_ptr.h).
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 
 // Sector sizes the format allows: 2^9 .. 2^16 bytes.
 inline constexpr uint32_t kMinAshift = 9;

@@ -19,12 +19,19 @@
 //
 // A hole is a BlockPtr with dva.size == 0: no storage, reads as lsize zero
 // bytes. It may carry a birth txg (when the hole was made) and an lsize, type
-// and level; every other field is zero. The all-zero 64 bytes decode to the
+// and level; every other field is zero. The all-zero bytes decode to the
 // empty hole (birth 0, lsize 0).
 //
-// On disk a BlockPtr is a BlockPtrPhys of 64 bytes, little-endian
-// (section 5 of core/doc/on-disk-format.md has the byte-level layout and
-// every validity rule).
+// Copies (ditto blocks). A pointer may name up to kMaxCopies copies of the
+// same stored bytes: `dva` is copy 0 and `ditto` the others, each of the
+// same allocated size, on different vdevs where the pool has several and
+// far apart on one (space::SpaceManager::AllocateCopy). A read that finds
+// one copy bad takes the next (Zio). A gang block has one copy.
+//
+// On disk a BlockPtr is a BlockPtrPhys whose size is the pool's format's
+// (BpFormat): 64 bytes and one copy in format 1, 128 bytes and up to three
+// copies in format 2, little-endian (section 5 of core/doc/on-disk-format.md
+// has the byte-level layouts and every validity rule).
 // DecodeBlockPtr refuses any damage it can see with Corruption: unknown enum
 // values, sizes that contradict each other, a hole with stray fields, a gang
 // size that cannot hold the block. It cannot see a flipped bit that turns one valid
@@ -33,6 +40,7 @@
 // Thread safety: plain values and pure functions.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -84,9 +92,30 @@ inline constexpr uint32_t kMinSectorSize = 512;
 // Size of a dnode slot, for the fill bound of a dnode block.
 inline constexpr uint32_t kDnodeSlotSize = 512;
 
+// The most copies a pointer names (format 2; format 1 names one).
+inline constexpr int kMaxCopies = 3;
+
+// A pool's block pointer encoding: its on-disk format version (labels and
+// uberblocks carry it).
+enum class BpFormat : uint8_t {
+  kV1 = 1,  // 64 bytes, one copy
+  kV2 = 2,  // 128 bytes, one to three copies
+};
+inline constexpr size_t kBlockPtrSizeV1 = 64;
+inline constexpr size_t kBlockPtrSizeV2 = 128;
+// 64 or 128.
+inline constexpr size_t BlockPtrSize(BpFormat f) {
+  return f == BpFormat::kV1 ? kBlockPtrSizeV1 : kBlockPtrSizeV2;
+}
+// The copies format f can hold (1 or kMaxCopies).
+inline constexpr int MaxCopies(BpFormat f) { return f == BpFormat::kV1 ? 1 : kMaxCopies; }
+
 // In memory. A hole is a BlockPtr with dva.size == 0; see the top of the file.
 struct BlockPtr {
-  space::Dva dva;      // vdev, absolute byte offset, allocated size (asize)
+  space::Dva dva;  // copy 0: vdev, absolute byte offset, allocated size (asize)
+  // Copies 1 and 2 (size 0: absent; a present one has dva's size). Copy 2
+  // only after copy 1.
+  std::array<space::Dva, kMaxCopies - 1> ditto{};
   uint32_t lsize = 0;  // logical (decompressed) bytes
   uint32_t psize = 0;  // physical (stored, compressed) bytes, <= asize
   util::Compression compression = util::Compression::kOff;
@@ -105,20 +134,36 @@ struct BlockPtr {
 
   bool IsHole() const { return dva.size == 0; }
   bool IsGang() const { return gang_asize != 0; }
-  // Every byte the block holds on disk (a gang: header and children).
-  uint64_t allocated() const { return dva.size + gang_asize; }
+  // The copies it names: 0 for a hole, else 1..kMaxCopies.
+  int copies() const {
+    if (IsHole()) return 0;
+    int n = 1;
+    while (n < kMaxCopies && ditto[n - 1].size != 0) n++;
+    return n;
+  }
+  // Copy i (0 <= i < copies()).
+  const space::Dva& copy(int i) const { return i == 0 ? dva : ditto[i - 1]; }
+  // Every byte the block holds on disk: each copy, and a gang's children.
+  uint64_t allocated() const {
+    uint64_t n = dva.size + gang_asize;
+    for (const space::Dva& d : ditto) n += d.size;
+    return n;
+  }
   bool operator==(const BlockPtr&) const = default;
 
   // "L1 indirect vdev 0 off 0x400000 asize 4096 lsize 131072 psize 2048 lz4
-  // birth 17 fill 12"; a hole: "L0 data hole lsize 131072 birth 17".
+  // birth 17 fill 12", with " copy vdev 1 off 0x9000" per further copy; a
+  // hole: "L0 data hole lsize 131072 birth 17".
   std::string ToString() const;
 };
 
 // Returns a hole of `lsize` logical bytes born in `birth`.
 BlockPtr MakeHole(BlockType type, uint8_t level, uint32_t lsize, Txg birth);
 
-// The on-disk form. Documentation of the layout: the encoder and decoder use
-// these offsets and write every field explicitly little-endian.
+// The on-disk forms. Documentation of the layouts: the encoder and decoder
+// use these offsets and write every field explicitly little-endian.
+//
+// Format 1 (64 bytes, one copy):
 struct BlockPtrPhys {
   uint32_t vdev;          // 0   DVA: vdev index
   uint32_t asize;         // 4   DVA: allocated bytes (0: a hole)
@@ -135,25 +180,57 @@ struct BlockPtrPhys {
   uint64_t checksum_lo;   // 48  XXH3-128 of the stored bytes, low half
   uint64_t checksum_hi;   // 56  high half
 };
-inline constexpr size_t kBlockPtrSize = 64;
-static_assert(sizeof(BlockPtrPhys) == kBlockPtrSize);
+static_assert(sizeof(BlockPtrPhys) == kBlockPtrSizeV1);
 static_assert(offsetof(BlockPtrPhys, gang_sectors) == 28);
 static_assert(offsetof(BlockPtrPhys, checksum_hi) == 56);
+
+// Format 2 (128 bytes, one to three copies): the fields of format 1, each
+// copy a DVA of its own, and room to grow.
+struct DvaPhys {
+  uint32_t vdev;      // 0
+  uint32_t reserved;  // 4   zero
+  uint64_t offset;    // 8   absolute byte offset; 0 with vdev 0: no such copy
+};
+struct BlockPtrPhysV2 {
+  DvaPhys dva[3];         // 0   copies 0, 1, 2 (copy 0 is the block; a hole: zero)
+  uint32_t asize;         // 48  allocated bytes of each copy (0: a hole)
+  uint32_t gang_sectors;  // 52  as format 1 (a gang block has one copy)
+  uint32_t lsize;         // 56
+  uint32_t psize;         // 60
+  uint8_t type;           // 64
+  uint8_t level;          // 65
+  uint8_t compression;    // 66
+  uint8_t checksum_type;  // 67
+  uint32_t reserved1;     // 68  zero
+  uint64_t birth;         // 72
+  uint64_t fill;          // 80
+  uint64_t checksum_lo;   // 88
+  uint64_t checksum_hi;   // 96
+  uint8_t reserved2[24];  // 104 zero
+};
+static_assert(sizeof(DvaPhys) == 16);
+static_assert(sizeof(BlockPtrPhysV2) == kBlockPtrSizeV2);
+static_assert(offsetof(BlockPtrPhysV2, asize) == 48);
+static_assert(offsetof(BlockPtrPhysV2, birth) == 72);
+static_assert(offsetof(BlockPtrPhysV2, reserved2) == 104);
 
 // Returns OK when `bp` satisfies every rule DecodeBlockPtr enforces (see
 // on-disk-format.md 5.2), else Corruption saying which rule it breaks (no
 // location prefix). The pipeline checks pointers with it before using them.
 Status ValidateBlockPtr(const BlockPtr& bp);
 
-// Writes the 64-byte on-disk form of `bp` to out. CHECKs that bp is valid
-// (ValidateBlockPtr): writing a pointer that cannot be read back would damage
-// the pool.
-void EncodeBlockPtr(const BlockPtr& bp, uint8_t* out);
+// Writes the on-disk form of `bp` in `format` (BlockPtrSize(format) bytes)
+// to out. CHECKs that bp is valid (ValidateBlockPtr) and names no more
+// copies than the format holds: writing a pointer that cannot be read back
+// would damage the pool.
+void EncodeBlockPtr(const BlockPtr& bp, uint8_t* out, BpFormat format);
 
-// Decodes 64 bytes. Corruption "<where>: block pointer <what is wrong>" for
-// any damage it can see (unknown enum values, inconsistent sizes, a hole with
-// stray fields, a gang size that cannot hold the block, ...). `where` names the pointer's
-// place for the message, e.g. "object 17 L1 blkid 3 slot 12".
-Result<BlockPtr> DecodeBlockPtr(const uint8_t* in, std::string_view where);
+// Decodes BlockPtrSize(format) bytes. Corruption "<where>: block pointer
+// <what is wrong>" for any damage it can see (unknown enum values,
+// inconsistent sizes, a hole with stray fields, a gang size that cannot
+// hold the block, copies that overlap, nonzero reserved bytes, ...).
+// `where` names the pointer's place for the message, e.g. "object 17 L1
+// blkid 3 slot 12".
+Result<BlockPtr> DecodeBlockPtr(const uint8_t* in, std::string_view where, BpFormat format);
 
 }  // namespace poolfs::core::zio

@@ -93,6 +93,9 @@ Status CheckWriteArgs(const WriteProps& props, size_t lsize, Txg txg) {
     return Status::InvalidArgument("write of " + std::to_string(lsize) + " bytes: " + what);
   };
   if (lsize == 0) return bad("empty block");
+  if (props.copies < 1 || props.copies > kMaxCopies)
+    return bad(std::to_string(int(props.copies)) + " copies (1 to " + std::to_string(kMaxCopies) +
+               ")");
   if (lsize > kMaxBlockSize)
     return bad("above the maximum block size " + std::to_string(kMaxBlockSize));
   if (!util::IsValidCompression(uint8_t(props.compression)))
@@ -128,7 +131,8 @@ struct Zio::Stored {
   util::Checksum128 checksum;
 };
 
-Zio::Zio(std::vector<Vdev> vdevs, space::SpaceManager* space) : space_(space) {
+Zio::Zio(std::vector<Vdev> vdevs, space::SpaceManager* space, BpFormat format)
+    : space_(space), format_(format), repairs_on_(space != nullptr) {
   POOLFS_CHECK(!vdevs.empty());
   if (space != nullptr) POOLFS_CHECK_EQ(space->vdev_count(), vdevs.size());
   for (size_t i = 0; i < vdevs.size(); i++) {
@@ -272,6 +276,7 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
   // sector, that sector zero-padded in the block's scratch.
   struct Pending {
     size_t block;
+    int copy;
     vdev::WritePart head, tail;
   };
   std::vector<Pending> pending;
@@ -300,9 +305,34 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
     POOLFS_CHECK_LT(dva.vdev, vdevs_.size());
     POOLFS_CHECK_EQ(dva.size, asize);
     POOLFS_CHECK_LE(dva.offset + dva.size, vdevs_[dva.vdev]->alloc_end);
+    // The further copies: each away from those before it, or left out when
+    // there is no room for it.
+    std::array<space::Dva, kMaxCopies> copies{dva};
+    int ncopies = 1;
+    const int want = std::min<int>(props.copies, MaxCopies(format_));
+    for (int c = 1; c < want; c++) {
+      Result<space::Dva> more = space_->AllocateCopy(
+          allocator, c, asize, txg, std::span<const space::Dva>(copies.data(), ncopies));
+      if (!more.ok()) {
+        if (!more.status().IsNoSpace()) {
+          for (int k = 0; k < ncopies; k++) {
+            Status freed = space_->Free(copies[k], txg);
+            if (!freed.ok()) util::CheckFailed(__FILE__, __LINE__, freed.ToString());
+          }
+          return undo(more.status());
+        }
+        copy_shortfalls_.fetch_add(uint64_t(want - c), std::memory_order_relaxed);
+        break;
+      }
+      POOLFS_CHECK_LT(more->vdev, vdevs_.size());
+      POOLFS_CHECK_LE(more->offset + more->size, vdevs_[more->vdev]->alloc_end);
+      copies[ncopies++] = *more;
+    }
     bps[i] = StoredPointer(dva, 0, props, uint32_t(data.size()), s, txg, "write");
+    for (int c = 1; c < ncopies; c++) bps[i].ditto[c - 1] = copies[c];
+    POOLFS_CHECK(ValidateBlockPtr(bps[i]).ok());
 
-    Pending p{i, {s.bytes, s.psize & ~(granule - 1)}, {nullptr, 0}};
+    Pending p{i, 0, {s.bytes, s.psize & ~(granule - 1)}, {nullptr, 0}};
     if (p.head.len < asize) {
       // Compressed bytes were padded where they are; the caller's are not.
       if (s.compression != util::Compression::kOff) {
@@ -315,11 +345,14 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
         p.tail = {tail, granule};
       }
     }
-    pending.push_back(p);
+    for (int c = 0; c < ncopies; c++) {
+      p.copy = c;
+      pending.push_back(p);
+    }
   }
 
-  // Write them in runs of adjacent extents.
-  auto extent = [&](const Pending& p) -> const space::Dva& { return bps[p.block].dva; };
+  // Write them (every copy) in runs of adjacent extents.
+  auto extent = [&](const Pending& p) -> const space::Dva& { return bps[p.block].copy(p.copy); };
   std::sort(pending.begin(), pending.end(), [&](const Pending& a, const Pending& b) {
     return std::pair(extent(a).vdev, extent(a).offset) <
            std::pair(extent(b).vdev, extent(b).offset);
@@ -455,20 +488,22 @@ Result<std::vector<space::Dva>> Zio::GangChildren(const BlockPtr& bp) {
   bytes_read_.fetch_add(header.size(), std::memory_order_relaxed);
   blocks_read_.fetch_add(1, std::memory_order_relaxed);
   Result<std::vector<space::Dva>> kids = DecodeGangHeader(header, "");
-  if (!kids.ok()) return VerifyFailed(bp, kids.status().message());
+  if (!kids.ok()) return VerifyFailed(bp, 0, kids.status().message());
   uint64_t sum = 0;
   for (size_t i = 0; i < kids->size(); i++) {
     Status in = CheckExtent((*kids)[i]);
     if (!in.ok())
-      return VerifyFailed(bp, "gang header's child " + std::to_string(i) + ": " + in.message());
+      return VerifyFailed(bp, 0, "gang header's child " + std::to_string(i) + ": " + in.message());
     sum += (*kids)[i].size;
   }
   if (sum != bp.gang_asize)
-    return VerifyFailed(bp, "gang header's children hold " + std::to_string(sum) +
-                                " bytes; the pointer says " + std::to_string(bp.gang_asize));
+    return VerifyFailed(bp, 0,
+                        "gang header's children hold " + std::to_string(sum) +
+                            " bytes; the pointer says " + std::to_string(bp.gang_asize));
   if (sum - kids->back().size >= bp.psize)
-    return VerifyFailed(bp, "gang header's last child holds none of the " +
-                                std::to_string(bp.psize) + " stored bytes");
+    return VerifyFailed(
+        bp, 0,
+        "gang header's last child holds none of the " + std::to_string(bp.psize) + " stored bytes");
   return kids;
 }
 
@@ -487,16 +522,20 @@ Result<BlockPtr> Zio::Rewrite(const BlockPtr& old, const WriteProps& props, std:
   }
   const uint64_t len = std::min(RoundUp(s.psize, uint64_t{1} << max_ashift_), old.dva.size);
 
-  const BlockPtr bp = StoredPointer(old.dva, 0, props, uint32_t(data.size()), s, txg, "rewrite");
-
-  POOLFS_RETURN_IF_ERROR(AboutBlock(WriteStored(*vdevs_[bp.dva.vdev], bp.dva.offset, len, s),
-                                    "rewrite of block ", bp));
+  BlockPtr bp = StoredPointer(old.dva, 0, props, uint32_t(data.size()), s, txg, "rewrite");
+  bp.ditto = old.ditto;
+  for (int c = 0; c < bp.copies(); c++) {
+    const space::Dva& d = bp.copy(c);
+    POOLFS_RETURN_IF_ERROR(
+        AboutBlock(WriteStored(*vdevs_[d.vdev], d.offset, len, s), "rewrite of block ", bp));
+  }
   return bp;
 }
 
-Status Zio::VerifyFailed(const BlockPtr& bp, const std::string& what) {
-  vdevs_[bp.dva.vdev]->checksum_errors.fetch_add(1, std::memory_order_relaxed);
-  return Status::Corruption("block " + bp.ToString() + ": " + what);
+Status Zio::VerifyFailed(const BlockPtr& bp, int copy, const std::string& what) {
+  vdevs_[bp.copy(copy).vdev]->checksum_errors.fetch_add(1, std::memory_order_relaxed);
+  return Status::Corruption("block " + bp.ToString() + (copy > 0 ? ", copy " : "") +
+                            (copy > 0 ? std::to_string(copy) : "") + ": " + what);
 }
 
 Result<std::string> Zio::Read(const BlockPtr& bp) {
@@ -529,8 +568,9 @@ Status Zio::ReadMany(std::span<const BlockRead> blocks, ReadUse use) {
       if (use == ReadUse::kSpeculative)
         return Status::InvalidArgument("block " + bp.ToString() + " is a gang: not read ahead");
       POOLFS_RETURN_IF_ERROR(ReadValid(bp, blocks[i].dst));
+    } else if (!CheckExtent(bp.dva).ok()) {
+      POOLFS_RETURN_IF_ERROR(ReadValid(bp, blocks[i].dst, use));  // its other copies
     } else {
-      POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(bp.dva), "block ", bp));
       order.push_back(i);
     }
   }
@@ -541,7 +581,8 @@ Status Zio::ReadMany(std::span<const BlockRead> blocks, ReadUse use) {
   std::vector<vdev::ReadPart> parts;
   for (size_t run = 0, end = 0; run < order.size(); run = end) {
     // A run: blocks each of which starts where the one before ends, up to
-    // kAggregateBytes in all.
+    // kAggregateBytes in all (copy 0 of each; a block whose copy 0 fails
+    // is read again from its other copies).
     const space::Dva& head = blocks[order[run]].bp.dva;
     uint64_t bytes = head.size;
     for (end = run + 1; end < order.size(); end++) {
@@ -567,19 +608,39 @@ Status Zio::ReadMany(std::span<const BlockRead> blocks, ReadUse use) {
     }
     Status read = vdevs_[head.vdev]->dev->ReadParts(head.offset, parts);
     if (!read.ok()) {
-      return read.WithContext("read of " + std::to_string(end - run) + " adjacent blocks from " +
-                              blocks[order[run]].bp.ToString());
+      // One by one, each from whichever copy reads.
+      Status first;
+      for (size_t k = run; k < end; k++) {
+        const BlockRead& b = blocks[order[k]];
+        Status st = b.bp.copies() > 1 ? ReadValid(b.bp, b.dst, use) : read;
+        if (!st.ok() && first.ok()) first = st;
+      }
+      if (first.ok()) continue;
+      return first.WithContext("read of " + std::to_string(end - run) + " adjacent blocks from " +
+                               blocks[order[run]].bp.ToString());
     }
     for (size_t k = run; k < end; k++) {
       const BlockRead& b = blocks[order[k]];
-      POOLFS_RETURN_IF_ERROR(
-          Verify(b.bp, static_cast<const uint8_t*>(parts[k - run].data), b.dst, use));
+      Status st = Verify(b.bp, static_cast<const uint8_t*>(parts[k - run].data), b.dst, use);
+      // Copy 0 failed: the others, in turn (copy 0 is repaired from the
+      // first that verifies).
+      if (!st.ok() && b.bp.copies() > 1) st = ReadValid(b.bp, b.dst, use, 1);
+      POOLFS_RETURN_IF_ERROR(st);
     }
   }
   return Status::Ok();
 }
 
-Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use) {
+Status Zio::ReadCopy(const BlockPtr& bp, int copy, uint8_t* stored, uint8_t* dst, ReadUse use) {
+  const space::Dva& d = bp.copy(copy);
+  // A pointer outside the pool is damage above the block, not a bad read.
+  POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(d), "block ", bp));
+  POOLFS_RETURN_IF_ERROR(AboutBlock(vdevs_[d.vdev]->dev->Read(d.offset, stored, bp.psize),
+                                    copy == 0 ? "read of block " : "read of a copy of block ", bp));
+  return Verify(bp, stored, dst, use, copy);
+}
+
+Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use, int first_copy) {
   // An uncompressed block's stored bytes are the block (psize == lsize, the
   // pointer was validated); compressed ones go to the scratch buffer
   // (aligned for direct reads too).
@@ -596,19 +657,97 @@ Status Zio::ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use) {
                                 bp.ToString());
       at += n;
     }
-  } else {
-    POOLFS_RETURN_IF_ERROR(AboutBlock(CheckExtent(bp.dva), "block ", bp));
-    POOLFS_RETURN_IF_ERROR(AboutBlock(
-        vdevs_[bp.dva.vdev]->dev->Read(bp.dva.offset, stored, bp.psize), "read of block ", bp));
+    return Verify(bp, stored, dst, use);
   }
-  return Verify(bp, stored, dst, use);
+  Status first;
+  for (int c = first_copy; c < bp.copies(); c++) {
+    Status st = ReadCopy(bp, c, stored, dst, use);
+    if (!st.ok()) {
+      if (first.ok()) first = st;
+      continue;
+    }
+    // Copies 0..c-1 failed (or were found bad before): put the good bytes
+    // back there. A repair that fails leaves the copy as it was.
+    if (c > 0 && repairs_on_ && use == ReadUse::kDemand)
+      for (int bad = 0; bad < c; bad++) (void)WriteCopy(bp, bad, stored);
+    return Status::Ok();
+  }
+  return first;
 }
 
-Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst, ReadUse use) {
+Status Zio::WriteCopy(const BlockPtr& bp, int copy, const uint8_t* stored) {
+  const space::Dva& d = bp.copy(copy);
+  POOLFS_RETURN_IF_ERROR(CheckExtent(d));
+  POOLFS_RETURN_IF_ERROR(WritePadded(*vdevs_[d.vdev], d.offset, stored, bp.psize, d.size));
+  repairs_.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Zio::VerifyCopy(const BlockPtr& bp, int copy) {
+  POOLFS_CHECK(!bp.IsHole());
+  POOLFS_CHECK(copy >= 0 && copy < bp.copies());
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
+  std::string out(bp.lsize, '\0');
+  auto* dst = reinterpret_cast<uint8_t*>(out.data());
+  if (bp.IsGang()) return ReadValid(bp, dst);
+  const bool in_place = bp.compression == util::Compression::kOff;
+  return ReadCopy(bp, copy, in_place ? dst : ReadScratch(0).Get(bp.psize), dst, ReadUse::kDemand);
+}
+
+Result<std::string> Zio::ReadEveryCopy(const BlockPtr& bp, std::vector<CopyError>* bad) {
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
+  std::string out(bp.lsize, '\0');
+  if (bp.IsHole()) return out;
+  if (bp.IsGang()) {
+    Status st = ReadValid(bp, reinterpret_cast<uint8_t*>(out.data()));
+    if (!st.ok()) {
+      bad->push_back({0, st});
+      return st;
+    }
+    return out;
+  }
+  std::string other(bp.lsize, '\0');
+  Status first;
+  bool have = false;
+  for (int c = 0; c < bp.copies(); c++) {
+    auto* dst = reinterpret_cast<uint8_t*>(have ? other.data() : out.data());
+    const bool in_place = bp.compression == util::Compression::kOff;
+    Status st =
+        ReadCopy(bp, c, in_place ? dst : ReadScratch(0).Get(bp.psize), dst, ReadUse::kDemand);
+    if (st.ok()) {
+      have = true;
+      continue;
+    }
+    bad->push_back({c, st});
+    if (first.ok()) first = st;
+  }
+  if (!have) return first;
+  return out;
+}
+
+Status Zio::RepairCopy(const BlockPtr& bp, int copy) {
+  POOLFS_CHECK(repairs_on_);
+  POOLFS_CHECK(copy >= 0 && copy < bp.copies());
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
+  std::string out(bp.lsize, '\0');
+  auto* dst = reinterpret_cast<uint8_t*>(out.data());
+  const bool in_place = bp.compression == util::Compression::kOff;
+  uint8_t* stored = in_place ? dst : ReadScratch(0).Get(bp.psize);
+  Status first = Status::Corruption("block " + bp.ToString() + " has no other copy");
+  for (int c = 0; c < bp.copies(); c++) {
+    if (c == copy) continue;
+    Status st = ReadCopy(bp, c, stored, dst, ReadUse::kDemand);
+    if (st.ok()) return AboutBlock(WriteCopy(bp, copy, stored), "repair of block ", bp);
+    first = st;
+  }
+  return first;
+}
+
+Status Zio::Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst, ReadUse use, int copy) {
   bytes_read_.fetch_add(bp.psize, std::memory_order_relaxed);
   blocks_read_.fetch_add(1, std::memory_order_relaxed);
   auto failed = [&](const std::string& what) {
-    if (use == ReadUse::kDemand) return VerifyFailed(bp, what);
+    if (use == ReadUse::kDemand) return VerifyFailed(bp, copy, what);
     return Status::Corruption("block " + bp.ToString() + " read ahead: " + what);
   };
   const util::Checksum128 got = util::Xxh3_128(stored, bp.psize);
@@ -648,6 +787,9 @@ Status Zio::Free(const BlockPtr& bp, Txg txg) {
       gang_leaks_.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  for (int c = 1; c < bp.copies(); c++)
+    POOLFS_RETURN_IF_ERROR(
+        space_->Free(bp.copy(c), txg).WithContext("free of a copy of block " + bp.ToString()));
   return space_->Free(bp.dva, txg).WithContext("free of block " + bp.ToString());
 }
 

@@ -68,6 +68,23 @@
 // (vdev::FileDevice).
 // scripts/bench-fs.sh's 1 GiB write and read figures measure both paths.
 //
+// Copies (ditto blocks). A write asks for 1 to 3 copies (WriteProps::copies;
+// the pool's format caps it, block_ptr.h): copy 0 comes from the allocator
+// as any block, the others from SpaceManager::AllocateCopy (another vdev,
+// or far away on the same one), and every copy is written before the write
+// returns. A copy that finds no room is left out (the block has fewer
+// copies, counted in copy_shortfalls()) rather than fail a sync that could
+// still store the block once. A gang block has one copy. Rewrite rewrites
+// every copy in place; Free frees them all.
+//
+// Reads try copy 0 and, when it fails (an I/O error, or bytes that do not
+// verify), the next copy, and so on: the first that verifies is returned.
+// Each failed copy is counted in checksum_errors of its vdev (I/O errors
+// are not), and when a later copy verifies, the failed ones are rewritten
+// with its stored bytes at once (self-healing; counted in repairs()), unless
+// repairs are off (a read-only import, set_repairs). Only when every copy
+// fails does the read fail, with the first copy's error.
+//
 // Failure: a write that fails frees its allocation again (in the same txg, so
 // the space is deferred like any other free) and returns IOError. A read that
 // does not verify — checksum mismatch, undecodable compressed bytes, a
@@ -127,6 +144,9 @@ struct WriteProps {
   uint8_t level = 0;
   util::Compression compression = util::Compression::kLz4;
   uint64_t fill = 1;
+  // Copies to store, 1..kMaxCopies; more than the pool's format holds are
+  // cut to what it holds.
+  uint8_t copies = 1;
 };
 
 // One block of a WriteMany: Write's first two arguments.
@@ -150,10 +170,12 @@ class Zio {
 
   // `vdevs[i]` is vdev i. `space` (not owned) allocates and frees; it may be
   // null for a read-only pipeline (Write, Rewrite and Free then CHECK-fail).
+  // `format`: the pool's on-disk format, which the layers above encode
+  // block pointers in (format 2, what new pools get, unless given).
   // CHECKs: at least one vdev, ashifts within 9..16 and equal to the space
   // manager's, one space group per vdev, and every device large enough for a
   // vdev (vdev::kMinVdevSize).
-  Zio(std::vector<Vdev> vdevs, space::SpaceManager* space);
+  Zio(std::vector<Vdev> vdevs, space::SpaceManager* space, BpFormat format = BpFormat::kV2);
   ~Zio();
   Zio(const Zio&) = delete;
   Zio& operator=(const Zio&) = delete;
@@ -213,9 +235,30 @@ class Zio {
   enum class ReadUse : uint8_t { kDemand, kSpeculative };
   Status ReadMany(std::span<const BlockRead> blocks, ReadUse use = ReadUse::kDemand);
 
-  // Frees the block's space in txg (a hole: nothing). Corruption from the
-  // space layer for a double free or an extent it does not know, and for an
-  // invalid pointer.
+  // Reads copy `copy` of bp alone and verifies it (no other copy is tried,
+  // nothing is repaired): OK, or the Corruption (counted in checksum_errors)
+  // or I/O error of that copy. CHECKs that bp is stored and copy <
+  // bp.copies().
+  Status VerifyCopy(const BlockPtr& bp, int copy);
+  // For `poolfs check` and scrub, which look at every copy: reads each copy
+  // of bp once and verifies it. Returns the block (lsize bytes) from the
+  // first copy that verifies, or that copy's error when none does; `bad`
+  // gets every copy that failed (copy number and error). Nothing is
+  // repaired. A hole: lsize zeros.
+  struct CopyError {
+    int copy;
+    Status status;
+  };
+  Result<std::string> ReadEveryCopy(const BlockPtr& bp, std::vector<CopyError>* bad);
+  // Rewrites copy `copy` of bp with the stored bytes of another copy that
+  // verifies (scrub's repair of a copy VerifyCopy found bad): OK once it is
+  // written, Corruption when no other copy verifies. Counted in repairs().
+  // CHECKs that repairs are on.
+  Status RepairCopy(const BlockPtr& bp, int copy);
+
+  // Frees the block's space in txg (a hole: nothing), every copy.
+  // Corruption from the space layer for a double free or an extent it does
+  // not know, and for an invalid pointer.
   Status Free(const BlockPtr& bp, Txg txg);
 
   // From its second pass on, the MOS sync (Pool::SyncTxg) hands its frees
@@ -256,7 +299,16 @@ class Zio {
   // verified (their children leaked), since construction.
   uint64_t gang_writes() const { return gang_writes_.load(std::memory_order_relaxed); }
   uint64_t gang_leaks() const { return gang_leaks_.load(std::memory_order_relaxed); }
+  // Copies rewritten from a good one (reads and RepairCopy), and copies a
+  // write left out for want of room, since construction.
+  uint64_t repairs() const { return repairs_.load(std::memory_order_relaxed); }
+  uint64_t copy_shortfalls() const { return copy_shortfalls_.load(std::memory_order_relaxed); }
+  // Whether a read that finds a bad copy rewrites it (on by default; off
+  // for a read-only import, which writes nothing). Set before use.
+  void set_repairs(bool on) { repairs_on_ = on && space_ != nullptr; }
+  bool repairs_on() const { return repairs_on_; }
 
+  BpFormat format() const { return format_; }
   size_t vdev_count() const { return vdevs_.size(); }
   vdev::BlockDevice& device(uint32_t vdev);
   uint32_t ashift(uint32_t vdev) const;
@@ -287,18 +339,29 @@ class Zio {
   // Checks that the extent lies in the allocatable area of an existing
   // vdev; Corruption saying why otherwise (the caller names the block).
   Status CheckExtent(const space::Dva& extent) const;
-  // Corruption for a failed verification of bp on its vdev; counts it.
-  Status VerifyFailed(const BlockPtr& bp, const std::string& what);
-  // ReadInto's pipeline for a pointer already validated, not a hole.
-  Status ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use = ReadUse::kDemand);
+  // Corruption for a failed verification of copy `copy` of bp; counts it
+  // on that copy's vdev.
+  Status VerifyFailed(const BlockPtr& bp, int copy, const std::string& what);
+  // ReadInto's pipeline for a pointer already validated, not a hole: the
+  // copies from `first_copy` on, in turn (the copies before it already
+  // failed; they are repaired too when a later one verifies).
+  Status ReadValid(const BlockPtr& bp, uint8_t* dst, ReadUse use = ReadUse::kDemand,
+                   int first_copy = 0);
+  // Reads copy `copy` into `stored` (room for psize) and verifies it into
+  // dst, as Verify.
+  Status ReadCopy(const BlockPtr& bp, int copy, uint8_t* stored, uint8_t* dst, ReadUse use);
+  // Writes `stored` (bp's psize stored bytes, which verified) over copy
+  // `copy`, zero-padded to its extent; counts a repair.
+  Status WriteCopy(const BlockPtr& bp, int copy, const uint8_t* stored);
   // The end of the read pipeline: counts the read, verifies `stored` (the
-  // block's psize stored bytes) and decodes it into dst (a copy when
-  // uncompressed and stored != dst).
+  // block's psize stored bytes, read from copy `copy`) and decodes it into
+  // dst (a copy when uncompressed and stored != dst).
   Status Verify(const BlockPtr& bp, const uint8_t* stored, uint8_t* dst,
-                ReadUse use = ReadUse::kDemand);
+                ReadUse use = ReadUse::kDemand, int copy = 0);
 
   std::vector<std::unique_ptr<VdevState>> vdevs_;
   space::SpaceManager* const space_;
+  const BpFormat format_;
   uint32_t max_ashift_ = 0;
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> bytes_read_{0};
@@ -307,6 +370,9 @@ class Zio {
   uint64_t force_gang_above_ = 0;
   std::atomic<uint64_t> gang_writes_{0};
   std::atomic<uint64_t> gang_leaks_{0};
+  std::atomic<uint64_t> repairs_{0};
+  std::atomic<uint64_t> copy_shortfalls_{0};
+  bool repairs_on_ = false;
   // DeferFrees: set while a sink takes the frees of defer_txg_.
   std::atomic<bool> deferring_{false};
   util::Mutex defer_mu_;

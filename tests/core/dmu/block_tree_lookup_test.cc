@@ -123,7 +123,10 @@ TEST_CASE("BlockTree::Next skips holes a subtree at a time and reports damage by
   // that range as unreadable and goes on past it.
   auto child = [&](const zio::BlockPtr& bp, uint64_t slot) {
     const std::string bytes = f.zio.Read(bp).value();
-    return zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(bytes.data()) + slot * 64, "")
+    const zio::BpFormat format = f.zio.format();
+    return zio::DecodeBlockPtr(
+               reinterpret_cast<const uint8_t*>(bytes.data()) + slot * zio::BlockPtrSize(format),
+               "", format)
         .value();
   };
   const zio::BlockPtr l1 = child(child(child(top, 0), 0), 1);
@@ -156,9 +159,11 @@ TEST_CASE("BlockTree::Next refuses an indirect block reached through two pointer
     l1 = tree.top();
   }
   // An L2 block whose slots 0 and 1 both point to that L1 block.
-  std::string l2(kIndirectBlockSize, '\0');
-  zio::EncodeBlockPtr(l1, reinterpret_cast<uint8_t*>(l2.data()));
-  zio::EncodeBlockPtr(l1, reinterpret_cast<uint8_t*>(l2.data()) + zio::kBlockPtrSize);
+  const zio::BpFormat format = f.zio.format();
+  std::string l2(IndirectBlockSize(format), '\0');
+  zio::EncodeBlockPtr(l1, reinterpret_cast<uint8_t*>(l2.data()), format);
+  zio::EncodeBlockPtr(l1, reinterpret_cast<uint8_t*>(l2.data()) + zio::BlockPtrSize(format),
+                      format);
   zio::WriteProps props{zio::BlockType::kIndirect, 2, util::Compression::kLz4, 4};
   const zio::BlockPtr top = f.zio.Write(props, l2, Txg(2), 0).value();
 

@@ -51,8 +51,9 @@ class Surgeon {
     std::vector<zio::Zio::Vdev> vdevs;
     for (size_t i = 0; i < files_.size(); i++)
       vdevs.push_back({files_[i].get(), config_.vdevs[i].ashift});
-    zio_ = std::make_unique<zio::Zio>(vdevs, nullptr);
-    mos_ = LoadObjset(DecodeRootPayload(ub_.root).value());
+    format_ = zio::BpFormat(ub_.version);
+    zio_ = std::make_unique<zio::Zio>(vdevs, nullptr, format_);
+    mos_ = LoadObjset(DecodeRootPayload(ub_.root, format_).value());
   }
 
   uint64_t txg() const { return ub_.txg.value(); }
@@ -60,7 +61,8 @@ class Surgeon {
   const vdev::VdevLayout& layout(uint32_t vdev) const { return layouts_[vdev]; }
   Objset& mos() { return mos_; }
 
-  PoolDirectory Directory() { return DecodePoolDirectory(ReadObject(mos_, 1)).value(); }
+  PoolDirectory Directory() { return DecodePoolDirectory(ReadObject(mos_, 1), format_).value(); }
+  zio::BpFormat format() const { return format_; }
   Objset Dataset(const std::string& name) {
     for (const DatasetEntry& e : Directory().datasets)
       if (e.name == name) return LoadObjset(e.root);
@@ -73,7 +75,7 @@ class Surgeon {
     std::string block = Leaf(md.bp, uint8_t(md.nlevels - 1), id / dmu::kDnodesPerBlock);
     auto d = dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(block.data()) +
                                   (id % dmu::kDnodesPerBlock) * dmu::kDnodeSize,
-                              "object " + std::to_string(id));
+                              "object " + std::to_string(id), format_);
     REQUIRE(d.ok());
     return std::move(d).value();
   }
@@ -83,9 +85,10 @@ class Surgeon {
     dmu::DnodePhys& md = os.phys.metadnode;
     md.bp = Replace(md.bp, uint8_t(md.nlevels - 1), id / dmu::kDnodesPerBlock, [&](std::string& s) {
       dmu::EncodeDnode(
-          d, reinterpret_cast<uint8_t*>(s.data()) + (id % dmu::kDnodesPerBlock) * dmu::kDnodeSize);
+          d, reinterpret_cast<uint8_t*>(s.data()) + (id % dmu::kDnodesPerBlock) * dmu::kDnodeSize,
+          format_);
     });
-    os.root = Rewrite(os.root, dmu::EncodeObjset(os.phys));
+    os.root = Rewrite(os.root, dmu::EncodeObjset(os.phys, format_));
   }
 
   std::string ReadObject(const Objset& os, uint64_t id) {
@@ -115,7 +118,7 @@ class Surgeon {
     PoolDirectory dir = Directory();
     for (DatasetEntry& e : dir.datasets)
       if (e.name == name) e.root = root;
-    RewriteSmallObject(mos_, 1, EncodePoolDirectory(dir));
+    RewriteSmallObject(mos_, 1, EncodePoolDirectory(dir, format_));
   }
 
   // Edits level-0 block `blkid` of object `id` (0: the metadnode) in place,
@@ -125,7 +128,7 @@ class Surgeon {
     if (id == 0) {
       dmu::DnodePhys& md = os.phys.metadnode;
       md.bp = Replace(md.bp, uint8_t(md.nlevels - 1), blkid, edit);
-      os.root = Rewrite(os.root, dmu::EncodeObjset(os.phys));
+      os.root = Rewrite(os.root, dmu::EncodeObjset(os.phys, format_));
       return;
     }
     dmu::DnodePhys d = GetDnode(os, id);
@@ -151,7 +154,7 @@ class Surgeon {
   void Commit() {
     vdev::Uberblock ub = ub_;
     ub.txg = Txg(ub_.txg.value() + 1);
-    ub.root = EncodeRootPayload(mos_.root);
+    ub.root = EncodeRootPayload(mos_.root, format_);
     for (size_t i = 0; i < files_.size(); i++) {
       for (int l = 0; l < vdev::kLabelCount; l++)
         Save(uint32_t(i), layouts_[i].SlotOffset(l, vdev::UberblockSlot(ub.txg)),
@@ -175,7 +178,7 @@ class Surgeon {
   Objset LoadObjset(const zio::BlockPtr& root) {
     auto bytes = zio_->Read(root);
     REQUIRE(bytes.ok());
-    return {root, dmu::DecodeObjset(*bytes, "objset").value()};
+    return {root, dmu::DecodeObjset(*bytes, "objset", format_).value()};
   }
 
   // The level-0 block `blkid` under `bp` (at `level`); empty for a hole.
@@ -186,7 +189,8 @@ class Surgeon {
     if (level == 0) return std::move(data).value();
     const uint64_t slot = (blkid >> (dmu::kIndirectShift * (level - 1))) & 2047;
     auto child = zio::DecodeBlockPtr(
-        reinterpret_cast<const uint8_t*>(data->data()) + slot * zio::kBlockPtrSize, "");
+        reinterpret_cast<const uint8_t*>(data->data()) + slot * zio::BlockPtrSize(format_), "",
+        format_);
     REQUIRE(child.ok());
     return Leaf(*child, uint8_t(level - 1), blkid);
   }
@@ -202,14 +206,14 @@ class Surgeon {
       return Rewrite(bp, data);
     }
     auto* p = reinterpret_cast<uint8_t*>(data.data()) +
-              ((blkid >> (dmu::kIndirectShift * (level - 1))) & 2047) * zio::kBlockPtrSize;
-    zio::BlockPtr child = zio::DecodeBlockPtr(p, "").value();
-    zio::EncodeBlockPtr(Replace(child, uint8_t(level - 1), blkid, edit), p);
+              ((blkid >> (dmu::kIndirectShift * (level - 1))) & 2047) * zio::BlockPtrSize(format_);
+    zio::BlockPtr child = zio::DecodeBlockPtr(p, "", format_).value();
+    zio::EncodeBlockPtr(Replace(child, uint8_t(level - 1), blkid, edit), p, format_);
     return Rewrite(bp, data);
   }
 
-  // Stores `data` as the block `old` names, compressed as it was if that
-  // still saves space, with a new checksum.
+  // Stores `data` as the block `old` names (every copy), compressed as it
+  // was if that still saves space, with a new checksum.
   zio::BlockPtr Rewrite(const zio::BlockPtr& old, const std::string& data) {
     zio::BlockPtr bp = old;
     std::string stored = data;
@@ -230,8 +234,11 @@ class Surgeon {
     bp.checksum = util::Xxh3_128(stored.data(), stored.size());
     REQUIRE(zio::ValidateBlockPtr(bp).ok());
     stored.resize(old.dva.size, '\0');
-    Save(old.dva.vdev, old.dva.offset, old.dva.size);
-    REQUIRE(files_[old.dva.vdev]->Write(old.dva.offset, stored.data(), stored.size()).ok());
+    for (int c = 0; c < old.copies(); c++) {
+      const space::Dva& d = old.copy(c);
+      Save(d.vdev, d.offset, d.size);
+      REQUIRE(files_[d.vdev]->Write(d.offset, stored.data(), stored.size()).ok());
+    }
     return bp;
   }
 
@@ -252,6 +259,7 @@ class Surgeon {
   std::vector<vdev::VdevLayout> layouts_;
   PoolConfig config_;
   vdev::Uberblock ub_;
+  zio::BpFormat format_ = zio::BpFormat::kV2;
   std::unique_ptr<zio::Zio> zio_;
   Objset mos_;
 };
@@ -372,7 +380,8 @@ TEST_CASE("Check survives structures garbled under valid checksums", "[check]") 
         break;
       default:  // the block pointers in an indirect block
         REQUIRE(s.GetDnode(a, k.big).nlevels == 2);
-        s.EditTop(a, k.big, [&](std::string& b) { garble(b, 0, 4 * zio::kBlockPtrSize); });
+        s.EditTop(a, k.big,
+                  [&](std::string& b) { garble(b, 0, 4 * zio::BlockPtrSize(s.format())); });
         s.SetDatasetRoot("a", a.root);
         break;
     }

@@ -85,7 +85,7 @@ TEST_CASE("Check names a data block whose bit flipped", "[check]") {
   CheckReport r = Check(paths);
   INFO(Listing(r));
   REQUIRE_FALSE(r.ok());
-  REQUIRE(r.checksum_errors == 1);
+  REQUIRE(r.checksum_errors == uint64_t(b.bp.copies()));  // each copy read once
   REQUIRE(r.problems.size() == 1);
   REQUIRE(HasProblem(r,
                      "dataset 'tank/a' object " + std::to_string(k.small) + " L0 block 0 (vdev " +
@@ -107,7 +107,7 @@ TEST_CASE("Check names an indirect block whose bit flipped, and the subtree it l
   CheckReport r = Check(paths);
   INFO(Listing(r));
   REQUIRE_FALSE(r.ok());
-  REQUIRE(r.checksum_errors == 1);
+  REQUIRE(r.checksum_errors == uint64_t(b.bp.copies()));  // each copy read once
   REQUIRE(HasProblem(r, "dataset 'tank/a' object " + std::to_string(k.big) + " L1 block 0",
                      "checksum mismatch"));
   // Its four data blocks are allocated but unreachable: said once, not one
@@ -128,7 +128,7 @@ TEST_CASE("Check names a dnode block whose bit flipped", "[check]") {
   CheckReport r = Check(paths);
   INFO(Listing(r));
   REQUIRE_FALSE(r.ok());
-  REQUIRE(r.checksum_errors == 1);
+  REQUIRE(r.checksum_errors == uint64_t(b.bp.copies()));  // each copy read once
   REQUIRE(HasProblem(r, "dataset 'tank/a' metadnode L0 block 0", "checksum mismatch"));
 }
 

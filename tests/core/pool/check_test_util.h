@@ -164,16 +164,21 @@ inline const CheckedBlock& Find(const std::vector<CheckedBlock>& blocks,
   return *found;
 }
 
-// Flips one bit of the stored bytes of `bp`.
+// Flips one bit of the stored bytes of `bp` in each of its first `copies`
+// copies (-1: every copy, so that no copy reads back).
 inline void FlipBit(const std::vector<std::string>& paths, const zio::BlockPtr& bp,
-                    uint64_t at = 17) {
-  int fd = open(paths[bp.dva.vdev].c_str(), O_RDWR);  // vdev i is paths[i]: created in order
-  REQUIRE(fd >= 0);
-  char c;
-  REQUIRE(pread(fd, &c, 1, off_t(bp.dva.offset + at % bp.psize)) == 1);
-  c ^= 0x10;
-  REQUIRE(pwrite(fd, &c, 1, off_t(bp.dva.offset + at % bp.psize)) == 1);
-  close(fd);
+                    uint64_t at = 17, int copies = -1) {
+  const int n = copies < 0 ? bp.copies() : copies;
+  for (int i = 0; i < n; i++) {
+    const space::Dva& d = bp.copy(i);
+    int fd = open(paths[d.vdev].c_str(), O_RDWR);  // vdev i is paths[i]: created in order
+    REQUIRE(fd >= 0);
+    char c;
+    REQUIRE(pread(fd, &c, 1, off_t(d.offset + at % bp.psize)) == 1);
+    c ^= 0x10;
+    REQUIRE(pwrite(fd, &c, 1, off_t(d.offset + at % bp.psize)) == 1);
+    close(fd);
+  }
 }
 
 inline CheckReport Check(const std::vector<std::string>& paths) {

@@ -440,17 +440,19 @@ PoolDirectory SampleDirectory() {
 
 TEST_CASE("The pool directory's dataset tree round-trips", "[dataset][phys]") {
   const PoolDirectory d = SampleDirectory();
-  auto back = DecodePoolDirectory(EncodePoolDirectory(d));
-  INFO(back.status().ToString());
-  REQUIRE(back.ok());
-  CHECK(back->datasets == d.datasets);
-  CHECK(back->next_dataset_id == d.next_dataset_id);
+  for (zio::BpFormat format : {zio::BpFormat::kV1, zio::BpFormat::kV2}) {
+    auto back = DecodePoolDirectory(EncodePoolDirectory(d, format), format);
+    INFO(back.status().ToString());
+    REQUIRE(back.ok());
+    CHECK(back->datasets == d.datasets);
+    CHECK(back->next_dataset_id == d.next_dataset_id);
+  }
 }
 
 TEST_CASE("The pool directory decoder refuses a damaged dataset tree, saying what",
           "[dataset][phys]") {
   auto refused = [](PoolDirectory d, const std::string& says) {
-    auto r = DecodePoolDirectory(EncodePoolDirectory(d));
+    auto r = DecodePoolDirectory(EncodePoolDirectory(d, zio::BpFormat::kV2), zio::BpFormat::kV2);
     INFO(says);
     REQUIRE(!r.ok());
     CHECK(r.status().code() == StatusCode::kCorruption);
@@ -484,9 +486,9 @@ TEST_CASE("The pool directory decoder refuses a damaged dataset tree, saying wha
   d.datasets[1].name = "a@b";
   refused(d, "bad name");
   // Truncated anywhere: refused, never a crash.
-  const std::string bytes = EncodePoolDirectory(SampleDirectory());
+  const std::string bytes = EncodePoolDirectory(SampleDirectory(), zio::BpFormat::kV2);
   for (size_t n = 0; n < bytes.size(); n++)
-    CHECK(!DecodePoolDirectory(std::string_view(bytes).substr(0, n)).ok());
+    CHECK(!DecodePoolDirectory(std::string_view(bytes).substr(0, n), zio::BpFormat::kV2).ok());
 }
 
 }  // namespace

@@ -22,11 +22,13 @@ namespace {
 
 constexpr uint64_t kDevSize = 64ull << 20;
 
-// Stores `data` as a new copy of the block `old` names, at `offset` (space
-// no block of the pool uses), compressed as `old` was; returns its pointer.
+// Stores `data` as a new version of the block `old` names, at `offset`
+// (space no block of the pool uses), compressed as `old` was, in one copy;
+// returns its pointer.
 zio::BlockPtr StoreCopy(vdev::BlockDevice& dev, const zio::BlockPtr& old, const std::string& data,
                         uint64_t offset) {
   zio::BlockPtr bp = old;
+  bp.ditto = {};
   std::string stored = data;
   if (old.compression != util::Compression::kOff) {
     std::string buf(data.size(), '\0');
@@ -51,22 +53,23 @@ Txg SetMosObjectLength(vdev::MemoryDevice& dev, uint64_t id, uint64_t length) {
   auto info = vdev::ReadLabels(dev);
   REQUIRE(info.ok());
   const vdev::Uberblock ub = info->uberblocks.front().ub;
-  zio::Zio zio({{&dev, 12}}, nullptr);
-  zio::BlockPtr root = DecodeRootPayload(ub.root).value();
-  dmu::ObjsetPhys mos = dmu::DecodeObjset(zio.Read(root).value(), "MOS").value();
+  const zio::BpFormat format = zio::BpFormat(ub.version);
+  zio::Zio zio({{&dev, 12}}, nullptr, format);
+  zio::BlockPtr root = DecodeRootPayload(ub.root, format).value();
+  dmu::ObjsetPhys mos = dmu::DecodeObjset(zio.Read(root).value(), "MOS", format).value();
   REQUIRE(mos.metadnode.nlevels == 1);  // a small MOS: one dnode block
   std::string dnodes = zio.Read(mos.metadnode.bp).value();
   auto* slot = reinterpret_cast<uint8_t*>(dnodes.data()) + id * dmu::kDnodeSize;
-  dmu::DnodePhys d = dmu::DecodeDnode(slot, "object").value();
+  dmu::DnodePhys d = dmu::DecodeDnode(slot, "object", format).value();
   REQUIRE_FALSE(d.free());
   d.length = length;
-  dmu::EncodeDnode(d, slot);
+  dmu::EncodeDnode(d, slot, format);
   const uint64_t spare = info->layout.alloc_start + info->layout.alloc_size - (1 << 20);
   mos.metadnode.bp = StoreCopy(dev, mos.metadnode.bp, dnodes, spare);
-  zio::BlockPtr new_root = StoreCopy(dev, root, dmu::EncodeObjset(mos), spare + (64 << 10));
+  zio::BlockPtr new_root = StoreCopy(dev, root, dmu::EncodeObjset(mos, format), spare + (64 << 10));
   vdev::Uberblock next = ub;
   next.txg = Txg(ub.txg.value() + 1);
-  next.root = EncodeRootPayload(new_root);
+  next.root = EncodeRootPayload(new_root, format);
   REQUIRE(vdev::WriteUberblock(dev, info->layout, next).ok());
   return ub.txg;
 }

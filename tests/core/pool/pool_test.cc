@@ -234,16 +234,19 @@ TEST_CASE("Pool import falls back to an older uberblock when the newest tree is 
     second = WriteObject(**p, b);
     REQUIRE((*p)->Export().ok());
   }
-  // Damage the MOS root block of the newest uberblock.
+  // Damage the MOS root block of the newest uberblock (every copy).
   auto labels = vdev::ReadLabels(mem);
   REQUIRE(labels.ok());
   const vdev::Uberblock& newest = labels->uberblocks.front().ub;
-  auto mos_root = DecodeRootPayload(newest.root);
+  auto mos_root = DecodeRootPayload(newest.root, zio::BpFormat(newest.version));
   REQUIRE(mos_root.ok());
-  char byte;
-  REQUIRE(mem.Read(mos_root->dva.offset + 100, &byte, 1).ok());
-  byte ^= 0x40;
-  REQUIRE(mem.Write(mos_root->dva.offset + 100, &byte, 1).ok());
+  REQUIRE(mos_root->copies() == 3);
+  for (int c = 0; c < mos_root->copies(); c++) {
+    char byte;
+    REQUIRE(mem.Read(mos_root->copy(c).offset + 100, &byte, 1).ok());
+    byte ^= 0x40;
+    REQUIRE(mem.Write(mos_root->copy(c).offset + 100, &byte, 1).ok());
+  }
   auto p = Pool::ImportDevices({&mem}, FastOptions());
   INFO(p.status().ToString());
   REQUIRE(p.ok());

@@ -107,7 +107,12 @@ struct Rig {
   int fills_ = 0;
 
   explicit Rig(bool small) : small_caches(small) {
-    REQUIRE(pool::Pool::CreateOnDevices({&mem}, {"mem"}, pool::CreateOptions{"tank"}).ok());
+    // Format 1: one copy of every block, so that the one read that fails
+    // loses its block (format 2 would read metadata from its other copy,
+    // as the zio and pool tests of copies show).
+    pool::CreateOptions co{"tank"};
+    co.format_version = 1;
+    REQUIRE(pool::Pool::CreateOnDevices({&mem}, {"mem"}, co).ok());
     Mount();
     Setup();
     REQUIRE(Unmount().ok());

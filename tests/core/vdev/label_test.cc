@@ -56,7 +56,9 @@ TEST_CASE("EncodeLabel lays the header out as documented", "[label]") {
   std::vector<uint8_t> b = EncodeLabel(h, 2, "cfg");
   REQUIRE(b.size() == kRingOffset);
   CHECK(std::string(b.begin(), b.begin() + 8) == "PFSLABEL");
-  CHECK(util::GetLE32(&b[8]) == 1);   // version
+  CHECK(util::GetLE32(&b[8]) == 2);  // version (the header's: the newest)
+  h.version = 1;                     // a pool of the older format keeps it
+  CHECK(util::GetLE32(&EncodeLabel(h, 2, "cfg")[8]) == 1);
   CHECK(util::GetLE32(&b[12]) == 2);  // label index
   CHECK(util::GetLE64(&b[16]) == h.pool_guid);
   CHECK(util::GetLE64(&b[24]) == h.vdev_guid);
@@ -181,10 +183,10 @@ TEST_CASE("ReadLabels refuses empty, tiny, random and truncated devices", "[labe
 TEST_CASE("ReadLabels refuses an unknown format version with a clear message", "[label]") {
   auto dev = OddPoolDevice();
   VdevLayout l = LayoutOf(*dev);
-  // A well-formed label of version 2 (what a newer poolfs would write) in
+  // A well-formed label of version 3 (what a newer poolfs would write) in
   // one copy is enough to refuse the pool.
   std::vector<uint8_t> b = EncodeLabel(TestHeader(*dev), 1, "config-A");
-  util::PutLE32(&b[8], 2);
+  util::PutLE32(&b[8], 3);
   std::string covered(b.begin(), b.begin() + 496);
   covered += "config-A";
   util::Checksum128 sum = util::Xxh3_128(covered.data(), covered.size());
@@ -194,7 +196,7 @@ TEST_CASE("ReadLabels refuses an unknown format version with a clear message", "
   Result<VdevLabelInfo> r = ReadLabels(*dev);
   CHECK(r.status().code() == StatusCode::kNotSupported);
   CHECK(r.status().message() ==
-        "mem0 label 1: pool format version 2 is not supported by this poolfs (supports 1)");
+        "mem0 label 1: pool format version 3 is not supported by this poolfs (supports 1 to 2)");
 }
 
 TEST_CASE("ReadLabels treats a damaged version field as damage, not a new version", "[label]") {

@@ -32,7 +32,11 @@ TEST_CASE("EncodeUberblock lays the slot out as documented and round-trips", "[u
   Uberblock ub = TestUberblock(300);
   UberblockBytes b = EncodeUberblock(ub);
   CHECK(std::string(b.begin(), b.begin() + 8) == "PFSUBERB");
-  CHECK(util::GetLE32(&b[8]) == 1);
+  CHECK(util::GetLE32(&b[8]) == 2);  // the newest format, unless the pool has another
+  ub.version = 1;
+  CHECK(util::GetLE32(&EncodeUberblock(ub)[8]) == 1);
+  CHECK(DecodeUberblock(EncodeUberblock(ub).data(), kUberblockSlotSize).value() == ub);
+  ub.version = 2;
   CHECK(util::GetLE64(&b[16]) == 300);
   CHECK(util::GetLE64(&b[24]) == ub.pool_guid);
   CHECK(util::GetLE64(&b[32]) == ub.guid_sum);
@@ -78,7 +82,7 @@ TEST_CASE("DecodeUberblock refuses a well-formed uberblock of another version", 
   Result<Uberblock> r = DecodeUberblock(b.data(), b.size());
   CHECK(r.status().code() == StatusCode::kNotSupported);
   CHECK(r.status().message() ==
-        "uberblock format version 9 is not supported by this poolfs (supports 1)");
+        "uberblock format version 9 is not supported by this poolfs (supports 1 to 2)");
   // In a ring, it refuses the whole device.
   auto dev = PoolDevice();
   REQUIRE(dev->Write(LayoutOf(*dev).SlotOffset(2, 7), b.data(), b.size()).ok());

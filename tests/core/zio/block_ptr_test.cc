@@ -1,5 +1,6 @@
-// BlockPtr: the 64-byte on-disk form, round trips, and a decoder that refuses
-// every invalid value and survives every single-bit flip.
+// BlockPtr: the on-disk forms (format 1's 64 bytes, format 2's 128 with up
+// to three copies), round trips, and a decoder that refuses every invalid
+// value and survives every single-bit flip.
 #include "zio/block_ptr.h"
 
 #include <catch2/catch.hpp>
@@ -18,12 +19,13 @@
 namespace poolfs::core::zio {
 namespace {
 
-using Bytes = std::array<uint8_t, kBlockPtrSize>;
+using Bytes = std::array<uint8_t, kBlockPtrSizeV1>;  // format 1, pinned below
 using testing::RandomValidBlockPtr;
+using testing::RandomValidBlockPtrV2;
 
 Bytes Encode(const BlockPtr& bp) {
   Bytes b{};
-  EncodeBlockPtr(bp, b.data());
+  EncodeBlockPtr(bp, b.data(), BpFormat::kV1);
   return b;
 }
 
@@ -51,7 +53,9 @@ BlockPtr SampleIndirect() {
 }
 
 // Decodes `b` and returns the status (OK or the refusal).
-Status DecodeStatus(const Bytes& b) { return DecodeBlockPtr(b.data(), "test").status(); }
+Status DecodeStatus(const Bytes& b) {
+  return DecodeBlockPtr(b.data(), "test", BpFormat::kV1).status();
+}
 
 TEST_CASE("BlockPtr encodes little-endian at the documented offsets", "[block_ptr]") {
   const Bytes want = {
@@ -65,7 +69,7 @@ TEST_CASE("BlockPtr encodes little-endian at the documented offsets", "[block_pt
       0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,  // checksum hi
   };
   REQUIRE(Encode(SampleData()) == want);
-  auto back = DecodeBlockPtr(want.data(), "pinned");
+  auto back = DecodeBlockPtr(want.data(), "pinned", BpFormat::kV1);
   REQUIRE(back.ok());
   REQUIRE(*back == SampleData());
 }
@@ -75,7 +79,7 @@ TEST_CASE("BlockPtr round-trips random valid pointers", "[block_ptr]") {
   for (int i = 0; i < 20000; i++) {
     BlockPtr bp = RandomValidBlockPtr(rng);
     Bytes b = Encode(bp);
-    auto back = DecodeBlockPtr(b.data(), "round trip");
+    auto back = DecodeBlockPtr(b.data(), "round trip", BpFormat::kV1);
     INFO(bp.ToString());
     REQUIRE(back.ok());
     REQUIRE(*back == bp);
@@ -84,7 +88,7 @@ TEST_CASE("BlockPtr round-trips random valid pointers", "[block_ptr]") {
 
 TEST_CASE("All-zero bytes decode to the empty hole", "[block_ptr]") {
   Bytes zero{};
-  auto bp = DecodeBlockPtr(zero.data(), "");
+  auto bp = DecodeBlockPtr(zero.data(), "", BpFormat::kV1);
   REQUIRE(bp.ok());
   REQUIRE(bp->IsHole());
   REQUIRE(*bp == BlockPtr{});
@@ -95,7 +99,7 @@ TEST_CASE("A hole keeps its birth, lsize, type and level", "[block_ptr]") {
   BlockPtr hole = MakeHole(BlockType::kData, 0, 131072, Txg(9));
   Bytes b = Encode(hole);
   REQUIRE(b[offsetof(BlockPtrPhys, checksum_type)] == 0);
-  auto back = DecodeBlockPtr(b.data(), "");
+  auto back = DecodeBlockPtr(b.data(), "", BpFormat::kV1);
   REQUIRE(back.ok());
   REQUIRE(*back == hole);
   REQUIRE(back->ToString() == "L0 data hole lsize 131072 birth 9");
@@ -151,7 +155,7 @@ TEST_CASE("A gang pointer round-trips and a gang size that cannot hold the block
   gang.dva.size = 4096;          // the header
   gang.gang_asize = 8192;
   REQUIRE(ValidateBlockPtr(gang).ok());
-  REQUIRE(DecodeBlockPtr(Encode(gang).data(), "test").value() == gang);
+  REQUIRE(DecodeBlockPtr(Encode(gang).data(), "test", BpFormat::kV1).value() == gang);
   REQUIRE(gang.allocated() == 4096 + 8192);
   REQUIRE(gang.ToString().find("gang 8192") != std::string::npos);
 
@@ -163,7 +167,7 @@ TEST_CASE("A gang pointer round-trips and a gang size that cannot hold the block
       Bytes b = Encode(base);
       b[offsetof(BlockPtrPhys, gang_sectors) + bit / 8] ^= uint8_t(1 << (bit % 8));
       const uint64_t g = (uint64_t{1} << bit) * kMinSectorSize;
-      Result<BlockPtr> got = DecodeBlockPtr(b.data(), "test");
+      Result<BlockPtr> got = DecodeBlockPtr(b.data(), "test", BpFormat::kV1);
       const bool fits = !base.IsHole() && g >= base.psize && g - base.psize < kMaxGangHeaderSize;
       INFO("bit " << bit << " hole " << base.IsHole());
       REQUIRE(got.ok() == fits);
@@ -260,7 +264,7 @@ TEST_CASE("DecodeBlockPtr refuses inconsistent sizes, offsets, births and fills"
     b[offsetof(BlockPtrPhys, compression)] = uint8_t(bp.compression);
     util::PutLE64(b.data() + offsetof(BlockPtrPhys, birth), bp.birth.value());
     util::PutLE64(b.data() + offsetof(BlockPtrPhys, fill), bp.fill);
-    auto got = DecodeBlockPtr(b.data(), "object 17 L1 blkid 3 slot 12");
+    auto got = DecodeBlockPtr(b.data(), "object 17 L1 blkid 3 slot 12", BpFormat::kV1);
     INFO(want << ": " << got.status().ToString());
     REQUIRE(got.status().IsCorruption());
     REQUIRE(got.status().message().rfind("object 17 L1 blkid 3 slot 12: block pointer", 0) == 0);
@@ -275,10 +279,10 @@ TEST_CASE("Every single-bit flip is refused or decodes to another valid pointer"
   for (int i = 0; i < 400; i++) {
     const BlockPtr bp = i == 0 ? BlockPtr{} : i == 1 ? SampleData() : RandomValidBlockPtr(rng);
     const Bytes good = Encode(bp);
-    for (int bit = 0; bit < int(kBlockPtrSize * 8); bit++) {
+    for (int bit = 0; bit < int(kBlockPtrSizeV1 * 8); bit++) {
       Bytes b = good;
       b[bit / 8] ^= uint8_t(1 << (bit % 8));
-      auto got = DecodeBlockPtr(b.data(), "flip");
+      auto got = DecodeBlockPtr(b.data(), "flip", BpFormat::kV1);
       if (!got.ok()) {
         REQUIRE(got.status().IsCorruption());
         refused++;
@@ -291,6 +295,136 @@ TEST_CASE("Every single-bit flip is refused or decodes to another valid pointer"
     }
   }
   // Both outcomes happen (the checksum bits always decode; enum bits mostly not).
+  REQUIRE(refused > 0);
+  REQUIRE(accepted > 0);
+}
+
+// Format 2.
+using BytesV2 = std::array<uint8_t, kBlockPtrSizeV2>;
+
+BytesV2 EncodeV2(const BlockPtr& bp) {
+  BytesV2 b{};
+  EncodeBlockPtr(bp, b.data(), BpFormat::kV2);
+  return b;
+}
+
+Status DecodeStatusV2(const BytesV2& b) {
+  return DecodeBlockPtr(b.data(), "test", BpFormat::kV2).status();
+}
+
+// SampleData with copies on vdevs 2 and 0.
+BlockPtr SampleThreeCopies() {
+  BlockPtr bp = SampleData();
+  bp.ditto[0] = {2, vdev::kFrontReserved + 0x80000, 8192};
+  bp.ditto[1] = {0, vdev::kFrontReserved + 0x2000, 8192};
+  return bp;
+}
+
+TEST_CASE("Format 2 block pointers encode their copies little-endian at the documented offsets",
+          "[block_ptr]") {
+  BytesV2 want{};
+  const uint8_t head[] = {
+      0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // copy 0: vdev 1, reserved
+      0x00, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,  //   offset 0x401000
+      0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // copy 1: vdev 2
+      0x00, 0x00, 0x48, 0x00, 0x00, 0x00, 0x00, 0x00,  //   offset 0x480000
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // copy 2: vdev 0
+      0x00, 0x20, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,  //   offset 0x402000
+      0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // asize 8192, gang sectors 0
+      0x00, 0x00, 0x02, 0x00, 0x88, 0x13, 0x00, 0x00,  // lsize 131072, psize 5000
+      0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00,  // data, L0, lz4, xxh3-128, reserved
+      0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // birth 17
+      0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // fill 1
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // checksum lo
+      0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,  // checksum hi
+  };
+  std::copy(std::begin(head), std::end(head), want.begin());  // bytes 104..127 stay zero
+  const BlockPtr bp = SampleThreeCopies();
+  REQUIRE(EncodeV2(bp) == want);
+  auto back = DecodeBlockPtr(want.data(), "pinned", BpFormat::kV2);
+  REQUIRE(back.ok());
+  REQUIRE(*back == bp);
+  REQUIRE(back->copies() == 3);
+  REQUIRE(back->allocated() == 3 * 8192);
+}
+
+TEST_CASE("Format 2 round-trips every valid pointer of one to three copies", "[block_ptr]") {
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; i++) {
+    const BlockPtr bp = RandomValidBlockPtrV2(rng);
+    auto back = DecodeBlockPtr(EncodeV2(bp).data(), "round trip", BpFormat::kV2);
+    INFO(bp.ToString());
+    REQUIRE(back.ok());
+    REQUIRE(*back == bp);
+  }
+  // One copy reads the same in either format.
+  const BlockPtr one = SampleData();
+  REQUIRE(DecodeBlockPtr(EncodeV2(one).data(), "", BpFormat::kV2).value() ==
+          DecodeBlockPtr(Encode(one).data(), "", BpFormat::kV1).value());
+}
+
+TEST_CASE("Format 2 refuses copies that overlap, differ in size, skip, sit on a gang or stray",
+          "[block_ptr]") {
+  const BlockPtr good = SampleThreeCopies();
+  struct Case {
+    const char* want;
+    std::function<void(BytesV2&)> damage;
+  };
+  auto put_dva = [](BytesV2& b, int i, uint32_t vdev, uint64_t off) {
+    util::PutLE32(b.data() + i * sizeof(DvaPhys), vdev);
+    util::PutLE64(b.data() + i * sizeof(DvaPhys) + 8, off);
+  };
+  const Case cases[] = {
+      {"overlapping", [&](BytesV2& b) { put_dva(b, 1, 1, vdev::kFrontReserved + 0x2000); }},
+      {"overlapping", [&](BytesV2& b) { put_dva(b, 2, 2, vdev::kFrontReserved + 0x80000); }},
+      {"after an absent one", [&](BytesV2& b) { put_dva(b, 1, 0, 0); }},
+      {"offset", [&](BytesV2& b) { put_dva(b, 2, 0, 0x1234); }},
+      {"inside the front labels", [&](BytesV2& b) { put_dva(b, 1, 2, 4096); }},
+      {"more than one copy",
+       [&](BytesV2& b) { util::PutLE32(b.data() + offsetof(BlockPtrPhysV2, gang_sectors), 20); }},
+      {"reserved bytes in copy 1", [&](BytesV2& b) { b[sizeof(DvaPhys) + 4] = 1; }},
+      {"reserved bytes at 68", [&](BytesV2& b) { b[offsetof(BlockPtrPhysV2, reserved1)] = 1; }},
+      {"reserved bytes at 127", [&](BytesV2& b) { b[127] = 0x80; }},
+  };
+  REQUIRE(DecodeStatusV2(EncodeV2(good)).ok());
+  for (const Case& c : cases) {
+    BytesV2 b = EncodeV2(good);
+    c.damage(b);
+    const Status st = DecodeStatusV2(b);
+    INFO(c.want << ": " << st.ToString());
+    REQUIRE(st.IsCorruption());
+    REQUIRE(st.message().find(c.want) != std::string::npos);
+  }
+  // A hole names no copy.
+  BytesV2 hole = EncodeV2(MakeHole(BlockType::kData, 0, 4096, Txg(3)));
+  put_dva(hole, 1, 1, vdev::kFrontReserved);
+  REQUIRE(DecodeStatusV2(hole).IsCorruption());
+}
+
+TEST_CASE("Every single-bit flip of a format 2 pointer is refused or decodes to another valid one",
+          "[block_ptr]") {
+  std::mt19937_64 rng(13);
+  int refused = 0, accepted = 0;
+  for (int i = 0; i < 200; i++) {
+    const BlockPtr bp = i == 0   ? BlockPtr{}
+                        : i == 1 ? SampleThreeCopies()
+                                 : RandomValidBlockPtrV2(rng);
+    const BytesV2 good = EncodeV2(bp);
+    for (int bit = 0; bit < int(kBlockPtrSizeV2 * 8); bit++) {
+      BytesV2 b = good;
+      b[bit / 8] ^= uint8_t(1 << (bit % 8));
+      auto got = DecodeBlockPtr(b.data(), "flip", BpFormat::kV2);
+      if (!got.ok()) {
+        REQUIRE(got.status().IsCorruption());
+        refused++;
+        continue;
+      }
+      accepted++;
+      INFO(bp.ToString() << " bit " << bit);
+      REQUIRE(!(*got == bp));
+      REQUIRE(EncodeV2(*got) == b);
+    }
+  }
   REQUIRE(refused > 0);
   REQUIRE(accepted > 0);
 }

@@ -92,6 +92,25 @@ inline BlockPtr RandomValidBlockPtr(std::mt19937_64& rng) {
   return bp;
 }
 
+// RandomValidBlockPtr with, for a stored block that is not a gang, one to
+// three copies (a format 2 pointer): each further copy on a random vdev,
+// never overlapping another.
+inline BlockPtr RandomValidBlockPtrV2(std::mt19937_64& rng) {
+  BlockPtr bp = RandomValidBlockPtr(rng);
+  if (bp.IsHole() || bp.IsGang()) return bp;
+  const int copies = 1 + int(rng() % kMaxCopies);
+  for (int c = 1; c < copies; c++) {
+    space::Dva d{uint32_t(rng() % 4), 0, bp.dva.size};
+    // Past every earlier copy: no overlap.
+    uint64_t end = 0;
+    for (int k = 0; k < c; k++) end = std::max(end, bp.copy(k).offset + bp.copy(k).size);
+    d.offset = end + 512 * (rng() % 1024);
+    bp.ditto[c - 1] = d;
+  }
+  REQUIRE(ValidateBlockPtr(bp).ok());
+  return bp;
+}
+
 // Passes everything to `inner` and records each Write and WriteParts in
 // `calls`, each Read and ReadParts in `reads` (offset, bytes, parts), so
 // that tests see how the pipeline grouped its I/O.
