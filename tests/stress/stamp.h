@@ -50,7 +50,8 @@ std::string StampedData(const WriteSpec& w);
 // "zeros", a partial stamp, or the first bytes in hex.
 std::string DescribeChunk(std::string_view chunk, uint64_t chunk_off);
 
-// The bonus buffer operation `seq` sets on `object` (length 0..384).
+// The bonus buffer operation `seq` sets on `object` (length 0 to the
+// pool format's largest bonus).
 std::string BonusBytes(uint64_t object, uint64_t seq, uint64_t len);
 
 }  // namespace poolfs::stress

@@ -296,7 +296,7 @@ Status Workload::OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng,
     r.a = off;
     r.b = len;
   } else if (kind < 72) {
-    const uint64_t len = rng() % (dmu::kMaxBonus + 1);
+    const uint64_t len = rng() % (os->max_bonus() + 1);
     const uint8_t type = uint8_t(rng());
     r.seq = log_->NextSeq();
     st = os->SetBonus(tx, ObjectId(o.id), type, BonusBytes(o.id, r.seq, len));
