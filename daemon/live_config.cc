@@ -315,7 +315,14 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   if (!s.recent_syncs.empty()) out += RenderRecentSyncs(s.recent_syncs, 5);
   line("space:", FormatBytesHuman(s.space_allocated) + " used, " + FormatBytesHuman(s.space_free) +
                      " free, " + FormatBytesHuman(s.space_total) + " total");
-  line("checksum errors:", std::to_string(s.checksum_errors));
+  line("checksum errors:",
+       std::to_string(s.checksum_errors) + " (" + std::to_string(s.repaired_copies) +
+           " bad copies rewritten from good ones)");
+  if (s.copy_shortfalls > 0)
+    line("copies left out:", std::to_string(s.copy_shortfalls) +
+                                 " (blocks written with fewer copies than asked: the pool is "
+                                 "nearly full)");
+  if (s.format_version > 0) line("on-disk format:", std::to_string(s.format_version));
   if (s.dataset_space.empty()) {
     std::string datasets;
     for (const std::string& d : s.datasets) datasets += (datasets.empty() ? "" : ", ") + d;

@@ -21,14 +21,15 @@ Result<std::string> OneOf(std::string_view value, std::initializer_list<std::str
 Result<std::string> ParseCompression(std::string_view v) {
   if (v == "off" || v == "lz4" || v == "zstd") return std::string(v);
   if (v.substr(0, 5) == "zstd-") {
+    // One or two digits, no leading zero, 1..19: looked at before any
+    // arithmetic, so that no text can overflow it.
     const std::string_view n = v.substr(5);
-    int level = 0;
-    bool digits = !n.empty() && n.size() <= 2;
-    for (char c : n) {
-      digits &= c >= '0' && c <= '9';
-      level = level * 10 + (c - '0');
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (!n.empty() && n.size() <= 2 && n[0] != '0' && digit(n[0]) &&
+        (n.size() == 1 || digit(n[1]))) {
+      const int level = n.size() == 1 ? n[0] - '0' : (n[0] - '0') * 10 + (n[1] - '0');
+      if (level <= 19) return std::string(v);
     }
-    if (digits && n[0] != '0' && level >= 1 && level <= 19) return std::string(v);
   }
   return Status::InvalidArgument("'" + std::string(v) +
                                  "' is not off, lz4, zstd or zstd-1..zstd-19");

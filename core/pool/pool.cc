@@ -370,6 +370,9 @@ PoolStats Pool::Stats() const {
   s.space = space_->Stats();
   for (size_t i = 0; i < devs_.size(); i++)
     s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
+  s.repairs = zio_->repairs();
+  s.copy_shortfalls = zio_->copy_shortfalls();
+  s.format_version = format_version_;
   s.datasets = datasets();
   if (arc_) s.arc = arc_->Stats();
   if (read_ahead_) s.read_ahead = read_ahead_->Stats();

@@ -200,6 +200,11 @@ struct PoolStats {
   Txg open;
   space::SpaceStats space;
   std::vector<uint64_t> checksum_errors;  // per vdev
+  // Bad copies rewritten from good ones, and copies writes left out for
+  // want of room, since the import (zio.h).
+  uint64_t repairs = 0;
+  uint64_t copy_shortfalls = 0;
+  uint32_t format_version = 0;  // the pool's on-disk format
   std::vector<std::string> datasets;
   uint64_t syncs = 0;
   // Passes of the MOS sync (see above): of the last txg synced, and the

@@ -139,6 +139,9 @@ FsStatus PosixFs::GetStatus() {
   s.space_allocated = stats.space.allocated;
   s.space_free = stats.space.free;
   for (uint64_t e : stats.checksum_errors) s.checksum_errors += e;
+  s.repaired_copies = stats.repairs;
+  s.copy_shortfalls = stats.copy_shortfalls;
+  s.format_version = stats.format_version;
   s.datasets = stats.datasets;
   s.objects = os_->live_objects();
   {

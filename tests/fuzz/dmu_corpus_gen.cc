@@ -1,22 +1,33 @@
-// Writes the seed corpora of dnode_fuzz, pool_phys_fuzz and indirect_fuzz
-// into <root>/dnode, <root>/pool_phys and <root>/indirect (folders that must
-// exist):
+// Writes the seed corpora of dnode_fuzz, pool_phys_fuzz, indirect_fuzz and
+// block_ptr_fuzz into <root>/dnode, <root>/pool_phys, <root>/indirect and
+// <root>/block_ptr (folders that must exist):
 //   dmu_corpus_gen tests/fuzz/corpus
 // and, with --trace instead of a folder, prints the walk of the worked
 // example of core/doc/on-disk-format.md (uberblock to byte 0 of object 5 of
-// dataset "tank") on a freshly made pool.
+// dataset "tank") on a freshly made pool of the newest format.
 //
-// Seeds come from a real pool "tank" made on a memory device (objects 1..5
-// of dataset tank: small, sparse over three levels, with a bonus, compressed
-// over two levels, and object 5's text): its config, pool directory, root
-// payload, dnodes, object set roots, indirect blocks and whole object set
-// images in indirect_fuzz's chunk form. Damaged variants break each rule of
-// the decoders once (in indirect_fuzz's images, pointers are repaired by the
-// target unless mode bit 1 is set, so damage there is in the content).
-// The corpora also hold found-* files kept from fuzzing runs (libFuzzer
-// -merge=1); this program neither writes nor removes them.
+// Seeds come from two real pools "tank" made on memory devices, one of
+// format 2 (the default: 128-byte block pointers, metadata in two copies,
+// the MOS in three) and one of format 1 (CreateOptions::format_version = 1:
+// 64-byte pointers, one copy), each with objects 1..5 of dataset tank
+// (small, sparse over three levels, with a bonus, compressed over two
+// levels, and object 5's text): their config, pool directories, root
+// payloads, dnodes, object set roots, indirect blocks, block pointers with
+// their stored bytes, and whole object set images in indirect_fuzz's chunk
+// form. Each seed is framed for its format as the target's top comment
+// says, and named "v1-..." or "v2-..." after it (the config, which has no
+// block pointer, once). Damaged variants break each rule of the decoders
+// once, the rules of format 2's copies too (in indirect_fuzz's images,
+// pointers are repaired by the target unless mode bit 1 is set, so damage
+// there is in the content; the images name one copy of each block, since
+// the target repairs copy 0 only).
+// The corpora also hold found-* files (hex names in block_ptr) kept from
+// fuzzing runs (libFuzzer -merge=1); this program neither writes nor
+// removes them.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +42,8 @@
 #include "pool/pool.h"
 #include "pool/pool_phys.h"
 #include "txg/inline_executor.h"
+#include "util/checksum.h"
+#include "util/compress.h"
 #include "util/endian.h"
 #include "vdev/label.h"
 #include "vdev/memory_device.h"
@@ -44,6 +57,7 @@ using poolfs::ObjectId;
 using poolfs::Result;
 using poolfs::Status;
 using poolfs::Txg;
+using zio::BpFormat;
 namespace util = poolfs::util;
 
 int g_count = 0;
@@ -93,14 +107,23 @@ std::string Trimmed(std::string s) {
 
 struct Tank {
   vdev::MemoryDevice dev{64 * vdev::kMiB, "tank.pool"};
+  zio::BpFormat format = zio::BpFormat::kV2;
+  std::string prefix;             // of its seeds' names: "v1-" or "v2-"
   std::unique_ptr<zio::Zio> zio;  // read-only, for the walks
   vdev::VdevLabelInfo labels;
   vdev::Uberblock ub;
+
+  size_t bp_size() const { return zio::BlockPtrSize(format); }
+  bool v2() const { return format == zio::BpFormat::kV2; }
 };
 
-void MakeTank(Tank& t) {
+// Makes tank in on-disk format `version` (1 or 2).
+void MakeTank(Tank& t, uint32_t version) {
+  t.format = zio::BpFormat(version);
+  t.prefix = "v" + std::to_string(version) + "-";
   pool::CreateOptions co;
   co.name = "tank";
+  co.format_version = version;
   Must(pool::Pool::CreateOnDevices({&t.dev}, {"tank.pool"}, co), "create");
   txg::InlineExecutor exec;
   pool::PoolOptions po;
@@ -141,12 +164,17 @@ void MakeTank(Tank& t) {
   p.reset();
   t.labels = Must(vdev::ReadLabels(t.dev), "labels");
   t.ub = t.labels.uberblocks.at(0).ub;
-  t.zio = std::make_unique<zio::Zio>(std::vector<zio::Zio::Vdev>{{&t.dev, 12}}, nullptr);
+  if (t.labels.header.version != version || t.ub.version != version)
+    Die("the pool of format " + std::to_string(version) + " has labels of " +
+        std::to_string(t.labels.header.version) + " and uberblocks of " +
+        std::to_string(t.ub.version));
+  t.zio = std::make_unique<zio::Zio>(std::vector<zio::Zio::Vdev>{{&t.dev, 12}}, nullptr, t.format);
 }
 
 // A minimal reader (the walk of the worked example).
 struct Walker {
   zio::Zio* zio;
+  zio::BpFormat format;
 
   zio::BlockPtr Lookup(const dmu::DnodePhys& d, uint64_t blkid, const std::string& who) {
     zio::BlockPtr bp = d.bp;
@@ -156,8 +184,11 @@ struct Walker {
       const uint64_t slot = (blkid >> (11 * (level - 1))) & 2047;
       Trace("  %s L%u indirect block at vdev %u offset 0x%" PRIx64 " (%s): slot %" PRIu64
             " (byte %" PRIu64 ")\n",
-            who.c_str(), level, bp.dva.vdev, bp.dva.offset, bp.ToString().c_str(), slot, slot * 64);
-      bp = Must(zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(blk.data()) + slot * 64, ""),
+            who.c_str(), level, bp.dva.vdev, bp.dva.offset, bp.ToString().c_str(), slot,
+            slot * zio::BlockPtrSize(format));
+      bp = Must(zio::DecodeBlockPtr(
+                    reinterpret_cast<const uint8_t*>(blk.data()) + slot * zio::BlockPtrSize(format),
+                    "", format),
                 "decode");
     }
     return bp;
@@ -172,22 +203,25 @@ struct Walker {
           " of the block)\n",
           who.c_str(), id, id / 32, id % 32, (id % 32) * 512);
     std::string blk = ReadBlock(os.metadnode, id / 32, who + " metadnode");
-    return Must(
-        dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(blk.data()) + (id % 32) * 512, who),
-        "dnode");
+    return Must(dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(blk.data()) + (id % 32) * 512,
+                                 who, format),
+                "dnode");
   }
   dmu::ObjsetPhys Objset(const zio::BlockPtr& root) {
-    return Must(dmu::DecodeObjset(Must(zio->Read(root), "read objset"), "objset"), "objset");
+    return Must(dmu::DecodeObjset(Must(zio->Read(root), "read objset"), "objset", format),
+                "objset");
   }
 };
 
+Walker WalkerOf(Tank& t) { return Walker{t.zio.get(), t.format}; }
+
 void TraceExample(Tank& t) {
-  Walker w{t.zio.get()};
+  Walker w = WalkerOf(t);
   Trace("uberblock: txg %" PRIu64 ", found in labels mask 0x%x, slot %" PRIu64
         " (label offset 0x%" PRIx64 ")\n",
         t.ub.txg.value(), t.labels.uberblocks[0].label_mask, t.ub.txg.value() % 128,
         vdev::kRingOffset + (t.ub.txg.value() % 128) * 1024);
-  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root), "root payload");
+  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root, t.format), "root payload");
   Trace("MOS root: %s\n", mos_root.ToString().c_str());
   dmu::ObjsetPhys mos = w.Objset(mos_root);
   Trace("MOS: next object %" PRIu64 ", live %" PRIu64 ", metadnode nlevels %u top %s\n",
@@ -200,7 +234,7 @@ void TraceExample(Tank& t) {
   for (uint64_t b = 0; b * dir_dn.block_size < dir_dn.length; b++)
     dir_bytes += w.ReadBlock(dir_dn, b, "MOS object 1");
   dir_bytes.resize(dir_dn.length);
-  pool::PoolDirectory dir = Must(pool::DecodePoolDirectory(dir_bytes), "directory");
+  pool::PoolDirectory dir = Must(pool::DecodePoolDirectory(dir_bytes, t.format), "directory");
   Trace("pool directory: %zu datasets, %zu space maps\n", dir.datasets.size(),
         dir.space_maps.size());
   for (const pool::DatasetEntry& e : dir.datasets) {
@@ -218,6 +252,75 @@ void TraceExample(Tank& t) {
     Trace("byte 0 of object 5: '%c' (0x%02x); the first %" PRIu64 " bytes: \"%s\"\n", blk[0],
           unsigned(uint8_t(blk[0])), d5.length, blk.substr(0, d5.length).c_str());
   }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers for the seeds.
+
+// Writes `value` little-endian in `width` bytes (1, 2, 4 or 8) at `off`.
+std::string Patched(std::string s, size_t off, uint64_t value, int width) {
+  auto* q = reinterpret_cast<uint8_t*>(s.data()) + off;
+  switch (width) {
+    case 8: util::PutLE64(q, value); break;
+    case 4: util::PutLE32(q, uint32_t(value)); break;
+    case 2: util::PutLE16(q, uint16_t(value)); break;
+    default: *q = uint8_t(value); break;
+  }
+  return s;
+}
+
+// Where the fields of a block pointer of one format lie.
+struct BpFields {
+  size_t asize, lsize, psize, type, level, compression, gang_sectors;
+};
+BpFields FieldsOf(zio::BpFormat f) {
+  if (f == zio::BpFormat::kV1) {
+    using P = zio::BlockPtrPhys;
+    return {offsetof(P, asize),       offsetof(P, lsize), offsetof(P, psize),
+            offsetof(P, type),        offsetof(P, level), offsetof(P, compression),
+            offsetof(P, gang_sectors)};
+  }
+  using P = zio::BlockPtrPhysV2;
+  return {offsetof(P, asize), offsetof(P, lsize),       offsetof(P, psize),       offsetof(P, type),
+          offsetof(P, level), offsetof(P, compression), offsetof(P, gang_sectors)};
+}
+// Format 2: where copy i's DVA and the reserved fields lie.
+constexpr size_t CopyAt(int i) {
+  return offsetof(zio::BlockPtrPhysV2, dva) + size_t(i) * sizeof(zio::DvaPhys);
+}
+constexpr size_t kReserved1 = offsetof(zio::BlockPtrPhysV2, reserved1);
+constexpr size_t kReserved2 = offsetof(zio::BlockPtrPhysV2, reserved2);
+
+std::string EncodeBp(const zio::BlockPtr& bp, zio::BpFormat f) {
+  std::string s(zio::BlockPtrSize(f), '\0');
+  zio::EncodeBlockPtr(bp, reinterpret_cast<uint8_t*>(s.data()), f);
+  return s;
+}
+
+// The roots of a tank: the MOS, its pool directory, dataset tank.
+struct Roots {
+  zio::BlockPtr mos_root;
+  dmu::ObjsetPhys mos;
+  std::string dir_bytes;  // MOS object 1
+  pool::PoolDirectory pd;
+  zio::BlockPtr tank_root;
+  dmu::ObjsetPhys tank;
+};
+
+Roots RootsOf(Tank& t) {
+  Walker w = WalkerOf(t);
+  Roots r;
+  r.mos_root = Must(pool::DecodeRootPayload(t.ub.root, t.format), "root payload");
+  r.mos = w.Objset(r.mos_root);
+  dmu::DnodePhys dir_dn = w.Dnode(r.mos, 1, "MOS");
+  for (uint64_t b = 0; b * dir_dn.block_size < dir_dn.length; b++)
+    r.dir_bytes += w.ReadBlock(dir_dn, b, "MOS object 1");
+  r.dir_bytes.resize(dir_dn.length);
+  r.pd = Must(pool::DecodePoolDirectory(r.dir_bytes, t.format), "directory");
+  for (const auto& e : r.pd.datasets)
+    if (e.name == "tank") r.tank_root = e.root;
+  r.tank = w.Objset(r.tank_root);
+  return r;
 }
 
 // ---------------------------------------------------------------------------
@@ -239,15 +342,15 @@ enum class Kind { kObjsetRoot, kDnodeTree, kDataTree };
 
 // Appends the block of bp and (pre-order) the blocks under it; returns its
 // chunk index, or -1 when there are already 16.
-int Relocate(zio::Zio* zio, const zio::BlockPtr& bp, Kind kind, Image* img) {
+int Relocate(Tank& t, const zio::BlockPtr& bp, Kind kind, Image* img) {
   if (img->blocks.size() >= 16) return -1;
   const int me = int(img->blocks.size());
-  img->blocks.push_back({Must(zio->Read(bp), "read for image"), bp.compression});
+  img->blocks.push_back({Must(t.zio->Read(bp), "read for image"), bp.compression});
   std::string s = img->blocks[me].logical;
   std::vector<size_t> ptrs;  // byte positions of the pointers in this block
   Kind child_kind = kind;
   if (bp.level > 0) {
-    for (size_t i = 0; i < 2048; i++) ptrs.push_back(i * 64);
+    for (size_t i = 0; i < dmu::kFanout; i++) ptrs.push_back(i * t.bp_size());
   } else if (kind == Kind::kObjsetRoot) {
     ptrs.push_back(128);
     child_kind = Kind::kDnodeTree;
@@ -257,19 +360,22 @@ int Relocate(zio::Zio* zio, const zio::BlockPtr& bp, Kind kind, Image* img) {
     child_kind = Kind::kDataTree;
   }
   for (size_t pos : ptrs) {
-    auto child = zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(s.data()) + pos, "");
+    auto* p = reinterpret_cast<uint8_t*>(s.data()) + pos;
+    auto child = zio::DecodeBlockPtr(p, "", t.format);
     if (!child.ok() || child->IsHole()) continue;
-    int j = Relocate(zio, *child, child_kind, img);
+    int j = Relocate(t, *child, child_kind, img);
     if (j < 0) break;
-    // The target repairs sizes and checksums; the offset says which chunk.
-    util::PutLE64(reinterpret_cast<uint8_t*>(s.data()) + pos + 8,
-                  vdev::kFrontReserved + uint64_t(j) * 128 * 1024);
+    // The target repairs sizes and checksums; copy 0's offset (at 8 in
+    // both formats) says which chunk. The target repairs no other copy:
+    // the image names one.
+    util::PutLE64(p + 8, vdev::kFrontReserved + uint64_t(j) * dmu::IndirectBlockSize(t.format));
+    if (t.v2()) std::memset(p + CopyAt(1), 0, CopyAt(3) - CopyAt(1));
   }
   img->blocks[me].logical = s;
   return me;
 }
 
-std::string Encode(const Image& img, uint8_t mode) {
+std::string Encode(const Image& img, uint8_t mode, zio::BpFormat format) {
   std::string out(1, char(mode));
   for (const Image::Block& b : img.blocks) {
     std::string bytes = Trimmed(b.logical);
@@ -281,9 +387,11 @@ std::string Encode(const Image& img, uint8_t mode) {
       case 131072: pad = 4; break;
       case 512: pad = 5; break;
       case 8192: pad = 6; break;
-      case 65536: pad = 7; break;
-      default: bytes = b.logical;
+      case 65536: pad = format == zio::BpFormat::kV1 ? 7 : 0; break;
+      case 262144: pad = format == zio::BpFormat::kV2 ? 7 : 0; break;
+      default: break;
     }
+    if (pad == 0) bytes = b.logical;
     out += char(uint8_t(b.compression) | pad << 2);
     out += char(bytes.size() & 0xff);
     out += char(bytes.size() >> 8 & 0xff);
@@ -296,33 +404,29 @@ std::string Encode(const Image& img, uint8_t mode) {
 // ---------------------------------------------------------------------------
 // Seeds.
 
+// indirect_fuzz: mode bit 7 is the format.
 void IndirectSeeds(Tank& t, const std::string& dir) {
-  Walker w{t.zio.get()};
-  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root), "root payload");
-  dmu::ObjsetPhys mos = w.Objset(mos_root);
-  dmu::DnodePhys dir_dn = w.Dnode(mos, 1, "MOS");
-  std::string dir_bytes = w.ReadBlock(dir_dn, 0, "dir");
-  dir_bytes.resize(dir_dn.length);
-  pool::PoolDirectory pd = Must(pool::DecodePoolDirectory(dir_bytes), "directory");
-  zio::BlockPtr tank_root;
-  for (const auto& e : pd.datasets)
-    if (e.name == "tank") tank_root = e.root;
+  const Roots r = RootsOf(t);
+  const BpFormat f = t.format;
+  const BpFields bpf = FieldsOf(f);
+  const size_t psz = t.bp_size();
+  const uint8_t fmt = t.v2() ? 0x80 : 0;
+  const std::string to = dir + "/" + t.prefix;
 
   Image tank, mos_img;
-  Relocate(t.zio.get(), tank_root, Kind::kObjsetRoot, &tank);
-  Relocate(t.zio.get(), mos_root, Kind::kObjsetRoot, &mos_img);
-  Write(dir + "/image-tank", Encode(tank, 1));
-  Write(dir + "/image-mos", Encode(mos_img, 1));
-  Write(dir + "/image-tank-unrepaired", Encode(tank, 3));
+  Relocate(t, r.tank_root, Kind::kObjsetRoot, &tank);
+  Relocate(t, r.mos_root, Kind::kObjsetRoot, &mos_img);
+  Write(to + "image-tank", Encode(tank, fmt | 1, f));
+  Write(to + "image-mos", Encode(mos_img, fmt | 1, f));
+  Write(to + "image-tank-unrepaired", Encode(tank, fmt | 3, f));
   Image one = tank;
   one.blocks.resize(1);
-  Write(dir + "/image-root-only", Encode(one, 1));
+  Write(to + "image-root-only", Encode(one, fmt | 1, f));
   // Content damage under intact checksums: every rule of the dnode and the
   // tree, one at a time, in the first dnode block of tank.
   for (size_t j = 0; j < tank.blocks.size(); j++) {
-    Image bad = tank;
-    std::string& s = bad.blocks[j].logical;
-    if (s.size() == 16384 && s[512] != 0) {  // the first dnode block: object 1 at 512
+    const std::string& s = tank.blocks[j].logical;
+    if (s.size() == dmu::kDnodeBlockSize && s[512] != 0) {  // the first: object 1 at 512
       struct Patch {
         const char* name;
         size_t off;
@@ -334,145 +438,160 @@ void IndirectSeeds(Tank& t, const std::string& dir) {
                                                {"dnode-bs-odd", 512 + 9, 0x11},
                                                {"dnode-reserved", 512 + 40, 1},
                                                {"dnode-length-huge", 512 + 23, 0x40},
-                                               {"dnode-bp-level-1", 512 + 64 + 25, 1},
-                                               {"dnode-bp-type-indirect", 512 + 64 + 24, 2},
+                                               {"dnode-bp-level-1", 512 + 64 + bpf.level, 1},
+                                               {"dnode-bp-type-indirect", 512 + 64 + bpf.type, 2},
                                                {"dnode-bp-vdev-1", 512 + 64, 1},
                                                {"dnode5-free-garbage", 5 * 512 + 1, 0}}) {
-        Image b2 = bad;
-        b2.blocks[j].logical[p.off] = char(p.value);
-        Write(dir + "/image-" + p.name, Encode(b2, 1));
+        Image bad = tank;
+        bad.blocks[j].logical[p.off] = char(p.value);
+        Write(to + "image-" + p.name, Encode(bad, fmt | 1, f));
       }
     }
-    if (s.size() == 131072) {  // an indirect block: a child of the wrong level
+    if (s.size() == dmu::IndirectBlockSize(f)) {  // an indirect block: a child of the wrong level
       // Its first stored child becomes a valid indirect pointer one level
       // too high, which only the tree's level rule refuses.
       size_t k = 0;
-      while (k < 2048 && s[k * 64 + 4] == 0 && s[k * 64 + 5] == 0 && s[k * 64 + 6] == 0) k++;
-      if (k < 2048) {
-        Image b2 = bad;
-        b2.blocks[j].logical[k * 64 + 24] = char(zio::BlockType::kIndirect);
-        b2.blocks[j].logical[k * 64 + 25] = char(s[k * 64 + 25] + 1);
-        Write(dir + "/image-indirect-" + std::to_string(j) + "-child-level", Encode(b2, 1));
+      for (; k < dmu::kFanout; k++) {
+        auto bp = zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(s.data()) + k * psz, "", f);
+        if (bp.ok() && !bp->IsHole()) break;
+      }
+      if (k < dmu::kFanout) {
+        Image bad = tank;
+        bad.blocks[j].logical[k * psz + bpf.type] = char(zio::BlockType::kIndirect);
+        bad.blocks[j].logical[k * psz + bpf.level] = char(s[k * psz + bpf.level] + 1);
+        Write(to + "image-indirect-" + std::to_string(j) + "-child-level", Encode(bad, fmt | 1, f));
       }
       // Part-1 seeds: the real indirect block at its level, and one level off.
-      auto bp = zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(s.data()), "");
+      auto bp = zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(s.data()), "", f);
       if (bp.ok()) {
         const uint8_t level = uint8_t(bp->IsHole() ? 1 : bp->level + 1);
-        Write(dir + "/block-" + std::to_string(j) + "-L" + std::to_string(level),
-              char(uint8_t((level - 1) << 1)) + Trimmed(s));
-        Write(dir + "/block-" + std::to_string(j) + "-wrong-level",
-              char(uint8_t(level % 5) << 1) + Trimmed(s));
+        const std::string name = to + "block-" + std::to_string(j);
+        Write(name + "-L" + std::to_string(level), char(fmt | (level - 1) << 1) + Trimmed(s));
+        Write(name + "-wrong-level", char(fmt | (level % 5) << 1) + Trimmed(s));
+        // Slot 0 with a gang size (format 1) or a reserved byte (format 2).
+        const size_t at = t.v2() ? kReserved1 : bpf.gang_sectors;
         std::string flip = Trimmed(s);
-        flip[28] = 1;  // a reserved byte of slot 0
-        Write(dir + "/block-" + std::to_string(j) + "-reserved", char((level - 1) << 1) + flip);
+        if (flip.size() <= at) flip.resize(at + 1, '\0');
+        flip[at] = 1;
+        Write(name + "-reserved", char(fmt | (level - 1) << 1) + flip);
       }
     }
   }
-  Write(dir + "/block-zeros", std::string(1, '\0'));
+  Write(to + "block-zeros", std::string(1, char(fmt)));
   // Objects past next, and a root claiming more objects than it has.
   Image big = tank;
   util::PutLE64(reinterpret_cast<uint8_t*>(big.blocks[0].logical.data()) + 16, uint64_t{1} << 40);
-  Write(dir + "/image-next-2^40", Encode(big, 1));
+  Write(to + "image-next-2^40", Encode(big, fmt | 1, f));
 }
 
+// dnode_fuzz: mode bit 0 is an object set root, bit 1 the format.
 void DnodeSeeds(Tank& t, const std::string& dir) {
-  Walker w{t.zio.get()};
-  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root), "root payload");
-  std::string mos_block = Must(t.zio->Read(mos_root), "read MOS root");
-  Write(dir + "/objset-mos", "\x01" + mos_block);
-  dmu::ObjsetPhys mos = w.Objset(mos_root);
-  std::string dnodes = w.ReadBlock(mos.metadnode, 0, "MOS metadnode");
+  Walker w = WalkerOf(t);
+  const Roots r = RootsOf(t);
+  const BpFields bpf = FieldsOf(t.format);
+  const std::string dn(1, t.v2() ? '\x02' : '\x00');
+  const std::string os(1, t.v2() ? '\x03' : '\x01');
+  const std::string to = dir + "/" + t.prefix;
+
+  Write(to + "objset-mos", os + Must(t.zio->Read(r.mos_root), "read MOS root"));
+  std::string dnodes = w.ReadBlock(r.mos.metadnode, 0, "MOS metadnode");
   for (int i = 0; i < 4; i++)
-    Write(dir + "/dnode-mos-" + std::to_string(i),
-          std::string(1, '\0') + dnodes.substr(i * 512, 512));
-  dmu::DnodePhys dir_dn = w.Dnode(mos, 1, "MOS");
-  std::string dir_bytes = w.ReadBlock(dir_dn, 0, "dir");
-  dir_bytes.resize(dir_dn.length);
-  pool::PoolDirectory pd = Must(pool::DecodePoolDirectory(dir_bytes), "directory");
-  for (const auto& e : pd.datasets) {
-    if (e.name != "tank") continue;
-    std::string root = Must(t.zio->Read(e.root), "read tank root");
-    Write(dir + "/objset-tank", "\x01" + root);
-    dmu::ObjsetPhys os = w.Objset(e.root);
-    std::string blk = w.ReadBlock(os.metadnode, 0, "tank metadnode");
-    for (int i = 1; i <= 5; i++)
-      Write(dir + "/dnode-tank-" + std::to_string(i),
-            std::string(1, '\0') + blk.substr(i * 512, 512));
-    // Damaged dnodes: each rule once.
-    const std::string good = blk.substr(1 * 512, 512);
-    struct Patch {
-      const char* name;
-      size_t off;
-      uint8_t value;
-    };
-    for (const Patch& p : std::vector<Patch>{{"type-7", 0, 7},
-                                             {"levels-0", 1, 0},
-                                             {"levels-7", 1, 7},
-                                             {"compression-3", 2, 3},
-                                             {"bonus-385", 5, 1},
-                                             {"reserved-6", 6, 1},
-                                             {"reserved-12", 12, 1},
-                                             {"reserved-40", 40, 1},
-                                             {"reserved-63", 63, 1},
-                                             {"bs-not-pow2", 9, 0x11},
-                                             {"bs-256", 9, 1},
-                                             {"bs-2MiB", 10, 0x20},
-                                             {"bp-reserved", 64 + 28, 1},
-                                             {"bp-type-10", 64 + 24, 10},
-                                             {"past-bonus", 511, 1},
-                                             {"free-garbage", 0, 0}}) {
-      std::string d = good;
-      d[p.off] = char(p.value);
-      if (std::string(p.name) == "bonus-385") d[4] = char(0x81);
-      if (std::string(p.name) == "bs-2MiB") d[9] = 0, d[8] = 0;
-      if (std::string(p.name) == "bs-256") d[8] = 0, d[9] = 1, d[10] = 0;
-      Write(dir + "/dnode-bad-" + p.name, std::string(1, '\0') + d);
-    }
-    // Damaged roots.
-    struct RootPatch {
-      const char* name;
-      size_t off;
-      uint64_t value;
-      int width;
-    };
-    for (const RootPatch& p :
-         std::vector<RootPatch>{{"magic", 0, 0x1234, 8},
-                                {"version-3", 8, 3, 4},
-                                {"version-1-totals", 8, 1, 4},
-                                {"physical-above-referenced", 48, uint64_t{1} << 40, 8},
-                                {"type-3", 12, 3, 4},
-                                {"next-0", 16, 0, 8},
-                                {"next-2^48+2", 16, (uint64_t{1} << 48) + 2, 8},
-                                {"live-ge-next", 24, 1000, 8},
-                                {"reserved-56", 56, 1, 8},
-                                {"reserved-600", 600, 1, 8},
-                                {"metadnode-plain", 64, 2, 1},
-                                {"metadnode-bs-4k", 64 + 8, 4096, 4}}) {
-      std::string r = root;
-      auto* q = reinterpret_cast<uint8_t*>(r.data()) + p.off;
-      if (p.width == 8)
-        util::PutLE64(q, p.value);
-      else if (p.width == 4)
-        util::PutLE32(q, uint32_t(p.value));
-      else
-        *q = uint8_t(p.value);
-      Write(dir + "/objset-bad-" + p.name, "\x01" + r);
-    }
-    Write(dir + "/objset-short", "\x01" + root.substr(0, 1000));
-    Write(dir + "/objset-long", "\x01" + root + std::string(8, '\0'));
+    Write(to + "dnode-mos-" + std::to_string(i), dn + dnodes.substr(i * 512, 512));
+  const std::string root = Must(t.zio->Read(r.tank_root), "read tank root");
+  Write(to + "objset-tank", os + root);
+  std::string blk = w.ReadBlock(r.tank.metadnode, 0, "tank metadnode");
+  for (int i = 1; i <= 5; i++)
+    Write(to + "dnode-tank-" + std::to_string(i), dn + blk.substr(i * 512, 512));
+  // Damaged dnodes: each rule once.
+  const std::string good = blk.substr(1 * 512, 512);
+  struct Patch {
+    std::string name;
+    size_t off;
+    uint64_t value;
+    int width;
+  };
+  std::vector<Patch> patches = {
+      {"type-7", 0, 7, 1},
+      {"levels-0", 1, 0, 1},
+      {"levels-7", 1, 7, 1},
+      {"compression-3", 2, 3, 1},
+      {"bonus-" + std::to_string(dmu::MaxBonus(t.format) + 1), 4, dmu::MaxBonus(t.format) + 1, 2},
+      {"reserved-6", 6, 1, 1},
+      {"reserved-12", 12, 1, 1},
+      {"reserved-40", 40, 1, 1},
+      {"reserved-63", 63, 1, 1},
+      {"bs-not-pow2", 8, 0x1100, 4},
+      {"bs-256", 8, 256, 4},
+      {"bs-2MiB", 8, 2 << 20, 4},
+      {"bp-type-10", 64 + bpf.type, 10, 1},
+      {"past-bonus", 511, 1, 1},
+      {"free-garbage", 0, 0, 1}};
+  if (t.v2()) {
+    patches.push_back({"bp-reserved-68", 64 + kReserved1, 1, 1});
+    patches.push_back({"bp-reserved-127", 64 + zio::kBlockPtrSizeV2 - 1, 1, 1});
+    patches.push_back({"bp-copy0-reserved", 64 + CopyAt(0) + 4, 1, 1});
   }
-  Write(dir + "/dnode-free", std::string(513, '\0'));
+  for (const Patch& p : patches)
+    Write(to + "dnode-bad-" + p.name, dn + Patched(good, p.off, p.value, p.width));
+  // A gang of 512 bytes: valid for object 1's few stored bytes.
+  Write(to + "dnode-bp-gang-512", dn + Patched(good, 64 + bpf.gang_sectors, 1, 1));
+  if (t.v2()) {
+    // The rules of copies, on a dnode whose pointer has two (metadata).
+    for (int i = 1; i <= 5; i++) {
+      const std::string d = blk.substr(i * 512, 512);
+      const auto* q = reinterpret_cast<const uint8_t*>(d.data()) + 64;
+      const zio::BlockPtr bp = Must(zio::DecodeBlockPtr(q, "", t.format), "dnode pointer");
+      if (bp.copies() != 2) continue;
+      const uint64_t off0 = util::GetLE64(q + CopyAt(0) + 8);
+      const uint64_t off1 = util::GetLE64(q + CopyAt(1) + 8);
+      const std::string copies = to + "dnode-copies-" + std::to_string(i) + "-";
+      Write(copies + "3",
+            dn + Patched(d, 64 + CopyAt(2) + 8, std::max(off0, off1) + bp.dva.size, 8));
+      Write(copies + "overlap", dn + Patched(d, 64 + CopyAt(1) + 8, off0 + 512, 8));
+      Write(copies + "unaligned", dn + Patched(d, 64 + CopyAt(1) + 8, off1 + 1, 8));
+      Write(copies + "in-labels", dn + Patched(d, 64 + CopyAt(1) + 8, 8192, 8));
+      std::string gap = Patched(d, 64 + CopyAt(2) + 8, off1, 8);
+      Write(copies + "after-absent", dn + Patched(gap, 64 + CopyAt(1) + 8, 0, 8));
+      Write(copies + "gang", dn + Patched(d, 64 + bpf.gang_sectors, bp.dva.size / 512, 4));
+      break;
+    }
+  }
+  // Damaged roots.
+  struct RootPatch {
+    const char* name;
+    size_t off;
+    uint64_t value;
+    int width;
+  };
+  for (const RootPatch& p :
+       std::vector<RootPatch>{{"magic", 0, 0x1234, 8},
+                              {"version-3", 8, 3, 4},
+                              {"version-1-totals", 8, 1, 4},
+                              {"physical-above-referenced", 48, uint64_t{1} << 40, 8},
+                              {"type-3", 12, 3, 4},
+                              {"next-0", 16, 0, 8},
+                              {"next-2^48+2", 16, (uint64_t{1} << 48) + 2, 8},
+                              {"live-ge-next", 24, 1000, 8},
+                              {"reserved-56", 56, 1, 8},
+                              {"reserved-600", 600, 1, 8},
+                              {"metadnode-plain", 64, 2, 1},
+                              {"metadnode-bs-4k", 64 + 8, 4096, 4}})
+    Write(to + "objset-bad-" + p.name, os + Patched(root, p.off, p.value, p.width));
+  Write(to + "objset-short", os + root.substr(0, 1000));
+  Write(to + "objset-long", os + root + std::string(8, '\0'));
+  Write(to + "dnode-free", dn + std::string(512, '\0'));
 }
 
-void PoolPhysSeeds(Tank& t, const std::string& dir) {
-  const std::string config = t.labels.config;
-  Write(dir + "/config-tank", "\x00" + config);
+// pool_phys_fuzz's configs (selector 0): no block pointer, no format.
+void ConfigSeeds(Tank& t, const std::string& dir) {
+  const std::string sel(1, '\0');
+  Write(dir + "/config-tank", sel + t.labels.config);
   pool::PoolConfig three;
   three.name = "striped";
   for (uint64_t i = 1; i <= 3; i++)
     three.vdevs.push_back({i * 0x1111, 12, 24, "/pools/v" + std::to_string(i) + ".pool"});
   const std::string c3 = pool::EncodePoolConfig(three);
-  Write(dir + "/config-three", std::string(1, '\0') + c3);
+  Write(dir + "/config-three", sel + c3);
   struct Patch {
     const char* name;
     size_t off;
@@ -493,29 +612,26 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
                                            {"ashift-17", 29, 17, 4},
                                            {"ms-below-ashift", 33, 11, 4},
                                            {"ms-above", 33, 45, 4},
-                                           {"path-long", 37, 1000, 2}}) {
-    std::string c = c3;
-    auto* q = reinterpret_cast<uint8_t*>(c.data()) + p.off;
-    if (p.width == 8)
-      util::PutLE64(q, p.value);
-    else if (p.width == 4)
-      util::PutLE32(q, uint32_t(p.value));
-    else
-      util::PutLE16(q, uint16_t(p.value));
-    Write(dir + "/config-bad-" + p.name, std::string(1, '\0') + c);
-  }
-  Write(dir + "/config-trailing", std::string(1, '\0') + c3 + "x");
-  Write(dir + "/config-truncated", std::string(1, '\0') + c3.substr(0, c3.size() - 3));
+                                           {"path-long", 37, 1000, 2}})
+    Write(dir + "/config-bad-" + p.name, sel + Patched(c3, p.off, p.value, p.width));
+  Write(dir + "/config-trailing", sel + c3 + "x");
+  Write(dir + "/config-truncated", sel + c3.substr(0, c3.size() - 3));
+}
+
+// pool_phys_fuzz's directories and root payloads: selectors 1 and 2 in
+// format 1, 4 and 5 in format 2.
+void PoolPhysSeeds(Tank& t, const std::string& dir) {
+  const Roots r = RootsOf(t);
+  const BpFormat f = t.format;
+  const BpFields bpf = FieldsOf(f);
+  const size_t psz = t.bp_size();
+  const std::string ds(1, t.v2() ? '\x04' : '\x01');
+  const std::string rs(1, t.v2() ? '\x05' : '\x02');
+  const std::string to = dir + "/" + t.prefix;
 
   // The pool directory of tank, as stored.
-  Walker w{t.zio.get()};
-  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root), "root payload");
-  dmu::ObjsetPhys mos = w.Objset(mos_root);
-  dmu::DnodePhys dir_dn = w.Dnode(mos, 1, "MOS");
-  std::string dir_bytes = w.ReadBlock(dir_dn, 0, "dir");
-  dir_bytes.resize(dir_dn.length);
-  pool::PoolDirectory pd = Must(pool::DecodePoolDirectory(dir_bytes), "directory");
-  Write(dir + "/directory-tank", "\x01" + dir_bytes);
+  const pool::PoolDirectory& pd = r.pd;
+  Write(to + "directory-tank", ds + r.dir_bytes);
   pool::PoolDirectory two = pd;
   pool::DatasetEntry second = pd.datasets.at(0);
   second.id = two.next_dataset_id++;
@@ -523,91 +639,193 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   second.name = "home";
   second.props = {{"compression", "zstd-3"}, {"quota", "1073741824"}};
   two.datasets.push_back(second);
-  const std::string d2 = pool::EncodePoolDirectory(two);
-  Write(dir + "/directory-two", "\x01" + d2);
+  const std::string d2 = pool::EncodePoolDirectory(two, f);
+  Write(to + "directory-two", ds + d2);
   pool::PoolDirectory empty;
-  Write(dir + "/directory-empty", "\x01" + pool::EncodePoolDirectory(empty));
+  Write(to + "directory-empty", ds + pool::EncodePoolDirectory(empty, f));
   // Offsets: header 32 bytes; dataset 0 at 32: id 32, parent 40, created
-  // 48, creation time 56, bp 64, name length 128, name 130 ("tank"), then
-  // its property count 134.
-  for (const Patch& p : std::vector<Patch>{{"magic", 0, 1, 8},
-                                           {"version-4", 8, 4, 4},
-                                           {"reserved", 12, 1, 4},
-                                           {"next-id-1", 16, 1, 8},
-                                           {"datasets-huge", 24, 0xffffffff, 4},
-                                           {"maps-huge", 28, 0x10000000, 4},
-                                           {"id-0", 32, 0, 8},
-                                           {"id-repeated", 32, second.id, 8},
-                                           {"parent-unknown", 40, 99, 8},
-                                           {"parent-self", 40, 1, 8},
-                                           {"bp-reserved", 64 + 28, 1, 4},
-                                           {"name-0", 128, 0, 2},
-                                           {"name-256", 128, 256, 2},
-                                           {"name-slash", 130, '/', 1},
-                                           {"name-nul", 131, 0, 1},
-                                           {"name-at", 130, '@', 1},
-                                           {"props-huge", 134, 0xffff, 2}}) {
-    std::string d = d2;
-    auto* q = reinterpret_cast<uint8_t*>(d.data()) + p.off;
-    if (p.width == 8)
-      util::PutLE64(q, p.value);
-    else if (p.width == 4)
-      util::PutLE32(q, uint32_t(p.value));
-    else if (p.width == 2)
-      util::PutLE16(q, uint16_t(p.value));
-    else
-      *q = uint8_t(p.value);
-    Write(dir + "/directory-bad-" + p.name, "\x01" + d);
+  // 48, creation time 56, bp 64, name length 64 + P (P: the pointer's
+  // size), name 66 + P ("tank"), then its property count 70 + P.
+  struct Patch {
+    std::string name;
+    size_t off;
+    uint64_t value;
+    int width;
+  };
+  std::vector<Patch> patches = {{"magic", 0, 1, 8},
+                                {"version-4", 8, 4, 4},
+                                {"reserved", 12, 1, 4},
+                                {"next-id-1", 16, 1, 8},
+                                {"datasets-huge", 24, 0xffffffff, 4},
+                                {"maps-huge", 28, 0x10000000, 4},
+                                {"id-0", 32, 0, 8},
+                                {"id-repeated", 32, second.id, 8},
+                                {"parent-unknown", 40, 99, 8},
+                                {"parent-self", 40, 1, 8},
+                                {"bp-type-10", 64 + bpf.type, 10, 1},
+                                {"bp-gang-1", 64 + bpf.gang_sectors, 1, 4},
+                                {"name-0", 64 + psz, 0, 2},
+                                {"name-256", 64 + psz, 256, 2},
+                                {"name-slash", 66 + psz, '/', 1},
+                                {"name-nul", 67 + psz, 0, 1},
+                                {"name-at", 66 + psz, '@', 1},
+                                {"props-huge", 70 + psz, 0xffff, 2}};
+  if (t.v2()) {
+    patches.push_back({"bp-reserved", 64 + kReserved2, 1, 1});
+    patches.push_back({"bp-copy-overlap", 64 + CopyAt(1) + 8,
+                       util::GetLE64(reinterpret_cast<const uint8_t*>(d2.data()) + 64 + 8), 8});
   }
+  for (const Patch& p : patches)
+    Write(to + "directory-bad-" + p.name, ds + Patched(d2, p.off, p.value, p.width));
   // Deferred frees (version 2): one, and the ways one goes wrong; the same
   // directory as version 1.
   pool::PoolDirectory deferred = two;
   deferred.deferred_frees.push_back(pd.datasets.at(0).root);
-  const std::string dd = pool::EncodePoolDirectory(deferred);
-  Write(dir + "/directory-deferred", "\x01" + dd);
-  std::string v1 = d2;
-  util::PutLE32(reinterpret_cast<uint8_t*>(v1.data()) + 8, 1);
-  Write(dir + "/directory-version-1", "\x01" + v1);
+  const std::string dd = pool::EncodePoolDirectory(deferred, f);
+  Write(to + "directory-deferred", ds + dd);
+  Write(to + "directory-version-1", ds + Patched(d2, 8, 1, 4));
+  Write(to + "directory-bad-deferred-huge", ds + Patched(dd, 12, 0x10000000, 4));
   std::string bad = dd;
-  util::PutLE32(reinterpret_cast<uint8_t*>(bad.data()) + 12, 0x10000000);
-  Write(dir + "/directory-bad-deferred-huge", "\x01" + bad);
-  bad = dd;
-  std::memset(bad.data() + bad.size() - zio::kBlockPtrSize, 0, zio::kBlockPtrSize);
-  Write(dir + "/directory-bad-deferred-hole", "\x01" + bad);
-  Write(dir + "/directory-bad-deferred-truncated", "\x01" + dd.substr(0, dd.size() - 10));
-  bad = dd;
-  util::PutLE32(reinterpret_cast<uint8_t*>(bad.data()) + 8, 1);
-  Write(dir + "/directory-bad-v1-deferred", "\x01" + bad);
-
-  std::string d = d2;
-  std::memcpy(d.data() + d.size() - two.space_maps.size() * 24 - 4, "tank", 4);  // home -> tank
-  Write(dir + "/directory-bad-name-repeated", "\x01" + d);
+  std::memset(bad.data() + bad.size() - psz, 0, psz);
+  Write(to + "directory-bad-deferred-hole", ds + bad);
+  Write(to + "directory-bad-deferred-truncated", ds + dd.substr(0, dd.size() - 10));
+  Write(to + "directory-bad-v1-deferred", ds + Patched(dd, 8, 1, 4));
+  // Two children of tank named alike.
+  pool::PoolDirectory three = two;
+  pool::DatasetEntry third = second;
+  third.id = three.next_dataset_id++;
+  third.name = "away";
+  third.props.clear();
+  three.datasets.push_back(third);
+  std::string d3 = pool::EncodePoolDirectory(three, f);
+  const size_t away = d3.rfind("away");
+  if (away == std::string::npos) Die("no dataset 'away' in the directory");
+  std::memcpy(d3.data() + away, "home", 4);
+  Write(to + "directory-bad-name-repeated", ds + d3);
   if (!pd.space_maps.empty()) {
-    const size_t maps_at = dir_bytes.size() - pd.space_maps.size() * 24;
-    std::string m = dir_bytes;
-    m[maps_at + 4] = 1;  // pad
-    Write(dir + "/directory-bad-map-pad", "\x01" + m);
-    m = dir_bytes;
-    std::memset(m.data() + maps_at + 16, 0, 8);  // object 0
-    Write(dir + "/directory-bad-map-object-0", "\x01" + m);
+    const size_t maps_at =
+        r.dir_bytes.size() - pd.deferred_frees.size() * psz - pd.space_maps.size() * 24;
+    Write(to + "directory-bad-map-pad", ds + Patched(r.dir_bytes, maps_at + 4, 1, 1));
+    Write(to + "directory-bad-map-object-0", ds + Patched(r.dir_bytes, maps_at + 16, 0, 8));
     if (pd.space_maps.size() >= 2) {
-      m = dir_bytes;
+      std::string m = r.dir_bytes;
       std::memcpy(m.data() + maps_at + 24, m.data() + maps_at, 16);  // repeated metaslab
-      Write(dir + "/directory-bad-map-repeated", "\x01" + m);
+      Write(to + "directory-bad-map-repeated", ds + m);
     }
   }
-  Write(dir + "/directory-trailing", "\x01" + d2 + "x");
-  Write(dir + "/directory-truncated", "\x01" + d2.substr(0, d2.size() - 1));
+  Write(to + "directory-trailing", ds + d2 + "x");
+  Write(to + "directory-truncated", ds + d2.substr(0, d2.size() - 1));
 
   // Root payloads.
-  Write(dir + "/root-tank", "\x02" + Bytes(t.ub.root.data(), t.ub.root.size()));
-  std::string r = Bytes(t.ub.root.data(), t.ub.root.size());
-  r[100] = 1;
-  Write(dir + "/root-bad-reserved", "\x02" + r);
-  Write(dir + "/root-hole", "\x02");
-  r = Bytes(t.ub.root.data(), t.ub.root.size());
-  r[24] = 0;  // type none on a stored block
-  Write(dir + "/root-bad-type", "\x02" + r);
+  const std::string payload = Bytes(t.ub.root.data(), t.ub.root.size());
+  Write(to + "root-tank", rs + payload);
+  Write(to + "root-bad-reserved", rs + Patched(payload, psz + 36, 1, 1));
+  Write(to + "root-hole", rs);
+  Write(to + "root-bad-type", rs + Patched(payload, bpf.type, 0, 1));  // none, on a stored block
+  if (t.v2()) Write(to + "root-bad-bp-reserved", rs + Patched(payload, kReserved2 + 3, 1, 1));
+}
+
+// block_ptr_fuzz: [format byte][pointer][mode][stored bytes], pointers of
+// tank's blocks with the bytes they hold.
+void BlockPtrSeeds(Tank& t, const std::string& dir) {
+  Walker w = WalkerOf(t);
+  const Roots r = RootsOf(t);
+  const BpFormat f = t.format;
+  const BpFields bpf = FieldsOf(f);
+  const std::string fmt(1, t.v2() ? '\x01' : '\x00');
+  const std::string to = dir + "/" + t.prefix;
+  auto seed = [&](const std::string& name, const std::string& ptr, uint8_t mode,
+                  const std::string& stored) { Write(to + name, fmt + ptr + char(mode) + stored); };
+
+  struct Block {
+    std::string name;
+    zio::BlockPtr bp;
+    std::string stored;  // empty: read from the pool
+    // Also the damage to the pointer alone (the decoder's rules): for a
+    // few blocks, as they do not depend on what the block holds.
+    bool damage = false;
+  };
+  std::vector<Block> blocks;
+  const dmu::DnodePhys d2 = w.Dnode(r.tank, 2, "tank");
+  const dmu::DnodePhys d3 = w.Dnode(r.tank, 3, "tank");
+  const dmu::DnodePhys d4 = w.Dnode(r.tank, 4, "tank");
+  const dmu::DnodePhys d5 = w.Dnode(r.tank, 5, "tank");
+  const dmu::DnodePhys dir_dn = w.Dnode(r.mos, 1, "MOS");
+  blocks.push_back({"objset-mos", r.mos_root, "", false});
+  blocks.push_back({"objset-tank", r.tank_root, "", true});
+  blocks.push_back({"dnodes-tank", w.Lookup(r.tank.metadnode, 0, "tank metadnode"), "", false});
+  blocks.push_back({"directory-mos", w.Lookup(dir_dn, 0, "MOS object 1"), "", false});
+  blocks.push_back({"indirect-l1", d4.bp, "", false});
+  const zio::BlockPtr d4_0 = w.Lookup(d4, 0, "tank object 4");
+  blocks.push_back({"data-128k", d4_0, "", false});
+  blocks.push_back({"data-4k", w.Lookup(d5, 0, "tank object 5"), "", true});
+  blocks.push_back({"data-512", w.Lookup(d2, 2053, "tank object 2"), "", false});
+  // Object 4's first block as zstd would store it (tank has no zstd block).
+  {
+    const std::string logical = Must(t.zio->Read(d4_0), "read object 4");
+    std::string z(logical.size(), '\0');
+    Result<size_t> n = util::Compress(util::Compression::kZstd, logical.data(), logical.size(),
+                                      z.data(), z.size());
+    if (n.ok()) {
+      z.resize(*n);
+      zio::BlockPtr bp = d4_0;
+      bp.compression = util::Compression::kZstd;
+      bp.psize = uint32_t(z.size());
+      bp.checksum = util::Xxh3_128(z.data(), z.size());
+      if (zio::ValidateBlockPtr(bp).ok()) blocks.push_back({"data-128k-zstd", bp, z, false});
+    }
+  }
+  for (Block& b : blocks) {
+    const zio::BlockPtr& bp = b.bp;
+    if (bp.IsHole() || bp.IsGang()) Die(b.name + " is not a plain stored block");
+    if (b.stored.empty()) {
+      b.stored.resize(bp.psize);
+      Must(t.dev.Read(bp.dva.offset, b.stored.data(), b.stored.size()), "read stored bytes");
+    }
+    const std::string ptr = EncodeBp(bp, f);
+    std::string flip = b.stored;
+    flip[flip.size() / 2] ^= 0x10;
+    seed(b.name, ptr, 1, b.stored);  // relocated: reads verify
+    seed(b.name + "-flip", ptr, 1, flip);
+    seed(b.name + "-flip-resum", ptr, 3, flip);
+    seed(b.name + "-truncated", ptr, 3, b.stored.substr(0, b.stored.size() / 2));
+    seed(b.name + "-bad-psize", Patched(ptr, bpf.psize, bp.psize - 1, 4), 1, b.stored);
+    if (b.damage) {
+      seed(b.name + "-in-place", ptr, 0, "");  // where tank had it
+      Write(to + b.name + "-bad-compression", fmt + Patched(ptr, bpf.compression, 9, 1));
+      Write(to + b.name + "-bad-gang", fmt + Patched(ptr, bpf.gang_sectors + 2, 1, 1));
+    }
+    if (!t.v2()) continue;
+    if (b.damage) {
+      Write(to + b.name + "-bad-reserved", fmt + Patched(ptr, kReserved1, 1, 1));
+      Write(to + b.name + "-bad-copy0-reserved", fmt + Patched(ptr, CopyAt(0) + 4, 1, 1));
+    }
+    if (bp.copies() >= 2) {
+      seed(b.name + "-copy0-bad", ptr, 1 | 4, b.stored);
+      seed(b.name + "-copies-bad", ptr, 1 | 4 | 8 | 16, b.stored);
+      if (bp.copies() == 3) seed(b.name + "-copies01-bad", ptr, 1 | 4 | 8, b.stored);
+      if (!b.damage) continue;
+      Write(to + b.name + "-copies-overlap",
+            fmt + Patched(ptr, CopyAt(1) + 8, bp.dva.offset + 512, 8));
+      std::string gap = Patched(ptr, CopyAt(2) + 8, bp.copy(1).offset, 8);
+      gap = Patched(gap, CopyAt(2), bp.copy(1).vdev, 4);
+      Write(to + b.name + "-copy-after-absent", fmt + Patched(gap, CopyAt(1) + 8, 0, 8));
+    } else if (bp.type == zio::BlockType::kData) {
+      // Three copies of a data block, the first two bad on the device.
+      zio::BlockPtr three = bp;
+      three.ditto[0] = {0, bp.dva.offset + 2 * bp.dva.size, bp.dva.size};
+      three.ditto[1] = {0, bp.dva.offset + 4 * bp.dva.size, bp.dva.size};
+      seed(b.name + "-3-copies", EncodeBp(three, f), 1 | 4 | 8, b.stored);
+    }
+  }
+  // Holes: object 3's (no data), a hole in object 2's L2 block, all zeros.
+  Write(to + "hole-object-3", fmt + EncodeBp(d3.bp, f));
+  const std::string l2 = Must(t.zio->Read(d2.bp), "read object 2's L2");
+  const zio::BlockPtr l1_hole =
+      Must(zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(l2.data()), "", f), "L2 slot 0");
+  if (!l1_hole.IsHole()) Die("slot 0 of object 2's L2 block is not a hole");
+  seed("hole-l1", EncodeBp(l1_hole, f), 1, "");
+  Write(to + "hole-empty", fmt + std::string(t.bp_size(), '\0'));
 }
 
 }  // namespace
@@ -619,15 +837,20 @@ int main(int argc, char** argv) {
   }
   const std::string root = argv[1];
   g_trace = root == "--trace";
-  Tank tank;
-  MakeTank(tank);
+  Tank v2, v1;
+  MakeTank(v2, 2);
   if (g_trace) {
-    TraceExample(tank);
+    TraceExample(v2);
     return 0;
   }
-  DnodeSeeds(tank, root + "/dnode");
-  PoolPhysSeeds(tank, root + "/pool_phys");
-  IndirectSeeds(tank, root + "/indirect");
+  MakeTank(v1, 1);
+  ConfigSeeds(v2, root + "/pool_phys");
+  for (Tank* t : {&v1, &v2}) {
+    DnodeSeeds(*t, root + "/dnode");
+    PoolPhysSeeds(*t, root + "/pool_phys");
+    IndirectSeeds(*t, root + "/indirect");
+    BlockPtrSeeds(*t, root + "/block_ptr");
+  }
   std::printf("wrote %d files\n", g_count);
   return 0;
 }

@@ -1,11 +1,15 @@
 // libFuzzer target for indirect blocks and block trees (core/dmu/block_tree.h)
 // and for opening and reading an object set from bytes on a device
-// (core/dmu/objset.h), over a MemoryDevice, a SpaceManager and a Zio.
+// (core/dmu/objset.h), over a MemoryDevice, a SpaceManager and a Zio, in
+// both on-disk formats.
 //
-// Input: [mode byte][rest]. Mode bit 0 selects the part.
+// Input: [mode byte][rest]. Mode bit 0 selects the part; mode bit 7 the
+// format: clear, format 1 (block pointers of 64 bytes, indirect blocks of
+// 128 KiB); set, format 2 (128 bytes, 256 KiB). Below, P is the pointer size
+// and S the indirect block size of the format.
 //
-// Part 1 (bit 0 clear): `rest`, zero-padded or cut to 128 KiB, is an
-// indirect block at level L = 1 + (mode >> 1) % 5: 2048 block pointers.
+// Part 1 (bit 0 clear): `rest`, zero-padded or cut to S, is an indirect
+// block at level L = 1 + ((mode >> 1) & 63) % 5: 2048 block pointers.
 // Each is decoded as BlockTree::Load does. The block is also written to the
 // device with a matching checksum and a BlockTree of L+1 levels is built on
 // it, and its Lookup must agree with the decoding:
@@ -13,25 +17,28 @@
 //     L-1, makes Lookup fail with Corruption;
 //   - otherwise, at L = 1 Lookup(i) returns slot i exactly; at L > 1 a hole
 //     slot makes every block under it an empty hole;
-//   - every pointer that decodes re-encodes to its 64 input bytes.
+//   - every pointer that decodes re-encodes to its P input bytes.
 //
 // Part 2 (bit 0 set): `rest` is a list of up to 16 chunks, each [u8 flags]
-// [u24 LE length (cut to 128 KiB and to what is left)][length bytes]: the
+// [u24 LE length (cut to S and to what is left)][length bytes]: the
 // logical contents of blocks. flags & 3 (% 3) is the compression to store
 // the chunk with (off, lz4, zstd; stored as is when that saves less than
 // 1/8); flags >> 2 & 7 picks a logical size the bytes are cut or zero-padded
-// to (0: as given; 1..7: 1, 4, 16, 128 KiB, 512 B, 8, 64 KiB), so that a
+// to (0: as given; 1..7: 1, 4, 16, 128 KiB, 512 B, 8 KiB, and 64 KiB in
+// format 1 or 256 KiB, an indirect block, in format 2), so that a
 // mostly-empty indirect or dnode block costs the fuzzer only its nonzero
-// head. Chunk j is stored at
-// vdev 0, offset 4 MiB + j * 128 KiB. Chunk 0 is the object set's root
-// block (ObjsetPhys), reached through a pointer the target makes. Unless
-// mode bit 1 is set, the target first repairs every 64-byte-aligned window
-// of chunk k whose offset field names a later chunk j > k: it sets that
-// pointer's sizes, compression and checksum to match chunk j as stored
-// (chunks are processed from the last to the first, so the repairs chain up
-// to the root). So pointers written by the fuzzer reach the checksum and
-// beyond, as on a pool whose Merkle tree is intact but whose content is
-// hostile. Then:
+// head. Chunk j is stored at vdev 0, offset 4 MiB + j * S. Chunk 0 is the
+// object set's root block (ObjsetPhys), reached through a pointer the
+// target makes. Unless mode bit 1 is set, the target first repairs every
+// P-byte window at a multiple of 64 bytes of chunk k whose offset field
+// (copy 0's, at byte 8 in both formats) names a later chunk j > k (the
+// places of pointers: in indirect blocks, in dnodes at 64 of each 512-byte
+// slot, in a root block at 128): it sets that pointer's sizes,
+// compression and checksum to match chunk j as stored (chunks are processed
+// from the last to the first, so the repairs chain up to the root); a
+// format 2 pointer's further copies are left as they are. So pointers
+// written by the fuzzer reach the checksum and beyond, as on a pool whose
+// Merkle tree is intact but whose content is hostile. Then:
 //   - ObjectSet::Open returns OK or Corruption, never crashes;
 //   - Stat and Read of objects 1..4, (next-1)/2 and next-1 (two reads of at
 //     most 64 KiB each: at offset 0 and near the end) return OK, NotFound or
@@ -44,6 +51,7 @@
 //     a failure exactly where ObjectSet fails, with the same status code.
 // libFuzzer's -malloc_limit_mb catches any allocation sized from the input.
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,7 +87,6 @@ using util::GetLE64;
 using util::PutLE32;
 using util::PutLE64;
 
-constexpr uint64_t kSlotSize = 128 * 1024;
 constexpr size_t kMaxChunks = 16;
 constexpr uint64_t kFanout = 2048;
 constexpr uint64_t kMaxRead = 64 * 1024;
@@ -89,24 +96,32 @@ constexpr uint64_t kMaxRead = 64 * 1024;
   std::abort();
 }
 
-uint64_t SlotOffset(size_t j) { return vdev::kFrontReserved + j * kSlotSize; }
+// A chunk's room (part 2; part 1's block takes slot 0): an indirect block.
+uint64_t SlotSize(zio::BpFormat f) { return dmu::IndirectBlockSize(f); }
+uint64_t SlotOffset(size_t j, zio::BpFormat f) { return vdev::kFrontReserved + j * SlotSize(f); }
+zio::BpFormat FormatOf(uint8_t mode) {
+  return (mode & 0x80) ? zio::BpFormat::kV2 : zio::BpFormat::kV1;
+}
 uint64_t RoundUp(uint64_t v, uint64_t g) { return (v + g - 1) / g * g; }
 
-// One minimum-size memory vdev (4 MiB allocatable) with its space manager
-// and pipeline; built once (libFuzzer may exit anywhere: never destroyed).
+// One minimum-size memory vdev (4 MiB allocatable: 16 slots of format 2)
+// with its space manager and pipeline, per format; built once (libFuzzer
+// may exit anywhere: never destroyed).
 struct Pool {
+  explicit Pool(zio::BpFormat f) : format(f) {}
+  const zio::BpFormat format;
   vdev::MemoryDevice dev{vdev::kMinVdevSize, "fuzz"};
   space::SpaceManager space{
       {{0, vdev::kFrontReserved, vdev::kMinVdevSize - vdev::kFrontReserved - vdev::kBackReserved,
         12, 0}},
       space::SpaceOptions()};
-  zio::Zio zio{{{&dev, 12}}, &space};
+  zio::Zio zio{{{&dev, 12}}, &space, format};
   uint64_t dirty_end = vdev::kFrontReserved;  // bytes written by the last input end here
 
   // Zeroes what the previous input wrote, so that every run sees only its
   // own bytes.
   void Clear() {
-    static const std::string zeros(kMaxChunks * kSlotSize, '\0');
+    static const std::string zeros(kMaxChunks * SlotSize(zio::BpFormat::kV2), '\0');
     if (dirty_end > vdev::kFrontReserved)
       MustOk(dev.Write(vdev::kFrontReserved, zeros.data(), dirty_end - vdev::kFrontReserved));
     dirty_end = vdev::kFrontReserved;
@@ -120,9 +135,10 @@ struct Pool {
   }
 };
 
-Pool& ThePool() {
-  static Pool* p = new Pool();
-  return *p;
+Pool& ThePool(zio::BpFormat f) {
+  static Pool* p1 = new Pool(zio::BpFormat::kV1);
+  static Pool* p2 = new Pool(zio::BpFormat::kV2);
+  return f == zio::BpFormat::kV1 ? *p1 : *p2;
 }
 
 bool AcceptableFailure(const Status& st) {
@@ -133,16 +149,19 @@ bool AcceptableFailure(const Status& st) {
 // Part 1: one indirect block.
 
 void FuzzIndirect(uint8_t mode, const uint8_t* data, size_t size) {
-  const uint8_t level = uint8_t(1 + (mode >> 1) % 5);
-  std::string block(reinterpret_cast<const char*>(data), std::min<size_t>(size, kSlotSize));
-  block.resize(kSlotSize, '\0');
+  const zio::BpFormat format = FormatOf(mode);
+  const size_t bp_size = zio::BlockPtrSize(format);
+  const uint64_t block_size = dmu::IndirectBlockSize(format);
+  const uint8_t level = uint8_t(1 + ((mode >> 1) & 63) % 5);
+  std::string block(reinterpret_cast<const char*>(data), std::min<size_t>(size, block_size));
+  block.resize(block_size, '\0');
   const auto* p = reinterpret_cast<const uint8_t*>(block.data());
 
   std::vector<zio::BlockPtr> slots(kFanout);
   bool all_good = true;
   for (uint64_t i = 0; i < kFanout && all_good; i++) {
     const std::string where = "fuzz slot " + std::to_string(i);
-    Result<zio::BlockPtr> bp = zio::DecodeBlockPtr(p + i * 64, where);
+    Result<zio::BlockPtr> bp = zio::DecodeBlockPtr(p + i * bp_size, where, format);
     if (!bp.ok()) {
       if (bp.status().code() != StatusCode::kCorruption ||
           bp.status().message().rfind(where, 0) != 0)
@@ -150,20 +169,20 @@ void FuzzIndirect(uint8_t mode, const uint8_t* data, size_t size) {
       all_good = false;
       break;
     }
-    uint8_t again[64];
-    zio::EncodeBlockPtr(*bp, again);
-    if (std::memcmp(again, p + i * 64, 64) != 0)
+    uint8_t again[zio::kBlockPtrSizeV2];
+    zio::EncodeBlockPtr(*bp, again, format);
+    if (std::memcmp(again, p + i * bp_size, bp_size) != 0)
       Fail("block pointer re-encodes to other bytes", bp->ToString());
     if (!bp->IsHole() && bp->level != level - 1) all_good = false;
     slots[i] = *bp;
   }
 
-  Pool& pool = ThePool();
+  Pool& pool = ThePool(format);
   pool.Clear();
-  pool.Put(SlotOffset(0), block);
+  pool.Put(SlotOffset(0, format), block);
   zio::BlockPtr top;
-  top.dva = {0, SlotOffset(0), kSlotSize};
-  top.lsize = top.psize = uint32_t(kSlotSize);
+  top.dva = {0, SlotOffset(0, format), block_size};
+  top.lsize = top.psize = uint32_t(block_size);
   top.type = zio::BlockType::kIndirect;
   top.level = level;
   top.birth = Txg(1);
@@ -208,17 +227,18 @@ struct Chunk {
   util::Compression stored_as = util::Compression::kOff;
 };
 
-std::vector<Chunk> ParseChunks(const uint8_t* data, size_t size) {
+std::vector<Chunk> ParseChunks(const uint8_t* data, size_t size, zio::BpFormat format) {
   std::vector<Chunk> chunks;
   size_t pos = 0;
   while (pos + 4 <= size && chunks.size() < kMaxChunks) {
     static constexpr size_t kPad[8] = {0, 1024, 4096, 16384, 131072, 512, 8192, 65536};
     Chunk c;
     c.compression = util::Compression((data[pos] & 3) % 3);
-    const size_t pad = kPad[(data[pos] >> 2) & 7];
+    const size_t pick = (data[pos] >> 2) & 7;
+    const size_t pad = pick == 7 && format == zio::BpFormat::kV2 ? SlotSize(format) : kPad[pick];
     size_t len = data[pos + 1] | size_t(data[pos + 2]) << 8 | size_t(data[pos + 3]) << 16;
     pos += 4;
-    len = std::min({len, size_t(kSlotSize), size - pos});
+    len = std::min({len, size_t(SlotSize(format)), size - pos});
     c.logical.assign(reinterpret_cast<const char*>(data + pos), len);
     if (pad != 0) c.logical.resize(pad, '\0');
     pos += len;
@@ -240,28 +260,36 @@ void Store(Chunk& c) {
   c.stored_as = c.compression;
 }
 
-// Points the 64-byte window at `w` at chunk c as stored (see the top).
-void Repair(uint8_t* w, const Chunk& c) {
-  PutLE32(w + 4, uint32_t(RoundUp(c.stored.size(), 4096)));
-  PutLE32(w + 16, uint32_t(c.logical.size()));
-  PutLE32(w + 20, uint32_t(c.stored.size()));
-  w[26] = uint8_t(c.stored_as);
+// Points the pointer (of `format`) at `w` at chunk c as stored (see the
+// top).
+template <typename Phys>
+void RepairAs(uint8_t* w, const Chunk& c) {
+  PutLE32(w + offsetof(Phys, asize), uint32_t(RoundUp(c.stored.size(), 4096)));
+  PutLE32(w + offsetof(Phys, lsize), uint32_t(c.logical.size()));
+  PutLE32(w + offsetof(Phys, psize), uint32_t(c.stored.size()));
+  w[offsetof(Phys, compression)] = uint8_t(c.stored_as);
   util::Checksum128 sum = util::Xxh3_128(c.stored.data(), c.stored.size());
-  PutLE64(w + 48, sum.lo);
-  PutLE64(w + 56, sum.hi);
+  PutLE64(w + offsetof(Phys, checksum_lo), sum.lo);
+  PutLE64(w + offsetof(Phys, checksum_hi), sum.hi);
+}
+void Repair(uint8_t* w, const Chunk& c, zio::BpFormat format) {
+  if (format == zio::BpFormat::kV1)
+    RepairAs<zio::BlockPtrPhys>(w, c);
+  else
+    RepairAs<zio::BlockPtrPhysV2>(w, c);
 }
 
 // The reference reader: object set -> dnode -> block, as
 // core/doc/on-disk-format.md describes it.
 class RefReader {
  public:
-  explicit RefReader(zio::Zio* zio) : zio_(zio) {}
+  explicit RefReader(zio::Zio* zio) : zio_(zio), format_(zio->format()) {}
 
   Status Open(const zio::BlockPtr& root) {
     if (root.IsHole() || root.type != zio::BlockType::kObjset)
       return Status::Corruption("root is not an object set block");
     POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio_->Read(root));
-    POOLFS_ASSIGN_OR_RETURN(os_, dmu::DecodeObjset(bytes, "ref"));
+    POOLFS_ASSIGN_OR_RETURN(os_, dmu::DecodeObjset(bytes, "ref", format_));
     return Status::Ok();
   }
 
@@ -269,7 +297,7 @@ class RefReader {
   Result<dmu::DnodePhys> Dnode(uint64_t id) {
     POOLFS_ASSIGN_OR_RETURN(std::string slot, ReadObject(os_.metadnode, id * 512, 512));
     if (slot.size() < 512) return dmu::DnodePhys();
-    return dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(slot.data()), "ref");
+    return dmu::DecodeDnode(reinterpret_cast<const uint8_t*>(slot.data()), "ref", format_);
   }
 
   Result<std::string> ReadObject(const dmu::DnodePhys& d, uint64_t off, uint64_t len) {
@@ -296,7 +324,7 @@ class RefReader {
     zio::BlockPtr bp = d.bp;
     for (unsigned level = top_level; level >= 1; level--) {
       if (bp.IsHole()) return zio::BlockPtr{};
-      if (bp.level != level || bp.lsize != 2048 * 64)
+      if (bp.level != level || bp.lsize != kFanout * zio::BlockPtrSize(format_))
         return Status::Corruption("indirect pointer of the wrong level or size");
       POOLFS_ASSIGN_OR_RETURN(const std::vector<zio::BlockPtr>* kids, Children(bp));
       bp = (*kids)[(b >> (11 * (level - 1))) & (kFanout - 1)];
@@ -307,10 +335,11 @@ class RefReader {
   // The 2048 pointers of the indirect block at bp (read once: the same
   // pointer always names the same bytes).
   Result<const std::vector<zio::BlockPtr>*> Children(const zio::BlockPtr& bp) {
-    uint8_t key[64];
-    zio::EncodeBlockPtr(bp, key);
-    auto [it, fresh] = indirect_.try_emplace(std::string(reinterpret_cast<char*>(key), 64),
-                                             Status::Corruption("unset"));
+    uint8_t key[zio::kBlockPtrSizeV2];
+    zio::EncodeBlockPtr(bp, key, format_);
+    auto [it, fresh] =
+        indirect_.try_emplace(std::string(reinterpret_cast<char*>(key), zio::BlockPtrSize(format_)),
+                              Status::Corruption("unset"));
     if (fresh) it->second = ReadChildren(bp);
     if (!it->second.ok()) return it->second.status();
     return &it->second.value();
@@ -321,8 +350,10 @@ class RefReader {
     // below it, or the whole block is refused.
     std::vector<zio::BlockPtr> kids(kFanout);
     for (uint64_t i = 0; i < kFanout; i++) {
-      POOLFS_ASSIGN_OR_RETURN(
-          kids[i], zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(blk.data()) + i * 64, ""));
+      POOLFS_ASSIGN_OR_RETURN(kids[i],
+                              zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(blk.data()) +
+                                                      i * zio::BlockPtrSize(format_),
+                                                  "", format_));
       if (!kids[i].IsHole() && kids[i].level != bp.level - 1)
         return Status::Corruption("child of the wrong level");
     }
@@ -330,6 +361,7 @@ class RefReader {
   }
 
   zio::Zio* zio_;
+  const zio::BpFormat format_;
   dmu::ObjsetPhys os_;
   std::map<std::string, Result<std::vector<zio::BlockPtr>>> indirect_;
 };
@@ -409,27 +441,31 @@ std::string Probe(zio::Zio* zio, const zio::BlockPtr& root, bool ref_check) {
 }
 
 void FuzzObjectSet(uint8_t mode, const uint8_t* data, size_t size) {
-  std::vector<Chunk> chunks = ParseChunks(data, size);
+  const zio::BpFormat format = FormatOf(mode);
+  const size_t bp_size = zio::BlockPtrSize(format);
+  std::vector<Chunk> chunks = ParseChunks(data, size, format);
   if (chunks.empty() || chunks[0].logical.empty()) return;
   const bool repair = !(mode & 2);
   for (size_t k = chunks.size(); k-- > 0;) {
     if (repair) {
       std::string& s = chunks[k].logical;
-      for (size_t w = 0; w + 64 <= s.size(); w += 64) {
+      // 64-byte steps: a dnode's pointer is at 64 in its 512-byte slot.
+      for (size_t w = 0; w + bp_size <= s.size(); w += 64) {
         auto* p = reinterpret_cast<uint8_t*>(s.data() + w);
         const uint64_t off = GetLE64(p + 8);
         for (size_t j = k + 1; j < chunks.size(); j++)
-          if (off == SlotOffset(j) && !chunks[j].logical.empty()) Repair(p, chunks[j]);
+          if (off == SlotOffset(j, format) && !chunks[j].logical.empty())
+            Repair(p, chunks[j], format);
       }
     }
     Store(chunks[k]);
   }
-  Pool& pool = ThePool();
+  Pool& pool = ThePool(format);
   pool.Clear();
-  for (size_t j = 0; j < chunks.size(); j++) pool.Put(SlotOffset(j), chunks[j].stored);
+  for (size_t j = 0; j < chunks.size(); j++) pool.Put(SlotOffset(j, format), chunks[j].stored);
 
   zio::BlockPtr root;
-  root.dva = {0, SlotOffset(0), RoundUp(chunks[0].stored.size(), 4096)};
+  root.dva = {0, SlotOffset(0, format), RoundUp(chunks[0].stored.size(), 4096)};
   root.lsize = uint32_t(chunks[0].logical.size());
   root.psize = uint32_t(chunks[0].stored.size());
   root.compression = chunks[0].stored_as;

@@ -9,11 +9,14 @@
 // checksum). Mode bit 1: also decode the raw input (after the mode byte) as a
 // label, without the layout above.
 //
+// Labels of both format versions this build reads (1 and 2) are decoded as
+// they come: the version is in the input.
+//
 // Properties checked (a violation aborts): decoding never crashes; it fails
-// only with Corruption, or with NotSupported for another format version; a
-// label that decodes re-encodes (EncodeLabel, whose CHECKs reject headers the
-// decoder should have refused) to a label that decodes to the same header
-// and config.
+// only with Corruption, or with NotSupported for a format version outside
+// 1..2; a label that decodes re-encodes (EncodeLabel, whose CHECKs reject
+// headers the decoder should have refused) to a label that decodes to the
+// same header (version included) and config.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,10 @@
 //
 // Input: [selector byte][bytes...]. selector % 3 == 0: the bytes are a pool
 // config; 1: a pool directory; 2: a root payload (zero-padded or cut to
-// 512 bytes).
+// 512 bytes). (selector / 3) % 2 picks the format of the block pointers in a
+// directory or root payload: 0, format 1 (64 bytes); 1, format 2 (128
+// bytes). So selectors 0, 1, 2 are the records of format 1 pools and 3, 4, 5
+// those of format 2 pools (a config, 0 or 3, has no block pointer).
 //
 // Properties checked (a violation aborts):
 //   - decoding never crashes, allocates no more than the input justifies
@@ -18,8 +21,11 @@
 //     GUIDs, ashift 9..16 and a metaslab shift from ashift to ashift + 32;
 //     datasets with ids 1..next-1, distinct ids, one root, known parents
 //     and no cycle, names of 1..255 bytes without '/', NUL, '@' or '%',
-//     distinct under one parent, bounded properties; space map entries with nonzero objects and
-//     distinct (vdev, metaslab); a root payload zero past its 64 bytes.
+//     distinct under one parent, bounded properties, roots that are valid
+//     block pointers of no more copies than the format holds; space map
+//     entries with nonzero objects and distinct (vdev, metaslab); deferred
+//     frees that are valid, not holes; a root payload zero past its 64 or
+//     128 bytes.
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +35,7 @@
 #include <utility>
 
 #include "pool/pool_phys.h"
+#include "zio/block_ptr.h"
 
 namespace {
 
@@ -88,9 +95,16 @@ void FuzzConfig(const std::string& in) {
   if (pool::EncodePoolConfig(*c) != in) Fail("config re-encodes to other bytes", "");
 }
 
-void FuzzDirectory(const std::string& in) {
-  Result<pool::PoolDirectory> d = pool::DecodePoolDirectory(in);
-  Result<pool::PoolDirectory> again = pool::DecodePoolDirectory(in);
+// A decoded pointer: valid, with no more copies than `format` holds.
+void CheckPointer(const zio::BlockPtr& bp, zio::BpFormat format, const char* what) {
+  if (!zio::ValidateBlockPtr(bp).ok()) Fail(what, "not valid: " + bp.ToString());
+  if (bp.copies() > (format == zio::BpFormat::kV1 ? 1 : 3))
+    Fail(what, "more copies than the format holds: " + bp.ToString());
+}
+
+void FuzzDirectory(const std::string& in, zio::BpFormat format) {
+  Result<pool::PoolDirectory> d = pool::DecodePoolDirectory(in, format);
+  Result<pool::PoolDirectory> again = pool::DecodePoolDirectory(in, format);
   if (d.ok() != again.ok() || (d.ok() && !SameDirectory(*d, *again)))
     Fail("directory decoding is not deterministic", "");
   if (!d.ok()) return CheckRefusal(d.status());
@@ -105,6 +119,7 @@ void FuzzDirectory(const std::string& in) {
         !names.insert({e.parent, e.name}).second)
       Fail("decoded dataset name", e.name);
     roots += e.parent == 0;
+    CheckPointer(e.root, format, "decoded dataset root");
     if (e.props.size() > 64) Fail("decoded properties", "more than 64");
     for (const auto& [k, v] : e.props)
       if (k.empty() || k.size() > 64 || v.size() > 1024) Fail("decoded property", k);
@@ -124,27 +139,34 @@ void FuzzDirectory(const std::string& in) {
   for (const pool::SpaceMapEntry& m : d->space_maps)
     if (m.object == 0 || !maps.insert({m.vdev, m.metaslab}).second)
       Fail("decoded space map entry", std::to_string(m.object));
-  for (const zio::BlockPtr& bp : d->deferred_frees)
+  for (const zio::BlockPtr& bp : d->deferred_frees) {
     if (bp.IsHole()) Fail("decoded deferred free", "a hole");
+    CheckPointer(bp, format, "decoded deferred free");
+  }
   // A version 1 or 2 directory is written back as version 3, with the same
   // content.
-  const std::string again_bytes = pool::EncodePoolDirectory(*d);
+  const std::string again_bytes = pool::EncodePoolDirectory(*d, format);
   if (again_bytes != in) {
-    Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes);
+    Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes, format);
     if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 || (in[8] != 1 && in[8] != 2))
       Fail("directory re-encodes to other bytes", "");
   }
 }
 
-void FuzzRootPayload(const std::string& raw) {
+void FuzzRootPayload(const std::string& raw, zio::BpFormat format) {
   std::array<uint8_t, vdev::kUberblockRootSize> in{};
   for (size_t i = 0; i < in.size() && i < raw.size(); i++) in[i] = uint8_t(raw[i]);
-  Result<zio::BlockPtr> bp = pool::DecodeRootPayload(in);
-  Result<zio::BlockPtr> again = pool::DecodeRootPayload(in);
+  Result<zio::BlockPtr> bp = pool::DecodeRootPayload(in, format);
+  Result<zio::BlockPtr> again = pool::DecodeRootPayload(in, format);
   if (bp.ok() != again.ok() || (bp.ok() && !(*bp == *again)))
     Fail("root payload decoding is not deterministic", "");
   if (!bp.ok()) return CheckRefusal(bp.status());
-  if (pool::EncodeRootPayload(*bp) != in) Fail("root payload re-encodes to other bytes", "");
+  CheckPointer(*bp, format, "decoded root payload");
+  const size_t bp_size = format == zio::BpFormat::kV1 ? 64 : 128;
+  for (size_t i = bp_size; i < in.size(); i++)
+    if (in[i] != 0) Fail("decoded root payload", "nonzero byte " + std::to_string(i));
+  if (pool::EncodeRootPayload(*bp, format) != in)
+    Fail("root payload re-encodes to other bytes", "");
 }
 
 }  // namespace
@@ -152,10 +174,11 @@ void FuzzRootPayload(const std::string& raw) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::string in(reinterpret_cast<const char*>(data + 1), size - 1);
+  const zio::BpFormat format = (data[0] / 3) % 2 ? zio::BpFormat::kV2 : zio::BpFormat::kV1;
   switch (data[0] % 3) {
     case 0: FuzzConfig(in); break;
-    case 1: FuzzDirectory(in); break;
-    default: FuzzRootPayload(in); break;
+    case 1: FuzzDirectory(in, format); break;
+    default: FuzzRootPayload(in, format); break;
   }
   return 0;
 }

@@ -5,9 +5,10 @@
 // field checks behind it.
 //
 // Properties checked (a violation aborts): decoding never crashes; it fails
-// only with NotFound (an all-zero slot), Corruption, or NotSupported (another
-// format version with a valid checksum); an uberblock that decodes
-// re-encodes to one that decodes to the same value.
+// only with NotFound (an all-zero slot), Corruption, or NotSupported (a
+// format version outside 1..2 with a valid checksum); an uberblock that
+// decodes (of either version: it is in the input) re-encodes to one that
+// decodes to the same value, version included.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

@@ -1,10 +1,12 @@
 // Writes the seed corpora of label_fuzz and uberblock_fuzz into
 // <root>/label and <root>/uberblock (folders that must exist):
 //   vdev_corpus_gen tests/fuzz/corpus
-// Seeds: valid labels and uberblocks, the same damaged (bit flips,
-// truncation), well-formed ones of another format version, and ones that
-// break a field rule with a checksum the fuzzer recomputes (mode bit 0, see
-// the targets), so that every check of the decoders is reached. The corpora
+// Seeds: valid labels and uberblocks of both format versions (2, what new
+// pools get, and 1, which this build still reads), the same damaged (bit
+// flips, truncation), well-formed ones of versions it does not read (0, 3,
+// 9), and ones that break a field rule with a checksum the fuzzer recomputes
+// (mode bit 0, see the targets), so that every check of the decoders is
+// reached. The corpora
 // also hold found-* files: inputs kept from fuzzing runs (libFuzzer -merge=1)
 // because they reached code the generated seeds do not; this program neither
 // writes nor removes them.
@@ -36,8 +38,9 @@ void Write(const std::string& path, const std::vector<uint8_t>& bytes) {
   g_count++;
 }
 
-LabelHeader Header() {
+LabelHeader Header(uint32_t version = kFormatVersion) {
   LabelHeader h;
+  h.version = version;
   h.pool_guid = 0x0123456789abcdefull;
   h.vdev_guid = 0xfedcba9876543210ull;
   h.vdev_index = 1;
@@ -66,6 +69,8 @@ void Labels(const std::string& dir) {
   for (size_t i = 0; i < big.size(); i++) big[i] = char('a' + i % 26);
   Write(dir + "/valid-big-config", Compact(0, EncodeLabel(Header(), 0, big), big.size()));
   Write(dir + "/valid-no-config", Compact(0, EncodeLabel(Header(), 2, ""), 0));
+  Write(dir + "/valid-v1-0", Compact(0, EncodeLabel(Header(1), 0, config), config.size()));
+  Write(dir + "/valid-v1-3", Compact(0, EncodeLabel(Header(1), 3, config), config.size()));
   std::vector<uint8_t> raw{2};
   std::vector<uint8_t> full = EncodeLabel(Header(), 1, config);
   raw.insert(raw.end(), full.begin(), full.begin() + kConfigOffset + config.size());
@@ -89,7 +94,8 @@ void Labels(const std::string& dir) {
     int width;
     uint64_t value;
   };
-  for (const Patch& p : std::vector<Patch>{{"version-2", 8, 4, 2},
+  for (const Patch& p : std::vector<Patch>{{"version-1", 8, 4, 1},
+                                           {"version-3", 8, 4, 3},
                                            {"version-0", 8, 4, 0},
                                            {"pool-guid-0", 16, 8, 0},
                                            {"vdev-guid-0", 24, 8, 0},
@@ -128,6 +134,9 @@ void Uberblocks(const std::string& dir) {
     return v;
   };
   Write(dir + "/valid", with_mode(0, good));
+  Uberblock v1 = ub;
+  v1.version = 1;
+  Write(dir + "/valid-v1", with_mode(0, EncodeUberblock(v1)));
   Write(dir + "/zeros", std::vector<uint8_t>(1 + kUberblockSlotSize, 0));
   for (size_t bit : {3, 64, 130, 200, 400, 5000, 8070, 8100}) {
     std::vector<uint8_t> v = with_mode(0, good);
@@ -139,6 +148,12 @@ void Uberblocks(const std::string& dir) {
   v = with_mode(1, good);
   PutLE32(&v[1 + 8], 9);
   Write(dir + "/version-9", v);
+  v = with_mode(1, good);
+  PutLE32(&v[1 + 8], 3);
+  Write(dir + "/version-3", v);
+  v = with_mode(1, good);
+  PutLE32(&v[1 + 8], 1);
+  Write(dir + "/version-1", v);
   v = with_mode(1, good);
   PutLE64(&v[1 + 24], 0);
   Write(dir + "/pool-guid-0", v);

@@ -239,6 +239,11 @@ struct FsStatus {
   uint64_t space_allocated = 0;
   uint64_t space_free = 0;
   uint64_t checksum_errors = 0;  // all vdevs
+  // Bad copies of blocks rewritten from good ones since the mount, and
+  // copies writes left out for want of room.
+  uint64_t repaired_copies = 0;
+  uint64_t copy_shortfalls = 0;
+  uint32_t format_version = 0;  // the pool's on-disk format
   std::vector<std::string> datasets;
   // The datasets with their space as of the last sync (a mount of a pool's
   // tree fills it; empty otherwise).

@@ -221,6 +221,10 @@ TEST_CASE("Bad property names and values are refused, naming them, and change no
   };
   for (const Bad& bad : std::vector<Bad>{{"compression", "gzip", "compression"},
                                          {"compression", "zstd-20", "zstd-1..zstd-19"},
+                                         {"compression", "zstd-0", "zstd-1..zstd-19"},
+                                         {"compression", "zstd-1x", "zstd-1..zstd-19"},
+                                         // long enough to overflow a naive parse
+                                         {"compression", "zstd-99999999999", "zstd-1..zstd-19"},
                                          {"recordsize", "3K", "power of two"},
                                          {"recordsize", "2M", "power of two"},
                                          {"recordsize", "12KB", "unknown unit"},
@@ -475,6 +479,9 @@ TEST_CASE("The pool directory decoder refuses a damaged dataset tree, saying wha
   refused(d, "exactly one root");
   d = SampleDirectory();
   d.datasets[1].props["compression"] = "gzip";
+  refused(d, "compression");
+  d = SampleDirectory();
+  d.datasets[1].props["compression"] = std::string("zstd-3\x05\0\0\0\0\0\xe2\xff\0\0", 16);
   refused(d, "compression");
   d = SampleDirectory();
   d.datasets[1].props["recordsize"] = "128K";  // not the stored form
