@@ -21,14 +21,8 @@ namespace {
 
 using check_test::kFileSize;
 using check_test::Pattern;
+using check_test::QuietOptions;
 using check_test::TempDir;
-
-PoolOptions Options() {
-  PoolOptions o;
-  o.txg.timeout_ms = 600000;  // syncs only when asked
-  o.space.allocators = 2;
-  return o;
-}
 
 struct TestPool {
   TempDir dir;
@@ -41,7 +35,7 @@ struct TestPool {
     Import();
   }
   void Import() {
-    auto p = Pool::Import(paths, Options());
+    auto p = Pool::Import(paths, QuietOptions());
     INFO(p.status().ToString());
     REQUIRE(p.ok());
     pool = std::move(p).value();

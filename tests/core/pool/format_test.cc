@@ -20,17 +20,11 @@ namespace {
 
 using check_test::kFileSize;
 using check_test::Pattern;
+using check_test::QuietOptions;
 using check_test::TempDir;
 
-PoolOptions Options() {
-  PoolOptions o;
-  o.txg.timeout_ms = 600000;  // syncs only when asked
-  o.space.allocators = 2;
-  return o;
-}
-
 std::unique_ptr<Pool> Import(const std::vector<std::string>& paths) {
-  auto p = Pool::Import(paths, Options());
+  auto p = Pool::Import(paths, QuietOptions());
   INFO(p.status().ToString());
   REQUIRE(p.ok());
   return std::move(p).value();
