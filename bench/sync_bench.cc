@@ -20,9 +20,19 @@
 // The data is compressible about 2:1, as fio's buffer_compress_percentage=50
 // makes it (each 4 KiB: 2 KiB of random bytes, then 2 KiB of zeros), and
 // distinct per MiB, so lz4 and the checksums do real work in the sync: with
-// the memory device the sync is CPU-bound. The writers share the machine's
-// cores with the sync threads (as a zvol's writers do), and freed memory is
-// kept in the process (mallopt below), as the daemon's tcmalloc keeps it.
+// the memory device the sync is CPU-bound. Freed memory is kept in the
+// process (mallopt below), as the daemon's tcmalloc keeps it.
+//
+// How the writers hand over their data (--writers). `handover` (the
+// default): each writer's blocks are filled before the clock starts, and
+// the writer gives each to its object as it is (ObjectSet::PutBlock, the
+// buffer becoming the txg's dirty copy: ZFS's loaned ARC buffers,
+// dmu_assign_arcbuf, which its zvol and NFS write paths use), so that the
+// timed run is the sync's work and the transactions around it, as on the
+// 32-core machine of OpenZFS's figures, where the writers' copies take
+// cores the sync does not need. `copy`: each writer copies every MiB into
+// its object (ObjectSet::Write), and on a machine of few cores the copies
+// compete with the sync for them: what the pipeline as a whole gains.
 // Columns `syncing` and `busy`: the share of the run the txg driver spent
 // in syncs, and the share each sync thread spent running tasks.
 #include <malloc.h>
@@ -63,6 +73,7 @@ std::vector<std::string> CompressibleChunks(size_t n) {
 
 struct Setup {
   std::string device = "memory";
+  std::string writers = "handover";  // or "copy"
   std::string dir = "/var/tmp";
   uint32_t allocators = 2;
   uint64_t mib = 64;  // per dataset
@@ -134,6 +145,24 @@ Result RunOnce(const Setup& setup, const std::vector<std::string>& chunks, size_
   const core::pool::PoolSyncStats before = p.SyncStats();
   const uint64_t blocks0 = before.blocks_written;
   const uint64_t per_file = std::max<uint64_t>(1, total_mib / objs.size());
+  // Handover: every block of every file, filled now, and a hold on each
+  // file's dnode.
+  const bool handover = setup.writers == "handover";
+  constexpr size_t kBlock = core::dmu::kDefaultBlockSize;
+  std::vector<std::vector<core::dmu::SharedBlock>> blocks_of(objs.size());
+  std::vector<core::dmu::ObjectSet::DnodeRef> holds;
+  if (handover) {
+    for (size_t f = 0; f < objs.size(); f++) {
+      auto held = objs[f].first->Hold(objs[f].second);
+      POOLFS_CHECK(held.ok());
+      holds.push_back(*held);
+      for (uint64_t i = 0; i < per_file; i++) {
+        const std::string& chunk = chunks[(i * 31 + f) % chunks.size()];
+        for (size_t b = 0; b < kChunk / kBlock; b++)
+          blocks_of[f].emplace_back(chunk.substr(b * kBlock, kBlock));
+      }
+    }
+  }
   const double t0 = NowSeconds();
   std::vector<std::thread> ws;
   for (size_t w = 0; w < writers; w++) {
@@ -143,11 +172,17 @@ Result RunOnce(const Setup& setup, const std::vector<std::string>& chunks, size_
         for (size_t f = w; f < objs.size(); f += writers) {
           core::dmu::Tx tx(p.assigner());
           POOLFS_CHECK(tx.Assign(kChunk).ok());
-          POOLFS_CHECK(
-              objs[f]
-                  .first
-                  ->Write(tx, objs[f].second, i * kChunk, chunks[(i * 31 + f) % chunks.size()])
-                  .ok());
+          core::dmu::ObjectSet* os = objs[f].first;
+          if (handover) {
+            for (size_t b = 0; b < kChunk / kBlock; b++) {
+              const uint64_t blkid = i * (kChunk / kBlock) + b;
+              POOLFS_CHECK(os->PutBlock(tx, *holds[f], blkid, blocks_of[f][blkid]).ok());
+            }
+          } else {
+            POOLFS_CHECK(
+                os->Write(tx, objs[f].second, i * kChunk, chunks[(i * 31 + f) % chunks.size()])
+                    .ok());
+          }
           tx.Commit();
         }
       }
@@ -163,6 +198,7 @@ Result RunOnce(const Setup& setup, const std::vector<std::string>& chunks, size_
     if (rec.txg <= (before.recent.empty() ? Txg(0) : before.recent.back().txg)) continue;
     for (uint64_t b : rec.strand_busy_ns) busy_ns += b;
   }
+  holds.clear();
   POOLFS_CHECK(p.Export().ok());
   pool->reset();
   if (!path.empty()) std::filesystem::remove(path);
@@ -212,6 +248,10 @@ int RunSyncBench(int argc, char** argv) {
   app.add_flag("--no-files", no_files, "leave out the 64-file case");
   app.add_option("--device", setup.device, "memory or file")
       ->check(CLI::IsMember({"memory", "file"}));
+  app.add_option("--writers", setup.writers,
+                 "handover (blocks prepared before the clock, given to the objects as they "
+                 "are) or copy (each MiB copied in)")
+      ->check(CLI::IsMember({"handover", "copy"}));
   app.add_option("--dir", setup.dir, "where the pool file goes (--device file)");
   app.add_option("--runs", runs, "runs of each case (medians, min and max are reported)");
   app.add_option("--mib", setup.mib, "MiB written per dataset (and in all by the 64 files)");
@@ -260,6 +300,7 @@ int RunSyncBench(int argc, char** argv) {
   if (json) {
     Json o;
     o["device"] = setup.device;
+    o["writers"] = setup.writers;
     o["allocators"] = setup.allocators;
     o["mib_per_dataset"] = setup.mib;
     o["runs"] = runs;
@@ -290,9 +331,10 @@ int RunSyncBench(int argc, char** argv) {
     return PrintJson(o);
   }
   std::printf(
-      "sync: %llu MiB per dataset, one writer per dataset, %u allocators, %s device, data "
+      "sync: %llu MiB per dataset, one writer per dataset (%s), %u allocators, %s device, data "
       "compressible ~2:1 (lz4), %d runs\n",
-      (unsigned long long)setup.mib, setup.allocators, setup.device.c_str(), runs);
+      (unsigned long long)setup.mib, setup.writers.c_str(), setup.allocators, setup.device.c_str(),
+      runs);
   std::printf("%-9s %-8s %-9s %10s %10s %10s %12s\n", "datasets", "threads", "mode", "MiB/s", "min",
               "max", "blocks/s");
   for (const auto& [key, s] : zvols) {
