@@ -327,6 +327,7 @@ void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
   props_atime_.store(uint8_t(props.atime), std::memory_order_relaxed);
   props_recordsize_.store(props.recordsize, std::memory_order_relaxed);
   props_compression_.store(uint8_t(props.compression), std::memory_order_relaxed);
+  props_copies_.store(uint8_t(props.copies), std::memory_order_relaxed);
   {
     util::MutexLock l(&props_mu_);
     dataset_name_ = name;

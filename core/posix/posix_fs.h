@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -199,8 +200,9 @@ class PosixFs final : public Filesystem {
   // NoSpace unless about `bytes` more can be stored (posix_fs.cc);
   // QuotaExceeded past the dataset's quota room.
   Status ReserveSpace(uint64_t bytes);
-  // The quota room as of the last sync (RefreshQuota: under space_mu_).
-  void RefreshQuota() REQUIRES(space_mu_) EXCLUDES(props_mu_);
+  // The quota room as of the last sync (RefreshQuota: under space_mu_),
+  // and the charges of txgs up to the one synced then dropped.
+  void RefreshQuota() REQUIRES(space_mu_) EXCLUDES(props_mu_, quota_mu_);
   // A change may be made: not a read-only mount or dataset.
   bool ReadOnly() const {
     return opts_.read_only || props_readonly_.load(std::memory_order_relaxed);
@@ -294,11 +296,18 @@ class PosixFs final : public Filesystem {
   std::atomic<uint8_t> props_atime_{uint8_t(pool::AtimeMode::kRelatime)};
   std::atomic<uint32_t> props_recordsize_{kRecordSize};
   std::atomic<uint8_t> props_compression_{uint8_t(util::Compression::kLz4)};
+  std::atomic<uint8_t> props_copies_{1};
   std::atomic<bool> quota_bound_{false};
   std::atomic<bool> figures_bound_{false};  // quota_bound_ or a reservation elsewhere
-  std::atomic<uint64_t> quota_room_{0};     // available at the last sync seen
-  std::atomic<uint64_t> quota_charged_{0};  // reserved since
+  std::atomic<uint64_t> quota_room_{0};  // available at the last sync seen
   std::atomic<uint64_t> quota_referenced_{0};
+  // What changes have asked for since, by the txg they may land in (the
+  // txg after the one open when they asked: a change counts until that txg
+  // has synced, never less long). The room left is quota_room_ less their
+  // sum.
+  util::Mutex quota_mu_;
+  std::map<uint64_t, uint64_t> quota_charges_ GUARDED_BY(quota_mu_);
+  uint64_t QuotaCharged() EXCLUDES(quota_mu_);
   util::Mutex props_mu_;
   std::string dataset_name_ GUARDED_BY(props_mu_);
 

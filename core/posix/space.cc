@@ -29,18 +29,30 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
   }
   if (figures_bound_.load(std::memory_order_relaxed)) {
     // The room under the quota, or outside the other datasets'
-    // reservations, as the last sync left it, less what changes
-    // since have asked for. What the txgs still open hold when a sync ends
-    // is not counted again: a quota may be passed by at most that much (as
-    // in ZFS, whose quota is also checked against synced figures).
+    // reservations, as the last sync left it, less what changes since have
+    // asked for, each until the txg it may land in has synced: so the
+    // figures never miss what the open txgs hold, and a quota is never
+    // passed.
+    // What the change may add to the dataset's figures: every copy of its
+    // data, and the metadata above it (block pointers in indirect blocks,
+    // twice: at most an eighth of data written in blocks of 4 KiB or more).
+    // Counted generously; the next sync puts the real figures in its place.
+    bytes = bytes * props_copies_.load(std::memory_order_relaxed) + bytes / 8;
     const uint64_t room = quota_room_.load(std::memory_order_relaxed);
-    const uint64_t charged = quota_charged_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    if (charged > room) {
-      quota_charged_.fetch_sub(bytes, std::memory_order_relaxed);
+    const uint64_t lands = pool_->txgs().open_txg().value() + 1;
+    uint64_t charged = 0;
+    {
+      util::MutexLock l(&quota_mu_);
+      for (const auto& [txg, n] : quota_charges_) charged += n;
+      if (charged + bytes <= room) {
+        quota_charges_[lands] += bytes;
+        charged = ~uint64_t{0};  // admitted
+      }
+    }
+    if (charged != ~uint64_t{0}) {
       util::MutexLock l(&props_mu_);
-      const std::string left =
-          std::to_string(bytes) + " bytes asked, " +
-          std::to_string(room > charged - bytes ? room - (charged - bytes) : 0) + " left";
+      const std::string left = std::to_string(bytes) + " bytes asked, " +
+                               std::to_string(room > charged ? room - charged : 0) + " left";
       if (quota_bound_.load(std::memory_order_relaxed))
         return Status(StatusCode::kQuotaExceeded,
                       "dataset " + dataset_name_ + " is at its quota (or an ancestor's): " + left);
@@ -75,7 +87,19 @@ void PosixFs::RefreshQuota() {
   if (!figures.ok() || figures->empty()) return;  // renamed meanwhile: SetProps comes
   quota_room_.store(figures->front().available, std::memory_order_relaxed);
   quota_referenced_.store(figures->front().referenced, std::memory_order_relaxed);
-  quota_charged_.store(0, std::memory_order_relaxed);
+  // The figures hold every txg up to the one synced when they were taken
+  // (or a later one: then a change is counted twice for a moment, never
+  // missed).
+  const uint64_t synced = space_synced_txg_.load();
+  util::MutexLock l(&quota_mu_);
+  quota_charges_.erase(quota_charges_.begin(), quota_charges_.upper_bound(synced));
+}
+
+uint64_t PosixFs::QuotaCharged() {
+  util::MutexLock l(&quota_mu_);
+  uint64_t charged = 0;
+  for (const auto& [txg, n] : quota_charges_) charged += n;
+  return charged;
 }
 
 Result<FsStats> PosixFs::StatFs(uint64_t /*ino*/) {
@@ -91,7 +115,7 @@ Result<FsStats> PosixFs::StatFs(uint64_t /*ino*/) {
   if (figures_bound_.load(std::memory_order_relaxed)) {
     // As df shows a ZFS dataset under a quota: its size is what it holds
     // plus the room left, so the quota (or an ancestor's) is its size.
-    const uint64_t charged = quota_charged_.load(std::memory_order_relaxed);
+    const uint64_t charged = QuotaCharged();
     const uint64_t room = quota_room_.load(std::memory_order_relaxed);
     const uint64_t left = room > charged ? room - charged : 0;
     const uint64_t held = quota_referenced_.load(std::memory_order_relaxed) + charged;
