@@ -195,6 +195,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
 int RunMount(const MountArgs& args) {
   auto plan = PlanMount(args);
   if (!plan.ok()) return ReportError("mount", plan.status());
+  for (const std::string& note : plan->notes) std::cerr << "poolfs mount: " << note << "\n";
   // Every thread inherits this mask; the signal thread takes them with
   // sigtimedwait, so a signal during the start waits for it.
   sigset_t set;

@@ -9,7 +9,9 @@
 // is reported as such, with that process and the poolfs mounts found.
 //
 // The daemon is asked first, before anything stats the target, so a hung
-// FUSE mount cannot hang `status` on a stat of its mountpoint.
+// FUSE mount cannot hang `status` on a stat of its mountpoint. When no
+// daemon answers and the target is a poolfs mount whose daemon died
+// (dead_mount.h), status says so and how to recover.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -18,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@
 #include "config/config.h"
 #include "config/render.h"
 #include "control.h"
+#include "dead_mount.h"
 #include "live_config.h"
 #include "pool_registry.h"
 #include "poolfs/pool_admin.h"
@@ -84,6 +88,29 @@ int ReportBusy(const std::string& pool_file, const Status& st) {
   std::cerr << "  ask the daemon of the mount: poolfs status "
             << (exact == 1 ? mounts[0] : std::string("MOUNTPOINT")) << "\n";
   return ExitCodeFor(st);
+}
+
+// The poolfs mount at `target` when its daemon is gone (dead_mount.h), or
+// nullopt.
+std::optional<MountEntry> DeadPoolfsMountAt(const std::string& target) {
+  Result<std::string> mp = CanonicalParentPath(target);
+  if (!mp.ok()) return std::nullopt;
+  Result<std::optional<MountEntry>> m = FindMountAt(*mp);
+  if (!m.ok() || !m->has_value() || (*m)->fstype != kPoolfsFsType) return std::nullopt;
+  if (ProbeMount(*mp).state != MountState::kDead) return std::nullopt;
+  return **m;
+}
+
+// What `poolfs status` says of a dead mount: what happened and how to
+// recover.
+int ReportDeadMount(const MountEntry& m) {
+  std::cerr << "poolfs status: " << m.mountpoint << ": the poolfs daemon of this mount died (the "
+            << "mount answers \"" << std::strerror(ENOTCONN) << "\"); pool " << m.source
+            << " is as of its last synced txg\n"
+            << "  to mount it again: poolfs mount " << m.source << " " << m.mountpoint
+            << " (it clears the dead mount first)\n"
+            << "  to only remove the dead mount: poolfs unmount " << m.mountpoint << "\n";
+  return kExitFailure;
 }
 
 // The tunables a mount would use now, or the config error.
@@ -156,6 +183,7 @@ int RunStatus(const StatusArgs& args) {
     }
     if (reply.status().code() != StatusCode::kNotFound)
       return ReportError("status", reply.status());
+    if (std::optional<MountEntry> dead = DeadPoolfsMountAt(target)) return ReportDeadMount(*dead);
     struct stat st;
     if (stat(target.c_str(), &st) != 0) {
       const int err = errno;

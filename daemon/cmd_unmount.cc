@@ -6,10 +6,8 @@
 // request loop then ends, it runs Filesystem::Unmount, and closes its
 // control socket last: the socket no longer answering is the signal that
 // the pool is exported.
-#include <spawn.h>
-#include <sys/mount.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <limits.h>
+#include <stdlib.h>
 
 #include <cerrno>
 #include <chrono>
@@ -23,10 +21,9 @@
 
 #include "command.h"
 #include "control.h"
+#include "dead_mount.h"
 #include "mount_table.h"
 #include "pool_registry.h"
-
-extern char** environ;
 
 namespace poolfs::daemon {
 namespace {
@@ -37,45 +34,23 @@ struct UnmountArgs {
   double timeout_s = 600;
 };
 
-// Unmounts `mp` as root (umount2) or through fusermount3.
-Status Unmount(const std::string& mp, bool lazy) {
-  if (geteuid() == 0) {
-    if (umount2(mp.c_str(), lazy ? MNT_DETACH : 0) == 0) return Status::Ok();
-    if (errno == EBUSY) {
-      return Status::Busy(mp +
-                          " is busy (a process has a file or its working directory "
-                          "there); close them, or use --lazy");
-    }
-    return Status::IOError("umount " + mp + ": " + std::strerror(errno));
-  }
-  std::vector<const char*> argv = {"fusermount3", "-u"};
-  if (lazy) argv.push_back("-z");
-  argv.insert(argv.end(), {"--", mp.c_str(), nullptr});
-  pid_t pid;
-  const int err =
-      posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv.data()), environ);
-  if (err != 0) return Status::IOError(std::string("running fusermount3: ") + std::strerror(err));
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    return Status::IOError("fusermount3 -u " + mp +
-                           " failed (its message is above; a busy mount needs --lazy)");
-  }
-  return Status::Ok();
-}
-
 bool DaemonAnswers(const std::string& mp) { return ControlCall(mp, "ping").ok(); }
 
 int RunUnmount(const UnmountArgs& args) {
   auto target = ResolveMountTarget(args.mountpoint);
   if (!target.ok()) return ReportError("unmount", target.status());
   char buf[PATH_MAX];
-  if (realpath(target->c_str(), buf) == nullptr) {
+  std::string mp;
+  if (realpath(target->c_str(), buf) != nullptr) {
+    mp = buf;
+  } else if (errno == ENOTCONN) {  // a mount whose daemon is gone: unmount it all the same
+    auto parent = CanonicalParentPath(*target);
+    if (!parent.ok()) return ReportError("unmount", parent.status());
+    mp = *parent;
+  } else {
     return ReportError("unmount",
                        Status::NotFound("mount point " + *target + ": " + std::strerror(errno)));
   }
-  const std::string mp = buf;
   auto mount = FindMountAt(mp);
   if (!mount.ok()) return ReportError("unmount", mount.status());
   if (!*mount) return ReportError("unmount", Status::InvalidArgument(mp + " is not mounted"));
@@ -84,7 +59,7 @@ int RunUnmount(const UnmountArgs& args) {
                                                           (*mount)->fstype + ")"));
   }
   const bool wait = !args.lazy && DaemonAnswers(mp);
-  Status st = Unmount(mp, args.lazy);
+  Status st = UnmountPath(mp, args.lazy);
   if (!st.ok()) return ReportError("unmount", st);
   if (!wait) return kExitOk;
   const auto deadline =

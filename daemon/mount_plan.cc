@@ -10,8 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <thread>
 
+#include "dead_mount.h"
 #include "mount_table.h"
 #include "poolfs/dataset.h"
 
@@ -21,11 +24,9 @@ namespace {
 Result<std::string> Canonical(const std::string& path, const std::string& what) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) == nullptr) {
-    if (errno == ENOTCONN) {
-      return Status::InvalidArgument(what + " " + path +
-                                     " is a FUSE mount whose daemon is gone; run fusermount3 -u " +
-                                     path + " first");
-    }
+    // A mount whose daemon is gone: CheckMountpoint clears it when it is
+    // this user's poolfs, and refuses it otherwise.
+    if (errno == ENOTCONN) return CanonicalParentPath(path);
     if (errno == ENOENT || errno == ENOTDIR)
       return Status::NotFound(what + " " + path + " does not exist");
     return Status::InvalidArgument(what + " " + path + ": " + std::strerror(errno));
@@ -33,7 +34,23 @@ Result<std::string> Canonical(const std::string& path, const std::string& what) 
   return std::string(buf);
 }
 
-Status CheckPoolFile(const std::string& path) {
+// A mount in the way of this one: a dead mount of this user's poolfs is
+// cleared (a line in *notes says so); Busy `busy` otherwise. At most a few
+// (mounts may be stacked).
+Status ClearDeadMounts(const std::function<Result<std::optional<MountEntry>>()>& find,
+                       const std::function<Status(const MountEntry&)>& busy,
+                       std::vector<std::string>* notes) {
+  for (int attempt = 0; attempt < 8; attempt++) {
+    POOLFS_ASSIGN_OR_RETURN(std::optional<MountEntry> mounted, find());
+    if (!mounted) return Status::Ok();
+    POOLFS_ASSIGN_OR_RETURN(std::optional<std::string> cleared, ClearIfDead(*mounted));
+    if (!cleared) return busy(*mounted);
+    notes->push_back(*cleared);
+  }
+  return Status::Busy("dead mounts keep coming back; unmount them by hand (fusermount3 -u -z)");
+}
+
+Status CheckPoolFile(const std::string& path, std::vector<std::string>* notes) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     return Status::InvalidArgument("pool file " + path + ": " + std::strerror(errno));
@@ -42,24 +59,33 @@ Status CheckPoolFile(const std::string& path) {
     return Status::InvalidArgument(path +
                                    " is not a pool file (not a regular file or block device)");
   }
-  POOLFS_ASSIGN_OR_RETURN(auto mounted, FindPoolfsMountOf(path));
-  if (mounted)
-    return Status::Busy("pool " + path + " is already mounted on " + mounted->mountpoint);
-  return Status::Ok();
+  return ClearDeadMounts(
+      [&] { return FindPoolfsMountOf(path); },
+      [&](const MountEntry& m) {
+        return Status::Busy("pool " + path + " is already mounted on " + m.mountpoint);
+      },
+      notes);
 }
 
-Status CheckMountpoint(const std::string& path) {
+Status CheckMountpoint(const std::string& path, std::vector<std::string>* notes) {
+  POOLFS_RETURN_IF_ERROR(ClearDeadMounts([&] { return FindMountAt(path); },
+                                         [&](const MountEntry& m) {
+                                           return Status::Busy("mount point " + path +
+                                                               " already has a mount (" + m.fstype +
+                                                               " from " + m.source + ")");
+                                         },
+                                         notes));
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOTCONN) {
+      return Status::InvalidArgument("mount point " + path +
+                                     " is a FUSE mount whose daemon is gone; run fusermount3 -u " +
+                                     path + " first");
+    }
     return Status::InvalidArgument("mount point " + path + ": " + std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode))
     return Status::InvalidArgument("mount point " + path + " is not a directory");
-  POOLFS_ASSIGN_OR_RETURN(auto mounted, FindMountAt(path));
-  if (mounted) {
-    return Status::Busy("mount point " + path + " already has a mount (" + mounted->fstype +
-                        " from " + mounted->source + ")");
-  }
   DIR* d = opendir(path.c_str());
   if (d == nullptr) {
     return Status::InvalidArgument("mount point " + path + ": " + std::strerror(errno));
@@ -146,8 +172,8 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   }
   POOLFS_ASSIGN_OR_RETURN(plan.pool_file, Canonical(file, "pool file"));
   POOLFS_ASSIGN_OR_RETURN(plan.mountpoint, Canonical(args.mountpoint, "mount point"));
-  POOLFS_RETURN_IF_ERROR(CheckPoolFile(plan.pool_file));
-  POOLFS_RETURN_IF_ERROR(CheckMountpoint(plan.mountpoint));
+  POOLFS_RETURN_IF_ERROR(CheckPoolFile(plan.pool_file, &plan.notes));
+  POOLFS_RETURN_IF_ERROR(CheckMountpoint(plan.mountpoint, &plan.notes));
   plan.pool_name = std::filesystem::path(plan.pool_file).stem().string();
   if (plan.pool_name.empty()) plan.pool_name = "pool";
 

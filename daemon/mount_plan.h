@@ -1,7 +1,9 @@
 // MountPlan: everything `poolfs mount` decides before it starts the
 // daemon, checked while errors can still go straight to the terminal (no
 // fork, no thread yet): the pool file and the mount point, the -o options,
-// and the config file with the core and FUSE options it yields.
+// and the config file with the core and FUSE options it yields. A dead
+// mount of this user's poolfs in the way (dead_mount.h) is the one thing it
+// changes: it unmounts it (lazily), and says so in MountPlan::notes.
 //
 // Thread safety: values and free functions.
 #pragma once
@@ -39,13 +41,17 @@ struct MountPlan {
   fuse::FuseOptions fuse;
   size_t sync_threads = 0;        // of the Asio executor (txg.sync_threads; 0: one per strand)
   uint64_t read_ahead_bytes = 0;  // fuse.read_ahead_bytes; 0: the kernel's
+  // One line per dead mount cleared on the way, for the terminal.
+  std::vector<std::string> notes;
 };
 
 // Checks the arguments and reads the config. Fails with NotFound (no such
 // pool file, mount point or --config file), InvalidArgument (a mount point
 // that is not an empty directory, an empty -o option, a bad config file
 // with its file:line errors), Busy (the pool is already mounted, or the
-// mount point already has a mount), IOError (the mount table).
+// mount point already has a mount, other than a dead one of this user's
+// poolfs, which is unmounted), IOError (the mount table, or the unmount of
+// a dead mount).
 Result<MountPlan> PlanMount(const MountArgs& args);
 
 }  // namespace poolfs::daemon

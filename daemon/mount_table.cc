@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -26,6 +29,40 @@ std::string UnescapeMountField(const std::string& field) {
   return out;
 }
 
+std::optional<MountEntry> ParseMountInfoLine(const std::string& line) {
+  // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
+  std::istringstream fields(line);
+  std::string id, parent, dev, root, mountpoint, word;
+  if (!(fields >> id >> parent >> dev >> root >> mountpoint)) return std::nullopt;
+  while (fields >> word && word != "-") {
+  }
+  MountEntry e;
+  if (!(fields >> e.fstype >> e.source)) return std::nullopt;
+  fields >> e.super_options;
+  e.mountpoint = UnescapeMountField(mountpoint);
+  e.device = dev;
+  e.source = UnescapeMountField(e.source);
+  return e;
+}
+
+std::optional<uint32_t> FuseMountOwner(const MountEntry& m) {
+  const std::string& o = m.super_options;
+  for (size_t start = 0; start <= o.size();) {
+    const size_t comma = std::min(o.find(',', start), o.size());
+    const std::string opt = o.substr(start, comma - start);
+    start = comma + 1;
+    if (!opt.starts_with("user_id=")) continue;
+    const std::string digits = opt.substr(8);
+    if (digits.empty() || digits.size() > 10 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    const uint64_t uid = std::stoull(digits);
+    if (uid > UINT32_MAX) return std::nullopt;
+    return uint32_t(uid);
+  }
+  return std::nullopt;
+}
+
 Result<std::vector<MountEntry>> ReadMountTable() {
   std::ifstream in("/proc/self/mountinfo");
   if (!in) {
@@ -34,18 +71,7 @@ Result<std::vector<MountEntry>> ReadMountTable() {
   std::vector<MountEntry> mounts;
   std::string line;
   while (std::getline(in, line)) {
-    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, mountpoint, word;
-    if (!(fields >> id >> parent >> dev >> root >> mountpoint)) continue;
-    while (fields >> word && word != "-") {
-    }
-    MountEntry e;
-    if (!(fields >> e.fstype >> e.source)) continue;
-    e.mountpoint = UnescapeMountField(mountpoint);
-    e.device = dev;
-    e.source = UnescapeMountField(e.source);
-    mounts.push_back(std::move(e));
+    if (std::optional<MountEntry> e = ParseMountInfoLine(line)) mounts.push_back(std::move(*e));
   }
   return mounts;
 }

@@ -9,6 +9,7 @@
 // Thread safety: free functions, reentrant.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,7 +26,18 @@ struct MountEntry {
   std::string fstype;      // "fuse.poolfs", "ext4", ...
   std::string source;      // for poolfs: the pool file
   std::string device;      // "MAJOR:MINOR"; a FUSE mount's own, named in /sys/class/bdi
+  // The filesystem's own options; a FUSE mount's name the user it belongs
+  // to: "rw,user_id=1000,group_id=1000,default_permissions".
+  std::string super_options;
 };
+
+// Parses one line of /proc/self/mountinfo; nullopt for a line that is not
+// one.
+std::optional<MountEntry> ParseMountInfoLine(const std::string& line);
+
+// The uid a FUSE mount belongs to (its user_id= option), or nullopt for a
+// mount that names none (not FUSE).
+std::optional<uint32_t> FuseMountOwner(const MountEntry& m);
 
 // Returns every mount, in the table's order. IOError when the table cannot
 // be read.

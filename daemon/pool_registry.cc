@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "control.h"
+#include "dead_mount.h"
+#include "mount_table.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -63,8 +65,9 @@ std::optional<RegisteredPool> ParseEntry(const std::string& text) {
   return p;
 }
 
-// The live entry at `path`, or nullopt (absent, or left by a dead daemon).
-Result<std::optional<RegisteredPool>> ReadEntry(const std::string& path) {
+// The live entry at `path`, or nullopt (absent, or left by a dead daemon;
+// with `dead_too`, such an entry with `live` false).
+Result<std::optional<RegisteredPool>> ReadEntry(const std::string& path, bool dead_too = false) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::optional<RegisteredPool>();
@@ -74,8 +77,14 @@ Result<std::optional<RegisteredPool>> ReadEntry(const std::string& path) {
   // moment when the lock is held but the lines are not there yet.
   for (int attempt = 0;; attempt++) {
     if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {  // nobody holds it: stale
+      std::optional<RegisteredPool> dead;
+      if (dead_too) {
+        Result<std::string> text = ReadAll(fd, path);
+        if (text.ok()) dead = ParseEntry(*text);
+        if (dead) dead->live = false;
+      }
       ::close(fd);
-      return std::optional<RegisteredPool>();
+      return dead;
     }
     if (errno != EWOULDBLOCK) {
       const int err = errno;
@@ -164,6 +173,13 @@ Result<std::optional<RegisteredPool>> FindRegisteredPool(const std::string& pool
   return p;
 }
 
+Result<std::optional<RegisteredPool>> FindLastRegistration(const std::string& pool) {
+  POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> p,
+                          ReadEntry(EntryPath(pool), /*dead_too=*/true));
+  if (p.has_value() && p->name != pool) return std::optional<RegisteredPool>();  // hash collision
+  return p;
+}
+
 Result<std::vector<RegisteredPool>> ListRegisteredPools() {
   std::vector<RegisteredPool> out;
   const std::string dir = ControlDir();
@@ -191,8 +207,15 @@ Result<std::vector<RegisteredPool>> ListRegisteredPools() {
 Result<std::string> ResolveMountTarget(const std::string& target) {
   if (target.empty() || target == "." || target == ".." || target.find('/') != std::string::npos)
     return target;
-  POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> p, FindRegisteredPool(target));
-  return p.has_value() ? p->mountpoint : target;
+  POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> p, FindLastRegistration(target));
+  if (!p.has_value()) return target;
+  if (p->live) return p->mountpoint;
+  // A daemon that died: its name still leads to its mount while that is
+  // there, dead (so that `poolfs status` and `unmount` of the name reach it).
+  POOLFS_ASSIGN_OR_RETURN(std::optional<MountEntry> m, FindMountAt(p->mountpoint));
+  if (m && m->fstype == kPoolfsFsType && ProbeMount(p->mountpoint).state == MountState::kDead)
+    return p->mountpoint;
+  return target;
 }
 
 }  // namespace poolfs::daemon

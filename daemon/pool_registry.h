@@ -30,6 +30,9 @@ struct RegisteredPool {
   std::string name;
   std::string mountpoint;
   int64_t pid = 0;
+  // False for an entry whose daemon died (nobody holds its lock): only
+  // FindLastRegistration returns those.
+  bool live = true;
 };
 
 class PoolRegistration {
@@ -57,12 +60,19 @@ class PoolRegistration {
 // cannot be read.
 Result<std::optional<RegisteredPool>> FindRegisteredPool(const std::string& pool);
 
+// The entry of `pool` even when its daemon died (then `live` is false: the
+// file a dead daemon left, which blocks nothing), or nullopt. IOError when
+// the registry cannot be read.
+Result<std::optional<RegisteredPool>> FindLastRegistration(const std::string& pool);
+
 // Every live registration of this user, by name.
 Result<std::vector<RegisteredPool>> ListRegisteredPools();
 
 // What a command's TARGET names: the mount point of the registered pool
 // `target` when it is a pool name (no '/', not "." or ".."; a live
-// registration exists), else `target` itself, a mount point.
+// registration exists, or the entry of a daemon that died whose poolfs
+// mount is still there, dead: dead_mount.h), else `target` itself, a mount
+// point.
 Result<std::string> ResolveMountTarget(const std::string& target);
 
 }  // namespace poolfs::daemon

@@ -87,6 +87,14 @@ TEST_CASE("an entry left by a process that died counts as absent and is taken ov
   auto found = FindRegisteredPool("tank");
   REQUIRE(found.ok());
   CHECK_FALSE(found->has_value());
+  // What it said is still there to read, marked dead; the name resolves
+  // to it only while a dead poolfs mount is there (none is).
+  auto last = FindLastRegistration("tank");
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  CHECK((*last)->mountpoint == "/mnt/dead");
+  CHECK_FALSE((*last)->live);
+  CHECK(*ResolveMountTarget("tank") == "tank");
   auto reg = PoolRegistration::Register("tank", "/mnt/new");
   REQUIRE(reg.ok());
   CHECK((*FindRegisteredPool("tank"))->mountpoint == "/mnt/new");

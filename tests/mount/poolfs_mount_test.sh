@@ -13,7 +13,10 @@ set -uo pipefail
 POOLFS=$(realpath "${1:?usage: $0 path/to/poolfs}")
 DIR=$(mktemp -d /tmp/poolfs-mount-test.XXXXXX)
 chmod 755 "$DIR"
-export XDG_STATE_HOME=$DIR/state XDG_CONFIG_HOME=$DIR/config
+# A registry and control sockets of its own (root's pools of the default
+# name "pool" elsewhere on the machine do not collide with these).
+export XDG_STATE_HOME=$DIR/state XDG_CONFIG_HOME=$DIR/config XDG_RUNTIME_DIR=$DIR/run
+mkdir -p "$XDG_RUNTIME_DIR"
 USER_NAME=poolfs-mnt-test
 
 cleanup() {
@@ -186,7 +189,9 @@ grep -q "mounted pool" fg.log && grep -q "synced and exported" fg.log \
 id "$USER_NAME" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$USER_NAME"
 chmod 666 /dev/fuse
 mkdir -p user/mnt && chown -R "$USER_NAME" user
-as_user() { runuser -u "$USER_NAME" -- env XDG_STATE_HOME="$DIR/user/state" HOME="$DIR/user" "$@"; }
+as_user() {
+  runuser -u "$USER_NAME" -- env -u XDG_RUNTIME_DIR XDG_STATE_HOME="$DIR/user/state" HOME="$DIR/user" "$@"
+}
 # The user must reach the program: a build under a folder only root may
 # enter (a 0700 home, a mktemp -d checkout) is out of reach, so the user
 # runs a copy then.
