@@ -83,7 +83,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   };
   const config::TunableInfo* log_level = config::FindTunable("log.level");
   const std::string level = log_level->Format(plan.config.raw(*log_level));
-  Status st = SetupLogging(foreground, plan.pool_name, level);
+  Status st = SetupLogging(foreground, plan.pool_file, level);
   if (!st.ok()) {
     report.Failed(kExitFailure, "logging: " + st.message());
     return kExitFailure;
@@ -122,6 +122,9 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   auto control = ControlServer::Start(plan.mountpoint, [&](std::string_view request) {
     if (request == "ping") return std::string("pong");
     if (closing.load()) return std::string("error: unmounting");
+    if (request == "status")
+      return RenderStatus(filesystem.GetStatus(), live.Snapshot(), live.Pending(),
+                          foreground ? "stderr (poolfs mount -f)" : plan.log_path);
     return HandleControlRequest(live, filesystem, request);
   });
   if (!control.ok()) {
@@ -204,6 +207,7 @@ int RunMount(const MountArgs& args) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   StartupReport report;
+  report.set_log_path(plan->log_path);
   if (!args.foreground) {
     if (std::optional<int> parent_exit = report.Detach()) return *parent_exit;
   }

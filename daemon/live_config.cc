@@ -296,7 +296,7 @@ std::string IostatLine(const IostatSample& prev, const IostatSample& cur) {
 }
 
 std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& running,
-                         std::string_view pending) {
+                         std::string_view pending, std::string_view log) {
   std::string out;
   auto line = [&out](std::string_view key, const std::string& value) {
     out += std::string(key);
@@ -305,6 +305,7 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   };
   line("pool:", s.pool);
   line("state:", s.state + " (mounted)");
+  if (!log.empty()) line("log:", std::string(log));
   line("last synced txg:", std::to_string(s.last_synced_txg) + " (open txg " +
                                std::to_string(s.open_txg) + ", imported at txg " +
                                std::to_string(s.imported_txg) + ", " + std::to_string(s.syncs) +
@@ -314,10 +315,12 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
                             std::to_string(s.mos_passes_max) + " since the mount");
   if (!s.recent_syncs.empty()) out += RenderRecentSyncs(s.recent_syncs, 5);
   line("space:", FormatBytesHuman(s.space_allocated) + " used, " + FormatBytesHuman(s.space_free) +
-                     " free, " + FormatBytesHuman(s.space_total) + " total");
-  line("checksum errors:",
-       std::to_string(s.checksum_errors) + " (" + std::to_string(s.repaired_copies) +
-           " bad copies rewritten from good ones)");
+                     " free, " + FormatBytesHuman(s.space_deferred) +
+                     " freed (free once the last txgs sync), " + FormatBytesHuman(s.space_total) +
+                     " total");
+  line("checksum errors:", std::to_string(s.checksum_errors) + " (" +
+                               std::to_string(s.repaired_copies) +
+                               " bad copies rewritten from good ones)");
   if (s.copy_shortfalls > 0)
     line("copies left out:", std::to_string(s.copy_shortfalls) +
                                  " (blocks written with fewer copies than asked: the pool is "

@@ -7,12 +7,15 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <system_error>
 #include <utility>
+
+#include "control.h"
 
 namespace poolfs::daemon {
 
@@ -45,7 +48,12 @@ Status MakeDirs(const std::filesystem::path& dir) {
 
 }  // namespace
 
-std::string LogFilePath(const std::string& pool_name) {
+std::string LogName(const std::string& pool_file) {
+  const std::string stem = std::filesystem::path(pool_file).stem().string();
+  return stem.empty() ? "pool" : stem;
+}
+
+std::string LogFilePath(const std::string& pool_file) {
   std::filesystem::path dir;
   const char* state = std::getenv("XDG_STATE_HOME");
   if (state != nullptr && state[0] == '/') {
@@ -55,10 +63,13 @@ std::string LogFilePath(const std::string& pool_name) {
     dir = std::filesystem::path(home != nullptr && home[0] != '\0' ? home : "/tmp") / ".local" /
           "state";
   }
-  return (dir / "poolfs" / (pool_name + ".log")).string();
+  char hash[16];
+  std::snprintf(hash, sizeof hash, "-%08llx",
+                static_cast<unsigned long long>(StableHash(pool_file) & 0xffffffffull));
+  return (dir / "poolfs" / (LogName(pool_file) + hash + ".log")).string();
 }
 
-Status SetupLogging(bool foreground, const std::string& pool_name, std::string_view level) {
+Status SetupLogging(bool foreground, const std::string& pool_file, std::string_view level) {
   const auto parsed = ParseLevel(level);
   if (!parsed)
     return Status::InvalidArgument("unknown log level '" + std::string(level) +
@@ -68,7 +79,7 @@ Status SetupLogging(bool foreground, const std::string& pool_name, std::string_v
     logger = std::make_shared<spdlog::logger>(
         "poolfs", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   } else {
-    const std::filesystem::path path = LogFilePath(pool_name);
+    const std::filesystem::path path = LogFilePath(pool_file);
     POOLFS_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
     try {
       logger = std::make_shared<spdlog::logger>(
@@ -79,7 +90,7 @@ Status SetupLogging(bool foreground, const std::string& pool_name, std::string_v
   }
   // "2026-11-30 10:15:02.123 [info] tank: mounted on /home/u/tank"
   std::string escaped;  // '%' starts a pattern flag
-  for (char c : pool_name) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+  for (char c : LogName(pool_file)) escaped += c == '%' ? std::string("%%") : std::string(1, c);
   logger->set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] " + escaped + ": %v");
   logger->set_level(*parsed);
   // Every line reaches the file at once (there are few: no line per file

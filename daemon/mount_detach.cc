@@ -86,7 +86,7 @@ std::optional<int> StartupReport::Detach() {
               << (WIFSIGNALED(wstatus)
                       ? " (killed by signal " + std::to_string(WTERMSIG(wstatus)) + ")"
                       : "")
-              << "; see its log\n";
+              << "; see its log" << (log_path_.empty() ? "" : ", " + log_path_) << "\n";
     return kExitFailure;
   }
   std::cerr << "poolfs mount: " << report.substr(nl + 1) << "\n";

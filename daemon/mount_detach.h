@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace poolfs::daemon {
 
@@ -44,7 +45,11 @@ class StartupReport {
   // foreground, or hands the code and message to the parent.
   void Failed(int exit_code, const std::string& message);
 
+  // The daemon's log, named when it dies before it reports.
+  void set_log_path(std::string path) { log_path_ = std::move(path); }
+
  private:
+  std::string log_path_;
   int fd_ = -1;  // the daemon's end of the pipe; -1 in the foreground
   bool done_ = false;
 };

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "dead_mount.h"
+#include "logging.h"
 #include "mount_table.h"
 #include "poolfs/dataset.h"
 
@@ -174,8 +175,7 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   POOLFS_ASSIGN_OR_RETURN(plan.mountpoint, Canonical(args.mountpoint, "mount point"));
   POOLFS_RETURN_IF_ERROR(CheckPoolFile(plan.pool_file, &plan.notes));
   POOLFS_RETURN_IF_ERROR(CheckMountpoint(plan.mountpoint, &plan.notes));
-  plan.pool_name = std::filesystem::path(plan.pool_file).stem().string();
-  if (plan.pool_name.empty()) plan.pool_name = "pool";
+  plan.log_path = LogFilePath(plan.pool_file);
 
   POOLFS_ASSIGN_OR_RETURN(plan.config, LoadConfig(args.config_path, &plan.config_path));
   const config::Tunables& t = plan.config.values();

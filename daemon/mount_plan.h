@@ -32,7 +32,7 @@ struct MountArgs {
 struct MountPlan {
   std::string pool_file;   // canonical
   std::string mountpoint;  // canonical
-  std::string pool_name;   // for the log file: the pool file's name without extension
+  std::string log_path;    // where the daemon logs in the background (logging.h)
   config::Config config;
   std::string config_path;  // the file read; "" for the defaults
   // The config's core tunables as they are, and the -o options; executor

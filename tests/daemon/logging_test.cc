@@ -21,18 +21,42 @@ struct RestoreLogger {
   ~RestoreLogger() { (void)SetupLogging(true, "test", "info"); }
 };
 
+// The file name LogFilePath gives `pool_file`, without its folder.
+std::string LogFileName(const std::string& pool_file) {
+  const std::string path = LogFilePath(pool_file);
+  return path.substr(path.rfind('/') + 1);
+}
+
 TEST_CASE("LogFilePath follows XDG_STATE_HOME and falls back to HOME") {
+  const std::string name = LogFileName("/home/u/tank.pool");
   {
     ScopedEnv state("XDG_STATE_HOME", "/var/state");
-    CHECK(LogFilePath("tank") == "/var/state/poolfs/tank.log");
+    CHECK(LogFilePath("/home/u/tank.pool") == "/var/state/poolfs/" + name);
   }
   ScopedEnv home("HOME", "/home/u");
   {
     ScopedEnv state("XDG_STATE_HOME", std::nullopt);
-    CHECK(LogFilePath("tank") == "/home/u/.local/state/poolfs/tank.log");
+    CHECK(LogFilePath("/home/u/tank.pool") == "/home/u/.local/state/poolfs/" + name);
   }
   ScopedEnv relative("XDG_STATE_HOME", "relative/state");  // not absolute: ignored
-  CHECK(LogFilePath("tank") == "/home/u/.local/state/poolfs/tank.log");
+  CHECK(LogFilePath("/home/u/tank.pool") == "/home/u/.local/state/poolfs/" + name);
+}
+
+TEST_CASE("two pool files of one name in different folders log to files of their own") {
+  ScopedEnv state("XDG_STATE_HOME", "/var/state");
+  const std::string a = LogFileName("/home/u/a/tank.pool");
+  const std::string b = LogFileName("/home/u/b/tank.pool");
+  CHECK(a != b);
+  // The stem, a dash, 8 hex digits: the file still says whose log it is.
+  for (const std::string& name : {a, b}) {
+    CHECK(name.size() == std::string("tank-12345678.log").size());
+    CHECK(name.starts_with("tank-"));
+    CHECK(name.ends_with(".log"));
+    CHECK(name.substr(5, 8).find_first_not_of("0123456789abcdef") == std::string::npos);
+  }
+  CHECK(LogFileName("/home/u/a/tank.pool") == a);  // the same pool, the same log
+  CHECK(LogName("/home/u/a/tank.pool") == "tank");
+  CHECK(LogName("/") == "pool");
 }
 
 TEST_CASE("SetupLogging in the background writes the pool's log file at its level") {
@@ -46,7 +70,8 @@ TEST_CASE("SetupLogging in the background writes the pool's log file at its leve
   spdlog::debug("txg 6 synced");
   SetLogLevel("no-such-level");  // ignored
   spdlog::debug("txg 7 synced");
-  const std::string log = ReadFile(dir / "state/poolfs/tank.log");
+  const std::string log = ReadFile(LogFilePath("tank"));
+  CHECK(LogFilePath("tank").starts_with(dir / "state/poolfs/tank-"));
   CHECK(log.find("[info] tank: mounted on /mnt/x") != std::string::npos);
   CHECK(log.find("txg 5") == std::string::npos);
   CHECK(log.find("[debug] tank: txg 6 synced") != std::string::npos);
@@ -64,7 +89,7 @@ TEST_CASE("SetupLogging appends to an existing log file") {
   spdlog::info("first mount");
   REQUIRE(SetupLogging(false, "p", "info").ok());
   spdlog::info("second mount");
-  const std::string log = ReadFile(dir / "poolfs/p.log");
+  const std::string log = ReadFile(LogFilePath("p"));
   CHECK(log.find("first mount") != std::string::npos);
   CHECK(log.find("second mount") != std::string::npos);
 }

@@ -141,10 +141,13 @@ done
 
 # --- SIGHUP reloads the config file: live changes apply, a bad file is refused
 mkdir -p "$XDG_CONFIG_HOME/poolfs"
-LOG=$XDG_STATE_HOME/poolfs/tank.log
 printf '[txg]\ntimeout_ms = 5000\n[fuse]\nread_ahead_bytes = "4MiB"\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
 expect 0 "" "$POOLFS" unmount "$DIR/mnt"
 expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt"  # finds the file in $XDG_CONFIG_HOME
+# `poolfs status` names the log file.
+LOG=$("$POOLFS" status "$DIR/mnt" | sed -n 's/^log: *//p')
+[[ "$LOG" == "$XDG_STATE_HOME/poolfs/tank-"*.log && -f "$LOG" ]] && ok "status names the log, $LOG" \
+  || fail "status names no log file: '$LOG'"
 [[ "$(read_ahead_kb mnt)" == 4096 ]] && ok "readahead from the config file" \
   || fail "readahead with fuse.read_ahead_bytes = 4MiB: $(read_ahead_kb mnt) KiB"
 printf '[txg]\ntimeout_ms = 1000\n' >"$XDG_CONFIG_HOME/poolfs/poolfs.toml"
@@ -160,6 +163,24 @@ grep -q "refused" "$LOG" && kill -0 "$pid" && ok "a bad config file is refused o
 rm "$XDG_CONFIG_HOME/poolfs/poolfs.toml"
 grep -q "mounted pool $DIR/tank.pool on $DIR/mnt" "$LOG" && ok "the mount is logged" || fail "no mount line in $LOG"
 expect 2 "entry_timeout=SECONDS" "$POOLFS" mount "$DIR/other.pool" "$DIR/m2" -o entry_timeout=soon
+
+# --- two pools whose files have one name, in two folders: a log each
+mkdir -p a b ma mb
+"$POOLFS" create "$DIR/a/tank.pool" --size 64M --name twin_a >/dev/null || fail "create a/tank.pool"
+"$POOLFS" create "$DIR/b/tank.pool" --size 64M --name twin_b >/dev/null || fail "create b/tank.pool"
+expect 0 "" "$POOLFS" mount "$DIR/a/tank.pool" "$DIR/ma"
+expect 0 "" "$POOLFS" mount "$DIR/b/tank.pool" "$DIR/mb"
+log_a=$("$POOLFS" status twin_a | sed -n 's/^log: *//p')
+log_b=$("$POOLFS" status twin_b | sed -n 's/^log: *//p')
+if [[ -n "$log_a" && -n "$log_b" && "$log_a" != "$log_b" && "$log_a" != "$LOG" ]] \
+  && grep -q "mounted pool $DIR/a/tank.pool" "$log_a" && ! grep -q "$DIR/b/tank.pool" "$log_a" \
+  && grep -q "mounted pool $DIR/b/tank.pool" "$log_b" && ! grep -q "$DIR/a/tank.pool" "$log_b"; then
+  ok "a/tank.pool and b/tank.pool log to $(basename "$log_a") and $(basename "$log_b")"
+else
+  fail "logs of a/tank.pool ($log_a) and b/tank.pool ($log_b) are not their own"
+fi
+expect 0 "" "$POOLFS" unmount twin_a
+expect 0 "" "$POOLFS" unmount twin_b
 
 # --- fusermount3 -u ends the daemon too
 pid=$(daemon_pid "$DIR/mnt")
@@ -202,9 +223,11 @@ fi
 expect 0 "" as_user "$USER_POOLFS" create "$DIR/user/u.pool" --size 128M
 expect 0 "" as_user "$USER_POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt"
 # Only root may set the readahead: the user's mount keeps the kernel's and logs why.
+USER_LOG=$(as_user "$USER_POOLFS" status "$DIR/user/mnt" | sed -n 's/^log: *//p')
+[[ "$USER_LOG" == "$DIR/user/state/poolfs/u-"*.log ]] || fail "the user's status names no log: '$USER_LOG'"
 [[ "$(read_ahead_kb user/mnt)" != 1024 ]] && grep -q "readahead on $DIR/user/mnt left as the kernel set it" \
-  "$DIR/user/state/poolfs/u.log" && ok "the user's mount logs that it keeps the kernel's readahead" \
-  || fail "user readahead: $(read_ahead_kb user/mnt) KiB; log: $(tail -n 3 "$DIR/user/state/poolfs/u.log")"
+  "$USER_LOG" && ok "the user's mount logs that it keeps the kernel's readahead" \
+  || fail "user readahead: $(read_ahead_kb user/mnt) KiB; log: $(tail -n 3 "$USER_LOG")"
 as_user sh -c "echo mine >$DIR/user/mnt/f && mkdir $DIR/user/mnt/d" || fail "user writes"
 [[ "$(as_user stat -c %U "$DIR/user/mnt/f" 2>&1)" == "$USER_NAME" ]] && ok "the user's file is the user's" \
   || fail "owner of the user's file: $(as_user stat -c %U "$DIR/user/mnt/f" 2>&1)"

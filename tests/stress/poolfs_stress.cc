@@ -33,17 +33,24 @@ int main(int argc, char** argv) {
   CLI::App app{"poolfs-stress: crash the pool under a random workload, re-import, verify"};
   app.add_option("--dir", o.dir, "directory for the pool's vdev files and the op log (required)");
   app.add_option("--seconds", o.seconds, "how long to run (whole cycles)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--threads", o.threads, "workload threads")->check(CLI::Range(1, 64));
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "workload threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of every random choice (default: from the clock)");
   std::map<std::string, Mode> modes{{"kill", Mode::kKill},
                                     {"powercut", Mode::kPowercut},
                                     {"both", Mode::kBoth},
                                     {"mounts", Mode::kMounts}};
+  std::string default_mode;  // the default's name, not its number
+  for (const auto& [name, mode] : modes)
+    if (mode == o.mode) default_mode = name;
   app.add_option("--mode", o.mode,
                  "kill (SIGKILL a child), powercut (fault devices), both, or mounts (many short "
                  "clean mounts of a large pool)")
-      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
+      ->default_str(default_mode);
   app.add_flag("--verbose", o.verbose, "print a line per cycle");
   app.add_flag("--keep", o.keep, "keep the pool files after a clean run");
   std::string dump;
