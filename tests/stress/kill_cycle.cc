@@ -50,6 +50,7 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   wo.seed = workload_seed;
   wo.max_objects_per_thread = objects_per_thread_;
   wo.max_datasets = kMaxDatasets;
+  wo.tree = tree_;
   Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
   work.Start(*objects, models_);
@@ -131,7 +132,7 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   cycle_note_ += ", " + std::to_string(ops) + " ops logged";
   uint64_t rewind = 0;
   POOLFS_RETURN_IF_ERROR(MaybeRewind(rng, &rewind));
-  auto pool = Pool::Import(paths_, opts);
+  auto pool = Pool::Import(paths_, Verifying(opts));
   if (!pool.ok()) return pool.status().WithContext("import after the kill");
   POOLFS_RETURN_IF_ERROR(rewind ? VerifyImport(pool->get(), *records, rewind, rewind)
                                 : VerifyImport(pool->get(), *records, durable, 0));

@@ -38,6 +38,7 @@ Status Runner::MountCycle(uint64_t cycle_seed) {
   wo.seed = rng();
   wo.max_objects_per_thread = objects_per_thread_;
   wo.max_datasets = kMaxDatasets;
+  wo.tree = tree_;
   Workload work(pool->get(), sets, log->get(), wo, nullptr);
   const int64_t run_ms = int64_t(10 + rng() % 150);
   const auto start = Clock::now();
@@ -73,7 +74,7 @@ Status Runner::MountCycle(uint64_t cycle_seed) {
   for (const OpRecord& r : *records) ops += r.kind != OpKind::kSynced;
   stats_.ops += ops;
   cycle_note_ += ", " + std::to_string(ops) + " ops";
-  auto after = Pool::Import(paths_, opts);
+  auto after = Pool::Import(paths_, Verifying(opts));
   if (!after.ok()) return after.status().WithContext("import after the clean export");
   POOLFS_RETURN_IF_ERROR(VerifyImport(after->get(), *records, work.max_txg(), 0));
   POOLFS_RETURN_IF_ERROR((*after)->Export().WithContext("export after verifying"));

@@ -33,7 +33,7 @@ void Encode(const OpRecord& r, uint8_t* p) {
 
 bool Decode(const uint8_t* p, OpRecord* r) {
   if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
-  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kCreateDataset)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kDestroyDataset)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
   r->dataset = util::GetLE16(p + 6);
@@ -53,6 +53,10 @@ Status Errno(const std::string& what) {
 
 std::string DatasetName(uint16_t index) { return "ds" + std::to_string(index); }
 
+std::string DatasetComponent(uint16_t index, uint32_t generation) {
+  return DatasetName(index) + (generation ? "r" + std::to_string(generation) : std::string());
+}
+
 std::string DescribeRecord(const OpRecord& r) {
   std::string s = "seq " + std::to_string(r.seq) + " txg " + std::to_string(r.txg) + " ";
   const std::string obj = (r.dataset ? " ds " + std::to_string(r.dataset) : std::string()) +
@@ -71,10 +75,28 @@ std::string DescribeRecord(const OpRecord& r) {
       return s + "bonus" + obj + " type " + std::to_string(r.aux) + " len " + std::to_string(r.a);
     case OpKind::kSynced: return s + "synced";
     case OpKind::kCreateDataset:
-      return s +
-             (r.aux ? "created dataset "
-                    : "creating dataset (open txg " + std::to_string(r.a) + ") ") +
-             DatasetName(r.dataset);
+    case OpKind::kRenameDataset:
+    case OpKind::kDestroyDataset: {
+      const bool create = r.kind == OpKind::kCreateDataset;
+      const bool rename = r.kind == OpKind::kRenameDataset;
+      s += std::string(r.aux ? (create   ? "created"
+                                : rename ? "renamed"
+                                         : "destroyed")
+                             : (create   ? "creating"
+                                : rename ? "renaming"
+                                         : "destroying")) +
+           " dataset " + std::to_string(r.dataset);
+      if (rename)
+        s += " to " + DatasetComponent(r.dataset, RenameGeneration(r.object)) + " below dataset " +
+             std::to_string(RenameParent(r.object));
+      else if (create)
+        s += " (" + DatasetName(r.dataset) + ")";
+      else
+        s += " and its descendants";
+      if (r.aux == 0)
+        s += " (open txg " + std::to_string(r.a) + ", last synced " + std::to_string(r.b - 1) + ")";
+      return s;
+    }
   }
   return s + "?";
 }
@@ -90,8 +112,7 @@ int DumpLog(const std::string& path, uint64_t object) {
     return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
   });
   for (const OpRecord& r : *records)
-    if (object == 0 || r.object == object || r.kind == OpKind::kSynced ||
-        r.kind == OpKind::kCreateDataset)
+    if (object == 0 || r.object == object || !IsObjectOp(r.kind))
       std::printf("%s\n", DescribeRecord(r).c_str());
   if (torn) std::printf("(torn last record dropped)\n");
   return 0;

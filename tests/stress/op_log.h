@@ -9,7 +9,18 @@
 // must be at least that new.
 //
 // Each operation record names its dataset (an index into the run's list) and
-// object.
+// object. Dataset indices are never reused: a dataset keeps its index
+// through renames (its name is derived from its parent's and its generation,
+// dataset_tree.h), and a destroyed one's index stays dead.
+//
+// Dataset operations (create, rename, destroy) are made by one workload
+// thread, one at a time, outside any Tx; each is logged twice, before the
+// call (aux 0) and after it returned (aux 1), so that a crash leaves the one
+// in flight with only its first record. The first record carries a = the open
+// txg then, b = the txg after the last synced one then (the oldest txg whose
+// directory may hold the change); the second has txg = the txg the call
+// returned, whose directory holds the change (create, destroy: exactly from
+// that txg on; rename: from that txg on at the latest, dataset_verify.cc).
 //
 // Order. Each record has a sequence number. Creates and frees take their
 // number, do the operation and append under one lock (SerialSection), so an
@@ -44,16 +55,39 @@ enum class OpKind : uint8_t {
   kFree = 5,      // object
   kBonus = 6,     // object; a = bonus length, aux = bonus type (bytes: BonusBytes)
   kSynced = 7,    // txg is durable
-  // Dataset `dataset` (named DatasetName(dataset)) is being created (aux 0,
-  // logged before the call; a = the open txg then, a lower bound of its txg)
-  // or was created (aux 1, logged after; txg = the open txg then, an upper
-  // bound).
+  // Dataset `dataset` is being created as a child of the root dataset named
+  // DatasetName(dataset) (aux 0) or was created (aux 1) in txg `txg`.
   kCreateDataset = 8,
+  // Dataset `dataset` is being renamed (aux 0) or was renamed (aux 1) to
+  // DatasetComponent(dataset, generation) below dataset `parent`: object =
+  // parent | generation << 16 (RenameObject).
+  kRenameDataset = 9,
+  // Dataset `dataset` and every dataset below it is being destroyed (aux 0)
+  // or was destroyed (aux 1) in txg `txg`.
+  kDestroyDataset = 10,
 };
 
+// True for the three dataset operations above.
+inline bool IsDatasetOp(OpKind k) {
+  return k == OpKind::kCreateDataset || k == OpKind::kRenameDataset || k == OpKind::kDestroyDataset;
+}
+// True for the operations on one object (every kind but kSynced and the
+// dataset operations).
+inline bool IsObjectOp(OpKind k) { return k != OpKind::kSynced && !IsDatasetOp(k); }
+
 // The name of the run's dataset `index` other than the first (the pool's
-// own): "ds<index>".
+// own) when it is created: "ds<index>".
 std::string DatasetName(uint16_t index);
+// Its name component after its `generation`-th rename: "ds<index>r<generation>"
+// (DatasetName for generation 0). Unique to the index and generation, so
+// that no two datasets of a run, live or destroyed, ever share one.
+std::string DatasetComponent(uint16_t index, uint32_t generation);
+// A kRenameDataset record's object field, and back.
+inline uint64_t RenameObject(uint16_t parent, uint32_t generation) {
+  return uint64_t(parent) | uint64_t(generation) << 16;
+}
+inline uint16_t RenameParent(uint64_t object) { return uint16_t(object); }
+inline uint32_t RenameGeneration(uint64_t object) { return uint32_t(object >> 16); }
 
 struct OpRecord {
   OpKind kind = OpKind::kSynced;

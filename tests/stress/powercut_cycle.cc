@@ -60,10 +60,11 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
   wo.seed = rng();
   wo.max_objects_per_thread = objects_per_thread_;
   wo.max_datasets = kMaxDatasets;
-  // Half the time, a new dataset is followed by a cut within a few hundred
-  // I/Os: while it reaches disk.
+  wo.tree = tree_;
+  // Half the time, a dataset's creation, rename or destroy is followed by
+  // a cut within a few hundred I/Os: while it reaches disk.
   const uint64_t dataset_cut_seed = rng();
-  wo.after_create_dataset = [&rail, dataset_cut_seed, n = uint64_t(0)]() mutable {
+  wo.after_dataset_change = [&rail, dataset_cut_seed, n = uint64_t(0)]() mutable {
     const uint64_t h = dataset_cut_seed + 0x9e3779b97f4a7c15ull * ++n;
     if (h % 2 == 0 && !rail.armed()) rail.ArmAfter(1 + (h >> 8) % 300, h >> 16);
   };
@@ -127,7 +128,7 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
                               std::to_string(last_synced));
   uint64_t rewind = 0;
   POOLFS_RETURN_IF_ERROR(MaybeRewind(rng, &rewind));
-  auto after = Pool::ImportDevices(devs, opts);
+  auto after = Pool::ImportDevices(devs, Verifying(opts));
   if (!after.ok()) return after.status().WithContext("import after the power cut");
   POOLFS_RETURN_IF_ERROR(rewind
                              ? VerifyImport(after->get(), *records, rewind, rewind)

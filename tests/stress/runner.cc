@@ -82,11 +82,11 @@ std::string Runner::ReproCommand() const {
 }
 
 Result<std::vector<dmu::ObjectSet*>> Runner::Sets(Pool* pool) const {
-  std::vector<dmu::ObjectSet*> sets;
-  for (const std::string& name : dataset_names_) {
-    dmu::ObjectSet* os = pool->dataset(name);
-    if (!os) return Status::Corruption("dataset '" + name + "' is missing");
-    sets.push_back(os);
+  std::vector<dmu::ObjectSet*> sets(tree_.size(), nullptr);
+  for (uint16_t i : tree_.Live()) {
+    const std::string name = tree_.Name(i);
+    sets[i] = pool->dataset(name);
+    if (!sets[i]) return Status::Corruption("dataset '" + name + "' is missing");
   }
   return sets;
 }
@@ -95,7 +95,7 @@ Result<std::vector<ObjectState>> Runner::Existing(Pool* pool) const {
   POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool));
   std::vector<ObjectState> objects;
   for (size_t i = 0; i < sets.size(); i++)
-    POOLFS_RETURN_IF_ERROR(ScanObjects(sets[i], uint16_t(i), &objects));
+    if (sets[i]) POOLFS_RETURN_IF_ERROR(ScanObjects(sets[i], uint16_t(i), &objects));
   return objects;
 }
 
@@ -103,11 +103,11 @@ std::string Runner::History(const std::vector<OpRecord>& records, uint16_t datas
                             uint64_t object) const {
   std::vector<OpRecord> mine;
   for (const OpRecord& r : records)
-    if (r.kind != OpKind::kSynced && r.dataset == dataset && r.object == object) mine.push_back(r);
+    if (IsObjectOp(r.kind) && r.dataset == dataset && r.object == object) mine.push_back(r);
   std::stable_sort(mine.begin(), mine.end(), [](const OpRecord& a, const OpRecord& b) {
     return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
   });
-  std::string s = "  this cycle's log for dataset '" + dataset_names_[dataset] + "' object " +
+  std::string s = "  this cycle's log for dataset '" + tree_.Name(dataset) + "' object " +
                   std::to_string(object) + " (" + std::to_string(mine.size()) +
                   " records; '*': txg <= imported txg " + std::to_string(verified_txg_) + "):\n";
   const size_t from = mine.size() > 40 ? mine.size() - 40 : 0;
@@ -148,15 +148,14 @@ Status Runner::Setup() {
   {
     auto pool = Pool::Import(paths_, RandomPoolOptions(rng_));
     if (!pool.ok()) return pool.status().WithContext("importing the new pool");
-    dataset_names_.push_back((*pool)->root_dataset()->name());
+    tree_ = DatasetTree((*pool)->root_dataset()->name());
     for (int i = 1; i < datasets; i++) {
-      dataset_names_.push_back(DatasetName(uint16_t(i)));
-      auto ds = (*pool)->CreateDataset(dataset_names_.back());
+      auto ds = (*pool)->CreateDataset(tree_.Name(tree_.Add()));
       if (!ds.ok()) return ds.status().WithContext("creating a dataset");
     }
     POOLFS_RETURN_IF_ERROR((*pool)->Export());
   }
-  models_.resize(dataset_names_.size());
+  models_.resize(tree_.size());
   auto pool = Pool::Import(paths_, RandomPoolOptions(rng_));
   if (!pool.ok()) return pool.status().WithContext("importing the new pool");
   verified_txg_ = (*pool)->imported_txg().value();
@@ -206,26 +205,26 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                               " verified in the previous cycle");
   const uint64_t previous = verified_txg_;
   verified_txg_ = imported;  // for History
-  POOLFS_RETURN_IF_ERROR(AdoptNewDatasets(pool, records, imported));
+  POOLFS_RETURN_IF_ERROR(ReconcileDatasets(pool, records, imported));
   POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool));
   VerifyStats vs;
   for (size_t i = 0; i < sets.size(); i++) {
+    if (!sets[i]) continue;
     const uint16_t ds = uint16_t(i);
     std::vector<OpRecord> mine;
     for (const OpRecord& r : records)
-      if (r.kind != OpKind::kSynced && r.kind != OpKind::kCreateDataset && r.dataset == ds)
-        mine.push_back(r);
+      if (IsObjectOp(r.kind) && r.dataset == ds) mine.push_back(r);
     uint64_t bad = 0;
     Status st = models_[i].Replay(std::move(mine), imported, &bad);
     if (!st.ok()) {
       failure_detail_ = History(records, ds, bad);
-      return st.WithContext("dataset '" + dataset_names_[i] +
-                            "': replaying the op log through txg " + std::to_string(imported));
+      return st.WithContext("dataset '" + tree_.Name(ds) + "': replaying the op log through txg " +
+                            std::to_string(imported));
     }
     st = models_[i].Verify(sets[i], rng_(), &vs, &bad);
     if (!st.ok()) {
       if (bad) failure_detail_ = History(records, ds, bad);
-      return st.WithContext("dataset '" + dataset_names_[i] + "': verifying txg " +
+      return st.WithContext("dataset '" + tree_.Name(ds) + "': verifying txg " +
                             std::to_string(imported));
     }
   }
@@ -247,59 +246,6 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
   return Status::Ok();
 }
 
-Status Runner::AdoptNewDatasets(Pool* pool, const std::vector<OpRecord>& records,
-                                uint64_t imported) {
-  struct Bounds {
-    uint64_t lower = 0;
-    uint64_t upper = 0;  // 0: the creation never returned
-  };
-  std::map<uint16_t, Bounds> created;
-  for (const OpRecord& r : records) {
-    if (r.kind != OpKind::kCreateDataset) continue;
-    if (r.aux == 0)
-      created[r.dataset].lower = r.a;
-    else
-      created[r.dataset].upper = r.txg;
-  }
-  bool missing = false;  // a dataset did not make it: none after it may exist
-  for (const auto& [index, b] : created) {
-    const std::string name = DatasetName(index);
-    const bool exists = pool->dataset(name) != nullptr;
-    if (index < dataset_names_.size())
-      return Status::Corruption("the log creates dataset " + name + ", which existed before");
-    const std::string when = "created in a txg from " + std::to_string(b.lower) + " to " +
-                             (b.upper ? std::to_string(b.upper) : "(never returned)");
-    if (!exists) {
-      if (b.upper && imported >= b.upper)
-        return Status::Corruption("dataset '" + name + "' (" + when + ") is missing at txg " +
-                                  std::to_string(imported));
-      missing = true;
-      continue;
-    }
-    if (missing || index != dataset_names_.size())
-      return Status::Corruption("dataset '" + name + "' exists but an older new dataset does not");
-    if (imported < b.lower)
-      return Status::Corruption("dataset '" + name + "' (" + when + ") exists at txg " +
-                                std::to_string(imported) + ", before its creation");
-    dataset_names_.push_back(name);
-    models_.emplace_back();
-    cycle_note_ += ", +dataset " + name;
-  }
-  for (const OpRecord& r : records)
-    if (r.kind != OpKind::kSynced && r.kind != OpKind::kCreateDataset &&
-        r.dataset >= dataset_names_.size() && r.txg <= imported)
-      return Status::Corruption("dataset '" + DatasetName(r.dataset) + "' is missing at txg " +
-                                std::to_string(imported) + " but the log has " + DescribeRecord(r));
-  const std::vector<std::string> names = pool->datasets();
-  if (names.size() != dataset_names_.size()) {
-    std::string s;
-    for (const std::string& n : names) s += " " + n;
-    return Status::Corruption("the pool has " + std::to_string(names.size()) + " datasets (" + s +
-                              " ), the run expects " + std::to_string(dataset_names_.size()));
-  }
-  return Status::Ok();
-}
-
 Status Runner::MaybeRewind(std::mt19937_64& rng, uint64_t* expect) {
   *expect = 0;
   rewound_from_ = 0;
@@ -314,6 +260,12 @@ Status Runner::MaybeRewind(std::mt19937_64& rng, uint64_t* expect) {
   return Status::Ok();
 }
 
+core::pool::PoolOptions Runner::Verifying(core::pool::PoolOptions opts) {
+  verifier_synced_ = 0;
+  opts.on_synced = [this](Txg t, uint64_t, uint64_t) { verifier_synced_ = t.value(); };
+  return opts;
+}
+
 Status Runner::CheckExported() {
   auto report = CheckPool(paths_);
   if (!report.ok()) return report.status().WithContext("poolfs check of the exported pool");
@@ -322,9 +274,19 @@ Status Runner::CheckExported() {
     cycle_note_ += " (" + std::to_string(report->warnings.size()) +
                    " warnings, first: " + report->warnings[0].where + ": " +
                    report->warnings[0].what + ")";
-  if (report->txg != verified_txg_)
-    return Status::Corruption("poolfs check looked at txg " + std::to_string(report->txg) +
-                              ", the import opened txg " + std::to_string(verified_txg_));
+  const uint64_t synced = verifier_synced_.exchange(0);
+  const uint64_t expect = std::max(verified_txg_, synced);
+  if (report->txg != expect)
+    return Status::Corruption(
+        "poolfs check looked at txg " + std::to_string(report->txg) + ", the import opened txg " +
+        std::to_string(verified_txg_) +
+        (synced ? " and synced through txg " + std::to_string(synced) : " and synced none"));
+  if (synced > verified_txg_)
+    cycle_note_ += " (idle syncs through txg " + std::to_string(synced) + ")";
+  verified_txg_ = expect;
+  if (report->datasets != tree_.Live().size())
+    return Status::Corruption("poolfs check found " + std::to_string(report->datasets) +
+                              " datasets, the run has " + std::to_string(tree_.Live().size()));
   if (!report->ok()) {
     std::string s = "poolfs check found damage:\n" + report->Summary();
     for (size_t i = 0; i < std::min<size_t>(report->problems.size(), 10); i++)
@@ -383,6 +345,10 @@ int Runner::Run() {
     std::printf("  pool and op log kept in %s\n  rerun: %s\n", options_.dir.c_str(),
                 ReproCommand().c_str());
   }
+  std::printf("datasets: %llu created, %llu renamed, %llu destroyed (in verified txgs)\n",
+              static_cast<unsigned long long>(stats_.datasets_created),
+              static_cast<unsigned long long>(stats_.datasets_renamed),
+              static_cast<unsigned long long>(stats_.datasets_destroyed));
   std::printf(
       "cycles: %llu, txgs: %llu, objects checked: %llu, bytes checked: %llu, seconds: %.0f\n",
       static_cast<unsigned long long>(stats_.cycles), static_cast<unsigned long long>(stats_.txgs),

@@ -3,9 +3,10 @@
 // Theory
 // ------
 // One pool lives in the run's directory for the whole run (1 to 3 file
-// vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets, up to 24 as
-// the workload creates more), with a Model of each dataset that
-// is its state verified at the end of the last cycle. A cycle crashes the pool while a
+// vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets, up to 24
+// live as the workload creates, renames and destroys them), with its dataset
+// tree (dataset_tree.h) and a Model of each dataset, by index, that are its
+// state verified at the end of the last cycle. A cycle crashes the pool while a
 // Workload runs on it and checks what an import then finds:
 //
 //   kill      a forked child imports the pool, runs the workload (logging to
@@ -30,11 +31,19 @@
 //     returned before the cut); in one cycle in five the newest uberblock
 //     is garbled on every vdev first, and I must be exactly the newest
 //     older one (deferred frees keep its tree intact; rewind.cc);
+//   - the pool's datasets are exactly the tree that the log's dataset
+//     operations leave at txg I: each create, rename and destroy that
+//     returned is there when its txg is <= I and not when it began after I
+//     synced, the one in flight is all there or not at all
+//     (dataset_verify.cc has the rules);
 //   - the models, advanced by replaying the log's operations of txgs <= I,
 //     match the datasets byte for byte: attributes, bonus, the set of
-//     allocated ids and the live count;
+//     allocated ids and the live count; a destroyed dataset's model is
+//     emptied;
 //   - once exported, the offline pool check (poolfs::CheckPool) finds no
-//     damage and looks at the same txg.
+//     damage (so no block of a destroyed dataset is still allocated: the
+//     space maps account for exactly the blocks the tree references), the
+//     run's datasets and no other, and looks at the same txg.
 // The model is then the verified state, the pool is exported, and the next
 // cycle continues on it. Any failure stops the run with everything needed
 // to reproduce it; the vdev files and the op log are kept.
@@ -42,6 +51,7 @@
 // Thread safety: one thread drives a Runner.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -50,6 +60,7 @@
 
 #include "pool/pool.h"
 #include "poolfs/status.h"
+#include "stress/dataset_tree.h"
 #include "stress/model.h"
 #include "stress/op_log.h"
 #include "stress/workload.h"
@@ -64,7 +75,8 @@ enum class Mode { kKill, kPowercut, kBoth, kMounts };
 // the pool's deferred frees prevent), 40 s of mounts reached 8.
 inline constexpr uint32_t kMaxMosPasses = 6;
 
-// Datasets a run grows to (the workload creates them as it goes).
+// Live datasets a run has at most (the workload creates them as it goes,
+// and destroys some).
 inline constexpr int kMaxDatasets = 24;
 
 struct StressOptions {
@@ -83,6 +95,10 @@ struct RunStats {
   uint64_t objects = 0;
   uint64_t bytes = 0;
   uint64_t ops = 0;
+  // Dataset operations that the verified txgs hold.
+  uint64_t datasets_created = 0;
+  uint64_t datasets_renamed = 0;
+  uint64_t datasets_destroyed = 0;
 };
 
 class Runner {
@@ -105,11 +121,14 @@ class Runner {
   // success the model is the new verified state.
   Status VerifyImport(core::pool::Pool* pool, const std::vector<OpRecord>& records, uint64_t lower,
                       uint64_t upper);
-  // Adds the datasets the workload created that exist at txg `imported`
-  // (with empty models) to the run, checking each against the txgs its
-  // creation could have landed in, and that the pool has no others.
-  Status AdoptNewDatasets(core::pool::Pool* pool, const std::vector<OpRecord>& records,
-                          uint64_t imported);
+  // Makes tree_ the dataset tree of `pool` at txg `imported` as the log's
+  // dataset operations explain it (dataset_verify.cc): adds the datasets
+  // created (with empty models), follows renames, kills the destroyed ones
+  // and empties their models. Corruption when no prefix of the operations
+  // explains the pool's datasets, or an object operation of the log is on
+  // a dataset that cannot have it.
+  Status ReconcileDatasets(core::pool::Pool* pool, const std::vector<OpRecord>& records,
+                           uint64_t imported);
   // Garbles the newest uberblock (txg *newest) in every label of every vdev,
   // so that an import must fall back to *previous, the newest older one
   // (rewind.cc). Does nothing, and sets *previous to 0, when there is none
@@ -119,9 +138,15 @@ class Runner {
   // damages the newest uberblock; then the import must open exactly
   // *expect (0: no rewind, the usual bounds apply).
   Status MaybeRewind(std::mt19937_64& rng, uint64_t* expect);
-  // The offline pool check of the exported pool.
+  // `opts` for the import that verifies a cycle: notes the txgs it syncs
+  // (an idle pool may sync empty txgs while freed blocks wait out their
+  // deferral; they change nothing).
+  core::pool::PoolOptions Verifying(core::pool::PoolOptions opts);
+  // The offline pool check of the exported pool: it must look at the txg
+  // the verifying import opened, or the last it synced; that is then the
+  // verified txg.
   Status CheckExported();
-  // The run's datasets in `pool`, in dataset index order.
+  // The run's datasets in `pool`, by dataset index (nullptr: dead).
   Result<std::vector<dmu::ObjectSet*>> Sets(core::pool::Pool* pool) const;
   // Their objects, for a workload's start.
   Result<std::vector<ObjectState>> Existing(core::pool::Pool* pool) const;
@@ -138,9 +163,10 @@ class Runner {
   // freed space within a few txgs, which tests the deferral of frees).
   int objects_per_thread_ = 12;
   std::string log_path_;
-  std::vector<std::string> dataset_names_;
-  std::vector<Model> models_;  // one per dataset
-  uint64_t verified_txg_ = 0;  // the txg the model is the state of
+  DatasetTree tree_;
+  std::vector<Model> models_;                 // one per dataset index (empty for a dead one)
+  uint64_t verified_txg_ = 0;                 // the txg the model is the state of
+  std::atomic<uint64_t> verifier_synced_{0};  // the last txg the verifying import synced
   uint64_t cycle_ = 0;
   uint64_t rewound_from_ = 0;  // this cycle garbled that txg's uberblock (0: none)
   std::string cycle_note_;     // what the current cycle did, for --verbose and failures

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "stress/stamp.h"
 
@@ -75,10 +76,16 @@ dmu::BackfillMode ModeFor(uint64_t n) {
 Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, OpLog* log,
                    const WorkloadOptions& options, std::function<bool()> failure_expected)
     : pool_(pool),
-      sets_(std::move(sets)),
       log_(log),
       options_(options),
-      failure_expected_(std::move(failure_expected)) {}
+      failure_expected_(std::move(failure_expected)),
+      tree_(options.tree) {
+  util::MutexLock l(&sets_mu_);
+  for (size_t i = 0; i < sets.size(); i++)
+    if (sets[i] != nullptr) sets_[uint16_t(i)] = sets[i];
+  handshakes_.assign(size_t(options_.threads), 0);
+  ended_.assign(size_t(options_.threads), false);
+}
 
 Workload::~Workload() { Stop(); }
 
@@ -94,7 +101,10 @@ void Workload::Start(const std::vector<ObjectState>& existing, const std::vector
   }
   // Every backfill mode gets its turn: one per dataset, by seed, and
   // thread 0 switches one now and then (a live switch mid-txg).
-  for (size_t i = 0; i < SetCount(); i++) Set(uint16_t(i))->SetBackfill(ModeFor(options_.seed + i));
+  {
+    util::MutexLock l(&sets_mu_);
+    for (const auto& [i, os] : sets_) os->SetBackfill(ModeFor(options_.seed + i));
+  }
   running_ = options_.threads;
   for (size_t i = 0; i < n; i++)
     threads_.emplace_back([this, i, mine = std::move(split[i]), l = std::move(local[i])]() mutable {
@@ -138,50 +148,150 @@ void Workload::Watch() {
   }
 }
 
-dmu::ObjectSet* Workload::Set(uint16_t index) const {
-  util::MutexLock l(&sets_mu_);
-  return sets_[index];
-}
-
-size_t Workload::SetCount() const {
-  util::MutexLock l(&sets_mu_);
-  return sets_.size();
+OpRecord Workload::DatasetRecord(OpKind kind, uint16_t dataset) {
+  OpRecord r;
+  r.kind = kind;
+  r.dataset = dataset;
+  r.a = r.txg = pool_->txgs().open_txg().value();
+  r.b = pool_->txgs().last_synced().value() + 1;
+  r.seq = log_->NextSeq();
+  return r;
 }
 
 Status Workload::CreateDataset() {
-  OpRecord r;
-  r.kind = OpKind::kCreateDataset;
-  r.dataset = uint16_t(SetCount());
-  r.a = r.txg = pool_->txgs().open_txg().value();
-  r.seq = log_->NextSeq();
+  const uint16_t index = uint16_t(tree_.size());
+  OpRecord r = DatasetRecord(OpKind::kCreateDataset, index);
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
-  auto os = pool_->CreateDataset(DatasetName(r.dataset));
-  if (!os.ok()) return os.status().WithContext("CreateDataset(" + DatasetName(r.dataset) + ")");
+  const std::string name = tree_.Name(0) + "/" + DatasetName(index);
+  auto txg = pool_->CreateDataset(name, {}, false);
+  if (!txg.ok()) return txg.status().WithContext("CreateDataset(" + name + ")");
+  dmu::ObjectSet* const os = pool_->dataset(name);
+  if (os == nullptr) return Status::Corruption("dataset " + name + " is missing once created");
   r.aux = 1;
-  r.txg = pool_->txgs().open_txg().value();
+  r.txg = txg->value();
   r.seq = log_->NextSeq();
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  tree_.Add();
   {
     util::MutexLock l(&sets_mu_);
-    sets_.push_back(*os);
+    sets_[index] = os;
+    sets_version_++;
   }
-  if (options_.after_create_dataset) options_.after_create_dataset();
+  if (options_.after_dataset_change) options_.after_dataset_change();
   return Status::Ok();
+}
+
+Status Workload::RenameDataset(uint16_t i, uint16_t parent) {
+  const uint32_t generation = tree_.generation(i) + 1;
+  OpRecord r = DatasetRecord(OpKind::kRenameDataset, i);
+  r.object = RenameObject(parent, generation);
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string from = tree_.Name(i);
+  const std::string to = tree_.Name(parent) + "/" + DatasetComponent(i, generation);
+  auto txg = pool_->RenameDataset(from, to);
+  if (!txg.ok()) return txg.status().WithContext("RenameDataset(" + from + ", " + to + ")");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  POOLFS_RETURN_IF_ERROR(tree_.Rename(i, parent, generation));
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
+Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, LocalModels& local) {
+  const std::vector<uint16_t> doomed = tree_.Subtree(i);
+  std::vector<uint64_t> seen;
+  {
+    util::MutexLock l(&sets_mu_);
+    for (uint16_t d : doomed) sets_.erase(d);
+    sets_version_++;
+    seen = handshakes_;
+  }
+  for (uint16_t d : doomed) {
+    local.erase(d);
+    std::erase_if(mine, [d](const ObjectState& o) { return o.dataset == d; });
+  }
+  // Another thread's Txs that may use them have committed once it starts a
+  // new one (or has ended).
+  for (size_t t = 1; t < seen.size(); t++) {
+    while (true) {
+      {
+        util::MutexLock l(&sets_mu_);
+        if (ended_[t] || handshakes_[t] != seen[t]) break;
+      }
+      if (stop_.load()) return Status::Ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  OpRecord r = DatasetRecord(OpKind::kDestroyDataset, i);
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string name = tree_.Name(i);
+  auto txg = pool_->DestroyDataset(name, /*recursive=*/true);
+  if (!txg.ok()) return txg.status().WithContext("DestroyDataset(" + name + ", recursive)");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  POOLFS_RETURN_IF_ERROR(tree_.Destroy(i));
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
+Status Workload::MaybeChangeDatasets(std::mt19937_64& rng, std::vector<ObjectState>& mine,
+                                     LocalModels& local) {
+  const std::vector<uint16_t> live = tree_.Live();
+  const int roll = int(rng() % 600);
+  if (roll < 4) {  // one in 150: create
+    if (int(live.size()) >= options_.max_datasets || tree_.size() >= kMaxDatasetIndices)
+      return Status::Ok();
+    return CreateDataset();
+  }
+  if (roll >= 9 || live.size() < 2) return Status::Ok();
+  const uint16_t i = live[1 + rng() % (live.size() - 1)];  // not the root
+  if (roll < 7) {  // one in 200: rename, half the time below another dataset
+    std::vector<uint16_t> parents{0};
+    if (rng() % 2)
+      for (uint16_t p : live)
+        if (p != 0 && !tree_.Below(p, i)) parents.push_back(p);
+    return RenameDataset(i, parents[rng() % parents.size()]);
+  }
+  if (live.size() > 3) return DestroyDataset(i, mine, local);  // one in 300
+  return Status::Ok();
+}
+
+void Workload::Snapshot(int thread, SetMap* sets, uint64_t* version, std::vector<ObjectState>& mine,
+                        LocalModels& local) {
+  {
+    util::MutexLock l(&sets_mu_);
+    handshakes_[size_t(thread)]++;
+    if (*version == sets_version_) return;
+    *sets = sets_;
+    *version = sets_version_;
+  }
+  std::erase_if(mine, [sets](const ObjectState& o) { return !sets->count(o.dataset); });
+  std::erase_if(local, [sets](const auto& m) { return !sets->count(m.first); });
 }
 
 void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local) {
   std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(thread));
+  SetMap sets;
+  uint64_t version = 0;
   while (!stop_.load()) {
-    if (thread == 0 && rng() % 400 == 0)
-      Set(uint16_t(rng() % SetCount()))->SetBackfill(ModeFor(rng()));
-    if (thread == 0 && int(SetCount()) < options_.max_datasets && rng() % 150 == 0) {
-      Status st = CreateDataset();
+    if (thread == 0 && options_.max_datasets > 0) {
+      Status st = MaybeChangeDatasets(rng, mine, local);
       if (!st.ok()) {
         Fail(thread, st);
         break;
       }
     }
-    const size_t sets = SetCount();  // those that exist before the Tx's txg
+    // The sets that exist before the Tx's txg, none being destroyed.
+    Snapshot(thread, &sets, &version, mine, local);
+    if (thread == 0 && rng() % 400 == 0) {
+      auto it = sets.begin();
+      std::advance(it, ptrdiff_t(rng() % sets.size()));
+      it->second->SetBackfill(ModeFor(rng()));
+    }
     dmu::Tx tx(pool_->assigner());
     Status st = tx.Assign(256 * 1024);
     if (!st.ok()) {
@@ -216,6 +326,10 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local)
       }
     }
   }
+  {
+    util::MutexLock l(&sets_mu_);
+    ended_[size_t(thread)] = true;
+  }
   running_--;
 }
 
@@ -225,7 +339,7 @@ Status Workload::Record(const OpRecord& r, LocalModels& local) {
   return local[r.dataset].Apply(r).WithContext("the thread's own model");
 }
 
-Status Workload::OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng,
+Status Workload::OneOp(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
                        std::vector<ObjectState>& mine, LocalModels& local) {
   OpRecord r;
   r.txg = tx.txg().value();
@@ -237,8 +351,10 @@ Status Workload::OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng,
     r.seq = log_->NextSeq();
     const uint32_t bs = PickBlockSize(rng);
     const util::Compression comp = PickCompression(rng);
-    r.dataset = uint16_t(rng() % sets);
-    dmu::ObjectSet* const os = Set(r.dataset);
+    auto set = sets.begin();
+    std::advance(set, ptrdiff_t(rng() % sets.size()));
+    r.dataset = set->first;
+    dmu::ObjectSet* const os = set->second;
     auto id = os->Create(tx, dmu::ObjectType::kPlain, bs, comp);
     if (!id.ok()) return id.status().WithContext(os->name() + ": create");
     r.object = id->value();
@@ -251,7 +367,7 @@ Status Workload::OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng,
   ObjectState& o = mine[j];
   r.dataset = o.dataset;
   r.object = o.id;
-  dmu::ObjectSet* const os = Set(o.dataset);
+  dmu::ObjectSet* const os = sets.at(o.dataset);
   Status st;
   if (kind < 45) {
     WriteSpec w;

@@ -14,11 +14,25 @@
 // waits for its txg to sync and logs it as durable; a watcher thread logs
 // every advance of last_synced().
 //
+// Datasets. Between its Txs, thread 0 now and then creates a dataset (until
+// max_datasets are live), renames one (a new name, below the root or below
+// another dataset: its descendants follow) or destroys one with everything
+// below it, each logged before and after the call (op_log.h) and kept in
+// its DatasetTree. The other threads use a dataset only through their
+// snapshot of the object sets, taken before each Tx. A destroy first takes
+// the doomed datasets out of the sets, then waits until every other thread
+// has started a new Tx (its handshake counter moved) or ended: from then on
+// no thread touches them (each drops its objects there when it takes its
+// snapshot), so every operation on them is in a txg no later than the
+// destroy's, which syncs it before freeing their blocks (pool.h).
+//
 // Failures. With `failure_expected` returning true (the power was cut), a
 // failed Assign, operation or WaitSynced just ends the thread; otherwise the
 // first failure is kept (status()) and ends the thread too.
 //
 // Thread safety: Start, Stop and the accessors from one controlling thread.
+// The dataset tree is thread 0's alone; the sets and the handshake counters
+// are under sets_mu_.
 #pragma once
 
 #include <atomic>
@@ -31,6 +45,7 @@
 #include <vector>
 
 #include "pool/pool.h"
+#include "stress/dataset_tree.h"
 #include "stress/model.h"
 #include "stress/op_log.h"
 #include "util/mutex.h"
@@ -39,20 +54,31 @@ namespace poolfs::stress {
 
 namespace dmu = ::poolfs::core::dmu;
 
+// Dataset indices a run hands out at most: the pool numbers at most 65,535
+// datasets over its life (README, "Known limits"), and the log's index is 16
+// bits.
+inline constexpr size_t kMaxDatasetIndices = 60000;
+
 struct WorkloadOptions {
   int threads = 4;
   uint64_t seed = 1;
   int max_objects_per_thread = 12;
   // Thread 0 now and then creates a dataset (DatasetName(next index))
-  // until there are this many.
+  // while fewer than this many are live, and renames and destroys some;
+  // 0: none of that.
   int max_datasets = 0;
-  // Called right after each dataset creation (a power-cut cycle arms its
-  // rail, to crash while the new dataset reaches disk).
-  std::function<void()> after_create_dataset;
+  // The run's datasets when the workload starts (Workload's `sets` match).
+  DatasetTree tree;
+  // Called right after each dataset creation, rename and destroy (a
+  // power-cut cycle arms its rail, to crash while the change reaches disk).
+  std::function<void()> after_dataset_change;
 };
 
 // A thread's running model of its own objects, per dataset index.
 using LocalModels = std::map<uint16_t, Model>;
+
+// The datasets a Tx may use: live dataset index -> object set.
+using SetMap = std::map<uint16_t, dmu::ObjectSet*>;
 
 struct ObjectState {
   uint16_t dataset = 0;  // index into the workload's object sets
@@ -67,8 +93,8 @@ Status ScanObjects(dmu::ObjectSet* os, uint16_t dataset, std::vector<ObjectState
 
 class Workload {
  public:
-  // Works on the object sets `sets` of `pool` (record dataset i is sets[i];
-  // datasets the workload creates are appended).
+  // Works on the object sets `sets` of `pool` (record dataset i is sets[i],
+  // nullptr for a dead index; datasets the workload creates are appended).
   Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, OpLog* log,
            const WorkloadOptions& options, std::function<bool()> failure_expected);
   ~Workload();
@@ -94,25 +120,46 @@ class Workload {
  private:
   void Run(int thread, std::vector<ObjectState> mine, LocalModels local);
   void Watch();
-  // `sets`: how many datasets the Tx may use, those created before it was
-  // assigned (a later one may belong to a later txg).
-  Status OneOp(dmu::Tx& tx, size_t sets, std::mt19937_64& rng, std::vector<ObjectState>& mine,
-               LocalModels& local);
+  // `sets`: the datasets the Tx may use, those created before it was
+  // assigned (a later one may belong to a later txg) and not being destroyed.
+  Status OneOp(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
+               std::vector<ObjectState>& mine, LocalModels& local);
   // Logs `r` and applies it to the thread's model.
   Status Record(const OpRecord& r, LocalModels& local);
+  // Thread 0, between Txs: maybe one dataset operation (below).
+  Status MaybeChangeDatasets(std::mt19937_64& rng, std::vector<ObjectState>& mine,
+                             LocalModels& local);
   // Creates the next dataset (outside any Tx), logged before and after.
   Status CreateDataset() EXCLUDES(sets_mu_);
-  dmu::ObjectSet* Set(uint16_t index) const EXCLUDES(sets_mu_);
-  size_t SetCount() const EXCLUDES(sets_mu_);
+  // Renames dataset `i` below `parent` (its next generation), logged
+  // before and after.
+  Status RenameDataset(uint16_t i, uint16_t parent);
+  // Destroys dataset `i` and its subtree once no other thread uses them;
+  // returns OK without doing it when the workload stops meanwhile.
+  Status DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, LocalModels& local)
+      EXCLUDES(sets_mu_);
+  // The first record of a dataset operation (a, b: see op_log.h).
+  OpRecord DatasetRecord(OpKind kind, uint16_t dataset);
+  // Before each Tx: moves the thread's handshake counter, refreshes its
+  // snapshot of the sets (*version: the sets_version_ it holds) and drops
+  // its objects in datasets taken out.
+  void Snapshot(int thread, SetMap* sets, uint64_t* version, std::vector<ObjectState>& mine,
+                LocalModels& local) EXCLUDES(sets_mu_);
   // Ends the calling thread's work: records `st` unless expected.
   void Fail(int thread, const Status& st) EXCLUDES(mu_);
 
   core::pool::Pool* const pool_;
   mutable util::Mutex sets_mu_;
-  std::vector<dmu::ObjectSet*> sets_ GUARDED_BY(sets_mu_);
+  SetMap sets_ GUARDED_BY(sets_mu_);
+  uint64_t sets_version_ GUARDED_BY(sets_mu_) = 1;  // moves with every change of sets_
+  // Per thread: Txs started (the destroy's handshake), and whether it ended.
+  std::vector<uint64_t> handshakes_ GUARDED_BY(sets_mu_);
+  std::vector<bool> ended_ GUARDED_BY(sets_mu_);
   OpLog* const log_;
   const WorkloadOptions options_;
   const std::function<bool()> failure_expected_;
+  // Thread 0's: what it did to the datasets.
+  DatasetTree tree_;
 
   std::atomic<bool> stop_{false};
   std::atomic<int> running_{0};
