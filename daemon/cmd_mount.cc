@@ -229,7 +229,8 @@ Command AddMountCommand(CLI::App& parent) {
                   "the pool's vdev file, to mount one dataset's tree: --pool FILE POOL/PATH MNT");
   app->add_option("MOUNTPOINT", args->mountpoint, "an existing empty directory")->required();
   app->add_option("-o", args->options,
-                  "mount options, comma-separated: ro, allow_other, and poolfs's own "
+                  "mount options, comma-separated: ro, allow_other, dev and suid (root only: "
+                  "mounts are nodev,nosuid unless asked), and poolfs's own "
                   "relatime (the default), strictatime, noatime (when reads move atime), "
                   "entry_timeout=S, attr_timeout=S, negative_timeout=S (seconds the kernel "
                   "caches names, attributes and absent names). default_permissions is always on "

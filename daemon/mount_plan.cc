@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -155,10 +156,22 @@ void ParseAtimeOption(const std::string& opt, MountOptions* core, bool* ours) {
   }
 }
 
+// -o dev and -o suid: root's alone. fusermount3 mounts every user's FUSE
+// filesystem nodev,nosuid (it would drop them with a warning): refused
+// here, with the reason.
+Status CheckDevSuid(const std::string& opt) {
+  if (opt.starts_with("no") || geteuid() == 0) return Status::Ok();
+  return Status::InvalidArgument(
+      "-o " + opt + ": only root may mount with " + opt +
+      " (fusermount3 mounts every user's FUSE filesystem nodev,nosuid, so device files and " +
+      "setuid bits there take no effect); mount as root, or leave -o " + opt + " out");
+}
+
 }  // namespace
 
 Result<MountPlan> PlanMount(const MountArgs& args) {
   MountPlan plan;
+  bool dev = false, suid = false;  // -o dev, -o suid (root only)
   std::string file = args.pool_file;
   if (!args.pool_option.empty()) {
     // `--pool FILE POOL/PATH MNT`: one dataset's tree.
@@ -196,6 +209,12 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
       if (opt.empty()) return Status::InvalidArgument("empty option in -o '" + group + "'");
       if (opt == "ro") plan.core.read_only = true;
       if (opt == "rw") plan.core.read_only = false;
+      if (opt == "dev" || opt == "nodev" || opt == "suid" || opt == "nosuid") {
+        // Decided here, and given to libfuse once below.
+        POOLFS_RETURN_IF_ERROR(CheckDevSuid(opt));
+        (opt.ends_with("dev") ? dev : suid) = !opt.starts_with("no");
+        continue;
+      }
       if (opt == "default_permissions") continue;  // always on, see below
       bool ours = false;
       POOLFS_RETURN_IF_ERROR(ParseTimeoutOption(opt, &plan.fuse, &ours));
@@ -214,6 +233,9 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   // those. The core keeps its own checks as well (kernel_checks_permissions
   // stays false): they cost little and hold for any other caller.
   plan.fuse.mount_options.push_back("default_permissions");
+  // Device files and setuid bits take effect only when asked (as root).
+  plan.fuse.mount_options.push_back(dev ? "dev" : "nodev");
+  plan.fuse.mount_options.push_back(suid ? "suid" : "nosuid");
   return plan;
 }
 

@@ -194,6 +194,32 @@ out=$(touch mnt/new 2>&1) && fail "created a file on a read-only mount" \
   || { [[ "$out" == *"Read-only file system"* ]] && ok "EROFS on a read-only mount" || fail "ro: $out"; }
 expect 0 "" "$POOLFS" unmount "$DIR/mnt"
 
+# --- -o dev,suid as root: device files and setuid bits take effect; a
+# mount that does not ask is nodev,nosuid
+id "$USER_NAME" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$USER_NAME"
+mount_opts() { awk -v m="$1" '$2 == m {print "," $4 ","}' /proc/mounts; }
+expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt" -o dev,suid,allow_other
+opts=$(mount_opts "$DIR/mnt")
+[[ "$opts" != *,nodev,* && "$opts" != *,nosuid,* ]] && ok "-o dev,suid: mounted without nodev,nosuid" \
+  || fail "-o dev,suid as root: the mount has $opts"
+mknod mnt/null c 1 3 && cp "$(command -v id)" mnt/suid-id && chmod 4755 mnt/suid-id \
+  || fail "mknod and a setuid copy of id on the mount"
+head -c 1 mnt/null >/dev/null 2>&1 && ok "a device file works on a dev mount" \
+  || fail "a device file does not open on a dev mount"
+[[ "$(runuser -u "$USER_NAME" -- "$DIR/mnt/suid-id" -u 2>&1)" == 0 ]] \
+  && ok "a setuid file runs as its owner on a suid mount" \
+  || fail "setuid on a suid mount: $(runuser -u "$USER_NAME" -- "$DIR/mnt/suid-id" -u 2>&1)"
+expect 0 "" "$POOLFS" unmount "$DIR/mnt"
+expect 0 "" "$POOLFS" mount "$DIR/tank.pool" "$DIR/mnt" -o allow_other
+opts=$(mount_opts "$DIR/mnt")
+[[ "$opts" == *,nodev,* && "$opts" == *,nosuid,* ]] && ok "without -o dev,suid: nodev,nosuid" \
+  || fail "a mount without -o dev,suid has $opts"
+head -c 1 mnt/null >/dev/null 2>&1 && fail "a device file opened on a nodev mount"
+[[ "$(runuser -u "$USER_NAME" -- "$DIR/mnt/suid-id" -u 2>&1)" != 0 ]] \
+  && ok "a setuid file runs as its caller on a nosuid mount" || fail "setuid took effect on a nosuid mount"
+rm -f mnt/null mnt/suid-id
+expect 0 "" "$POOLFS" unmount "$DIR/mnt"
+
 # --- foreground: stays attached, SIGINT ends it with exit 0
 "$POOLFS" mount -f "$DIR/tank.pool" "$DIR/mnt" 2>"$DIR/fg.log" &
 fg=$!
@@ -221,7 +247,15 @@ if ! runuser -u "$USER_NAME" -- test -x "$POOLFS"; then
   cp "$POOLFS" "$DIR/poolfs" && chmod 755 "$DIR/poolfs" && USER_POOLFS=$DIR/poolfs
 fi
 expect 0 "" as_user "$USER_POOLFS" create "$DIR/user/u.pool" --size 128M
+# fusermount3 mounts every user's FUSE filesystem nodev,nosuid: asking is
+# refused, saying so.
+expect 2 "only root may mount with dev" as_user "$USER_POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt" -o dev
+expect 2 "only root may mount with suid" as_user "$USER_POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt" -o ro,suid
+is_mounted "$DIR/user/mnt" && fail "a refused -o dev left the user's mount point mounted"
 expect 0 "" as_user "$USER_POOLFS" mount "$DIR/user/u.pool" "$DIR/user/mnt"
+opts=$(mount_opts "$DIR/user/mnt")
+[[ "$opts" == *,nodev,* && "$opts" == *,nosuid,* ]] && ok "the user's mount is nodev,nosuid" \
+  || fail "the user's mount has $opts"
 # Only root may set the readahead: the user's mount keeps the kernel's and logs why.
 USER_LOG=$(as_user "$USER_POOLFS" status "$DIR/user/mnt" | sed -n 's/^log: *//p')
 [[ "$USER_LOG" == "$DIR/user/state/poolfs/u-"*.log ]] || fail "the user's status names no log: '$USER_LOG'"
