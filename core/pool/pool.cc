@@ -276,6 +276,13 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     return st;
   };
   p->txgs_ = std::make_unique<txg::TxgManager>(Txg(max_txg + 1), std::move(sync), options.txg);
+  // Freed blocks become free only as later txgs sync (the deferral, and the
+  // MOS sync's late frees): an idle pool syncs empty txgs until none wait.
+  p->txgs_->SetPendingWork([raw] {
+    if (raw->space_->Stats().deferred > 0) return true;
+    util::MutexLock l(&raw->mu_);
+    return !raw->dir_.deferred_frees.empty();
+  });
   p->txgs_->Start();
   return p;
 }

@@ -162,6 +162,7 @@ FsStatus PosixFs::GetStatus() {
   s.space_total = stats.space.capacity;
   s.space_allocated = stats.space.allocated;
   s.space_free = stats.space.free;
+  s.space_deferred = stats.space.deferred;
   for (uint64_t e : stats.checksum_errors) s.checksum_errors += e;
   s.repaired_copies = stats.repairs;
   s.copy_shortfalls = stats.copy_shortfalls;

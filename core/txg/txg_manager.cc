@@ -247,6 +247,27 @@ void TxgManager::DriverLoop() {
     const auto timeout = std::chrono::milliseconds(opts_.timeout_ms);
     if (!holds_.Held(open)) {
       if (stop_requested_) return;  // holds are refused: nothing left to sync
+      if (pending_work_ && (idle_chain_ || Clock::now() >= opened_at_ + timeout)) {
+        // Idle, but syncs have work left: hold the empty txg ourselves, and
+        // the next ones at once, until the work is done.
+        mu_.Unlock();
+        const bool pending = pending_work_();
+        mu_.Lock();
+        idle_chain_ = pending;
+        if (pending && holds_.open() == open && !holds_.Held(open)) {
+          const Txg joined = holds_.Join();
+          if (joined.value() != 0) {
+            POOLFS_CHECK_EQ(joined.value(), open.value());
+            (void)holds_.Leave(joined, 0);
+            want_through_.store(
+                std::max(want_through_.load(std::memory_order_relaxed), open.value()),
+                std::memory_order_relaxed);
+            stats_.idle_syncs++;
+          }
+          continue;
+        }
+        opened_at_ = Clock::now();  // look again a timeout from now
+      }
       // Idle. A hold wakes nobody; the next check is at most a timeout away,
       // and Kick/WaitSynced/thresholds signal.
       driver_cv_.WaitFor(&mu_, timeout);

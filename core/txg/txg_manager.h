@@ -26,7 +26,12 @@
 //   - Stop() was called.
 //
 // Empty txgs. A txg that no one has held since it opened is never closed:
-// it stays open, keeps its number, and costs no sync. Hence WaitSynced(T)
+// it stays open, keeps its number, and costs no sync — unless the pool has
+// work that only syncs advance (SetPendingWork: blocks freed in earlier
+// txgs wait out their deferral, a txg at a time), when the driver holds it
+// itself once txg.timeout_ms has passed, and the next ones at once until
+// the work is done, so that freed space comes back on an idle pool within
+// about two timeouts of the free. Hence WaitSynced(T)
 // on an open T that has no holds does not sync anything: it returns once
 // T - 1 has synced, as every change made before the call is in a txg <= T - 1.
 // In general WaitSynced(T) returns once every change made in txgs <= T is
@@ -139,6 +144,11 @@ class TxgManager : public dmu::TxAssigner {
   Status WaitSynced(Txg txg);
   // Asks for a sync of the open txg soon, if it has had holds. Never blocks.
   void Kick();
+  // `pending` (called on the driver thread, with no TxgManager lock held,
+  // at most once per txg.timeout_ms while the open txg is empty) says
+  // whether syncs have work left even with no change: then the open txg
+  // syncs empty (see Empty txgs above). Set before Start.
+  void SetPendingWork(std::function<bool()> pending) { pending_work_ = std::move(pending); }
 
   Txg open_txg() const { return holds_.open(); }
   Txg last_synced() const;
@@ -159,6 +169,7 @@ class TxgManager : public dmu::TxAssigner {
     uint64_t blocked_waits = 0;   // writers that blocked at the dirty max
     uint64_t dirty_bytes = 0;     // dirty bytes of all unsynced txgs, now
     uint64_t last_sync_ns = 0;    // how long the last sync callback took
+    uint64_t idle_syncs = 0;      // empty txgs synced for pending work
   };
   Stats stats() const;
 
@@ -179,6 +190,8 @@ class TxgManager : public dmu::TxAssigner {
   void ApplyOptionsLocked(const TxgOptions& opts) REQUIRES(mu_);
 
   const SyncFn sync_;
+  std::function<bool()> pending_work_;       // set before Start
+  bool idle_chain_ GUARDED_BY(mu_) = false;  // the last sync was idle, for pending work
   TxgHolds holds_;
   // Copies for paths that do not take mu_; written under mu_.
   std::atomic<uint64_t> delay_min_bytes_{0};

@@ -113,6 +113,10 @@ struct SetAttrRequest {
     kAtimeNow = 1u << 6,  // set atime to the current time
     kMtimeNow = 1u << 7,  // set mtime to the current time
     kCtime = 1u << 8,     // set ctime to `ctime`
+    // The change comes through a descriptor open for writing (ftruncate,
+    // open with O_TRUNC; FUSE's FATTR_FH): the open checked the write
+    // permission, so a size change needs none now, as POSIX says.
+    kOpenFile = 1u << 9,
   };
   uint32_t valid = 0;
   uint32_t mode = 0;  // permission bits only (07777)
@@ -238,6 +242,9 @@ struct FsStatus {
   uint64_t space_total = 0;
   uint64_t space_allocated = 0;
   uint64_t space_free = 0;
+  // Freed in the last txgs, free again once they have synced (allocated +
+  // free + deferred = total).
+  uint64_t space_deferred = 0;
   uint64_t checksum_errors = 0;  // all vdevs
   // Bad copies of blocks rewritten from good ones since the mount, and
   // copies writes left out for want of room.
@@ -306,6 +313,12 @@ struct FsStatus {
   uint64_t bytes_read = 0, blocks_read = 0;
 };
 
+// A second filesystem over a mounted pool (Filesystem::OpenDatasetView).
+struct DatasetViewOptions {
+  bool read_only = false;  // every change through the view fails with ReadOnly
+  std::string where;       // where it is mounted ("/home/a/docs"), for messages
+};
+
 class Filesystem {
  public:
   // Imports the pool on `vdev_paths` and opens its root dataset as a
@@ -341,8 +354,9 @@ class Filesystem {
   // chown (root; the owner may change the group to one of its groups;
   // clears setuid, and setgid when group-executable, on a non-directory,
   // as Linux does),
-  // truncate (write permission), utimes (owner, or write permission for
-  // "now"). Updates ctime. Returns the new attributes.
+  // truncate (write permission, unless through a descriptor open for
+  // writing: kOpenFile), utimes (owner, or write permission for "now").
+  // Updates ctime. Returns the new attributes.
   virtual Result<Attr> SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest& req) = 0;
 
   // Creates a regular file (mode's permission bits, already umasked).
@@ -452,6 +466,25 @@ class Filesystem {
   // its calls, when a dataset appears, moves or goes. Ignored by default.
   using EntryInvalidator = std::function<void(uint64_t parent, std::string_view name)>;
   virtual void SetEntryInvalidator(EntryInvalidator fn) { (void)fn; }
+
+  // Opens a second filesystem over this mount's pool (for a second FUSE
+  // mount in the same process) that shows dataset `dataset`'s tree at its
+  // root, as a mount with MountOptions::dataset does. It shares this
+  // mount's files (their inodes, locks and caches: a change through either
+  // is seen at once by both), inode numbers included, and the names it
+  // caches are invalidated as this mount's are. While it is open,
+  // destroying `dataset` or an ancestor is Busy (it holds the root of a
+  // mount); a rename moves it along. Its Unmount ends the view alone (it
+  // drops the lookups its kernel still holds; no sync, no export); it must
+  // be destroyed before this Filesystem, and its calls fail (Aborted) once
+  // this one is unmounted. NotFound for no such dataset; NotSupported where
+  // there are no datasets (this default).
+  virtual Result<std::unique_ptr<Filesystem>> OpenDatasetView(std::string_view dataset,
+                                                             const DatasetViewOptions& options) {
+    (void)options;
+    return Status::NotSupported("this filesystem has no datasets to mount (" +
+                                std::string(dataset) + ")");
+  }
 };
 
 }  // namespace poolfs

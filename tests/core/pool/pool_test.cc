@@ -4,9 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "check_test_util.h"
 #include "vdev/fault_injecting_device.h"
@@ -109,6 +111,42 @@ TEST_CASE("Pool space accounting survives many txgs of churn and reimport", "[po
   REQUIRE((*p)->Stats().space.allocated > 0);
 }
 
+TEST_CASE("Freed space comes back on an idle pool, with no other change", "[pool]") {
+  vdev::MemoryDevice mem(kDevSize, "mem");
+  REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{}).ok());
+  auto p = Pool::ImportDevices({&mem}, FastOptions());
+  REQUIRE(p.ok());
+  const uint64_t free_before = (*p)->Stats().space.free;
+  const ObjectId id = WriteObject(**p, Pattern(5, 40 << 20));
+  REQUIRE((*p)->WaitSynced().ok());
+  REQUIRE((*p)->Stats().space.free < free_before - (40 << 20));
+  {
+    dmu::Tx tx((*p)->assigner());
+    REQUIRE(tx.Assign().ok());
+    REQUIRE((*p)->root_dataset()->Free(tx, id).ok());
+    tx.Commit();
+  }
+  // Nothing else happens: the txgs that carry the frees through their
+  // deferral sync on their own.
+  const auto start = std::chrono::steady_clock::now();
+  bool back = false;
+  while (!back && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const space::SpaceStats s = (*p)->Stats().space;
+    back = s.deferred == 0 && s.free >= free_before - (1 << 20);
+  }
+  REQUIRE(back);
+  WARN("freed space back after " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now() - start)
+                                        .count()
+                                 << " ms with txg.timeout_ms 50");
+  // With nothing left to free, the idle syncs stop.
+  const uint64_t idle = (*p)->txgs().stats().idle_syncs;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE((*p)->txgs().stats().idle_syncs == idle);
+  REQUIRE((*p)->Export().ok());
+}
+
 TEST_CASE("Pool after a power cut is exactly its last synced txg", "[pool]") {
   for (uint64_t seed : {1, 2, 3}) {
     vdev::MemoryDevice mem(kDevSize, "mem");
@@ -144,7 +182,8 @@ TEST_CASE("Pool after a power cut is exactly its last synced txg", "[pool]") {
 }
 
 TEST_CASE("Pool import refuses what is not a pool, and a pool in use", "[pool]") {
-  auto dir = std::filesystem::temp_directory_path() / ("poolfs-pool-test-" + std::to_string(getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("poolfs-pool-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::string path = (dir / "p1").string();
   std::string junk = (dir / "junk").string();
@@ -221,7 +260,8 @@ TEST_CASE("Pool reads back what it wrote with direct reads and writes", "[pool]"
 namespace poolfs::core::pool {
 namespace {
 
-TEST_CASE("Pool import falls back to an older uberblock when the newest tree is damaged", "[pool]") {
+TEST_CASE("Pool import falls back to an older uberblock when the newest tree is damaged",
+          "[pool]") {
   vdev::MemoryDevice mem(kDevSize, "mem");
   REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{}).ok());
   ObjectId first, second;

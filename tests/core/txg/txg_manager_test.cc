@@ -393,5 +393,40 @@ TEST_CASE("Many threads hold and release concurrently; every sync sees its txg d
   REQUIRE(m.stats().dirty_bytes == 0);
 }
 
+TEST_CASE("An idle txg syncs empty while the pool says syncs have work left, and only then") {
+  SyncRecorder rec;
+  std::atomic<int> left{0};  // syncs the "pool" still needs; each sync does one
+  auto recorded = rec.Fn();
+  TxgManager::SyncFn sync = [&](Txg t) {
+    if (left > 0) left--;
+    return recorded(t);
+  };
+  TxgOptions o = Quiet();
+  o.timeout_ms = 20;
+  TxgManager m(Txg(1), sync, o);
+  std::atomic<int> asked{0};
+  m.SetPendingWork([&] {
+    asked++;
+    return left.load() > 0;
+  });
+  m.Start();
+  REQUIRE(Eventually([&] { return asked.load() >= 2; }));
+  REQUIRE(rec.started() == 0);  // nothing pending: nothing synced
+  // Three syncs' worth of work: three empty txgs sync, one after another.
+  left = 3;
+  REQUIRE(Eventually([&] { return left.load() == 0 && rec.synced().size() == 3; }));
+  const int asked_before = asked.load();
+  REQUIRE(Eventually([&] { return asked.load() >= asked_before + 2; }));
+  REQUIRE(rec.synced() == std::vector<uint64_t>{1, 2, 3});
+  REQUIRE(m.stats().idle_syncs == 3);
+  // A txg held by a writer syncs as ever.
+  Result<Txg> t = m.Hold(0);
+  REQUIRE(t.ok());
+  m.Release(*t, 5);
+  REQUIRE(m.WaitSynced(*t).ok());
+  REQUIRE(rec.synced().size() == 4);
+  REQUIRE(m.Stop().ok());
+}
+
 }  // namespace
 }  // namespace poolfs::core::txg
