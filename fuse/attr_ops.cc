@@ -20,9 +20,12 @@ Timespec ToTimespec(const struct timespec& t) {
   return Timespec{int64_t(t.tv_sec), uint32_t(t.tv_nsec)};
 }
 
-void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   const Adapter& ad = AdapterOf(req);
   SetAttrRequest r;
+  // libfuse passes a file_info only when the kernel sent FATTR_FH: a
+  // truncate through a descriptor (ftruncate, open with O_TRUNC).
+  if (fi != nullptr) r.valid |= SetAttrRequest::kOpenFile;
   if (to_set & FUSE_SET_ATTR_MODE) {
     r.valid |= SetAttrRequest::kMode;
     r.mode = attr->st_mode & 07777;

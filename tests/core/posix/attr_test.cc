@@ -177,6 +177,33 @@ TEST_CASE("Truncate needs write permission and refuses directories", "[posix][at
   REQUIRE(Code(f.fs->SetAttr(RootCreds(), kRootIno, r)) == StatusCode::kIsADirectory);
 }
 
+TEST_CASE("A truncate through a descriptor open for writing needs no write permission",
+          "[posix][attr]") {
+  FsFixture f;
+  const Creds user = UserCreds(1000, 1000);
+  Attr d = f.MustMkdir(kRootIno, "d", 0777);
+  // open(O_CREAT | O_RDWR, 0) then ftruncate: the new file's mode grants
+  // nothing, the descriptor was opened for writing all the same.
+  Attr mine = f.MustCreate(d.ino, "mine", 0, user);
+  SetAttrRequest r;
+  r.valid = SetAttrRequest::kSize | SetAttrRequest::kOpenFile;
+  r.size = 100;
+  auto got = f.fs->SetAttr(user, mine.ino, r);
+  INFO(got.status().ToString());
+  REQUIRE(got.ok());
+  REQUIRE(got->size == 100);
+  // Another user's file it opened for writing before the owner took the
+  // write permission away.
+  Attr theirs = f.MustCreate(kRootIno, "theirs", 0644);
+  r.size = 7;
+  REQUIRE(f.fs->SetAttr(user, theirs.ino, r).ok());
+  REQUIRE(f.MustGetAttr(theirs.ino).size == 7);
+  // By path (no descriptor) the mode bits still decide.
+  r.valid = SetAttrRequest::kSize;
+  REQUIRE(Code(f.fs->SetAttr(user, theirs.ino, r)) == StatusCode::kPermissionDenied);
+  REQUIRE(Code(f.fs->SetAttr(user, mine.ino, r)) == StatusCode::kPermissionDenied);
+}
+
 TEST_CASE("Fallocate extends punches and zeroes ranges", "[posix][attr]") {
   FsFixture f;
   Attr a = f.MustCreate(kRootIno, "f");

@@ -130,6 +130,25 @@ void TruncateSizes(Sys& s) {
   s.TimesSince("t", "before");
 }
 
+// POSIX: ftruncate needs a descriptor open for writing, not write
+// permission now: a file created with mode 0 through open(O_CREAT | O_RDWR)
+// can be truncated through that descriptor (truncate by path cannot).
+void FtruncateWithoutWritePermission(Sys& s) {
+  int fd = s.Open("f", O_CREAT | O_RDWR, 0);
+  s.Ftruncate(fd, 100);
+  s.Fstat(fd);
+  s.Write(fd, "abc");
+  s.Ftruncate(fd, 2);
+  s.Pread(fd, 10, 0);
+  s.Truncate("f", 1);  // EACCES unless root
+  s.Close(fd);
+  s.Stat("f");
+  fd = s.Open("g", O_CREAT | O_WRONLY | O_TRUNC, 0);
+  s.Ftruncate(fd, 4096);
+  s.Close(fd);
+  s.Stat("g");
+}
+
 void OpenFlags(Sys& s) {
   Touch(s, "f", "data");
   s.Mkdir("d", 0755);
@@ -365,6 +384,7 @@ void AddDataScenarios(std::vector<Scenario>* out) {
   out->push_back({"large_offsets", LargeOffsets});
   out->push_back({"append_mode", AppendMode});
   out->push_back({"truncate_sizes", TruncateSizes});
+  out->push_back({"ftruncate_without_write_permission", FtruncateWithoutWritePermission});
   out->push_back({"open_flags", OpenFlags});
   out->push_back({"fallocate_modes", FallocateModes});
   out->push_back({"fsync_calls", FsyncCalls});
