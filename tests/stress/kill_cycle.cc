@@ -78,6 +78,7 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   const int64_t run_ms = clean ? int64_t(200 + rng() % 2500) : -1;
   const int64_t kill_ms = int64_t(150 + rng() % 3000);
   const uint64_t workload_seed = rng();
+  POOLFS_RETURN_IF_ERROR(MaybeDamage(cycle_seed, {}));
   {
     auto log = OpLog::Open(log_path_, true);  // empty, before the child appends
     if (!log.ok()) return log.status();
@@ -132,12 +133,14 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   cycle_note_ += ", " + std::to_string(ops) + " ops logged";
   uint64_t rewind = 0;
   POOLFS_RETURN_IF_ERROR(MaybeRewind(rng, &rewind));
-  auto pool = Pool::Import(paths_, Verifying(opts));
+  std::vector<std::unique_ptr<core::vdev::BlockDevice>> held;
+  auto pool = OpenPool(Verifying(opts), {}, damage_.verify.get(), &held);
   if (!pool.ok()) return pool.status().WithContext("import after the kill");
   POOLFS_RETURN_IF_ERROR(rewind ? VerifyImport(pool->get(), *records, rewind, rewind)
                                 : VerifyImport(pool->get(), *records, durable, 0));
   POOLFS_RETURN_IF_ERROR((*pool)->Export().WithContext("export after verifying"));
   pool->reset();
+  held.clear();
   return CheckExported();
 }
 

@@ -22,7 +22,10 @@ int64_t MsSince(Clock::time_point t) {
 Status Runner::MountCycle(uint64_t cycle_seed) {
   std::mt19937_64 rng(cycle_seed);
   const core::pool::PoolOptions opts = RandomPoolOptions(rng);
-  auto pool = Pool::Import(paths_, opts);
+  POOLFS_RETURN_IF_ERROR(MaybeDamage(cycle_seed, {}));
+  damage_.workload_watched = true;
+  std::vector<std::unique_ptr<core::vdev::BlockDevice>> held;
+  auto pool = OpenPool(opts, {}, damage_.workload.get(), &held);
   if (!pool.ok()) return pool.status().WithContext("import before the workload");
   if ((*pool)->imported_txg().value() != verified_txg_)
     return Status::Corruption("a clean import opened txg " +
@@ -65,6 +68,7 @@ Status Runner::MountCycle(uint64_t cycle_seed) {
   synced.txg = work.max_txg();
   POOLFS_RETURN_IF_ERROR((*log)->Append(synced));
   pool->reset();
+  held.clear();  // the files' locks
   log->reset();
 
   bool torn = false;
@@ -74,11 +78,12 @@ Status Runner::MountCycle(uint64_t cycle_seed) {
   for (const OpRecord& r : *records) ops += r.kind != OpKind::kSynced;
   stats_.ops += ops;
   cycle_note_ += ", " + std::to_string(ops) + " ops";
-  auto after = Pool::Import(paths_, Verifying(opts));
+  auto after = OpenPool(Verifying(opts), {}, damage_.verify.get(), &held);
   if (!after.ok()) return after.status().WithContext("import after the clean export");
   POOLFS_RETURN_IF_ERROR(VerifyImport(after->get(), *records, work.max_txg(), 0));
   POOLFS_RETURN_IF_ERROR((*after)->Export().WithContext("export after verifying"));
   after->reset();
+  held.clear();
   return CheckExported();
 }
 

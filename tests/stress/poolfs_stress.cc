@@ -1,7 +1,7 @@
 // poolfs-stress: ztest-style crash-safety driver for the pool and the DMU.
 //
 //   poolfs-stress --dir D --seconds S [--threads N] [--seed X]
-//                 [--mode kill|powercut|both|mounts] [--verbose] [--keep]
+//                 [--mode kill|powercut|both|mounts] [--damage N] [--verbose] [--keep]
 //   poolfs-stress --dump-log D/oplog [--object ID]
 //
 // Creates a pool of 1 to 3 file vdevs in D, then crashes it again and again
@@ -10,7 +10,9 @@
 // after each crash that the import finds exactly the state of a synced txg
 // no older than the last one known durable; or (mounts) mounts a large pool
 // briefly, hundreds of times, and checks each state the same way (runner.h
-// has the details). Exits
+// has the details). One cycle in --damage N first damages one copy of a few
+// metadata blocks, and checks that the pool reads around it and heals it
+// (damage.h). Exits
 // 0 only when every cycle verified; the first failure prints the seed, the
 // cycle, what differed and the object's history, keeps D, and exits 1. The
 // last line is always
@@ -51,6 +53,11 @@ int main(int argc, char** argv) {
                  "clean mounts of a large pool)")
       ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
       ->default_str(default_mode);
+  app.add_option("--damage", o.damage_every,
+                 "one cycle in N damages one copy of a few metadata blocks first and checks "
+                 "that reads heal them (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_flag("--verbose", o.verbose, "print a line per cycle");
   app.add_flag("--keep", o.keep, "keep the pool files after a clean run");
   std::string dump;

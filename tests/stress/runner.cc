@@ -11,6 +11,7 @@
 #include <map>
 
 #include "poolfs/pool_admin.h"
+#include "util/text.h"
 
 namespace poolfs::stress {
 
@@ -74,10 +75,12 @@ core::pool::PoolOptions Runner::RandomPoolOptions(std::mt19937_64& rng) const {
 
 std::string Runner::ReproCommand() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "poolfs-stress --dir %s.repro --seconds %.0f --threads %d --seed %llu --mode %s",
-                options_.dir.c_str(), options_.seconds, options_.threads,
-                static_cast<unsigned long long>(options_.seed), ModeName(options_.mode));
+  std::snprintf(
+      buf, sizeof buf,
+      "poolfs-stress --dir %s.repro --seconds %.0f --threads %d --seed %llu --mode %s --damage %d",
+      options_.dir.c_str(), options_.seconds, options_.threads,
+      static_cast<unsigned long long>(options_.seed), ModeName(options_.mode),
+      options_.damage_every);
   return buf;
 }
 
@@ -229,11 +232,27 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
     }
   }
   const auto ps = pool->Stats();
-  for (size_t i = 0; i < ps.checksum_errors.size(); i++)
-    if (ps.checksum_errors[i])
-      return Status::Corruption("vdev " + std::to_string(i) + " counted " +
-                                std::to_string(ps.checksum_errors[i]) +
-                                " checksum errors during import and verify");
+  if (damage_.copies.empty()) {
+    for (size_t i = 0; i < ps.checksum_errors.size(); i++)
+      if (ps.checksum_errors[i])
+        return Status::Corruption("vdev " + std::to_string(i) + " counted " +
+                                  std::to_string(ps.checksum_errors[i]) +
+                                  " checksum errors during import and verify");
+  } else {
+    // Each damaged copy it read failed once and was rewritten (damage.h).
+    uint64_t errors = 0;
+    for (uint64_t e : ps.checksum_errors) errors += e;
+    const size_t read = damage_.verify->copies_read();
+    if (errors > read)
+      return Status::Corruption("the import and verification counted " + std::to_string(errors) +
+                                " checksum errors, but read only " + std::to_string(read) +
+                                " of the " + std::to_string(damage_.copies.size()) +
+                                " damaged copies");
+    if (ps.repairs != errors)
+      return Status::Corruption("the import and verification counted " + std::to_string(errors) +
+                                " checksum errors but rewrote " + std::to_string(ps.repairs) +
+                                " bad copies");
+  }
   stats_.txgs += imported - previous;
   stats_.objects += vs.objects;
   stats_.bytes += vs.bytes;
@@ -267,7 +286,8 @@ core::pool::PoolOptions Runner::Verifying(core::pool::PoolOptions opts) {
 }
 
 Status Runner::CheckExported() {
-  auto report = CheckPool(paths_);
+  std::vector<bool> present;
+  auto report = damage_.copies.empty() ? CheckPool(paths_) : CheckDamaged(&present);
   if (!report.ok()) return report.status().WithContext("poolfs check of the exported pool");
   cycle_note_ += ", check: " + std::to_string(report->blocks) + " blocks";
   if (!report->warnings.empty())
@@ -287,6 +307,7 @@ Status Runner::CheckExported() {
   if (report->datasets != tree_.Live().size())
     return Status::Corruption("poolfs check found " + std::to_string(report->datasets) +
                               " datasets, the run has " + std::to_string(tree_.Live().size()));
+  if (!damage_.copies.empty()) return JudgeDamage(*report, present);
   if (!report->ok()) {
     std::string s = "poolfs check found damage:\n" + report->Summary();
     for (size_t i = 0; i < std::min<size_t>(report->problems.size(), 10); i++)
@@ -315,6 +336,7 @@ int Runner::Run() {
     mode =
         options_.mode != Mode::kBoth ? options_.mode : (rng_() % 2 ? Mode::kKill : Mode::kPowercut);
     cycle_note_.clear();
+    damage_note_.clear();
     std::snprintf(g_alarm_message, sizeof g_alarm_message,
                   "poolfs-stress: FAILED: cycle %llu (%s, cycle seed %llu) of run seed %llu "
                   "hung for %u s; pool kept in %s\n",
@@ -330,8 +352,8 @@ int Runner::Run() {
     if (st.ok()) {
       stats_.cycles++;
       if (options_.verbose)
-        std::printf("cycle %llu %s%s\n", static_cast<unsigned long long>(cycle_), ModeName(mode),
-                    cycle_note_.c_str());
+        std::printf("cycle %llu %s%s%s\n", static_cast<unsigned long long>(cycle_), ModeName(mode),
+                    cycle_note_.c_str(), damage_note_.c_str());
       std::fflush(stdout);
     }
   }
@@ -340,11 +362,28 @@ int Runner::Run() {
     std::printf("poolfs-stress: FAILED in cycle %llu (%s) of run seed %llu:\n  %s\n",
                 static_cast<unsigned long long>(cycle_), ModeName(mode),
                 static_cast<unsigned long long>(options_.seed), st.ToString().c_str());
-    if (!cycle_note_.empty()) std::printf("  cycle:%s\n", cycle_note_.c_str());
+    if (!cycle_note_.empty())
+      std::printf("  cycle:%s%s\n", cycle_note_.c_str(), damage_note_.c_str());
+    if (!damage_.copies.empty() && damage_note_.empty()) {
+      std::printf("  this cycle damaged, before it began:\n");
+      for (const DamagedCopy& d : damage_.copies)
+        std::printf("    %s, %u bits at %s\n", d.Describe().c_str(), d.bits,
+                    util::Hex(d.offset).c_str());
+    }
     std::printf("%s", failure_detail_.c_str());
     std::printf("  pool and op log kept in %s\n  rerun: %s\n", options_.dir.c_str(),
                 ReproCommand().c_str());
   }
+  std::printf(
+      "damage: %llu cycles damaged %llu metadata copies: %llu healed by reads, %llu reported by "
+      "the check, %llu gone with their blocks; %llu repair writes a clean export left "
+      "unflushed\n",
+      static_cast<unsigned long long>(stats_.damage_cycles),
+      static_cast<unsigned long long>(stats_.copies_damaged),
+      static_cast<unsigned long long>(stats_.copies_healed),
+      static_cast<unsigned long long>(stats_.copies_reported),
+      static_cast<unsigned long long>(stats_.copies_gone),
+      static_cast<unsigned long long>(stats_.repairs_unflushed));
   std::printf("datasets: %llu created, %llu renamed, %llu destroyed (in verified txgs)\n",
               static_cast<unsigned long long>(stats_.datasets_created),
               static_cast<unsigned long long>(stats_.datasets_renamed),

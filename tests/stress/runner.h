@@ -43,7 +43,13 @@
 //   - once exported, the offline pool check (poolfs::CheckPool) finds no
 //     damage (so no block of a destroyed dataset is still allocated: the
 //     space maps account for exactly the blocks the tree references), the
-//     run's datasets and no other, and looks at the same txg.
+//     run's datasets and no other, and looks at txg I, or at the last txg
+//     the verifying import synced (an idle pool may sync empty txgs).
+// One cycle in StressOptions::damage_every (in every mode) first damages
+// one copy of a few metadata blocks of the pool at rest; reads must return
+// the good bytes and heal them, and the check after the cycle must report
+// exactly the damaged copies that no read healed (damage.h), whose bits are
+// then flipped back.
 // The model is then the verified state, the pool is exported, and the next
 // cycle continues on it. Any failure stops the run with everything needed
 // to reproduce it; the vdev files and the op log are kept.
@@ -59,11 +65,14 @@
 #include <vector>
 
 #include "pool/pool.h"
+#include "poolfs/pool_admin.h"
 #include "poolfs/status.h"
+#include "stress/damage.h"
 #include "stress/dataset_tree.h"
 #include "stress/model.h"
 #include "stress/op_log.h"
 #include "stress/workload.h"
+#include "vdev/fault_injecting_device.h"
 
 namespace poolfs::stress {
 
@@ -87,6 +96,10 @@ struct StressOptions {
   Mode mode = Mode::kKill;
   bool verbose = false;
   bool keep = false;  // keep the pool files after a clean run
+  // One cycle in this many (by its seed) first damages one copy of a few
+  // metadata blocks of the pool at rest, and checks they heal (damage.h);
+  // 0: never.
+  int damage_every = 4;
 };
 
 struct RunStats {
@@ -99,6 +112,16 @@ struct RunStats {
   uint64_t datasets_created = 0;
   uint64_t datasets_renamed = 0;
   uint64_t datasets_destroyed = 0;
+  // Metadata damage (damage.h): the cycles that damaged, the copies they
+  // damaged, and what became of them.
+  uint64_t damage_cycles = 0;
+  uint64_t copies_damaged = 0;
+  uint64_t copies_healed = 0;    // rewritten by a read
+  uint64_t copies_reported = 0;  // not read, and reported by the check
+  uint64_t copies_gone = 0;      // their block rewritten or freed
+  // Writes of read repairs that a clean export left unflushed (power cut
+  // cycles see them).
+  uint64_t repairs_unflushed = 0;
 };
 
 class Runner {
@@ -144,8 +167,28 @@ class Runner {
   core::pool::PoolOptions Verifying(core::pool::PoolOptions opts);
   // The offline pool check of the exported pool: it must look at the txg
   // the verifying import opened, or the last it synced; that is then the
-  // verified txg.
+  // verified txg. In a damage cycle it must report exactly what damage.h
+  // says.
   Status CheckExported();
+  // Metadata damage (damage.cc). One cycle in options_.damage_every (by
+  // `cycle_seed`): damages one copy each of 1 to 4 metadata blocks of the
+  // exported pool, through `devs` (the vdevs in paths_ order; empty: the
+  // files, opened here). Resets damage_ in every cycle.
+  Status MaybeDamage(uint64_t cycle_seed,
+                     const std::vector<core::vdev::FaultInjectingDevice*>& devs);
+  // Imports the pool: Pool::Import of the files (`over` empty) or
+  // ImportDevices over `over` (paths_ order); with `watch` (a damage cycle),
+  // through WatchedDevices telling it of reads of the damaged copies. What
+  // it opens goes to *held, which must outlive the pool (and be emptied
+  // before the check takes the files' locks).
+  Result<std::unique_ptr<core::pool::Pool>> OpenPool(
+      const core::pool::PoolOptions& opts, const std::vector<core::vdev::BlockDevice*>& over,
+      DamageWatch* watch, std::vector<std::unique_ptr<core::vdev::BlockDevice>>* held);
+  // The check of a damage cycle: *present[i] says whether the pool still
+  // references damaged copy i's block unchanged.
+  Result<CheckReport> CheckDamaged(std::vector<bool>* present);
+  // Whether the check reports exactly what damage.h says.
+  Status JudgeDamage(const CheckReport& report, const std::vector<bool>& present);
   // The run's datasets in `pool`, by dataset index (nullptr: dead).
   Result<std::vector<dmu::ObjectSet*>> Sets(core::pool::Pool* pool) const;
   // Their objects, for a workload's start.
@@ -167,9 +210,23 @@ class Runner {
   std::vector<Model> models_;                 // one per dataset index (empty for a dead one)
   uint64_t verified_txg_ = 0;                 // the txg the model is the state of
   std::atomic<uint64_t> verifier_synced_{0};  // the last txg the verifying import synced
+  // This cycle's metadata damage (damage.h): the copies damaged (none: not
+  // a damage cycle), the vdev index of each of paths_, and which copies the
+  // reads of the workload's imports and of the verifying import touched.
+  struct Damage {
+    std::vector<DamagedCopy> copies;
+    std::vector<uint32_t> vdev_of_path;
+    std::unique_ptr<DamageWatch> workload;
+    std::unique_ptr<DamageWatch> verify;
+    // Every import of the cycle read through `workload` or `verify` (not so
+    // in a kill cycle: its child imports the files itself).
+    bool workload_watched = false;
+  };
+  Damage damage_;
   uint64_t cycle_ = 0;
   uint64_t rewound_from_ = 0;  // this cycle garbled that txg's uberblock (0: none)
   std::string cycle_note_;     // what the current cycle did, for --verbose and failures
+  std::string damage_note_;    // what the damage came to, appended to it
   std::string failure_detail_;
   RunStats stats_;
 };
