@@ -18,13 +18,6 @@ Status NotRegular(uint64_t ino, uint32_t mode) {
   return Status::InvalidArgument("inode " + std::to_string(ino) + " is not a regular file");
 }
 
-// Linux's rule for a write or truncate by a caller without CAP_FSETID:
-// setuid goes, setgid goes when group-executable.
-void KillSuid(ZnodePhys& z) {
-  z.mode &= ~uint32_t(S_ISUID);
-  if (z.mode & S_IXGRP) z.mode &= ~uint32_t(S_ISGID);
-}
-
 Status Stale(uint64_t ino) {
   return Status(StatusCode::kStale, "inode " + std::to_string(ino) + " was freed");
 }
@@ -123,6 +116,7 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   if (Freed(*in)) return Stale(ino);
   ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
+  const uint32_t killed = KilledByWrite(c, z);  // before the Tx: it may read the caller's groups
   POOLFS_RETURN_IF_ERROR(ReserveSpace(data.size()));
   // Held once for both steps: the znode is saved without a second lookup
   // (which could read, and fail, after the data changed).
@@ -133,7 +127,7 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   if (st.ok()) {
     z.size = std::max(z.size, off + data.size());
     z.mtime = z.ctime = Now();
-    if (c.uid != 0) KillSuid(z);
+    z.mode &= ~killed;
     st = SaveZnode(tx, *in, *d, z);
   }
   POOLFS_RETURN_IF_ERROR(tx.Finish(st));
@@ -164,17 +158,18 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   };
   // Check everything first: a Tx cannot be rolled back.
   //
-  // A non-owner's chmod that only clears what a write clears (KillSuid) is
-  // allowed when the caller may write the file: it is how the kernel clears
-  // the bits before a write or truncate when the filesystem has not taken
-  // FUSE_CAP_HANDLE_KILLPRIV (libfuse 3.14 cannot pass it on), a chmod sent
-  // with the writer's credentials. A writer clears them on Linux anyway.
+  // A non-owner's chmod that only clears some of what a write clears
+  // (KilledByWrite) is allowed when the caller may write the file: it is
+  // how the kernel clears the bits before a write or truncate when the
+  // filesystem has not taken FUSE_CAP_HANDLE_KILLPRIV (libfuse 3.14 cannot
+  // pass it on), a chmod sent with the writer's credentials. The FUSE
+  // kernel computes it by an older rule (setgid only when group-executable),
+  // so it may clear less than the write does; the write clears the rest.
   bool kill_only = false;
   if ((req.valid & R::kMode) && !owner) {
-    ZnodePhys killed = z;
-    KillSuid(killed);
-    kill_only = killed.mode != z.mode && (req.mode & 07777) == (killed.mode & 07777) &&
-                S_ISREG(z.mode) && CheckAccess(c, z, W_OK).ok();
+    const uint32_t cleared = (z.mode ^ req.mode) & 07777;
+    kill_only = cleared != 0 && (cleared & ~KilledByWrite(c, z)) == 0 &&
+                ((req.valid & R::kOpenFile) || CheckAccess(c, z, W_OK).ok());
     if (!kill_only) return not_permitted("chmod");
   }
   if (req.valid & R::kUid) {
@@ -199,24 +194,33 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   Pins pins;  // a truncate comes before the znode is saved
   if (req.valid & R::kSize) POOLFS_RETURN_IF_ERROR(Pin({ino}, &pins));
 
+  // What a chown and a truncate clear is decided by the file as it was
+  // (its mode and group before this change), as Linux decides it.
+  const uint32_t killed_by_chown = (req.valid & (R::kUid | R::kGid)) ? KilledByChown(c, z) : 0;
+  const uint32_t killed_by_truncate = (req.valid & R::kSize) ? KilledByWrite(c, z) : 0;
+  // A chmod by a caller outside the file's group (its group after this
+  // change) loses setgid, as on Linux.
+  const bool chmod_drops_sgid = (req.valid & R::kMode) && (req.mode & S_ISGID) && !root &&
+                                !kill_only && !InGroup(c, (req.valid & R::kGid) ? req.gid : z.gid);
+
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
   const Timespec now = Now();
   if (req.valid & R::kMode) {
     z.mode = (z.mode & S_IFMT) | (req.mode & 07777);
-    if (!root && !kill_only && !InGroup(c, z.gid)) z.mode &= ~uint32_t(S_ISGID);
+    if (chmod_drops_sgid) z.mode &= ~uint32_t(S_ISGID);
   }
   if (req.valid & (R::kUid | R::kGid)) {
     if (req.valid & R::kUid) z.uid = req.uid;
     if (req.valid & R::kGid) z.gid = req.gid;
-    if (!S_ISDIR(z.mode)) KillSuid(z);
+    z.mode &= ~killed_by_chown;
   }
   if (req.valid & R::kSize) {
     // The truncate is the one step that may read (the new last block, to
     // zero its tail), and it reads before it changes anything.
     if (Status st = Truncate(tx, *in, z, req.size); !st.ok()) return tx.Finish(st);
     z.mtime = now;
-    if (!root) KillSuid(z);
+    z.mode &= ~killed_by_truncate;
   }
   if (req.valid & R::kAtime) z.atime = req.atime;
   if (req.valid & R::kAtimeNow) z.atime = now;
@@ -246,6 +250,9 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
   const uint64_t end = off + len;
   const bool punch = flags & (kFallocPunchHole | kFallocZeroRange);
+  // Every mode clears setuid and setgid as a write does (Linux's
+  // file_modified in vfs_fallocate's filesystems).
+  const uint32_t killed = KilledByWrite(c, z);
   // Copy-on-write cannot reserve blocks ahead; a plain fallocate checks
   // that the range would fit now and extends the size.
   if (!punch) POOLFS_RETURN_IF_ERROR(ReserveSpace(end > z.size ? end - std::min(off, z.size) : 0));
@@ -260,7 +267,7 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
     const Timespec now = Now();
     if (punch) z.mtime = now;
     z.ctime = now;
-    if (c.uid != 0 && punch) KillSuid(z);
+    z.mode &= ~killed;
     return SaveZnode(tx, *in, *pins[0], z);
   };
   POOLFS_RETURN_IF_ERROR(tx.Finish(steps()));

@@ -7,6 +7,13 @@
 // all. When the kernel checks mode bits itself (default_permissions),
 // CheckAccess passes everything; ownership rules (chmod, chown, utimes,
 // sticky directories) are always ours.
+//
+// setuid and setgid go as Linux (6.x) clears them: a write, truncate or
+// fallocate by a caller other than root clears setuid, and setgid when the
+// group may execute or the caller is not in the file's group (setgid
+// without group execute stays for members: the mandatory-locking mark); a
+// chown of a non-directory clears setuid whoever asks and setgid under the
+// same condition, root counting as a member of every group.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,6 +58,23 @@ Status PosixFs::CheckAccess(const Creds& c, const ZnodePhys& z, int mask) const 
 Status PosixFs::CheckDirWrite(const Creds& c, const ZnodePhys& dir) const {
   if (dir.nlink == 0) return Status::NotFound("directory was removed");
   return CheckAccess(c, dir, W_OK | X_OK);
+}
+
+uint32_t PosixFs::KilledByWrite(const Creds& c, const ZnodePhys& z) const {
+  if (!S_ISREG(z.mode) || c.uid == 0) return 0;
+  uint32_t bits = z.mode & S_ISUID;
+  // Setgid without group execute is kept only for a member of the group
+  // (the supplementary groups are read only then).
+  if ((z.mode & S_ISGID) && ((z.mode & S_IXGRP) || !InGroup(c, z.gid))) bits |= S_ISGID;
+  return bits;
+}
+
+uint32_t PosixFs::KilledByChown(const Creds& c, const ZnodePhys& z) const {
+  if (S_ISDIR(z.mode)) return 0;
+  uint32_t bits = z.mode & S_ISUID;
+  if ((z.mode & S_ISGID) && ((z.mode & S_IXGRP) || (c.uid != 0 && !InGroup(c, z.gid))))
+    bits |= S_ISGID;
+  return bits;
 }
 
 Status PosixFs::CheckSticky(const Creds& c, const ZnodePhys& dir, const ZnodePhys& file) const {

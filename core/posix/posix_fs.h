@@ -195,6 +195,15 @@ class PosixFs final : public Filesystem {
   Status CheckSticky(const Creds& c, const ZnodePhys& dir, const ZnodePhys& file) const;
   // Changing entries of `dir`: write and search permission, not deleted.
   Status CheckDirWrite(const Creds& c, const ZnodePhys& dir) const;
+  // The setuid and setgid bits of `z` that a write, truncate or fallocate
+  // by `c` clears (Linux's setattr_should_drop_suidgid): on a regular file,
+  // setuid, and setgid when the group may execute or `c` is outside the
+  // file's group; nothing for root (CAP_FSETID).
+  uint32_t KilledByWrite(const Creds& c, const ZnodePhys& z) const;
+  // Those a chown by `c` clears (Linux's chown_common): on anything but a
+  // directory, setuid whoever asks, and setgid when the group may execute
+  // or `c` (not root) is outside the file's group before the change.
+  uint32_t KilledByChown(const Creds& c, const ZnodePhys& z) const;
   static Status CheckName(std::string_view name);
 
   // NoSpace unless about `bytes` more can be stored (posix_fs.cc);

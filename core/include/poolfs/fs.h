@@ -348,12 +348,12 @@ class Filesystem {
   virtual void Forget(uint64_t ino, uint64_t nlookup) = 0;
   virtual Result<Attr> GetAttr(uint64_t ino) = 0;
   // Applies `req`: chmod (owner or root; clears setgid for a non-member;
-  // a caller who may write a regular file may also clear exactly what a
+  // a caller who may write a regular file may also clear some of what a
   // write by it would clear, which is the chmod the kernel sends before a
   // write or truncate when the adapter cannot take FUSE_CAP_HANDLE_KILLPRIV),
   // chown (root; the owner may change the group to one of its groups;
-  // clears setuid, and setgid when group-executable, on a non-directory,
-  // as Linux does),
+  // clears setuid on a non-directory, and setgid when group-executable or
+  // when the caller, not root, is outside the file's group, as Linux does),
   // truncate (write permission, unless through a descriptor open for
   // writing: kOpenFile), utimes (owner, or write permission for "now").
   // Updates ctime. Returns the new attributes.
@@ -417,7 +417,9 @@ class Filesystem {
     return Status::Ok();
   }
   // Writes `data` at `off` (the caller resolves O_APPEND); clears setuid and
-  // setgid as Linux does for a write by a non-root caller; updates mtime and
+  // setgid as Linux does for a write by a non-root caller (setgid without
+  // group execute only when the caller is outside the file's group; so do
+  // a truncate and every Fallocate); updates mtime and
   // ctime. Returns the bytes written. FileTooLarge past the maximum size,
   // NoSpace when the pool is full.
   virtual Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off,

@@ -2,6 +2,7 @@
 // dates past 2038 and before 1970), permission checks, and the clearing of
 // setuid/setgid on write, truncate, chown and chmod.
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +115,66 @@ void SetidClearedByWrite(Sys& s) {
     o.Write(f, "z");
     o.Close(f);
     o.Stat("shared");
+  });
+}
+
+// Linux 6.x: a write, truncate or fallocate by a caller without CAP_FSETID
+// clears setgid also without group execute when the caller is not in the
+// file's group (root's files here, group 0), and a chown by such an owner
+// does too; a member of the group keeps it.
+void SetgidClearedForNonMembers(Sys& s) {
+  for (const char* name : {"w", "t", "ft", "fa", "keep", "punch"}) {
+    Touch(s, name, "some data", 0666);
+    s.Chmod(name, 02666);
+  }
+  Touch(s, "x", "some data", 0666);
+  s.Chmod("x", 02676);
+  Touch(s, "both", "some data", 0666);
+  s.Chmod("both", 06666);
+  s.AsOther("write, truncate and fallocate setgid files of a group it is not in", [](Sys& o) {
+    int f = o.Open("w", O_WRONLY);
+    o.Write(f, "y");
+    o.Close(f);
+    o.Truncate("t", 2);
+    f = o.Open("ft", O_RDWR);
+    o.Ftruncate(f, 3);
+    o.Close(f);
+    f = o.Open("fa", O_RDWR);
+    o.Fallocate(f, 0, 0, 8192);
+    o.Close(f);
+    f = o.Open("keep", O_RDWR);
+    o.Fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 65536);
+    o.Close(f);
+    f = o.Open("punch", O_RDWR);
+    o.Fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 2);
+    o.Close(f);
+    f = o.Open("x", O_WRONLY);
+    o.Write(f, "y");
+    o.Close(f);
+    f = o.Open("both", O_WRONLY);
+    o.Write(f, "y");
+    o.Close(f);
+  });
+  for (const char* name : {"w", "t", "ft", "fa", "keep", "punch", "x", "both"}) s.Stat(name);
+  // The caller's own file, of its own group: setgid without group execute stays.
+  Touch(s, "mine", "x");
+  s.Chmod("mine", 02644);
+  int fd = s.Open("mine", O_WRONLY);
+  s.Write(fd, "y");
+  s.Fallocate(fd, 0, 0, 4096);
+  s.Ftruncate(fd, 1);
+  s.Close(fd);
+  s.Stat("mine");
+  // An owner outside the file's group gives it to its own group (root
+  // makes it so: EPERM as a user).
+  s.Mkdir("o", 0777);
+  s.Chmod("o", 0777);
+  s.AsOther("own a file", [](Sys& o) { Touch(o, "o/theirs", "x", 0644); });
+  s.Chown("o/theirs", -1, 4243);
+  s.Chmod("o/theirs", 02745);
+  s.AsOther("chgrp from a group it is not in to its own", [](Sys& o) {
+    o.Chown("o/theirs", -1, getegid());
+    o.Stat("o/theirs");
   });
 }
 
@@ -269,6 +330,7 @@ void AddAttrScenarios(std::vector<Scenario>* out) {
   out->push_back({"chown_owners", ChownOwners});
   out->push_back({"setid_cleared_by_chown", SetidClearedByChown});
   out->push_back({"setid_cleared_by_write", SetidClearedByWrite});
+  out->push_back({"setgid_cleared_for_non_members", SetgidClearedForNonMembers});
   out->push_back({"setgid_dropped_by_chmod", SetgidDroppedByChmod});
   out->push_back({"setgid_directories", SetgidDirectories});
   out->push_back({"times_exact", TimesExact});
