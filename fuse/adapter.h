@@ -23,6 +23,8 @@
 
 namespace poolfs::fuse {
 
+class CacheNotifier;
+
 // What the handlers need: the filesystem and the reply timeouts.
 struct Adapter {
   Filesystem* fs = nullptr;
@@ -31,6 +33,9 @@ struct Adapter {
   double negative_timeout = 0;  // seconds it may cache "no such name"
   bool writeback_cache = false;
   bool keep_cache = true;  // page cache survives an open (only we change data)
+  // Drops what the kernel caches of a file's data (cache_notifier.h); set
+  // before the mount, like every field here but no_open.
+  CacheNotifier* notifier = nullptr;
   // The kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT):
   // OPEN and CREATE answer ENOSYS once, after which the kernel sends
   // neither, nor RELEASE (file_ops.cc says why). Set by Init.

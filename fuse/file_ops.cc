@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "adapter.h"
+#include "cache_notifier.h"
 
 namespace poolfs::fuse {
 namespace {
@@ -142,12 +143,20 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
   fuse_reply_iov(req, iov.data(), int(iov.size()));
 }
 
+// An O_DIRECT write (the flags come with every WRITE) may have raced a
+// reader that brought the old bytes into the page cache, which the kernel
+// does not drop when an asynchronous direct write completes
+// (cache_notifier.h): the attributes are dropped before the reply, so the
+// next read sees the new mtime and drops the pages, and the range after it.
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
-           fuse_file_info*) {
-  Result<size_t> n =
-      AdapterOf(req).fs->Write(CredsOf(req), ino, uint64_t(off), std::string_view(buf, size));
+           fuse_file_info* fi) {
+  const Adapter& ad = AdapterOf(req);
+  Result<size_t> n = ad.fs->Write(CredsOf(req), ino, uint64_t(off), std::string_view(buf, size));
   if (!n.ok()) return ReplyStatus(req, n.status(), "write", ino);
+  const bool direct = (fi->flags & O_DIRECT) && !fi->writepage && ad.notifier != nullptr;
+  if (direct) ad.notifier->InvalidateAttributes(ino);
   fuse_reply_write(req, *n);
+  if (direct) ad.notifier->Post(ino, off, int64_t(*n), {});
 }
 
 void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "adapter.h"
+#include "cache_notifier.h"
 #include "poolfs/mutex.h"
 
 extern char** environ;
@@ -98,6 +99,8 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(Filesystem* fs, const Fuse
     return Status::InvalidArgument("FUSE session with options '" + opts + "' refused" +
                                    TakeLastFuseError());
   }
+  server->notifier_ = std::make_unique<CacheNotifier>(server->session_);
+  server->adapter_->notifier = server->notifier_.get();
   if (fuse_session_mount(server->session_, options.mountpoint.c_str()) != 0) {
     return Status::IOError("mounting on " + options.mountpoint + " failed" + TakeLastFuseError());
   }
@@ -117,6 +120,7 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(Filesystem* fs, const Fuse
 FuseServer::~FuseServer() {
   if (session_ == nullptr) return;
   adapter_->fs->SetEntryInvalidator({});
+  if (notifier_) notifier_->Stop();
   if (mounted_) fuse_session_unmount(session_);
   fuse_session_destroy(session_);
 }
@@ -134,6 +138,9 @@ Status FuseServer::Run() {
     rc = fuse_session_loop_mt(session_, cfg);
     fuse_loop_cfg_destroy(cfg);
   }
+  // What the workers handed the notifier is done (its replies sent, to a
+  // connection that may be gone) while the session's descriptor is open.
+  notifier_->Stop();
   // The connection is gone (or the loop failed): release the mount point.
   fuse_session_unmount(session_);
   mounted_ = false;

@@ -36,7 +36,9 @@
 // create costs the daemon more CPU and the create rate is the lowest of
 // the settings tests/mount/measure_create_rate.sh compares. There is no
 // FLUSH handler (a round trip per close for nothing) and open files keep
-// their page cache across opens.
+// their page cache across opens. What the kernel cannot see coming (pages
+// read while an asynchronous direct write was in flight) a thread of the
+// server's drops (CacheNotifier, cache_notifier.h).
 //
 // Ending. The mount ends when the kernel's connection ends: `fusermount3
 // -u`, umount(8), or RequestUnmount (a lazy unmount, as `fusermount3 -u
@@ -60,6 +62,7 @@ struct fuse_session;
 namespace poolfs::fuse {
 
 struct Adapter;
+class CacheNotifier;
 
 struct FuseOptions {
   // See "The worker count" and "Caching" above for why.
@@ -114,6 +117,7 @@ class FuseServer {
 
   FuseOptions options_;
   std::unique_ptr<Adapter> adapter_;
+  std::unique_ptr<CacheNotifier> notifier_;  // stopped once the loop has ended
   fuse_session* session_ = nullptr;
   bool mounted_ = false;
 };

@@ -54,6 +54,17 @@ std::optional<Status> FakeFilesystem::Injected(const std::string& op) {
   return st;
 }
 
+void FakeFilesystem::HoldWrites(bool hold) {
+  std::lock_guard l(hold_mu_);
+  hold_writes_ = hold;
+  hold_cv_.notify_all();
+}
+
+void FakeFilesystem::WaitForHeldWrites(uint64_t n) {
+  std::unique_lock l(hold_mu_);
+  hold_cv_.wait(l, [&] { return held_writes_ >= n; });
+}
+
 uint64_t FakeFilesystem::LookupCount(uint64_t ino) {
   std::lock_guard l(mu_);
   auto it = nodes_.find(ino);
@@ -285,6 +296,15 @@ Result<size_t> FakeFilesystem::Read(uint64_t ino, uint64_t off, std::span<char> 
 
 Result<size_t> FakeFilesystem::Write(const Creds&, uint64_t ino, uint64_t off,
                                      std::string_view data) {
+  {
+    std::unique_lock h(hold_mu_);
+    if (hold_writes_) {
+      held_writes_++;
+      hold_cv_.notify_all();
+      hold_cv_.wait(h, [&] { return !hold_writes_; });
+      held_writes_--;
+    }
+  }
   std::lock_guard l(mu_);
   FAKE_INJECT("write");
   POOLFS_ASSIGN_OR_RETURN(Node * n, Get(ino));

@@ -4,11 +4,13 @@
 // It keeps every inode in one map under one mutex: names, data, symlink
 // targets, xattrs and lookup counts, with no permission checks. A test can
 // make the next calls of one kind fail with a chosen Status (FailNext) to
-// see how an error reaches the caller through the kernel.
+// see how an error reaches the caller through the kernel, and hold writes
+// back (HoldWrites) to see what the kernel does while one is in flight.
 //
 // Thread safety: every member may be called from any thread.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -28,6 +30,11 @@ class FakeFilesystem : public Filesystem {
   void FailNext(const std::string& op, Status st);
   // Calls of operation `op` so far (names as for FailNext).
   uint64_t Calls(const std::string& op);
+  // While held, Write waits before it changes anything (releasing lets
+  // every waiting one go on).
+  void HoldWrites(bool hold);
+  // Returns once `n` writes wait at the hold.
+  void WaitForHeldWrites(uint64_t n);
   // Lookup references the kernel holds on `ino` (0 once all forgotten).
   uint64_t LookupCount(uint64_t ino);
   uint64_t fsyncs();
@@ -90,6 +97,10 @@ class FakeFilesystem : public Filesystem {
 
   std::mutex mu_;
   std::map<uint64_t, Node> nodes_;
+  std::mutex hold_mu_;  // the write hold; never taken with mu_
+  std::condition_variable hold_cv_;
+  bool hold_writes_ = false;
+  uint64_t held_writes_ = 0;
   std::map<std::string, Status> failures_;
   std::map<std::string, uint64_t> calls_;
   uint64_t next_ino_ = 2;
