@@ -279,11 +279,29 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   // Freed blocks become free only as later txgs sync (the deferral, and the
   // MOS sync's late frees): an idle pool syncs empty txgs until none wait.
   p->txgs_->SetPendingWork([raw] {
-    if (raw->space_->Stats().deferred > 0) return true;
+    const space::SpaceStats s = raw->space_->Stats();
+    // Held space waits for its holder (a scrub), then for one sync.
+    if (s.deferred > s.held || (s.held > 0 && !raw->space_->reuse_held())) return true;
     util::MutexLock l(&raw->mu_);
     return !raw->dir_.deferred_frees.empty();
   });
   p->txgs_->Start();
+  ScrubHooks hooks;
+  hooks.zio = p->zio_.get();
+  hooks.space = p->space_.get();
+  hooks.roots = [raw] {
+    util::MutexLock l(&raw->mu_);
+    return raw->synced_roots_;
+  };
+  hooks.save = [raw](const ScrubPhys& state) { raw->SaveScrub(state); };
+  hooks.io_bytes = [raw] { return raw->zio_->bytes_read() + raw->zio_->bytes_written(); };
+  ScrubPhys scrub_state;
+  {
+    util::MutexLock l(&p->mu_);
+    scrub_state = p->dir_.scrub;
+  }
+  p->scrub_ = std::make_unique<Scrub>(std::move(hooks), std::move(scrub_state));
+  if (p->zio_->repairs_on()) p->scrub_->Resume();  // a scrub running at export goes on
   return p;
 }
 
@@ -325,12 +343,17 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
   }
   for (auto& [id, ds] : datasets_) ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));
   dir_ = std::move(dir);
+  synced_roots_ = {ub.txg, mos_root, {}};
+  for (const DatasetEntry& e : dir_.datasets) synced_roots_.datasets.emplace_back(e.id, e.root);
+  std::sort(synced_roots_.datasets.begin(), synced_roots_.datasets.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   return Status::Ok();
 }
 
 Status Pool::Export() {
   if (exported_) return Status::Ok();
   exported_ = true;
+  if (scrub_) scrub_->Halt();  // its state is in the directory: it resumes at the next import
   if (read_ahead_) read_ahead_->Stop();  // no read in flight when the files close
   Status st = txgs_ ? txgs_->Stop() : Status::Ok();
   txgs_.reset();
@@ -385,5 +408,32 @@ PoolStats Pool::Stats() const {
   if (read_ahead_) s.read_ahead = read_ahead_->Stats();
   return s;
 }
+
+void Pool::SaveScrub(const ScrubPhys& state) {
+  // With the next txg: a Tx of its own makes one (the pool may be idle).
+  dmu::Tx tx(txgs_.get());
+  if (!tx.Assign().ok()) return;  // suspended or exporting: it stays in memory
+  {
+    util::MutexLock l(&mu_);
+    dir_.scrub = state;
+    dir_dirty_ = true;
+  }
+  tx.Dirtied(4096);
+  tx.Commit();
+}
+
+Status Pool::StartScrub() {
+  if (!zio_->repairs_on())
+    return Status(
+        StatusCode::kReadOnly,
+        "pool '" + config_.name + "' is imported read-only: a scrub repairs what it finds");
+  return scrub_->Start(txgs_->open_txg());
+}
+
+Status Pool::StopScrub() { return scrub_->Stop(); }
+
+ScrubPhys Pool::ScrubStatus() const { return scrub_->status(); }
+
+uint64_t Pool::scrub_rounds() const { return scrub_->rounds(); }
 
 }  // namespace poolfs::core::pool

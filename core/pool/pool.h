@@ -111,6 +111,7 @@
 #include "dmu/objset.h"
 #include "pool/dataset_props.h"
 #include "pool/pool_phys.h"
+#include "pool/scrub.h"
 #include "poolfs/options.h"
 #include "poolfs/status.h"
 #include "space/allocator.h"
@@ -359,6 +360,16 @@ class Pool {
   PoolStats Stats() const EXCLUDES(mu_);
   // The recent syncs and sync and I/O totals (pool_sync.cc).
   PoolSyncStats SyncStats() const EXCLUDES(sync_stats_mu_);
+
+  // Scrub (scrub.h): starts one over the whole pool (AlreadyExists while
+  // one runs; ReadOnly on a read-only import), stops it (NotFound when none
+  // runs), and its state, which the pool directory keeps across imports (a
+  // scrub running at export resumes at the next import).
+  Status StartScrub();
+  Status StopScrub();
+  ScrubPhys ScrubStatus() const;
+  // Rounds of the running scrub since it started or resumed (tests).
+  uint64_t scrub_rounds() const;
   // The txg of the uberblock this import opened: the pool's state as it
   // was found on disk (after a crash, the txg it fell back to). Txg(0) for
   // a pool being created.
@@ -427,6 +438,8 @@ class Pool {
   // The effective properties of `ds` and its descendants.
   std::vector<std::pair<uint64_t, DatasetProps>> SubtreeProps(Dataset* ds) const REQUIRES(mu_);
   Status WriteUberblocks(Txg t, const zio::BlockPtr& mos_root);
+  // Stores the scrub's state with the next txg (Scrub's save hook).
+  void SaveScrub(const ScrubPhys& state) EXCLUDES(mu_);
 
   PoolConfig config_;
   std::vector<vdev::BlockDevice*> devs_;
@@ -452,6 +465,7 @@ class Pool {
   std::unique_ptr<dmu::ReadAhead> read_ahead_;
   std::unique_ptr<dmu::ObjectSet> mos_;
   std::unique_ptr<txg::TxgManager> txgs_;
+  std::unique_ptr<Scrub> scrub_;  // after txgs_, which its saves use
   bool exported_ = false;
   Txg imported_txg_;
   std::atomic<uint32_t> mos_passes_last_{0};
@@ -463,7 +477,8 @@ class Pool {
   uint64_t sync_ns_total_ GUARDED_BY(sync_stats_mu_) = 0;
 
   mutable util::Mutex mu_;
-  PoolDirectory dir_ GUARDED_BY(mu_);  // dataset roots as of the last sync
+  PoolDirectory dir_ GUARDED_BY(mu_);         // dataset roots as of the last sync
+  SyncedRoots synced_roots_ GUARDED_BY(mu_);  // the last synced txg's tree (scrub)
   // Every dataset by id: the live ones and those destroyed in a txg not yet
   // synced.
   std::map<uint64_t, std::unique_ptr<Dataset>> datasets_ GUARDED_BY(mu_);

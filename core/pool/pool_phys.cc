@@ -4,6 +4,7 @@
 #include <set>
 
 #include "pool/dataset_props.h"
+#include "util/check.h"
 #include "util/endian.h"
 
 namespace poolfs::core::pool {
@@ -13,8 +14,10 @@ constexpr uint64_t kConfigMagic = 0x31464e4f43534650ull;  // "PFSCONF1"
 constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // Version 2 adds the deferred frees (their count where version 1 has a
 // reserved zero); version 3 the dataset tree (parents, creation times,
-// properties). Versions 1 and 2 are still read.
-constexpr uint32_t kDirVersion = 3;
+// properties); version 4 the scrub record. Versions 1 to 3 are still read.
+constexpr uint32_t kDirVersion = 4;
+constexpr size_t kScrubFixed = 104;  // the scrub record before its errors
+constexpr size_t kScrubErrorSize = 32;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -165,8 +168,72 @@ std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
     zio::EncodeBlockPtr(bp, b, format);
     s.append(reinterpret_cast<char*>(b), bp_size);
   }
+  const ScrubPhys& sc = d.scrub;
+  POOLFS_CHECK_LE(sc.error_list.size(), ScrubPhys::kMaxErrors);
+  s.push_back(char(sc.state));
+  s.append(3, '\0');
+  util::AppendLE32(&s, uint32_t(sc.error_list.size()));
+  for (uint64_t v : {sc.start_txg, uint64_t(sc.start_time), uint64_t(sc.end_time), sc.objset,
+                     sc.object, sc.blkid, sc.examined, sc.total, sc.blocks, sc.repaired, sc.errors})
+    util::AppendLE64(&s, v);
+  for (const ScrubError& e : sc.error_list) {
+    util::AppendLE64(&s, e.objset);
+    util::AppendLE64(&s, e.object);
+    util::AppendLE64(&s, e.blkid);
+    s.push_back(char(e.level));
+    s.append(7, '\0');
+  }
   return s;
 }
+
+namespace {
+
+Status DecodeScrub(Reader& r, ScrubPhys* sc) {
+  const uint8_t* head = r.Raw(4);
+  uint32_t count;
+  if (head == nullptr || !r.U32(&count)) return r.Bad("the scrub record is truncated");
+  if (head[0] > uint8_t(ScrubPhys::State::kStopped))
+    return r.Bad("the scrub record has unknown state " + std::to_string(head[0]));
+  if (head[1] != 0 || head[2] != 0 || head[3] != 0)
+    return r.Bad("the scrub record has nonzero reserved bytes");
+  if (count > ScrubPhys::kMaxErrors)
+    return r.Bad("the scrub record lists " + std::to_string(count) + " errors (at most " +
+                 std::to_string(ScrubPhys::kMaxErrors) + ")");
+  sc->state = ScrubPhys::State(head[0]);
+  uint64_t v[11];
+  for (uint64_t& x : v)
+    if (!r.U64(&x)) return r.Bad("the scrub record is truncated");
+  sc->start_txg = v[0];
+  sc->start_time = int64_t(v[1]);
+  sc->end_time = int64_t(v[2]);
+  sc->objset = v[3];
+  sc->object = v[4];
+  sc->blkid = v[5];
+  sc->examined = v[6];
+  sc->total = v[7];
+  sc->blocks = v[8];
+  sc->repaired = v[9];
+  sc->errors = v[10];
+  if (sc->errors < count)
+    return r.Bad("the scrub record counts " + std::to_string(sc->errors) + " errors and lists " +
+                 std::to_string(count));
+  for (uint32_t i = 0; i < count; i++) {
+    ScrubError e;
+    const uint8_t* tail;
+    if (!r.U64(&e.objset) || !r.U64(&e.object) || !r.U64(&e.blkid) || !(tail = r.Raw(8)))
+      return r.Bad("scrub error " + std::to_string(i) + " is truncated");
+    e.level = tail[0];
+    for (int k = 1; k < 8; k++)
+      if (tail[k] != 0)
+        return r.Bad("scrub error " + std::to_string(i) + " has nonzero reserved bytes");
+    sc->error_list.push_back(e);
+  }
+  if (sc->state == ScrubPhys::State::kNone && !(*sc == ScrubPhys{}))
+    return r.Bad("the scrub record says no scrub ran but is not empty");
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat format) {
   Reader r(in, "pool directory");
@@ -281,6 +348,7 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
     if (b.IsHole()) return r.Bad(what + " is a hole");
     d.deferred_frees.push_back(b);
   }
+  if (version >= 4) POOLFS_RETURN_IF_ERROR(DecodeScrub(r, &d.scrub));
   if (!r.done()) return r.Bad("trailing bytes");
   return d;
 }

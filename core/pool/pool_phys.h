@@ -8,7 +8,7 @@
 //        informational)
 //
 //   PoolDirectory (the data of MOS object 1, inside checksummed blocks)
-//     0  u64 magic "PFSPDIR1"   8 u32 version (3; 1 and 2 are read too)
+//     0  u64 magic "PFSPDIR1"   8 u32 version (4; 1 to 3 are read too)
 //     12 u32 deferred free count (version 1: reserved, zero)
 //     16 u64 next dataset id    24 u32 dataset count   28 u32 space map count
 //     32 datasets, each (version 3):
@@ -30,6 +30,13 @@
 //     then space maps, each: u32 vdev, u32 reserved (zero), u64 metaslab,
 //        u64 MOS object id
 //     then deferred frees, each a block pointer (never a hole)
+//     then (version 4) the scrub record: u8 state (0 none, 1 running,
+//        2 finished, 3 stopped), 3 B reserved, u32 error count (<= 32),
+//        u64 start txg, i64 start time, i64 end time, u64 objset, u64
+//        object, u64 block (the bookmark), u64 examined, u64 total, u64
+//        blocks, u64 repaired, u64 errors (>= the count), then per listed
+//        error: u64 objset, u64 object, u64 block, u8 level, 7 B reserved;
+//        state 0: everything else zero
 //
 //   Root payload (the first 64 or 128 of the uberblock's 512 opaque bytes,
 //   by the pool's format): the MOS root block pointer; the rest is zero.
@@ -91,6 +98,34 @@ struct SpaceMapEntry {
   uint64_t object = 0;
 };
 
+// The scrub's state (scrub.h), kept in the pool directory from version 4.
+struct ScrubError {
+  uint64_t objset = 0;  // 0: the MOS; else a dataset id
+  uint64_t object = 0;  // 0: the metadnode (or the root block, level 255)
+  uint64_t blkid = 0;
+  uint8_t level = 0;
+  bool operator==(const ScrubError&) const = default;
+};
+
+struct ScrubPhys {
+  enum class State : uint8_t { kNone = 0, kRunning = 1, kFinished = 2, kStopped = 3 };
+  static constexpr size_t kMaxErrors = 32;  // errors listed; `errors` counts them all
+  State state = State::kNone;
+  uint64_t start_txg = 0;
+  int64_t start_time = 0;  // seconds since the epoch
+  int64_t end_time = 0;    // 0 while running
+  // Where the walk goes on: everything before (objset, object, blkid) is
+  // done (objset 0 is the MOS, walked first; then datasets by id).
+  uint64_t objset = 0, object = 0, blkid = 0;
+  uint64_t examined = 0;  // stored bytes read (every copy)
+  uint64_t total = 0;     // allocated bytes of the pool when it started
+  uint64_t blocks = 0;
+  uint64_t repaired = 0;               // bad copies rewritten from good ones
+  uint64_t errors = 0;                 // blocks no copy of which verifies
+  std::vector<ScrubError> error_list;  // the first kMaxErrors of them
+  bool operator==(const ScrubPhys&) const = default;
+};
+
 struct PoolDirectory {
   uint64_t next_dataset_id = 1;
   std::vector<DatasetEntry> datasets;
@@ -98,6 +133,7 @@ struct PoolDirectory {
   // Blocks the MOS sync of this txg freed from its second pass on: still
   // allocated in the space maps, freed by the next txg's sync (pool.h).
   std::vector<zio::BlockPtr> deferred_frees;
+  ScrubPhys scrub;  // version 4
 };
 
 // Block pointers in the directory are in the pool's format.

@@ -280,6 +280,14 @@ Status Pool::SyncTxg(Txg t) {
   // 3. Everything of t on disk, then the uberblock that makes t the pool.
   POOLFS_RETURN_IF_ERROR(zio_->FlushAll());
   POOLFS_RETURN_IF_ERROR(WriteUberblocks(t, mos_root));
+  {
+    // The tree a scrub round walks from now on.
+    util::MutexLock l(&mu_);
+    synced_roots_ = {t, mos_root, {}};
+    for (const DatasetEntry& e : dir_.datasets) synced_roots_.datasets.emplace_back(e.id, e.root);
+    std::sort(synced_roots_.datasets.begin(), synced_roots_.datasets.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   // 4. t is durable: release what waited for it.
   space_->SyncDone(t);
   mos_->SyncDone(t);

@@ -258,8 +258,9 @@ size_t SpaceManager::Sync(Txg txg, const std::function<void(const Metaslab&)>& c
 }
 
 void SpaceManager::SyncDone(Txg txg) {
+  const bool hold = reuse_holds_.load(std::memory_order_acquire) > 0;
   for (auto& g : groups_)
-    for (size_t i = 0; i < g->count(); i++) g->metaslab(i).SyncDone(txg);
+    for (size_t i = 0; i < g->count(); i++) g->metaslab(i).SyncDone(txg, hold);
 }
 
 SpaceStats SpaceManager::Stats() const {
@@ -272,6 +273,7 @@ SpaceStats SpaceManager::Stats() const {
       s.allocated += m.allocated;
       s.free += m.free;
       s.deferred += m.deferred;
+      s.held += m.held;
       s.segments += m.segments;
       s.metaslabs++;
     }

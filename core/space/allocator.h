@@ -41,6 +41,7 @@
 // then group mutex, then metaslab mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,7 +112,8 @@ struct SpaceStats {
   uint64_t capacity = 0;
   uint64_t allocated = 0;
   uint64_t free = 0;
-  uint64_t deferred = 0;
+  uint64_t deferred = 0;  // held included
+  uint64_t held = 0;      // past its deferral, held back (HoldReuse)
   uint64_t metaslabs = 0;
   uint64_t segments = 0;
 };
@@ -149,8 +151,17 @@ class SpaceManager {
   // `changed` for each metaslab whose map changed (to be stored). Returns
   // how many changed.
   size_t Sync(Txg txg, const std::function<void(const Metaslab&)>& changed);
-  // Ends txg: deferred frees of txg-2 become allocatable. CHECKs accounting.
+  // Ends txg: deferred frees of txg-2 become allocatable (not while reuse
+  // is held back: see HoldReuse). CHECKs accounting.
   void SyncDone(Txg txg);
+  // While a HoldReuse is in effect (they nest), no freed block becomes
+  // allocatable: every block of a tree of a synced txg stays as it is, so
+  // a reader of that tree (scrub) never meets bytes written since. Freed
+  // space keeps counting as deferred, and returns at the first SyncDone
+  // after the last ReleaseReuse.
+  void HoldReuse() { reuse_holds_.fetch_add(1, std::memory_order_acq_rel); }
+  void ReleaseReuse() { reuse_holds_.fetch_sub(1, std::memory_order_acq_rel); }
+  bool reuse_held() const { return reuse_holds_.load(std::memory_order_acquire) > 0; }
 
   // Sums over every metaslab; CHECKs allocated + free + deferred = capacity.
   SpaceStats Stats() const;
@@ -177,6 +188,7 @@ class SpaceManager {
   std::vector<std::unique_ptr<AllocatorState>> allocators_;
   // The copy allocators: set c - 1 for copy c, allocator_count() each.
   std::vector<std::unique_ptr<AllocatorState>> copy_allocators_;
+  std::atomic<int> reuse_holds_{0};
 };
 
 }  // namespace poolfs::core::space

@@ -19,6 +19,7 @@ Metaslab::Metaslab(uint32_t vdev, uint64_t index, uint64_t start, uint64_t size,
       frees_{MakeTree(false), MakeTree(false), MakeTree(false), MakeTree(false)},
       frees_unsynced_{MakeTree(false), MakeTree(false), MakeTree(false), MakeTree(false)},
       defer_{MakeTree(false), MakeTree(false)},
+      held_(MakeTree(false)),
       map_(SpaceMapGeometry{start, size, shift}) {
   policy_.max_search = options.df_max_search;
   util::MutexLock l(&mu_);
@@ -38,8 +39,8 @@ Status Metaslab::Load(std::string_view space_map) {
   uint64_t record = 0;
   Status st;
   if (!space_map.empty()) {
-    auto resumed = SpaceMapWriter::Resume(
-        geometry(), std::string(space_map), [&](const SmEntry& e) {
+    auto resumed =
+        SpaceMapWriter::Resume(geometry(), std::string(space_map), [&](const SmEntry& e) {
           Status s = e.type == SmType::kAlloc ? tree->TryRemove(e.offset, e.length)
                                               : tree->TryAdd(e.offset, e.length);
           record++;
@@ -142,11 +143,13 @@ bool Metaslab::Sync(Txg txg) {
   return changed;
 }
 
-void Metaslab::SyncDone(Txg txg) {
+void Metaslab::SyncDone(Txg txg, bool hold) {
   util::MutexLock l(&mu_);
-  POOLFS_CHECK_EQ(frees_unsynced_[txg.value() % kTxgSize].space(), 0u);  // every free reached the map
+  POOLFS_CHECK_EQ(frees_unsynced_[txg.value() % kTxgSize].space(),
+                  0u);  // every free reached the map
   RangeTree32& ready = defer_[txg.value() % kTxgDeferSize];
-  RangeTree32* free_tree = &allocatable_;
+  RangeTree32* free_tree = hold ? &held_ : &allocatable_;
+  if (!hold) held_.Vacate([&](const Range& r) { free_tree->Add(r.offset, r.length); });
   ready.Vacate([&](const Range& r) { free_tree->Add(r.offset, r.length); });
   frees_[txg.value() % kTxgSize].Vacate([&](const Range& r) { ready.Add(r.offset, r.length); });
   UpdateWeight();
@@ -175,6 +178,7 @@ MetaslabStats Metaslab::Stats() const {
   s.allocated = allocated_;
   s.free = allocatable_.space();
   s.deferred = DeferredBytes();
+  s.held = held_.space();
   s.segments = allocatable_.segment_count();
   s.largest = weight();
   return s;
@@ -189,11 +193,10 @@ Status Metaslab::Verify() const {
   util::MutexLock l(&mu_);
   POOLFS_RETURN_IF_ERROR(allocatable_.Verify().WithContext("metaslab " + std::to_string(index_)));
   if (allocated_ + allocatable_.space() + DeferredBytes() != size_)
-    return Status::Corruption("metaslab " + std::to_string(index_) + ": allocated " +
-                              std::to_string(allocated_) + " + free " +
-                              std::to_string(allocatable_.space()) + " + deferred " +
-                              std::to_string(DeferredBytes()) + " != size " +
-                              std::to_string(size_));
+    return Status::Corruption(
+        "metaslab " + std::to_string(index_) + ": allocated " + std::to_string(allocated_) +
+        " + free " + std::to_string(allocatable_.space()) + " + deferred " +
+        std::to_string(DeferredBytes()) + " != size " + std::to_string(size_));
   return Status::Ok();
 }
 
@@ -212,7 +215,7 @@ uint64_t Metaslab::DeferredBytes() const {
   uint64_t d = 0;
   for (const auto& t : frees_) d += t.space();
   for (const auto& t : defer_) d += t.space();
-  return d;
+  return d + held_.space();
 }
 
 void Metaslab::CheckAccountingLocked() const {
@@ -236,6 +239,7 @@ void Metaslab::Condense(Txg txg) {
   auto add = [&](const Range& r) { free_now.Add(r.offset, r.length); };
   allocatable_.ForEach(add);
   for (const auto& t : defer_) t.ForEach(add);
+  held_.ForEach(add);
   frees_[txg.value() % kTxgSize].ForEach(add);
   for (int i = 0; i < kTxgSize; i++)
     if (uint64_t(i) != txg.value() % kTxgSize) allocs_[i].ForEach(add);

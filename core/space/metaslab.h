@@ -25,6 +25,9 @@
 //                condensed form
 //   SyncDone(T)  returns defer_[T % 2] (freed in T-2) to the free tree, then
 //                moves frees_[T % 4] into defer_[T % 2]
+// While the owner holds back reuse (SyncDone's `hold`: a scrub reading a
+// tree of an earlier txg), what would become free waits in `held_`, still
+// deferred, and joins the free tree at the first SyncDone without it.
 // After Sync(T) the map's net allocated bytes must equal what was allocated
 // as of T; that too is CHECKed.
 //
@@ -61,7 +64,8 @@ struct MetaslabStats {
   uint64_t size = 0;
   uint64_t allocated = 0;
   uint64_t free = 0;
-  uint64_t deferred = 0;
+  uint64_t deferred = 0;  // held included
+  uint64_t held = 0;      // past its deferral, held back (SyncDone's hold)
   uint64_t segments = 0;
   uint64_t largest = 0;
 };
@@ -104,8 +108,10 @@ class Metaslab {
   // the txg allocated and freed since the last. Condenses only on the first
   // call of a txg.
   bool Sync(Txg txg) EXCLUDES(mu_);
-  // Ends txg: frees of txg-2 become allocatable; frees of txg start waiting.
-  void SyncDone(Txg txg) EXCLUDES(mu_);
+  // Ends txg: frees of txg-2 become allocatable (with `hold`, they stay
+  // deferred, and become allocatable at the first SyncDone without it);
+  // frees of txg start waiting.
+  void SyncDone(Txg txg, bool hold = false) EXCLUDES(mu_);
 
   // The encoded space map, as of the last Sync.
   std::string space_map() const EXCLUDES(mu_);
@@ -154,6 +160,7 @@ class Metaslab {
   std::array<RangeTree32, kTxgSize> frees_unsynced_ GUARDED_BY(mu_);
   uint64_t map_generation_ GUARDED_BY(mu_) = 0;
   std::array<RangeTree32, kTxgDeferSize> defer_ GUARDED_BY(mu_);
+  RangeTree32 held_ GUARDED_BY(mu_);  // past their deferral, held back (SyncDone)
   DfCursors cursors_ GUARDED_BY(mu_){};
   uint64_t allocated_ GUARDED_BY(mu_) = 0;
   SpaceMapWriter map_ GUARDED_BY(mu_);
