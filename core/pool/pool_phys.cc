@@ -16,8 +16,6 @@ constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // reserved zero); version 3 the dataset tree (parents, creation times,
 // properties); version 4 the scrub record. Versions 1 to 3 are still read.
 constexpr uint32_t kDirVersion = 4;
-constexpr size_t kScrubFixed = 104;  // the scrub record before its errors
-constexpr size_t kScrubErrorSize = 32;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -321,10 +319,14 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
     // Up to the root or to a dataset known to reach it; each id is walked
     // from once, so the whole check costs the number of datasets.
     std::set<uint64_t> path = {e.id};
-    for (uint64_t at = e.parent; at != 0 && !reaches_root.count(at);
-         at = d.datasets[by_id.at(at)].parent) {
+    for (uint64_t at = e.parent; at != 0 && !reaches_root.count(at);) {
       if (!path.insert(at).second)
         return r.Bad(what + " is its own ancestor or below a cycle of parents");
+      // An ancestor's own parent may not have been looked at yet.
+      auto it = by_id.find(at);
+      if (it == by_id.end())
+        return r.Bad(what + " has an ancestor with unknown parent " + std::to_string(at));
+      at = d.datasets[it->second].parent;
     }
     reaches_root.insert(path.begin(), path.end());
   }

@@ -653,7 +653,8 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
     int width;
   };
   std::vector<Patch> patches = {{"magic", 0, 1, 8},
-                                {"version-4", 8, 4, 4},
+                                {"version-5", 8, 5, 4},
+                                {"version-3-with-scrub", 8, 3, 4},
                                 {"reserved", 12, 1, 4},
                                 {"next-id-1", 16, 1, 8},
                                 {"datasets-huge", 24, 0xffffffff, 4},
@@ -690,6 +691,34 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   Write(to + "directory-bad-deferred-hole", ds + bad);
   Write(to + "directory-bad-deferred-truncated", ds + dd.substr(0, dd.size() - 10));
   Write(to + "directory-bad-v1-deferred", ds + Patched(dd, 8, 1, 4));
+  // The scrub record (version 4): a running scrub with two of its five
+  // errors listed, and the ways the record goes wrong.
+  pool::PoolDirectory scrubbed = two;
+  pool::ScrubPhys& sc = scrubbed.scrub;
+  sc.state = pool::ScrubPhys::State::kRunning;
+  sc.start_txg = 7;
+  sc.start_time = 1700000000;
+  sc.objset = second.id;
+  sc.object = 33;
+  sc.blkid = 4;
+  sc.examined = 1 << 20;
+  sc.total = 8 << 20;
+  sc.blocks = 300;
+  sc.repaired = 2;
+  sc.errors = 5;
+  sc.error_list = {{0, 5, 0, 0}, {second.id, 40, 9, 1}};
+  const std::string sd = pool::EncodePoolDirectory(scrubbed, f);
+  Write(to + "directory-scrub", ds + sd);
+  const size_t rec = sd.size() - (8 + 11 * 8 + 2 * 32);  // where the record starts
+  Write(to + "directory-bad-scrub-state", ds + Patched(sd, rec, 9, 1));
+  Write(to + "directory-bad-scrub-reserved", ds + Patched(sd, rec + 1, 1, 1));
+  Write(to + "directory-bad-scrub-count", ds + Patched(sd, rec + 4, 33, 4));
+  Write(to + "directory-bad-scrub-errors-below-list", ds + Patched(sd, rec + 8 + 10 * 8, 1, 8));
+  Write(to + "directory-bad-scrub-error-reserved", ds + Patched(sd, sd.size() - 1, 1, 1));
+  Write(to + "directory-bad-scrub-truncated", ds + sd.substr(0, sd.size() - 5));
+  pool::PoolDirectory none_but = two;
+  none_but.scrub.examined = 1;  // state none with a counter: refused
+  Write(to + "directory-bad-scrub-none", ds + pool::EncodePoolDirectory(none_but, f));
   // Two children of tank named alike.
   pool::PoolDirectory three = two;
   pool::DatasetEntry third = second;

@@ -65,7 +65,7 @@ bool SameConfig(const pool::PoolConfig& a, const pool::PoolConfig& b) {
 bool SameDirectory(const pool::PoolDirectory& a, const pool::PoolDirectory& b) {
   if (a.next_dataset_id != b.next_dataset_id || a.datasets.size() != b.datasets.size() ||
       a.space_maps.size() != b.space_maps.size() ||
-      a.deferred_frees.size() != b.deferred_frees.size())
+      a.deferred_frees.size() != b.deferred_frees.size() || !(a.scrub == b.scrub))
     return false;
   for (size_t i = 0; i < a.deferred_frees.size(); i++)
     if (!(a.deferred_frees[i] == b.deferred_frees[i])) return false;
@@ -143,12 +143,13 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
     if (bp.IsHole()) Fail("decoded deferred free", "a hole");
     CheckPointer(bp, format, "decoded deferred free");
   }
-  // A version 1 or 2 directory is written back as version 3, with the same
-  // content.
+  // A directory of an older version (1 to 3) is written back as version 4,
+  // with the same content.
   const std::string again_bytes = pool::EncodePoolDirectory(*d, format);
   if (again_bytes != in) {
     Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes, format);
-    if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 || (in[8] != 1 && in[8] != 2))
+    if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 ||
+        (in[8] != 1 && in[8] != 2 && in[8] != 3))
       Fail("directory re-encodes to other bytes", "");
   }
 }

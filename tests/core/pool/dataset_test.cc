@@ -460,6 +460,10 @@ TEST_CASE("The pool directory decoder refuses a damaged dataset tree, saying wha
   d.datasets[2].parent = 9;
   refused(d, "unknown parent 9");
   d = SampleDirectory();
+  d.datasets[1].parent = 9;  // home's parent unknown, met first as alice's ancestor
+  std::swap(d.datasets[1], d.datasets[2]);
+  refused(d, "unknown parent 9");
+  d = SampleDirectory();
   d.datasets[1].parent = 3;  // home under alice under home
   refused(d, "cycle");
   d = SampleDirectory();
