@@ -106,6 +106,12 @@ namespace {
 // Opening without a request: when the kernel can (FUSE_CAP_NO_OPEN_SUPPORT,
 // Linux 4.19 on), OPEN and CREATE answer ENOSYS (file_ops.cc).
 //
+// File handles: the kernel may turn one (open_by_handle_at, an NFS export
+// of the mount) into an inode it no longer holds by looking up "." of its
+// node id, and connect a directory by looking up ".." (Filesystem::Lookup
+// answers both): FUSE_CAP_EXPORT_SUPPORT. Without it such a handle is
+// ESTALE once the kernel has forgotten the inode.
+//
 // Cached pages: the kernel drops a file's pages when it sees its size or
 // mtime change in attributes it fetches (FUSE_CAP_AUTO_INVAL_DATA, libfuse's
 // default, asked for here because what cache_notifier.h does for direct
@@ -115,6 +121,7 @@ void Init(void* userdata, fuse_conn_info* conn) {
   ad.no_open.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0, std::memory_order_relaxed);
   conn->want &= ~unsigned(FUSE_CAP_ATOMIC_O_TRUNC);
   if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+  if (conn->capable & FUSE_CAP_EXPORT_SUPPORT) conn->want |= FUSE_CAP_EXPORT_SUPPORT;
   if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV) conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
   if (ad.writeback_cache) {
     if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {

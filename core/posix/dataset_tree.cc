@@ -280,6 +280,19 @@ Result<Attr> DatasetTreeFs::Lookup(const Creds& c, uint64_t parent, std::string_
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   const uint64_t slot = SlotOf(parent);
+  // ".." of a child dataset's root is its parent's root, where it appears,
+  // as a listing says (the kernel asks it to connect a directory it found
+  // by a file handle); the mount's root is its own parent.
+  if (name == ".." && local == kRootIno && slot != top_) {
+    uint64_t parent_slot = slot;
+    {
+      util::ReadMostlyReader r(&tree_lock_);
+      auto it = nodes_.find(slot);
+      if (it != nodes_.end()) parent_slot = it->second.parent_slot;
+    }
+    PosixFs* pfs = slots_[parent_slot].load(std::memory_order_acquire);
+    if (parent_slot != slot && pfs != nullptr) return InSlot(parent_slot, pfs->LookupRoot());
+  }
   if (const uint64_t child = ChildAt(slot, local, name); child != 0) {
     POOLFS_RETURN_IF_ERROR(fs->Access(c, local, X_OK));
     PosixFs* cfs = slots_[child].load(std::memory_order_acquire);

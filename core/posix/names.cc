@@ -30,15 +30,26 @@ Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view n
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   POOLFS_RETURN_IF_ERROR(CheckName(name));
-  POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(parent));
-  const ZnodePhys pz = p->Snapshot();
-  POOLFS_RETURN_IF_ERROR(CheckAccess(c, pz, X_OK));
   InodeRef in;
-  if (name == ".") {
-    in = p;
-  } else if (name == "..") {
-    POOLFS_ASSIGN_OR_RETURN(in, Get(pz.parent));
+  if (name == "." || name == "..") {
+    // Only the kernel's export operations ask these (a path's "." and ".."
+    // never leave the kernel): "." of any inode, to turn a file handle
+    // (open_by_handle_at, NFS) back into a file the kernel no longer holds,
+    // and ".." of a directory, to connect it to the tree. The kernel asks
+    // for a caller who may use the handle whatever the mode bits say, so
+    // no search permission is checked. Stale when the inode is gone.
+    POOLFS_ASSIGN_OR_RETURN(InodeRef p, Get(parent));
+    if (name == ".") {
+      in = std::move(p);
+    } else if (!p->is_dir()) {
+      return Status(StatusCode::kNotADirectory,
+                    "inode " + std::to_string(parent) + " is not a directory");
+    } else {
+      POOLFS_ASSIGN_OR_RETURN(in, Get(p->Snapshot().parent));
+    }
   } else {
+    POOLFS_ASSIGN_OR_RETURN(InodeRef p, GetDir(parent));
+    POOLFS_RETURN_IF_ERROR(CheckAccess(c, p->Snapshot(), X_OK));
     // The entry is read without the directory's op_mu, so by the time its
     // object is loaded the name may be gone, the object freed and its
     // number handed to a new file, perhaps half made (no znode yet). The

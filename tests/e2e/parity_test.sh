@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # POSIX parity of a mounted pool with tmpfs, and inode numbers and file
-# handles (node id + generation) stable across a remount.
+# handles (node id + generation) stable across a remount, and usable after
+# it (as root: open_by_handle_at of every file, in a dataset too).
 #
 # Usage: tests/e2e/parity_test.sh path/to/poolfs path/to/e2e_parity MODE
 #   root  the pool is mounted by root with allow_other; the scenarios run as
@@ -70,6 +71,20 @@ else
   fail "parity with tmpfs as $mode: e2e_parity exited $rc (differences above)"
 fi
 
+# As root, a dataset too, with files linked and moved in it: handles of
+# its directories are connected through its root's ".." to its parent's.
+if [[ -z "$user" ]]; then
+  pool_name=$("$POOLFS" status "$W/mnt" | awk '/^pool:/ {print $2}')
+  if "$POOLFS" dataset create "$pool_name/ds" >"$W/dataset.log" 2>&1; then
+    mkdir -p "$W/mnt/ds/a/b" "$W/mnt/ds/c" && echo data >"$W/mnt/ds/a/b/f" &&
+      ln "$W/mnt/ds/a/b/f" "$W/mnt/ds/c/g" && mv "$W/mnt/ds/a/b" "$W/mnt/ds/c/b" ||
+      fail "files in the dataset $pool_name/ds"
+  else
+    cat "$W/dataset.log"
+    fail "poolfs dataset create $pool_name/ds"
+  fi
+fi
+
 # The scenarios' trees, then a remount: every inode number, file handle
 # (node id and generation), mtime, link count and content must be the same.
 as "$user" "$E2E_PARITY" snapshot "$W/mnt" >"$W/before" 2>&1
@@ -79,6 +94,18 @@ pool_mount "$W/pool/pool" "$W/mnt" "$user" "${mount_opts[@]}" || {
   fail "poolfs mount again"
   finish
 }
+# First, before anything looks the tree up again: the handles taken before
+# the remount open the same files, though the kernel holds none of them
+# now and must look each up by node id ("." of it, and ".." to connect a
+# directory). open_by_handle_at needs root.
+if [[ -z "$user" ]]; then
+  if "$E2E_PARITY" open-handles "$W/mnt" "$W/before" >"$W/handles.out" 2>&1; then
+    ok "$(tail -n 1 "$W/handles.out")"
+  else
+    head -n 20 "$W/handles.out"
+    fail "file handles from before the remount (above)"
+  fi
+fi
 as "$user" "$E2E_PARITY" snapshot "$W/mnt" >"$W/after" 2>&1
 if [[ $(wc -l <"$W/before") -lt 300 ]]; then
   fail "the snapshot before the remount has only $(wc -l <"$W/before") entries"

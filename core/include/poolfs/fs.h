@@ -343,7 +343,9 @@ class Filesystem {
 
   // Names: NotFound, NotADirectory (the parent), NameTooLong (> 255
   // bytes), InvalidArgument (empty, '/', or NUL in it), PermissionDenied
-  // (search permission on the parent).
+  // (search permission on the parent). "." of any inode is itself and ".."
+  // of a directory its parent, without a permission check (how the kernel
+  // turns a file handle back into a file); Stale when the inode is gone.
   virtual Result<Attr> Lookup(const Creds& c, uint64_t parent, std::string_view name) = 0;
   virtual void Forget(uint64_t ino, uint64_t nlookup) = 0;
   virtual Result<Attr> GetAttr(uint64_t ino) = 0;

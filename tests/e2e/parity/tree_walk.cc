@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -168,6 +169,56 @@ std::vector<std::string> Snapshot(const std::string& path) {
   if (fd < 0) return {"open " + path + " " + ErrName(errno)};
   w.Dir(fd, path, "");
   return w.out;
+}
+
+std::vector<std::string> OpenByHandles(const std::string& path,
+                                       const std::vector<std::string>& snapshot, int* opened) {
+  std::vector<std::string> out;
+  *opened = 0;
+  int mount_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (mount_fd < 0) return {"open " + path + " " + ErrName(errno)};
+  for (const std::string& line : snapshot) {
+    // "<type> <path>: <mode> ... ino=N handle:TYPE:HEX ..."
+    const size_t name_at = line.find(' ') + 1, name_end = line.find(": ");
+    const size_t ino_at = line.find(" ino="), handle_at = line.find(" handle:");
+    if (name_at == 0 || name_end == std::string::npos || ino_at == std::string::npos ||
+        handle_at == std::string::npos)
+      continue;  // not an entry (an error line of the walk)
+    const std::string rel = line.substr(name_at, name_end - name_at);
+    const unsigned long long ino = std::strtoull(line.c_str() + ino_at + 5, nullptr, 10);
+    const size_t type_at = handle_at + 8;
+    const size_t hex_at = line.find(':', type_at) + 1;
+    const size_t hex_end = line.find(' ', hex_at);
+    const std::string hex = line.substr(hex_at, hex_end - hex_at);
+    if (hex_at == 0 || hex.empty() || hex.size() % 2 != 0 || hex.size() > 256) {
+      out.push_back(rel + ": no handle in the snapshot");
+      continue;
+    }
+    alignas(struct file_handle) unsigned char storage[sizeof(struct file_handle) + 128];
+    auto* fh = reinterpret_cast<struct file_handle*>(storage);
+    fh->handle_bytes = unsigned(hex.size() / 2);
+    fh->handle_type = std::atoi(line.c_str() + type_at);
+    unsigned char* bytes = storage + sizeof(struct file_handle);
+    for (size_t i = 0; i < hex.size() / 2; ++i)
+      bytes[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+    int fd = ::open_by_handle_at(mount_fd, fh, O_PATH | O_CLOEXEC);
+    if (fd < 0) {
+      out.push_back(rel + ": open_by_handle_at " + ErrName(errno));
+      continue;
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      out.push_back(rel + ": fstat " + ErrName(errno));
+    } else if (st.st_ino != ino) {
+      out.push_back(rel + ": the handle opened inode " + std::to_string(st.st_ino) + ", not " +
+                    std::to_string(ino));
+    } else {
+      ++*opened;
+    }
+    ::close(fd);
+  }
+  ::close(mount_fd);
+  return out;
 }
 
 }  // namespace poolfs::e2e

@@ -31,4 +31,12 @@ std::vector<std::string> WalkTree(int dirfd);
 // every entry below `path`, for comparing one filesystem with itself.
 std::vector<std::string> Snapshot(const std::string& path);
 
+// Opens every entry of `snapshot` (Snapshot's lines for the tree below
+// `path`, taken earlier: across a remount, say) by its file handle
+// (open_by_handle_at with O_PATH, which needs CAP_DAC_READ_SEARCH) and
+// checks that it is the entry's inode. Returns one line per entry that is
+// not, and *opened the number that are.
+std::vector<std::string> OpenByHandles(const std::string& path,
+                                       const std::vector<std::string>& snapshot, int* opened);
+
 }  // namespace poolfs::e2e
