@@ -357,6 +357,9 @@ Status Pool::Export() {
   if (read_ahead_) read_ahead_->Stop();  // no read in flight when the files close
   Status st = txgs_ ? txgs_->Stop() : Status::Ok();
   txgs_.reset();
+  // Copies rewritten by reads after the last sync (zio's repairs) are
+  // written but not flushed: make them durable too.
+  if (st.ok() && zio_ && zio_->repairs() > 0) st = zio_->FlushAll();
   // The cache goes back to its allocator a batch at a time (one allocator
   // lock per batch), not block by block as the Arc's destructor would.
   if (arc_) arc_->EvictAll();
