@@ -254,8 +254,10 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   // file_modified in vfs_fallocate's filesystems).
   const uint32_t killed = KilledByWrite(c, z);
   // Copy-on-write cannot reserve blocks ahead; a plain fallocate checks
-  // that the range would fit now and extends the size.
-  if (!punch) POOLFS_RETURN_IF_ERROR(ReserveSpace(end > z.size ? end - std::min(off, z.size) : 0));
+  // that the part of the range past the end of the file would fit now (not
+  // the hole between the end and the range: ext4 allocates only the range)
+  // and, without KEEP_SIZE, extends the size.
+  if (!punch) POOLFS_RETURN_IF_ERROR(ReserveSpace(end > z.size ? end - std::max(off, z.size) : 0));
   Pins pins;  // the znode is saved after the data changed
   POOLFS_RETURN_IF_ERROR(Pin({ino}, &pins));
   dmu::Tx tx(pool_->assigner());

@@ -228,5 +228,23 @@ TEST_CASE("Fallocate extends punches and zeroes ranges", "[posix][attr]") {
           StatusCode::kFileTooLarge);
 }
 
+TEST_CASE("Fallocate far past the end needs room for the range only, not the hole before it",
+          "[posix][attr]") {
+  FsFixture f;  // a pool of 256 MiB
+  Attr a = f.MustCreate(kRootIno, "f");
+  f.MustWrite(a.ino, 0, "abc");
+  const uint64_t far = uint64_t{4} << 30;
+  auto st = f.fs->Fallocate(RootCreds(), a.ino, kFallocKeepSize, far, 65536);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  REQUIRE(f.MustGetAttr(a.ino).size == 3);
+  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, 0, far, 65536).ok());
+  REQUIRE(f.MustGetAttr(a.ino).size == far + 65536);
+  REQUIRE(f.MustRead(a.ino, far - 2, 4) == std::string(4, '\0'));
+  // A range that does not fit is still refused.
+  REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, kFallocKeepSize, 2 * far, far)) ==
+          StatusCode::kNoSpace);
+}
+
 }  // namespace
 }  // namespace poolfs::core::posix::testing

@@ -193,6 +193,21 @@ void FallocateModes(Sys& s) {
   s.Stat("f");
 }
 
+// A range far past the end needs room for itself, not for the hole before
+// it (the pools here are smaller than the offsets).
+void FallocatePastTheEnd(Sys& s) {
+  int fd = s.Open("f", O_CREAT | O_RDWR, 0644);
+  s.Write(fd, "abc");
+  s.Fallocate(fd, FALLOC_FL_KEEP_SIZE, 2ll << 30, 65536);
+  s.Fstat(fd);
+  s.Fallocate(fd, FALLOC_FL_KEEP_SIZE, 1ll << 40, 4096);
+  s.Fallocate(fd, 0, 3ll << 30, 65536);  // extends the size
+  s.Fstat(fd);
+  s.Pread(fd, 16, (3ll << 30) - 8);
+  s.Ftruncate(fd, 3);  // the tree walk reads whole files
+  s.Close(fd);
+}
+
 void FsyncCalls(Sys& s) {
   int fd = s.Open("f", O_CREAT | O_RDWR, 0644);
   s.Write(fd, Pattern(100000, 9));
@@ -387,6 +402,7 @@ void AddDataScenarios(std::vector<Scenario>* out) {
   out->push_back({"ftruncate_without_write_permission", FtruncateWithoutWritePermission});
   out->push_back({"open_flags", OpenFlags});
   out->push_back({"fallocate_modes", FallocateModes});
+  out->push_back({"fallocate_past_the_end", FallocatePastTheEnd});
   out->push_back({"fsync_calls", FsyncCalls});
   out->push_back({"statfs_figures", StatFsFigures});
   out->push_back({"readdir_many", ReadDirMany});
