@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -37,6 +38,8 @@
 #include "asio_executor.h"
 #include "command.h"
 #include "control.h"
+#include "dataset_mounts.h"
+#include "dataset_request.h"
 #include "live_config.h"
 #include "logging.h"
 #include "mount_detach.h"
@@ -56,7 +59,7 @@ std::string JoinOptions(const std::vector<std::string>& opts) {
 // Serves signals until `stop` is set: SIGHUP reloads, SIGTERM and SIGINT
 // detach the mount.
 void SignalLoop(const sigset_t& set, std::atomic<bool>& stop, fuse::FuseServer& server,
-                LiveConfig& live) {
+                LiveConfig& live, DatasetMounts& dataset_mounts) {
   const timespec tick{0, 200 * 1000 * 1000};
   while (!stop.load()) {
     const int sig = sigtimedwait(&set, nullptr, &tick);
@@ -67,6 +70,9 @@ void SignalLoop(const sigset_t& set, std::atomic<bool>& stop, fuse::FuseServer& 
     } else if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("{}: unmounting {} (final sync and export follow)",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT", server.mountpoint());
+      // The pool's dataset mounts first, as `poolfs unmount` does.
+      Status ds = dataset_mounts.UnmountAll(/*lazy=*/true, /*wait=*/false);
+      if (!ds.ok()) spdlog::error("unmount of the dataset mounts on signal: {}", ds.ToString());
       Status st = server.RequestUnmount();
       if (!st.ok()) spdlog::error("unmount on signal failed: {}", st.ToString());
     }
@@ -119,13 +125,31 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   live.UseExecutor(&executor);
   std::atomic<bool> closing{false};
   Filesystem& filesystem = **fs;
-  auto control = ControlServer::Start(plan.mountpoint, [&](std::string_view request) {
-    if (request == "ping") return std::string("pong");
+  // The pool's datasets mounted on their own beside this mount (`poolfs
+  // mount POOL/PATH MNT`); their control sockets serve what this one does.
+  std::function<std::string(std::string_view)> serve;
+  DatasetMounts dataset_mounts(&filesystem, plan.fuse, plan.read_ahead_bytes,
+                               [&serve](std::string_view request) { return serve(request); });
+  serve = [&](std::string_view request) {
     if (closing.load()) return std::string("error: unmounting");
     if (request == "status")
       return RenderStatus(filesystem.GetStatus(), live.Snapshot(), live.Pending(),
-                          foreground ? "stderr (poolfs mount -f)" : plan.log_path);
+                          foreground ? "stderr (poolfs mount -f)" : plan.log_path,
+                          dataset_mounts.Describe());
     return HandleControlRequest(live, filesystem, request);
+  };
+  auto control = ControlServer::Start(plan.mountpoint, [&](std::string_view request) {
+    if (request == "ping") return std::string("pong");
+    if (closing.load()) return std::string("error: unmounting");
+    if (request.starts_with("mount-dataset ")) {
+      Result<DatasetMountRequest> r = DecodeDatasetMountRequest(request.substr(14));
+      return EncodeStatus(r.ok() ? dataset_mounts.Mount(*r) : r.status());
+    }
+    if (request == "unmount-datasets" || request == "unmount-datasets lazy") {
+      const bool lazy = request.ends_with("lazy");
+      return EncodeStatus(dataset_mounts.UnmountAll(lazy, /*wait=*/!lazy));
+    }
+    return serve(request);
   });
   if (!control.ok()) {
     spdlog::warn("no control socket for {} (poolfs status/tune will not reach it): {}",
@@ -144,7 +168,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   sigemptyset(&set);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
   std::atomic<bool> stop{false};
-  std::thread signals([&] { SignalLoop(set, stop, **server, live); });
+  std::thread signals([&] { SignalLoop(set, stop, **server, live, dataset_mounts); });
 
   // `poolfs mount` returns once the mount answers a request: this thread's
   // stat of its root waits for the loop below to answer FUSE's INIT and
@@ -183,6 +207,10 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   server->reset();
 
   closing.store(true);
+  // The dataset mounts end before the pool is exported (detached: one in
+  // use ends when its last user leaves).
+  Status ds = dataset_mounts.UnmountAll(/*lazy=*/true);
+  if (!ds.ok()) spdlog::error("unmount of the dataset mounts: {}", ds.ToString());
   Status ust = (*fs)->Unmount();
   if (ust.ok()) {
     spdlog::info("unmounted {}: pool {} synced and exported", plan.mountpoint, plan.pool_file);
@@ -195,7 +223,25 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   return ust.ok() && run.ok() ? kExitOk : kExitFailure;
 }
 
+// `poolfs mount POOL/PATH MNT` while POOL is mounted: its daemon mounts
+// the dataset (dataset_mounts.h).
+int RunDatasetMount(const MountArgs& args) {
+  auto plan = PlanDatasetMount(args);
+  if (!plan.ok()) return ReportError("mount", plan.status());
+  for (const std::string& note : plan->notes) std::cerr << "poolfs mount: " << note << "\n";
+  auto reply = ControlCall(plan->pool_mountpoint,
+                           "mount-dataset " + EncodeDatasetMountRequest(plan->request));
+  if (!reply.ok()) return ReportError("mount", reply.status());
+  if (reply->starts_with("error: ")) {
+    return ReportError("mount", Status::IOError("the daemon of " + plan->pool_mountpoint + ": " +
+                                                reply->substr(7)));
+  }
+  const Status st = DecodeStatus(*reply);
+  return st.ok() ? kExitOk : ReportError("mount", st);
+}
+
 int RunMount(const MountArgs& args) {
+  if (IsDatasetMount(args)) return RunDatasetMount(args);
   auto plan = PlanMount(args);
   if (!plan.ok()) return ReportError("mount", plan.status());
   for (const std::string& note : plan->notes) std::cerr << "poolfs mount: " << note << "\n";
@@ -223,7 +269,9 @@ Command AddMountCommand(CLI::App& parent) {
       "Mount a pool through FUSE (as any user, through fusermount3); runs in the background "
       "once the mount is up, until fusermount3 -u, poolfs unmount, SIGTERM or SIGINT");
   app->add_option("SOURCE", args->pool_file,
-                  "the pool's vdev file; with --pool, the dataset to mount (POOL/PATH)")
+                  "the pool's vdev file; or a dataset, POOL/PATH: with --pool, one dataset's "
+                  "tree from the pool's file; without, a dataset of a pool this user has "
+                  "mounted, mounted beside it by its daemon")
       ->required();
   app->add_option("--pool", args->pool_option,
                   "the pool's vdev file, to mount one dataset's tree: --pool FILE POOL/PATH MNT");

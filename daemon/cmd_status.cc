@@ -104,12 +104,21 @@ std::optional<MountEntry> DeadPoolfsMountAt(const std::string& target) {
 // What `poolfs status` says of a dead mount: what happened and how to
 // recover.
 int ReportDeadMount(const MountEntry& m) {
+  // A pool's mount names the pool's file; a dataset mount (dataset_mounts.h)
+  // its dataset, POOL/PATH.
+  const bool dataset = !m.source.starts_with("/");
   std::cerr << "poolfs status: " << m.mountpoint << ": the poolfs daemon of this mount died (the "
-            << "mount answers \"" << std::strerror(ENOTCONN) << "\"); pool " << m.source
-            << " is as of its last synced txg\n"
-            << "  to mount it again: poolfs mount " << m.source << " " << m.mountpoint
-            << " (it clears the dead mount first)\n"
-            << "  to only remove the dead mount: poolfs unmount " << m.mountpoint << "\n";
+            << "mount answers \"" << std::strerror(ENOTCONN) << "\"); "
+            << (dataset ? "dataset " : "pool ") << m.source << " is as of its last synced txg\n";
+  if (dataset) {
+    std::cerr << "  to mount it again: mount its pool (poolfs mount POOLFILE MOUNTPOINT), then "
+              << "poolfs mount " << m.source << " " << m.mountpoint
+              << " (it clears the dead mount first)\n";
+  } else {
+    std::cerr << "  to mount it again: poolfs mount " << m.source << " " << m.mountpoint
+              << " (it clears the dead mount first)\n";
+  }
+  std::cerr << "  to only remove the dead mount: poolfs unmount " << m.mountpoint << "\n";
   return kExitFailure;
 }
 

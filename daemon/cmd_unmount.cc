@@ -5,7 +5,9 @@
 // The unmount is what `fusermount3 -u` does (umount2 as root); the daemon's
 // request loop then ends, it runs Filesystem::Unmount, and closes its
 // control socket last: the socket no longer answering is the signal that
-// the pool is exported.
+// the pool is exported. The pool's datasets mounted on their own beside it
+// (dataset_mounts.h) are unmounted first, by its daemon; a dataset mount
+// alone is unmounted the same way, and its socket goes once it has ended.
 #include <limits.h>
 #include <stdlib.h>
 
@@ -21,6 +23,7 @@
 
 #include "command.h"
 #include "control.h"
+#include "dataset_request.h"
 #include "dead_mount.h"
 #include "mount_table.h"
 #include "pool_registry.h"
@@ -58,7 +61,17 @@ int RunUnmount(const UnmountArgs& args) {
     return ReportError("unmount", Status::InvalidArgument(mp + " is not a poolfs mount (it is " +
                                                           (*mount)->fstype + ")"));
   }
-  const bool wait = !args.lazy && DaemonAnswers(mp);
+  const bool answers = DaemonAnswers(mp);
+  const bool wait = !args.lazy && answers;
+  if (answers) {
+    // The pool's datasets mounted on their own go first (a dataset
+    // mount's daemon has none: it answers ok).
+    auto reply = ControlCall(mp, args.lazy ? "unmount-datasets lazy" : "unmount-datasets");
+    if (reply.ok() && !reply->starts_with("error: ")) {
+      Status ds = DecodeStatus(*reply);
+      if (!ds.ok()) return ReportError("unmount", ds.WithContext("a dataset mount of " + mp));
+    }
+  }
   Status st = UnmountPath(mp, args.lazy);
   if (!st.ok()) return ReportError("unmount", st);
   if (!wait) return kExitOk;

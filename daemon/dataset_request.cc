@@ -428,6 +428,52 @@ Result<DatasetCommand> DecodeDatasetCommand(std::string_view text) {
   return c;
 }
 
+std::string EncodeDatasetMountRequest(const DatasetMountRequest& r) {
+  return json{{"dataset", r.dataset},
+              {"mountpoint", r.mountpoint},
+              {"read_only", r.read_only},
+              {"fuse_options", r.fuse_options},
+              {"entry_timeout", r.entry_timeout},
+              {"attr_timeout", r.attr_timeout},
+              {"negative_timeout", r.negative_timeout}}
+      .dump();
+}
+
+Result<DatasetMountRequest> DecodeDatasetMountRequest(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return Status::InvalidArgument("dataset mount request: not a JSON object");
+  DatasetMountRequest r;
+  if (!Get(j, "dataset", &r.dataset) || !Get(j, "mountpoint", &r.mountpoint) ||
+      !Get(j, "read_only", &r.read_only) || !Get(j, "fuse_options", &r.fuse_options) ||
+      !Get(j, "entry_timeout", &r.entry_timeout) || !Get(j, "attr_timeout", &r.attr_timeout) ||
+      !Get(j, "negative_timeout", &r.negative_timeout))
+    return Status::InvalidArgument("dataset mount request: a field is missing or malformed");
+  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(r.dataset));
+  if (!r.mountpoint.starts_with("/"))
+    return Status::InvalidArgument("dataset mount request: mount point '" + r.mountpoint +
+                                   "' is not absolute");
+  for (const std::string& o : r.fuse_options)
+    if (o.empty() || o.find(',') != std::string::npos)
+      return Status::InvalidArgument("dataset mount request: bad FUSE option '" + o + "'");
+  return r;
+}
+
+std::string EncodeStatus(const Status& st) {
+  return json{{"code", int(st.code())}, {"message", st.message()}}.dump();
+}
+
+Status DecodeStatus(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  int code = -1;
+  if (j.is_discarded() || !j.is_object() || !Get(j, "code", &code) || code < 0 ||
+      code > int(kLastStatusCode))
+    return Status::Corruption("reply from the daemon: not a status: " + std::string(text));
+  std::string message;
+  Get(j, "message", &message);
+  return code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(code), message);
+}
+
 std::string EncodeDatasetResult(const Result<DatasetResult>& r) {
   if (!r.ok())
     return json{{"code", int(r.status().code())}, {"message", r.status().message()}}.dump();

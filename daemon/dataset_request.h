@@ -78,6 +78,26 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view json);
 // the reply's JSON.
 std::string HandleDatasetRequest(DatasetAdmin* admin, std::string_view json);
 
+// `poolfs mount POOL/PATH MNT` while POOL is mounted: what it asks the
+// pool's daemon to mount beside the pool's own mount (dataset_mounts.h),
+// carried as "mount-dataset " + JSON; the reply is EncodeStatus's.
+struct DatasetMountRequest {
+  std::string dataset;     // POOL/PATH
+  std::string mountpoint;  // canonical
+  bool read_only = false;  // -o ro
+  // libfuse's -o options as `poolfs mount` made them (default_permissions,
+  // nodev/dev, nosuid/suid, allow_other, ...), and poolfs's cache timeouts.
+  std::vector<std::string> fuse_options;
+  double entry_timeout = 0, attr_timeout = 0, negative_timeout = 0;
+};
+std::string EncodeDatasetMountRequest(const DatasetMountRequest& r);
+// InvalidArgument, saying what, for anything but a request EncodeDatasetMountRequest made.
+Result<DatasetMountRequest> DecodeDatasetMountRequest(std::string_view json);
+// A bare status as a reply: {"code": N, "message": "..."}; decoded back to
+// the status (Corruption for a reply that is not one).
+std::string EncodeStatus(const Status& st);
+Status DecodeStatus(std::string_view json);
+
 // The text the command prints for `r` (a table, or JSON with c.json).
 std::string RenderDatasetResult(const DatasetCommand& c, const DatasetResult& r);
 

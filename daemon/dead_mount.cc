@@ -1,6 +1,7 @@
 // Dead poolfs mounts; see dead_mount.h.
 #include "dead_mount.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -69,19 +70,39 @@ Status UnmountPath(const std::string& mp, bool lazy) {
   std::vector<const char*> argv = {"fusermount3", "-u"};
   if (lazy) argv.push_back("-z");
   argv.insert(argv.end(), {"--", mp.c_str(), nullptr});
+  // Its message (on stderr) becomes ours: the daemon that unmounts a
+  // dataset mount has no terminal.
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Status::IOError(std::string("pipe: ") + strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
   pid_t pid;
-  const int err =
-      posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv.data()), environ);
+  const int err = posix_spawnp(&pid, "fusermount3", &actions, nullptr,
+                               const_cast<char**>(argv.data()), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || said.size() > 4096) break;
+    said.append(buf, size_t(n));
+  }
+  close(fds[0]);
   if (err != 0) return Status::IOError(std::string("running fusermount3: ") + std::strerror(err));
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    return Status::IOError(std::string("fusermount3 -u ") + (lazy ? "-z " : "") + mp +
-                           " failed (its message is above" +
-                           (lazy ? ")" : "; a busy mount needs --lazy)"));
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return Status::Ok();
+  while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+  if (said.find("busy") != std::string::npos) {
+    return Status::Busy(mp +
+                        " is busy (a process has a file or its working directory "
+                        "there); close them, or use --lazy");
   }
-  return Status::Ok();
+  return Status::IOError(std::string("fusermount3 -u ") + (lazy ? "-z " : "") + mp + " failed" +
+                         (said.empty() ? "" : ": " + said));
 }
 
 Result<std::optional<std::string>> ClearIfDead(const MountEntry& m) {

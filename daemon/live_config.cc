@@ -296,7 +296,8 @@ std::string IostatLine(const IostatSample& prev, const IostatSample& cur) {
 }
 
 std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& running,
-                         std::string_view pending, std::string_view log) {
+                         std::string_view pending, std::string_view log,
+                         const std::vector<std::string>& dataset_mounts) {
   std::string out;
   auto line = [&out](std::string_view key, const std::string& value) {
     out += std::string(key);
@@ -306,6 +307,8 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   line("pool:", s.pool);
   line("state:", s.state + " (mounted)");
   if (!log.empty()) line("log:", std::string(log));
+  for (size_t i = 0; i < dataset_mounts.size(); i++)
+    line(i == 0 ? "dataset mounts:" : "", dataset_mounts[i]);
   line("last synced txg:", std::to_string(s.last_synced_txg) + " (open txg " +
                                std::to_string(s.open_txg) + ", imported at txg " +
                                std::to_string(s.imported_txg) + ", " + std::to_string(s.syncs) +

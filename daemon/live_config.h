@@ -108,9 +108,11 @@ std::string FormatBytesHuman(uint64_t bytes);
 // Renders what `poolfs status` prints for a mounted pool: the FsStatus
 // fields, space in human units, the datasets, then the tunables in effect
 // and any pending at-mount changes. `log`, when not empty, is where the
-// daemon logs (a line after the state).
+// daemon logs, and `dataset_mounts` the pool's datasets mounted on their
+// own ("tank/home on /mnt/home"): lines after the state.
 std::string RenderStatus(const poolfs::FsStatus& status, const config::Config& running,
-                         std::string_view pending, std::string_view log = {});
+                         std::string_view pending, std::string_view log = {},
+                         const std::vector<std::string>& dataset_mounts = {});
 
 // `poolfs iostat`: the daemon keeps cumulative counters, the client
 // differences two samples. A sample as the "iostat" request sends it.

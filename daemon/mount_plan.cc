@@ -18,6 +18,7 @@
 #include "dead_mount.h"
 #include "logging.h"
 #include "mount_table.h"
+#include "pool_registry.h"
 #include "poolfs/dataset.h"
 
 namespace poolfs::daemon {
@@ -167,22 +168,68 @@ Status CheckDevSuid(const std::string& opt) {
       "setuid bits there take no effect); mount as root, or leave -o " + opt + " out");
 }
 
+// The -o options (each a comma-separated group) into plan->core and
+// plan->fuse. *atime is the last access-time option given ("" for none).
+Status ApplyMountOptions(const std::vector<std::string>& groups, MountPlan* plan,
+                         std::string* atime) {
+  bool dev = false, suid = false;  // -o dev, -o suid (root only)
+  for (const std::string& group : groups) {
+    size_t start = 0;
+    while (start <= group.size()) {
+      const size_t comma = std::min(group.find(',', start), group.size());
+      const std::string opt = group.substr(start, comma - start);
+      start = comma + 1;
+      if (opt.empty()) return Status::InvalidArgument("empty option in -o '" + group + "'");
+      if (opt == "ro") plan->core.read_only = true;
+      if (opt == "rw") plan->core.read_only = false;
+      if (opt == "dev" || opt == "nodev" || opt == "suid" || opt == "nosuid") {
+        // Decided here, and given to libfuse once below.
+        POOLFS_RETURN_IF_ERROR(CheckDevSuid(opt));
+        (opt.ends_with("dev") ? dev : suid) = !opt.starts_with("no");
+        continue;
+      }
+      if (opt == "default_permissions") continue;  // always on, see below
+      bool ours = false;
+      POOLFS_RETURN_IF_ERROR(ParseTimeoutOption(opt, &plan->fuse, &ours));
+      if (ours) continue;
+      ParseAtimeOption(opt, &plan->core, &ours);
+      if (ours) {
+        *atime = opt;
+        continue;
+      }
+      if (opt.rfind("fsname=", 0) == 0 || opt.rfind("subtype=", 0) == 0) {
+        return Status::InvalidArgument("-o " + opt + ": poolfs sets fsname and subtype itself");
+      }
+      plan->fuse.mount_options.push_back(opt);
+    }
+  }
+  // The kernel checks mode bits on every path walk, cached names included:
+  // without default_permissions it asks the filesystem only for names it
+  // has not cached, so a directory's search permission went unchecked for
+  // those. The core keeps its own checks as well (kernel_checks_permissions
+  // stays false): they cost little and hold for any other caller.
+  plan->fuse.mount_options.push_back("default_permissions");
+  // Device files and setuid bits take effect only when asked (as root).
+  plan->fuse.mount_options.push_back(dev ? "dev" : "nodev");
+  plan->fuse.mount_options.push_back(suid ? "suid" : "nosuid");
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool IsDatasetMount(const MountArgs& args) {
+  return args.pool_option.empty() && args.pool_file.find('/') != std::string::npos &&
+         ValidateDatasetPath(args.pool_file).ok() && !std::filesystem::exists(args.pool_file);
+}
 
 Result<MountPlan> PlanMount(const MountArgs& args) {
   MountPlan plan;
-  bool dev = false, suid = false;  // -o dev, -o suid (root only)
   std::string file = args.pool_file;
   if (!args.pool_option.empty()) {
     // `--pool FILE POOL/PATH MNT`: one dataset's tree.
     POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(args.pool_file));
     plan.core.dataset = args.pool_file;
     file = args.pool_option;
-  } else if (!std::filesystem::exists(file) && ValidateDatasetPath(file).ok() &&
-             file.find('/') != std::string::npos) {
-    return Status::NotFound("no pool file " + file + "; to mount dataset " + file +
-                            ", name its pool's file: poolfs mount --pool FILE " + file + " " +
-                            args.mountpoint);
   }
   POOLFS_ASSIGN_OR_RETURN(plan.pool_file, Canonical(file, "pool file"));
   POOLFS_ASSIGN_OR_RETURN(plan.mountpoint, Canonical(args.mountpoint, "mount point"));
@@ -200,42 +247,48 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   plan.fuse.threads = t.daemon.fuse_threads;
   plan.read_ahead_bytes = t.daemon.fuse_read_ahead_bytes;
   plan.fuse.writeback_cache = t.daemon.fuse_writeback_cache;
-  for (const std::string& group : args.options) {
-    size_t start = 0;
-    while (start <= group.size()) {
-      const size_t comma = std::min(group.find(',', start), group.size());
-      const std::string opt = group.substr(start, comma - start);
-      start = comma + 1;
-      if (opt.empty()) return Status::InvalidArgument("empty option in -o '" + group + "'");
-      if (opt == "ro") plan.core.read_only = true;
-      if (opt == "rw") plan.core.read_only = false;
-      if (opt == "dev" || opt == "nodev" || opt == "suid" || opt == "nosuid") {
-        // Decided here, and given to libfuse once below.
-        POOLFS_RETURN_IF_ERROR(CheckDevSuid(opt));
-        (opt.ends_with("dev") ? dev : suid) = !opt.starts_with("no");
-        continue;
-      }
-      if (opt == "default_permissions") continue;  // always on, see below
-      bool ours = false;
-      POOLFS_RETURN_IF_ERROR(ParseTimeoutOption(opt, &plan.fuse, &ours));
-      if (ours) continue;
-      ParseAtimeOption(opt, &plan.core, &ours);
-      if (ours) continue;
-      if (opt.rfind("fsname=", 0) == 0 || opt.rfind("subtype=", 0) == 0) {
-        return Status::InvalidArgument("-o " + opt + ": poolfs sets fsname and subtype itself");
-      }
-      plan.fuse.mount_options.push_back(opt);
-    }
+  std::string atime;
+  POOLFS_RETURN_IF_ERROR(ApplyMountOptions(args.options, &plan, &atime));
+  return plan;
+}
+
+Result<DatasetMountPlan> PlanDatasetMount(const MountArgs& args) {
+  DatasetMountPlan plan;
+  plan.request.dataset = args.pool_file;
+  plan.pool = args.pool_file.substr(0, args.pool_file.find('/'));
+  const std::string& dataset = plan.request.dataset;
+  POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> reg, FindRegisteredPool(plan.pool));
+  if (!reg.has_value()) {
+    return Status::NotFound("pool '" + plan.pool + "' is not mounted (and there is no file " +
+                            dataset + "); mount dataset " + dataset +
+                            " with its pool's file: poolfs mount --pool FILE " + dataset + " " +
+                            args.mountpoint + " (or mount the pool first, then poolfs mount " +
+                            dataset + " " + args.mountpoint + " mounts it beside the pool)");
   }
-  // The kernel checks mode bits on every path walk, cached names included:
-  // without default_permissions it asks the filesystem only for names it
-  // has not cached, so a directory's search permission went unchecked for
-  // those. The core keeps its own checks as well (kernel_checks_permissions
-  // stays false): they cost little and hold for any other caller.
-  plan.fuse.mount_options.push_back("default_permissions");
-  // Device files and setuid bits take effect only when asked (as root).
-  plan.fuse.mount_options.push_back(dev ? "dev" : "nodev");
-  plan.fuse.mount_options.push_back(suid ? "suid" : "nosuid");
+  plan.pool_mountpoint = reg->mountpoint;
+  const std::string served = "pool '" + plan.pool + "' is mounted on " + reg->mountpoint +
+                             " and its daemon (pid " + std::to_string(reg->pid) +
+                             ") serves this mount too";
+  if (args.foreground)
+    return Status::InvalidArgument("-f: " + served + ", in the background; leave -f out");
+  if (!args.config_path.empty())
+    return Status::InvalidArgument("--config: " + served + ", with its tunables (poolfs tune " +
+                                   plan.pool + " changes them); leave --config out");
+  POOLFS_ASSIGN_OR_RETURN(plan.request.mountpoint, Canonical(args.mountpoint, "mount point"));
+  POOLFS_RETURN_IF_ERROR(CheckMountpoint(plan.request.mountpoint, &plan.notes));
+  MountPlan options;
+  std::string atime;
+  POOLFS_RETURN_IF_ERROR(ApplyMountOptions(args.options, &options, &atime));
+  if (!atime.empty()) {
+    return Status::InvalidArgument(
+        "-o " + atime + ": " + served + ", whose access-time mode it shares; set the dataset's " +
+        "atime property instead (poolfs dataset set atime=on|off|relatime " + dataset + ")");
+  }
+  plan.request.read_only = options.core.read_only;
+  plan.request.fuse_options = options.fuse.mount_options;
+  plan.request.entry_timeout = options.fuse.entry_timeout;
+  plan.request.attr_timeout = options.fuse.attr_timeout;
+  plan.request.negative_timeout = options.fuse.negative_timeout;
   return plan;
 }
 

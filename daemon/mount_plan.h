@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "dataset_request.h"
 #include "fuse/fuse_server.h"
 #include "poolfs/fs.h"
 #include "poolfs/status.h"
@@ -44,6 +45,26 @@ struct MountPlan {
   // One line per dead mount cleared on the way, for the terminal.
   std::vector<std::string> notes;
 };
+
+// `poolfs mount POOL/PATH MNT` while POOL is mounted: the mount the pool's
+// daemon is asked for (dataset_mounts.h), checked here first.
+struct DatasetMountPlan {
+  std::string pool;             // POOL
+  std::string pool_mountpoint;  // where POOL is mounted: its daemon's control socket
+  DatasetMountRequest request;
+  std::vector<std::string> notes;  // as MountPlan::notes
+};
+
+// Whether `poolfs mount SOURCE MNT` names a dataset of a mounted pool: no
+// --pool, SOURCE is POOL/PATH and no such file exists.
+bool IsDatasetMount(const MountArgs& args);
+
+// Checks a dataset mount's arguments: NotFound when POOL is not mounted
+// by this user (saying how to mount the dataset: poolfs mount --pool FILE
+// POOL/PATH MNT), InvalidArgument for -f, --config or an access-time -o
+// (the pool's daemon serves the mount, with its settings), and the mount
+// point's and -o's errors as PlanMount.
+Result<DatasetMountPlan> PlanDatasetMount(const MountArgs& args);
 
 // Checks the arguments and reads the config. Fails with NotFound (no such
 // pool file, mount point or --config file), InvalidArgument (a mount point

@@ -29,6 +29,9 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     if (!recursive && slots.size() > 1) return inner_.Destroy(name, recursive);  // NotEmpty
     if (std::find(slots.begin(), slots.end(), tree_->top_) != slots.end())
       return Status::Busy("dataset " + std::string(name) + " holds the root of this mount");
+    if (auto view = tree_->ViewIn(slots))
+      return Status::Busy("dataset " + view->first + " holds the root of the mount on " +
+                          view->second);
     // The kernel drops what it caches below the dataset; what it still
     // holds after that is in use.
     std::vector<std::pair<uint64_t, std::string>> joins;
@@ -51,7 +54,11 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     {
+      // A view opened meanwhile (OpenDatasetView registers under mu_).
       util::MutexLock l(&tree_->mu_);
+      if (auto view = tree_->ViewIn(slots))
+        return Status::Busy("dataset " + view->first + " holds the root of the mount on " +
+                            view->second);
       std::vector<std::pair<uint64_t, std::string>> dropped;
       tree_->Detach(*slot, &dropped);
     }
@@ -604,9 +611,14 @@ void DatasetTreeFs::SetEntryInvalidator(EntryInvalidator fn) {
 }
 
 void DatasetTreeFs::Invalidate(const std::vector<std::pair<uint64_t, std::string>>& names) {
-  util::MutexLock l(&invalidate_mu_);
-  if (!invalidate_) return;
-  for (const auto& [parent, name] : names) invalidate_(parent, name);
+  {
+    util::MutexLock l(&invalidate_mu_);
+    if (invalidate_)
+      for (const auto& [parent, name] : names) invalidate_(parent, name);
+  }
+  util::MutexLock l(&views_mu_);
+  for (DatasetViewFs* view : views_)
+    for (const auto& [parent, name] : names) view->InvalidateFromTree(parent, name);
 }
 
 std::optional<uint64_t> DatasetTreeFs::SlotNamed(std::string_view name) {

@@ -41,6 +41,13 @@
 // otherwise it takes them out of the tree and unmounts their filesystems
 // before the pool destroys them, so nothing can write to a dataset that is
 // going.
+//
+// Views. OpenDatasetView opens a second filesystem over the tree
+// (DatasetViewFs, dataset_view.h) for a second mount of one dataset: its
+// calls come here, so both mounts share each dataset's PosixFs. The tree
+// keeps its open views: a destroy of a view's dataset or an ancestor is
+// Busy, as one of this mount's own root is, and the names the tree
+// invalidates reach the views' kernels too (in their numbers).
 #pragma once
 
 #include <atomic>
@@ -53,6 +60,7 @@
 
 #include "pool/pool.h"
 #include "poolfs/fs.h"
+#include "posix/dataset_view.h"
 #include "posix/posix_fs.h"
 #include "util/mutex.h"
 #include "util/read_mostly_lock.h"
@@ -121,12 +129,20 @@ class DatasetTreeFs final : public Filesystem {
   Status SetLive(const CoreTunables& t) override;
   DatasetAdmin* datasets() override;
   void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
+  // A DatasetViewFs of dataset `dataset` (dataset_view.h), registered
+  // here so that destroying it is Busy and its kernel's names are
+  // invalidated with this mount's. NotFound for no such dataset,
+  // NotSupported for the root dataset when this mount shows another one.
+  Result<std::unique_ptr<Filesystem>> OpenDatasetView(std::string_view dataset,
+                                                      const DatasetViewOptions& options) override
+      EXCLUDES(mu_, views_mu_, tree_lock_);
 
   // For tests: the filesystem of the dataset in `slot` (nullptr: none).
   PosixFs* dataset_fs(uint64_t slot) { return slots_[slot].load(std::memory_order_acquire); }
 
  private:
   class Admin;
+  friend class DatasetViewFs;
   struct Node {
     std::string name;  // the dataset's full name
     uint64_t parent_slot = 0;
@@ -152,7 +168,13 @@ class DatasetTreeFs final : public Filesystem {
   // Whether the kernel holds a file of any of `slots` other than its root.
   bool InUse(const std::vector<uint64_t>& slots);
   void Invalidate(const std::vector<std::pair<uint64_t, std::string>>& names)
-      EXCLUDES(invalidate_mu_);
+      EXCLUDES(invalidate_mu_, views_mu_);
+  // A view goes (its Unmount).
+  void RemoveView(DatasetViewFs* view) EXCLUDES(views_mu_);
+  // The dataset and mount point of an open view whose root is one of
+  // `slots`, or nullopt.
+  std::optional<std::pair<std::string, std::string>> ViewIn(const std::vector<uint64_t>& slots)
+      EXCLUDES(views_mu_, tree_lock_);
   uint64_t SlotFor(uint64_t id) const { return id == root_id_ ? 0 : id; }
   uint64_t IdFor(uint64_t slot) const { return slot == 0 ? root_id_ : slot; }
   // The tree's names and parents and every dataset's effective
@@ -191,6 +213,9 @@ class DatasetTreeFs final : public Filesystem {
   std::unique_ptr<Admin> admin_;
   util::Mutex invalidate_mu_;
   EntryInvalidator invalidate_ GUARDED_BY(invalidate_mu_);
+  // The open views (OpenDatasetView); each removes itself when unmounted.
+  util::Mutex views_mu_;
+  std::vector<DatasetViewFs*> views_ GUARDED_BY(views_mu_);
   std::unique_ptr<std::atomic<PosixFs*>[]> slots_;
   std::atomic<bool> unmounting_{false};
 
