@@ -24,6 +24,13 @@
 // from there: blocks written since behind the bookmark are not walked
 // (they were written, and checksummed, after the scrub began).
 //
+// What was written since the scrub began (born at or after its start txg)
+// is not verified ahead of the bookmark either, as it is not behind it: an
+// object created since (its generation) is skipped, a data block written
+// since is skipped, and an indirect or dnode block written since is only
+// read through (one copy, not counted) to reach the older blocks below
+// it. So the walk has an end however fast writers create objects.
+//
 // Throttle. After each round the thread sleeps: as long as the round took
 // when the pool had no other I/O during it, twice as long when it had
 // (the foreground then keeps at least two thirds of the time, more than

@@ -199,8 +199,10 @@ TEST_CASE("A scrub stopped or exported midway keeps its bookmark and resumes fro
     REQUIRE(done.state == ScrubPhys::State::kFinished);
     REQUIRE(done.errors == 0);
     // Resumed, not restarted: about one walk's blocks in all (the path to
-    // the bookmark is read again, not counted).
-    REQUIRE(done.blocks >= full_blocks);
+    // the bookmark is read again, not counted; the few MOS blocks that the
+    // syncs of the export and import rewrote are newer than the scrub and
+    // not verified).
+    REQUIRE(done.blocks + 16 >= full_blocks);
     REQUIRE(done.blocks <= full_blocks + 8);
     // Stop: the state says so and keeps what it found.
     REQUIRE(p->StartScrub().ok());
@@ -219,23 +221,39 @@ TEST_CASE("A scrub while the pool changes finds no damage that is not there", "[
   // Writers rewrite, free and create objects while scrubs run: freed space
   // must not be handed out while a round reads the tree that held it.
   std::atomic<bool> stop{false};
+  // Catch2's assertions are not thread-safe: the writer keeps its first
+  // failure and the main thread asserts on it after the join.
+  std::string churn_error;
   std::thread churn([&] {
     std::mt19937_64 rng(3);
     dmu::ObjectSet* os = p->root_dataset();
+    auto fail = [&](std::string_view what, const Status& st) {
+      churn_error = std::string(what) + ": " + st.ToString();
+      stop = true;
+    };
     while (!stop) {
       dmu::Tx tx(p->assigner());
-      REQUIRE(tx.Assign().ok());
+      if (Status st = tx.Assign(); !st.ok()) return fail("assign", st);
       const size_t k = rng() % ids.size();
       if (rng() % 3 == 0) {
-        REQUIRE(os->Free(tx, ids[k]).ok());
+        if (Status st = os->Free(tx, ids[k]); !st.ok()) return fail("free", st);
         auto id = os->Create(tx, dmu::ObjectType::kPlain, 16384);
-        REQUIRE(id.ok());
+        if (!id.ok()) return fail("create", id.status());
         ids[k] = *id;
       }
-      REQUIRE(os->Write(tx, ids[k], 0, Pattern(rng(), 200000)).ok());
+      if (Status st = os->Write(tx, ids[k], 0, Pattern(rng(), 200000)); !st.ok())
+        return fail("write", st);
       tx.Commit();
     }
   });
+  struct JoinOnExit {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~JoinOnExit() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join_on_exit{stop, churn};
   uint64_t scrubs = 0;
   for (; scrubs < 5; scrubs++) {
     REQUIRE(p->StartScrub().ok());
@@ -247,6 +265,8 @@ TEST_CASE("A scrub while the pool changes finds no damage that is not there", "[
   }
   stop = true;
   churn.join();
+  INFO(churn_error);
+  REQUIRE(churn_error.empty());
   REQUIRE(p->Export().ok());
   CheckReport r = CheckFiles(paths);
   INFO(Listing(r));
