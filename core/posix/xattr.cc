@@ -7,7 +7,13 @@
 // Access follows Linux: user.* only on regular files and directories, with
 // the file's read/write permission (and the sticky-directory rule for
 // writes); trusted.* only for root (others see NoData, or NotPermitted when
-// writing); security.* readable by all, writable by root.
+// writing); security.* readable by all, writable by root. One exception:
+// the kernel drops a file's capabilities itself before a write, truncate,
+// fallocate or chown (security_inode_killpriv), by removing
+// security.capability with the credentials of whoever writes or chowns;
+// that removal is allowed to the owner of a non-directory and to a caller
+// who may write it (removexattr(2) of it reaches us only from a caller with
+// CAP_SETFCAP: the kernel checks that itself).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -172,7 +178,11 @@ Status PosixFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name)
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
   util::MutexLock op(&in->op_mu);
   ZnodePhys z = in->Snapshot();
-  POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, true));
+  // What the write or chown of a caller other than root drops (see above).
+  const bool drops_capabilities =
+      name == "security.capability" && !S_ISDIR(z.mode) &&
+      (c.uid == z.uid || (S_ISREG(z.mode) && CheckAccess(c, z, W_OK).ok()));
+  if (!drops_capabilities) POOLFS_RETURN_IF_ERROR(CheckXattrAccess(c, z, name, true));
   POOLFS_RETURN_IF_ERROR(LoadXattrs(*in, z));
   auto it = in->xattrs.find(name);
   if (it == in->xattrs.end())

@@ -73,6 +73,48 @@ TEST_CASE("Xattr access follows the namespace and the file's mode", "[posix][xat
           StatusCode::kNotPermitted);
 }
 
+// The kernel drops a file's capabilities before a write, truncate or
+// fallocate by removing security.capability as the writer (and before a
+// chown as the owner): Linux lets that through for anyone who may make the
+// change, so must we.
+TEST_CASE("Whoever may write a file or chown it may remove its security.capability",
+          "[posix][xattr]") {
+  FsFixture f;
+  // A version 2 capability set: magic and flags, then zeros.
+  const std::string caps =
+      std::string("\x01\x00\x00\x02\x00\x20\x00\x00", 8) + std::string(12, '\0');
+  const Creds writer = UserCreds(2000, 2000);
+  Attr shared = f.MustCreate(kRootIno, "shared", 0666);
+  REQUIRE(f.fs->SetXattr(RootCreds(), shared.ino, "security.capability", caps, 0).ok());
+  REQUIRE(f.fs->SetXattr(RootCreds(), shared.ino, "security.other", "x", 0).ok());
+  // Setting it, or removing another security.* attribute, stays root's.
+  REQUIRE(Code(f.fs->SetXattr(writer, shared.ino, "security.capability", caps, 0)) ==
+          StatusCode::kNotPermitted);
+  REQUIRE(Code(f.fs->RemoveXattr(writer, shared.ino, "security.other")) ==
+          StatusCode::kNotPermitted);
+  auto st = f.fs->RemoveXattr(writer, shared.ino, "security.capability");
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  REQUIRE(Code(f.fs->GetXattr(RootCreds(), shared.ino, "security.capability")) ==
+          StatusCode::kNoData);
+  // Without write permission: refused, unless the caller owns the file
+  // (a chown by its owner drops them too).
+  Attr ro = f.MustCreate(kRootIno, "ro", 0644);
+  REQUIRE(f.fs->SetXattr(RootCreds(), ro.ino, "security.capability", caps, 0).ok());
+  REQUIRE(Code(f.fs->RemoveXattr(writer, ro.ino, "security.capability")) ==
+          StatusCode::kNotPermitted);
+  REQUIRE(f.fs->SetAttr(RootCreds(), ro.ino,
+                        [] {
+                          SetAttrRequest r;
+                          r.valid = SetAttrRequest::kUid;
+                          r.uid = 2000;
+                          return r;
+                        }())
+              .ok());
+  f.Chmod(ro.ino, 0444);
+  REQUIRE(f.fs->RemoveXattr(writer, ro.ino, "security.capability").ok());
+}
+
 TEST_CASE("A file's xattr object is freed with the file", "[posix][xattr]") {
   FsFixture f;
   Attr a = f.MustCreate(kRootIno, "f");
