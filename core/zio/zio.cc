@@ -283,7 +283,8 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
   for (size_t i = 0; i < blocks.size(); i++) {
     const WriteProps& props = blocks[i].props;
     const std::string_view data = blocks[i].data;
-    if (props.type == BlockType::kData && props.level == 0 && IsAllZero(data)) {
+    if ((props.type == BlockType::kData || props.type == BlockType::kDnodes) &&
+        props.level == 0 && IsAllZero(data)) {
       bps[i] = MakeHole(props.type, props.level, uint32_t(data.size()), txg);
       continue;
     }

@@ -14,9 +14,12 @@
 //   6. return the BlockPtr (birth = txg)
 //
 // Holes. Write returns a hole for an all-zero block when props.type is kData
-// and props.level is 0 — no compression, no allocation, no I/O; sparse files
-// cost nothing. The hole keeps lsize and birth = txg, fill 0. Metadata (any
-// other type or level) is always stored, even when it is all zeros.
+// or kDnodes and props.level is 0 — no compression, no allocation, no I/O;
+// sparse files cost nothing, and neither does a dnode block whose dnodes
+// are all free (an object set whose files were all deleted gives its dnode
+// blocks back). The hole keeps lsize and birth = txg, fill 0. Other
+// metadata (any other type or level) is always stored, even when it is all
+// zeros.
 //
 // Compression rule (util/compress.h): a block is stored compressed only when
 // that saves at least 1/8 of lsize; otherwise it is stored as is, with

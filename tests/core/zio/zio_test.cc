@@ -132,10 +132,16 @@ TEST_CASE("Zio turns an all-zero data block into a hole without I/O", "[zio]") {
   REQUIRE(pool.space().Stats().allocated == before.allocated);
   REQUIRE(*pool.zio().Read(*bp) == zeros);
   REQUIRE(pool.zio().Free(*bp, Txg(4)).ok());
-  // Metadata is stored even when it is all zeros.
+  // So is a dnode block whose dnodes are all free.
+  auto dnodes = pool.zio().Write(WriteProps{BlockType::kDnodes, 0, Compression::kZstd, 0},
+                                 zeros.substr(0, 16384), Txg(4), 0);
+  REQUIRE(dnodes.ok());
+  REQUIRE(*dnodes == MakeHole(BlockType::kDnodes, 0, 16384, Txg(4)));
+  REQUIRE(*pool.zio().Read(*dnodes) == zeros.substr(0, 16384));
+  REQUIRE(pool.zio().bytes_written() == 0);
+  // Other metadata is stored even when it is all zeros.
   for (WriteProps props : {WriteProps{BlockType::kZap, 0, Compression::kOff, 1},
-                           WriteProps{BlockType::kIndirect, 1, Compression::kLz4, 0},
-                           WriteProps{BlockType::kDnodes, 0, Compression::kZstd, 0}}) {
+                           WriteProps{BlockType::kIndirect, 1, Compression::kLz4, 0}}) {
     auto meta = pool.zio().Write(props, zeros.substr(0, 16384), Txg(4), 0);
     REQUIRE(meta.ok());
     REQUIRE(!meta->IsHole());
