@@ -260,12 +260,42 @@ Status Zap::FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) {
   if (fat_.count == 0)
     return Status::Corruption(ctx_.Where(0, "fat header") + ": count 0, but " +
                               ctx_.Where(ref->block(), "leaf") + " has entries");
+  if (fat_.count == 1) return Downgrade(tx, ref->block());
   Leaf leaf = LeafToEdit(tx, std::move(ref));
   leaf.Erase(slot);
   fat_.count--;
   Change c;
   c.leaves.emplace(leaf.block(), std::move(leaf));
   return Commit(tx, c, true);
+}
+
+Status Zap::Downgrade(dmu::Tx& tx, uint64_t last_leaf) {
+  // Every other leaf must be empty, as the count says: a damaged count must
+  // not make entries vanish. Each leaf owns one run of table slots.
+  std::vector<uint64_t> leaves;
+  for (uint64_t i = 0; i < fat_.table.size(); i++) {
+    if (i > 0 && fat_.table[i] == fat_.table[i - 1]) continue;
+    POOLFS_ASSIGN_OR_RETURN(std::shared_ptr<const Leaf> leaf, ReadLeaf(i));
+    const uint32_t expected = leaf->block() == last_leaf ? 1 : 0;
+    if (leaf->count() != expected)
+      return Status::Corruption(ctx_.Where(0, "fat header") + ": count 1, but " +
+                                ctx_.Where(leaf->block(), "leaf") + " has " +
+                                std::to_string(leaf->count()) + " entries");
+    leaves.push_back(leaf->block());
+  }
+  // Block 0 alone, in the micro form with the same salt; the leaves and
+  // the table are freed.
+  dmu::SharedBlock micro(EmptyMicroBlock(ctx_, salt_));
+  POOLFS_RETURN_IF_ERROR(os_->Truncate(tx, id_, ctx_.block_size));
+  POOLFS_RETURN_IF_ERROR(PutBlock(tx, 0, micro));
+  if (leaf_cache_)
+    for (uint64_t blk : leaves) leaf_cache_->Drop(owner_, blk);
+  fat_ = FatState();
+  header_ = dmu::SharedBlock();
+  micro_ = std::move(micro);
+  micro_form_ = true;
+  micro_count_ = 0;
+  return Status::Ok();
 }
 
 Status Zap::FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) {

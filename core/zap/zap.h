@@ -32,7 +32,10 @@
 //     doubles (each pointer twice). Lookup, Add, Remove and Update read one
 //     leaf: the header and the table are kept decoded in memory (loaded by
 //     Open), so they stay one block read at any size. Leaves are never
-//     merged; a zap that shrinks keeps its leaves (as ZFS's does). With a
+//     merged; a zap that shrinks keeps its leaves (as ZFS's does) until
+//     it is empty: the Remove of its last entry makes it an empty micro
+//     zap again (same salt) and frees every other block, so a directory
+//     emptied of many names gives their space back. With a
 //     LeafCache (ZapOptions::leaf_cache, leaf_cache.h) a leaf is decoded
 //     and checked once and then read in place; a change takes it over
 //     (or edits a copy while someone else still holds it).
@@ -246,6 +249,9 @@ class Zap {
   Leaf LeafToEdit(dmu::Tx& tx, std::shared_ptr<const Leaf> ref) REQUIRES(mu_);
   Status FatAdd(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Status FatRemove(dmu::Tx& tx, uint64_t h, std::string_view name) REQUIRES(mu_);
+  // Removing the last entry (held in leaf `last_leaf`): the zap becomes an
+  // empty micro zap again, its leaves and table freed, in tx's txg.
+  Status Downgrade(dmu::Tx& tx, uint64_t last_leaf) REQUIRES(mu_);
   Status FatUpdate(dmu::Tx& tx, uint64_t h, std::string_view name, const Value& v) REQUIRES(mu_);
   Result<Value> FatLookup(uint64_t h, std::string_view name) const REQUIRES_SHARED(mu_);
   Status FatIterate(uint64_t cookie, size_t n, std::vector<Entry>* out) const REQUIRES_SHARED(mu_);

@@ -146,7 +146,49 @@ TEST_CASE("Zap upgrades to the fat form when the micro block fills or a name is 
   CheckAgainst(*f.OpenZap(b), model);
 }
 
-TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgrades", "[zap][single-threaded]") {
+TEST_CASE("Zap emptied of its last entry becomes micro again and frees its leaves", "[zap]") {
+  Fixture f;
+  auto z = f.NewZap();
+  {
+    auto tx = f.NewTx();
+    for (uint32_t i = 0; i < 3000; i++)
+      REQUIRE(z->Add(*tx, "name-" + std::to_string(i), V(i)).ok());
+    tx->Commit();
+  }
+  // An object's used bytes are those of its last sync but one: sync twice.
+  f.Sync();
+  f.Sync();
+  REQUIRE(z->Shape().leaves > 10);
+  const uint64_t fat_used = f.os->Stat(z->id()).value().used;
+  {
+    auto tx = f.NewTx();
+    for (uint32_t i = 0; i < 2999; i++) REQUIRE(z->Remove(*tx, "name-" + std::to_string(i)).ok());
+    REQUIRE_FALSE(z->Shape().micro);  // one left: leaves are kept
+    REQUIRE(z->Remove(*tx, "name-2999").ok());
+    REQUIRE(z->Shape().micro);
+    REQUIRE(z->Count() == 0);
+    REQUIRE(z->Remove(*tx, "name-2999").code() == StatusCode::kNotFound);
+    // Usable at once, in the same txg.
+    REQUIRE(z->Add(*tx, "again", V(1)).ok());
+    tx->Commit();
+  }
+  f.Sync();
+  auto info = f.os->Stat(z->id());
+  REQUIRE(info.ok());
+  REQUIRE(info->length == kDefaultBlockSize);
+  f.Sync();
+  info = f.os->Stat(z->id());
+  REQUIRE(info->used * 10 < fat_used);
+  const ObjectId id = z->id();
+  z.reset();
+  f.Reopen();
+  z = f.OpenZap(id);
+  REQUIRE(z->Shape().micro);
+  CheckAgainst(*z, {{"again", V(1)}});
+}
+
+TEST_CASE("Zap agrees with std::map over random changes, syncs, reopens and upgrades",
+          "[zap][single-threaded]") {
   // Without a leaf cache, with one that holds everything, and with ones
   // so small that leaves keep leaving and coming back.
   const uint64_t cached_leaves = GENERATE(0, 1, 3, 100000);
