@@ -229,11 +229,22 @@ Status BlockTree::FreeRange(uint64_t first, uint64_t end, Txg txg) {
 Result<BlockPtr> BlockTree::WriteBlock(zio::Zio* zio, const zio::WriteProps& props,
                                        std::string_view data, const BlockPtr& old, Txg txg,
                                        size_t allocator) {
-  if (!old.IsHole() && old.birth == txg) {
-    Result<BlockPtr> r = zio->Rewrite(old, props, data, txg);
-    if (r.ok() || !r.status().IsNoSpace()) return r;
-  }
-  return zio->Write(props, data, txg, allocator);
+  if (old.IsHole() || old.birth != txg) return zio->Write(props, data, txg, allocator);
+  // A later pass of txg (the MOS sync). What this txg stored uncompressed
+  // stays so: its stored size is its logical size, which never changes, so
+  // it fits in place every time (a gang block too: the same pieces).
+  zio::WriteProps as = props;
+  if (old.compression == util::Compression::kOff) as.compression = util::Compression::kOff;
+  Result<BlockPtr> r = zio->Rewrite(old, as, data, txg);
+  if (r.ok() || !r.status().IsNoSpace()) return r;
+  // It outgrew its extent: it moves once, stored uncompressed. A new extent
+  // the size of its compressed bytes would be outgrown again by the next
+  // few bytes, and each move changes a space map and defers a free into
+  // the pool directory, which grows and may move in the next pass: a MOS
+  // sync that converged only by luck (ZFS stops compressing in its late
+  // sync passes for the same reason).
+  as.compression = util::Compression::kOff;
+  return zio->Write(as, data, txg, allocator);
 }
 
 Status BlockTree::WriteDirty(Txg txg, size_t allocator) {

@@ -20,7 +20,9 @@
 // level's new pointers going into the level above, and ends with a new top.
 // A block already written in the same txg (a MOS sync pass after the first)
 // is rewritten in place, so that repeated passes converge without new
-// allocations; any other replaced block is freed in the txg.
+// allocations; any other replaced block is freed in the txg. One that no
+// longer fits its extent moves once, stored uncompressed: its logical size
+// holds whatever a later pass writes there.
 //
 // `used` counts the allocated bytes of every block in the tree. Every
 // change of it also goes to the tree's SpaceCounter when it has one: the
@@ -130,7 +132,10 @@ class BlockTree {
   Status WriteDirty(Txg txg, size_t allocator);
 
   // Writes `data` as a block of `props` that replaces `old`: in place when
-  // old was born in txg and the result still fits, else as a new block.
+  // old was born in txg and the result still fits, else as a new block. A
+  // block born in txg that outgrows its extent moves once, stored
+  // uncompressed, and stays uncompressed for the rest of txg: every later
+  // rewrite fits in place.
   static Result<zio::BlockPtr> WriteBlock(zio::Zio* zio, const zio::WriteProps& props,
                                           std::string_view data, const zio::BlockPtr& old, Txg txg,
                                           size_t allocator);

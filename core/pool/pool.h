@@ -30,7 +30,9 @@
 //      write the pool directory (new dataset roots, deferred frees), and
 //      sync the MOS, until a pass finds nothing dirty. Writing the MOS
 //      allocates and frees blocks, which the next pass appends. A block
-//      born in t is rewritten in place; and from the second pass on, the
+//      born in t is rewritten in place (one that outgrows its extent moves
+//      once, stored uncompressed for the rest of t so that it fits from
+//      then on: dmu/block_tree.h); and from the second pass on, the
 //      MOS's frees are not handed to the space maps but deferred: listed in
 //      the pool directory, still allocated, and freed by the next txg's
 //      sync (ZFS's deferred-free bpobj). Without that, a freed block's
@@ -38,8 +40,9 @@
 //      freeing a block in a third metaslab, and so on: on a pool whose
 //      space maps lie scattered over its metaslabs the chain outlasted any
 //      bound. With it, a later pass changes only the maps of the metaslabs
-//      it allocated from, whose blocks are then born in t: a handful of
-//      passes (PoolStats::mos_passes_*; `poolfs check` runs a trial sync);
+//      it allocated from, whose blocks are then born in t, and a block
+//      moves at most once more: a handful of passes
+//      (PoolStats::mos_passes_*; `poolfs check` runs a trial sync);
 //   3. flush every vdev, write the uberblock of t on every vdev, flush again.
 //      t is durable; blocks freed in t are reusable after 2 more txgs.
 // A failed sync suspends the pool (TxgManager): nothing half-written is ever
