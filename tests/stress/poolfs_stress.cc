@@ -9,8 +9,9 @@
 // (kill) or a power cut of fault-injecting devices (powercut) — and checks
 // after each crash that the import finds exactly the state of a synced txg
 // no older than the last one known durable; or (mounts) mounts a large pool
-// briefly, hundreds of times, and checks each state the same way (runner.h
-// has the details). One cycle in --damage N first damages one copy of a few
+// briefly, hundreds of times, checks that every sync's MOS passes stay
+// within a handful, and checks the state after every few mounts the same
+// way (runner.h has the details). One cycle in --damage N first damages one copy of a few
 // metadata blocks, and checks that the pool reads around it and heals it
 // (damage.h). Exits
 // 0 only when every cycle verified; the first failure prints the seed, the

@@ -159,16 +159,22 @@ Status Runner::Setup() {
     POOLFS_RETURN_IF_ERROR((*pool)->Export());
   }
   models_.resize(tree_.size());
-  auto pool = Pool::Import(paths_, RandomPoolOptions(rng_));
+  // The pool may sync empty txgs while it is open (freed blocks waiting out
+  // their deferral): the state verified is that of the last one.
+  std::atomic<uint64_t> synced{0};
+  core::pool::PoolOptions opts = RandomPoolOptions(rng_);
+  opts.on_synced = [&synced](Txg t, uint64_t, uint64_t) { synced = t.value(); };
+  auto pool = Pool::Import(paths_, opts);
   if (!pool.ok()) return pool.status().WithContext("importing the new pool");
-  verified_txg_ = (*pool)->imported_txg().value();
   POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool->get()));
   for (size_t i = 0; i < sets.size(); i++) {
     uint64_t bad = 0;
     VerifyStats vs;
     POOLFS_RETURN_IF_ERROR(models_[i].Verify(sets[i], rng_(), &vs, &bad));
   }
-  return (*pool)->Export();
+  POOLFS_RETURN_IF_ERROR((*pool)->Export());
+  verified_txg_ = std::max((*pool)->imported_txg().value(), synced.load());
+  return Status::Ok();
 }
 
 Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, uint64_t lower,
@@ -207,24 +213,14 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                               ", older than txg " + std::to_string(verified_txg_) +
                               " verified in the previous cycle");
   const uint64_t previous = verified_txg_;
-  verified_txg_ = imported;  // for History
-  POOLFS_RETURN_IF_ERROR(ReconcileDatasets(pool, records, imported));
+  POOLFS_RETURN_IF_ERROR(Advance(pool, records, imported));
   POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool));
   VerifyStats vs;
   for (size_t i = 0; i < sets.size(); i++) {
     if (!sets[i]) continue;
     const uint16_t ds = uint16_t(i);
-    std::vector<OpRecord> mine;
-    for (const OpRecord& r : records)
-      if (IsObjectOp(r.kind) && r.dataset == ds) mine.push_back(r);
     uint64_t bad = 0;
-    Status st = models_[i].Replay(std::move(mine), imported, &bad);
-    if (!st.ok()) {
-      failure_detail_ = History(records, ds, bad);
-      return st.WithContext("dataset '" + tree_.Name(ds) + "': replaying the op log through txg " +
-                            std::to_string(imported));
-    }
-    st = models_[i].Verify(sets[i], rng_(), &vs, &bad);
+    Status st = models_[i].Verify(sets[i], rng_(), &vs, &bad);
     if (!st.ok()) {
       if (bad) failure_detail_ = History(records, ds, bad);
       return st.WithContext("dataset '" + tree_.Name(ds) + "': verifying txg " +
@@ -265,6 +261,24 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
   return Status::Ok();
 }
 
+Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_t imported) {
+  verified_txg_ = imported;  // for History
+  POOLFS_RETURN_IF_ERROR(ReconcileDatasets(pool, records, imported));
+  for (uint16_t ds : tree_.Live()) {
+    std::vector<OpRecord> mine;
+    for (const OpRecord& r : records)
+      if (IsObjectOp(r.kind) && r.dataset == ds) mine.push_back(r);
+    uint64_t bad = 0;
+    Status st = models_[ds].Replay(std::move(mine), imported, &bad);
+    if (!st.ok()) {
+      failure_detail_ = History(records, ds, bad);
+      return st.WithContext("dataset '" + tree_.Name(ds) + "': replaying the op log through txg " +
+                            std::to_string(imported));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Runner::MaybeRewind(std::mt19937_64& rng, uint64_t* expect) {
   *expect = 0;
   rewound_from_ = 0;
@@ -290,6 +304,7 @@ Status Runner::CheckExported() {
   auto report = damage_.copies.empty() ? CheckPool(paths_) : CheckDamaged(&present);
   if (!report.ok()) return report.status().WithContext("poolfs check of the exported pool");
   cycle_note_ += ", check: " + std::to_string(report->blocks) + " blocks";
+  trial_passes_ = report->trial_sync_passes;
   if (!report->warnings.empty())
     cycle_note_ += " (" + std::to_string(report->warnings.size()) +
                    " warnings, first: " + report->warnings[0].where + ": " +
@@ -384,6 +399,12 @@ int Runner::Run() {
       static_cast<unsigned long long>(stats_.copies_reported),
       static_cast<unsigned long long>(stats_.copies_gone),
       static_cast<unsigned long long>(stats_.repairs_unflushed));
+  if (stats_.mounts)
+    std::printf(
+        "mounts: %llu of the pool, MOS passes at most %u in a sync, %u in the check's trial "
+        "syncs\n",
+        static_cast<unsigned long long>(stats_.mounts), stats_.mos_passes_max,
+        stats_.trial_passes_max);
   std::printf("datasets: %llu created, %llu renamed, %llu destroyed (in verified txgs)\n",
               static_cast<unsigned long long>(stats_.datasets_created),
               static_cast<unsigned long long>(stats_.datasets_renamed),

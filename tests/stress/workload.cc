@@ -115,6 +115,8 @@ void Workload::Start(const std::vector<ObjectState>& existing, const std::vector
 
 void Workload::Stop() {
   stop_ = true;
+  if (threads_.empty() && !watcher_.joinable()) return;  // stopped (the pool may be gone)
+  pool_->txgs().Kick();  // a thread waiting for its txg to sync need not wait out the timeout
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   if (watcher_.joinable()) watcher_.join();

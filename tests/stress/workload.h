@@ -104,7 +104,9 @@ class Workload {
   // Starts the threads over the objects that exist now, whose contents
   // are models[dataset] (copied: the caller may change them afterwards).
   void Start(const std::vector<ObjectState>& existing, const std::vector<Model>& models);
-  // Asks the threads to finish their Tx and joins them.
+  // Asks the threads to finish their Tx (a sync of the open txg is asked
+  // for, so that none waits long for its txg) and joins them. Idempotent:
+  // once stopped, the pool is not touched again.
   void Stop();
   // True once every worker thread has ended (by Stop or by a failure).
   bool done() const { return running_.load() == 0; }
