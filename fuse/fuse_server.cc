@@ -114,12 +114,20 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(Filesystem* fs, const Fuse
     if (rc != 0 && rc != -ENOENT)
       spdlog::debug("kernel entry {} in {} not invalidated: {}", name, parent, std::strerror(-rc));
   });
+  // Files changed through another mount of the same files: attributes and
+  // every cached page.
+  fs->SetInodeInvalidator([se](uint64_t ino) {
+    const int rc = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+    if (rc != 0 && rc != -ENOENT)
+      spdlog::debug("kernel cache of inode {} not invalidated: {}", ino, std::strerror(-rc));
+  });
   return server;
 }
 
 FuseServer::~FuseServer() {
   if (session_ == nullptr) return;
   adapter_->fs->SetEntryInvalidator({});
+  adapter_->fs->SetInodeInvalidator({});
   if (notifier_) notifier_->Stop();
   if (mounted_) fuse_session_unmount(session_);
   fuse_session_destroy(session_);

@@ -229,6 +229,7 @@ void DatasetTreeFs::ApplyAll() {
 Status DatasetTreeFs::Unmount() {
   util::MutexLock l(&mu_);
   if (unmounted_) return unmount_status_;
+  StopNotifier();
   if (root_id_ != 0) pool_->SetBusyCheck(nullptr);
   if (props_watch_ != 0) pool_->UnwatchProperties(props_watch_);
   unmounted_ = true;
@@ -327,7 +328,7 @@ Result<Attr> DatasetTreeFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrR
   ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
-  return InSlot(SlotOf(ino), fs->SetAttr(c, local, req));
+  return Changed(ino, InSlot(SlotOf(ino), fs->SetAttr(c, local, req)));
 }
 
 Result<Attr> DatasetTreeFs::Create(const Creds& c, uint64_t parent, std::string_view name,
@@ -336,7 +337,7 @@ Result<Attr> DatasetTreeFs::Create(const Creds& c, uint64_t parent, std::string_
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
-  return InSlot(SlotOf(parent), fs->Create(c, local, name, mode));
+  return Named(parent, name, InSlot(SlotOf(parent), fs->Create(c, local, name, mode)));
 }
 
 Result<Attr> DatasetTreeFs::Mknod(const Creds& c, uint64_t parent, std::string_view name,
@@ -345,7 +346,7 @@ Result<Attr> DatasetTreeFs::Mknod(const Creds& c, uint64_t parent, std::string_v
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
-  return InSlot(SlotOf(parent), fs->Mknod(c, local, name, mode, rdev));
+  return Named(parent, name, InSlot(SlotOf(parent), fs->Mknod(c, local, name, mode, rdev)));
 }
 
 Result<Attr> DatasetTreeFs::Mkdir(const Creds& c, uint64_t parent, std::string_view name,
@@ -354,7 +355,7 @@ Result<Attr> DatasetTreeFs::Mkdir(const Creds& c, uint64_t parent, std::string_v
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
-  return InSlot(SlotOf(parent), fs->Mkdir(c, local, name, mode));
+  return Named(parent, name, InSlot(SlotOf(parent), fs->Mkdir(c, local, name, mode)));
 }
 
 Result<Attr> DatasetTreeFs::Symlink(const Creds& c, uint64_t parent, std::string_view name,
@@ -363,7 +364,7 @@ Result<Attr> DatasetTreeFs::Symlink(const Creds& c, uint64_t parent, std::string
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kAlreadyExists));
-  return InSlot(SlotOf(parent), fs->Symlink(c, local, name, target));
+  return Named(parent, name, InSlot(SlotOf(parent), fs->Symlink(c, local, name, target)));
 }
 
 Result<std::string> DatasetTreeFs::Readlink(uint64_t ino) {
@@ -383,7 +384,9 @@ Result<Attr> DatasetTreeFs::Link(const Creds& c, uint64_t ino, uint64_t new_pare
   if (SlotOf(ino) != SlotOf(new_parent))
     return Status(StatusCode::kCrossDevice, "a hard link cannot join two datasets");
   POOLFS_RETURN_IF_ERROR(NotAJoin(new_parent, new_name, StatusCode::kAlreadyExists));
-  return InSlot(SlotOf(ino), fs->Link(c, local, parent_local, new_name));
+  Result<Attr> a =
+      Named(new_parent, new_name, InSlot(SlotOf(ino), fs->Link(c, local, parent_local, new_name)));
+  return Changed(ino, std::move(a));
 }
 
 Status DatasetTreeFs::Unlink(const Creds& c, uint64_t parent, std::string_view name) {
@@ -391,7 +394,7 @@ Status DatasetTreeFs::Unlink(const Creds& c, uint64_t parent, std::string_view n
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kIsADirectory));
-  return fs->Unlink(c, local, name);
+  return Named(parent, name, fs->Unlink(c, local, name));
 }
 
 Status DatasetTreeFs::Rmdir(const Creds& c, uint64_t parent, std::string_view name) {
@@ -399,7 +402,7 @@ Status DatasetTreeFs::Rmdir(const Creds& c, uint64_t parent, std::string_view na
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   POOLFS_RETURN_IF_ERROR(NotAJoin(parent, name, StatusCode::kBusy));
-  return fs->Rmdir(c, local, name);
+  return Named(parent, name, fs->Rmdir(c, local, name));
 }
 
 Status DatasetTreeFs::Rename(const Creds& c, uint64_t parent, std::string_view name,
@@ -413,7 +416,8 @@ Status DatasetTreeFs::Rename(const Creds& c, uint64_t parent, std::string_view n
   POOLFS_RETURN_IF_ERROR(NotAJoin(new_parent, new_name, StatusCode::kBusy));
   if (SlotOf(parent) != SlotOf(new_parent))
     return Status(StatusCode::kCrossDevice, "a rename cannot move a file to another dataset");
-  return fs->Rename(c, local, name, new_local, new_name, flags);
+  return Named(new_parent, new_name,
+               Named(parent, name, fs->Rename(c, local, name, new_local, new_name, flags)));
 }
 
 Status DatasetTreeFs::Open(const Creds& c, uint64_t ino, int flags) {
@@ -451,7 +455,7 @@ Result<size_t> DatasetTreeFs::Write(const Creds& c, uint64_t ino, uint64_t off,
   ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
-  return fs->Write(c, local, off, data);
+  return Changed(ino, fs->Write(c, local, off, data));
 }
 
 Status DatasetTreeFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
@@ -459,7 +463,7 @@ Status DatasetTreeFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, ui
   ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
-  return fs->Fallocate(c, local, flags, off, len);
+  return Changed(ino, fs->Fallocate(c, local, flags, off, len));
 }
 
 Status DatasetTreeFs::Fsync(uint64_t ino, bool datasync) {
@@ -551,7 +555,7 @@ Status DatasetTreeFs::SetXattr(const Creds& c, uint64_t ino, std::string_view na
   ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
-  return fs->SetXattr(c, local, name, value, flags);
+  return Changed(ino, fs->SetXattr(c, local, name, value, flags));
 }
 
 Result<std::vector<std::string>> DatasetTreeFs::ListXattr(const Creds& c, uint64_t ino) {
@@ -565,7 +569,7 @@ Status DatasetTreeFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view
   ino = In(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
-  return fs->RemoveXattr(c, local, name);
+  return Changed(ino, fs->RemoveXattr(c, local, name));
 }
 
 Result<FsStats> DatasetTreeFs::StatFs(uint64_t ino) {

@@ -55,7 +55,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pool/pool.h"
@@ -66,6 +68,8 @@
 #include "util/read_mostly_lock.h"
 
 namespace poolfs::core::posix {
+
+class ViewOrigin;
 
 class DatasetTreeFs final : public Filesystem {
  public:
@@ -129,6 +133,7 @@ class DatasetTreeFs final : public Filesystem {
   Status SetLive(const CoreTunables& t) override;
   DatasetAdmin* datasets() override;
   void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
+  void SetInodeInvalidator(InodeInvalidator fn) override EXCLUDES(invalidate_mu_);
   // A DatasetViewFs of dataset `dataset` (dataset_view.h), registered
   // here so that destroying it is Busy and its kernel's names are
   // invalidated with this mount's. NotFound for no such dataset,
@@ -143,6 +148,7 @@ class DatasetTreeFs final : public Filesystem {
  private:
   class Admin;
   friend class DatasetViewFs;
+  friend class ViewOrigin;  // sets change_origin_ (dataset_view.cc)
   struct Node {
     std::string name;  // the dataset's full name
     uint64_t parent_slot = 0;
@@ -169,6 +175,31 @@ class DatasetTreeFs final : public Filesystem {
   bool InUse(const std::vector<uint64_t>& slots);
   void Invalidate(const std::vector<std::pair<uint64_t, std::string>>& names)
       EXCLUDES(invalidate_mu_, views_mu_);
+  // A change that succeeded through one of the mounts of the tree's files
+  // (this one, or a view: ChangeOrigin), to be forgotten by the others'
+  // kernels (dataset_view.h, "Coherence"): file `ino` (global), or name
+  // `name` in directory `parent` and the directory. They pass `r` through.
+  template <typename R>
+  R Changed(uint64_t ino, R r) {
+    if (r.ok()) Queue(ino, {});
+    return r;
+  }
+  template <typename R>
+  R Named(uint64_t parent, std::string_view name, R r) {
+    if (r.ok()) {
+      Queue(parent, name);
+      Queue(parent, {});
+    }
+    return r;
+  }
+  // Nothing while no view is open.
+  void Queue(uint64_t ino, std::string_view name) EXCLUDES(changes_mu_);
+  // The notifier thread: tells the mounts other than a change's origin.
+  void RunNotifier() EXCLUDES(changes_mu_, views_mu_, invalidate_mu_);
+  void StopNotifier() REQUIRES(mu_) EXCLUDES(changes_mu_);
+  // The view whose call this thread is in (set by the view around its
+  // calls into the tree); nullptr: this mount's own calls.
+  static thread_local const void* change_origin_;
   // A view goes (its Unmount).
   void RemoveView(DatasetViewFs* view) EXCLUDES(views_mu_);
   // The dataset and mount point of an open view whose root is one of
@@ -213,9 +244,24 @@ class DatasetTreeFs final : public Filesystem {
   std::unique_ptr<Admin> admin_;
   util::Mutex invalidate_mu_;
   EntryInvalidator invalidate_ GUARDED_BY(invalidate_mu_);
+  InodeInvalidator invalidate_inode_ GUARDED_BY(invalidate_mu_);
   // The open views (OpenDatasetView); each removes itself when unmounted.
   util::Mutex views_mu_;
   std::vector<DatasetViewFs*> views_ GUARDED_BY(views_mu_);
+  std::atomic<bool> has_views_{false};
+  // Changes for the notifier thread (started with the first view, stopped
+  // by Unmount); an inode waits there at most once per origin.
+  struct Change {
+    const void* origin;  // a view, or nullptr for this mount
+    uint64_t ino;        // global
+    std::string name;    // empty: the file itself
+  };
+  util::Mutex changes_mu_;
+  util::CondVar changes_cv_;
+  std::vector<Change> changes_ GUARDED_BY(changes_mu_);
+  std::set<std::pair<const void*, uint64_t>> queued_inodes_ GUARDED_BY(changes_mu_);
+  bool stop_notifier_ GUARDED_BY(changes_mu_) = false;
+  std::thread notifier_ GUARDED_BY(mu_);
   std::unique_ptr<std::atomic<PosixFs*>[]> slots_;
   std::atomic<bool> unmounting_{false};
 

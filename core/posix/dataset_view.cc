@@ -15,7 +15,19 @@ namespace poolfs::core::posix {
 // calls in flight.
 #define POOLFS_VIEW_CALL()                  \
   util::ReadMostlyReader call_(&teardown_); \
+  ViewOrigin origin_(this);                 \
   if (unmounted_) return Status(StatusCode::kAborted, "the mount on " + opts_.where + " is gone")
+
+thread_local const void* DatasetTreeFs::change_origin_ = nullptr;
+
+// Marks this thread's changes as the view's for the call's length.
+class ViewOrigin {
+ public:
+  explicit ViewOrigin(const DatasetViewFs* view) { DatasetTreeFs::change_origin_ = view; }
+  ~ViewOrigin() { DatasetTreeFs::change_origin_ = nullptr; }
+  ViewOrigin(const ViewOrigin&) = delete;
+  ViewOrigin& operator=(const ViewOrigin&) = delete;
+};
 
 Result<std::unique_ptr<Filesystem>> DatasetTreeFs::OpenDatasetView(
     std::string_view dataset, const DatasetViewOptions& options) {
@@ -37,14 +49,67 @@ Result<std::unique_ptr<Filesystem>> DatasetTreeFs::OpenDatasetView(
   if (unmounted_) return Status(StatusCode::kAborted, "filesystem is unmounted");
   if (dataset_fs(*slot) == nullptr)
     return Status::NotFound("pool '" + pool_->name() + "' has no dataset " + std::string(dataset));
+  if (!notifier_.joinable()) notifier_ = std::thread([this] { RunNotifier(); });
   util::MutexLock v(&views_mu_);
   views_.push_back(view.get());
+  has_views_.store(true, std::memory_order_release);
   return std::unique_ptr<Filesystem>(std::move(view));
+}
+
+void DatasetTreeFs::SetInodeInvalidator(InodeInvalidator fn) {
+  util::MutexLock l(&invalidate_mu_);
+  invalidate_inode_ = std::move(fn);
+}
+
+void DatasetTreeFs::Queue(uint64_t ino, std::string_view name) {
+  if (!has_views_.load(std::memory_order_acquire)) return;
+  util::MutexLock l(&changes_mu_);
+  if (stop_notifier_) return;
+  if (name.empty() && !queued_inodes_.emplace(change_origin_, ino).second) return;
+  changes_.push_back({change_origin_, ino, std::string(name)});
+  changes_cv_.Signal();
+}
+
+void DatasetTreeFs::RunNotifier() {
+  for (;;) {
+    std::vector<Change> batch;
+    {
+      util::MutexLock l(&changes_mu_);
+      while (changes_.empty() && !stop_notifier_) changes_cv_.Wait(&changes_mu_);
+      if (changes_.empty()) return;
+      batch.swap(changes_);
+      queued_inodes_.clear();
+    }
+    // views_mu_ keeps the views (RemoveView waits for the batch).
+    util::MutexLock v(&views_mu_);
+    for (const Change& c : batch) {
+      if (c.origin != nullptr) {
+        util::MutexLock l(&invalidate_mu_);
+        if (c.name.empty()) {
+          if (invalidate_inode_) invalidate_inode_(Out(c.ino));
+        } else if (invalidate_) {
+          invalidate_(Out(c.ino), c.name);
+        }
+      }
+      for (DatasetViewFs* view : views_)
+        if (view != c.origin) view->ForgetChange(c.ino, c.name);
+    }
+  }
+}
+
+void DatasetTreeFs::StopNotifier() {
+  {
+    util::MutexLock l(&changes_mu_);
+    stop_notifier_ = true;
+    changes_cv_.Signal();
+  }
+  if (notifier_.joinable()) notifier_.join();
 }
 
 void DatasetTreeFs::RemoveView(DatasetViewFs* view) {
   util::MutexLock l(&views_mu_);
   views_.erase(std::remove(views_.begin(), views_.end(), view), views_.end());
+  has_views_.store(!views_.empty(), std::memory_order_release);
 }
 
 std::optional<std::pair<std::string, std::string>> DatasetTreeFs::ViewIn(
@@ -120,6 +185,21 @@ uint64_t DatasetViewFs::held_lookups() {
 void DatasetViewFs::SetEntryInvalidator(EntryInvalidator fn) {
   util::MutexLock l(&invalidate_mu_);
   invalidate_ = std::move(fn);
+}
+
+void DatasetViewFs::SetInodeInvalidator(InodeInvalidator fn) {
+  util::MutexLock l(&invalidate_mu_);
+  invalidate_inode_ = std::move(fn);
+}
+
+void DatasetViewFs::ForgetChange(uint64_t ino, std::string_view name) {
+  const uint64_t k = ino == root_ ? kRootIno : ino;
+  util::MutexLock l(&invalidate_mu_);
+  if (!name.empty()) {
+    if (invalidate_) invalidate_(k, name);
+  } else if (invalidate_inode_) {
+    invalidate_inode_(k);
+  }
 }
 
 void DatasetViewFs::InvalidateFromTree(uint64_t parent, std::string_view name) {

@@ -30,6 +30,20 @@
 // not its name). Names the tree invalidates (datasets created, renamed,
 // destroyed) are invalidated in the view's kernel too.
 //
+// Coherence. Each kernel caches names, attributes and pages of what it
+// saw; a change through one mount goes through that mount's kernel alone.
+// So every change that succeeds through the tree (DatasetTreeFs::Changed
+// and Named: its writes, attribute and xattr changes, and names created,
+// linked, removed or renamed) is queued, with the mount it came through
+// (the view sets DatasetTreeFs::change_origin_ around its calls), and the
+// tree's notifier thread tells every other mount's kernel to forget it:
+// the name (and its directory), or the file's attributes and pages. The
+// kernel's invalidation may wait for the locks of a request in flight, so
+// it never runs on a FUSE worker; the worker only queues. An open file of
+// one mount sees another's write once the notifier has run (it does not
+// wait for it), as with close-to-open coherence; nothing is queued while
+// no view is open.
+//
 // Thread safety: as poolfs::Filesystem. The lookup counts are behind a
 // mutex; Unmount waits for calls in flight (a ReadMostlyLock) and refuses
 // later ones (Aborted).
@@ -60,6 +74,10 @@ class DatasetViewFs final : public Filesystem {
   // Forwards a name the tree invalidates (`parent` in the tree's global
   // numbers) to the view's kernel.
   void InvalidateFromTree(uint64_t parent, std::string_view name) EXCLUDES(invalidate_mu_);
+  // Forwards a change made through another mount to the view's kernel:
+  // name `name` in `ino`, or file `ino` itself when `name` is empty (`ino`
+  // in the tree's global numbers).
+  void ForgetChange(uint64_t ino, std::string_view name) EXCLUDES(invalidate_mu_);
 
   Status Unmount() override;
   DatasetAdmin* datasets() override;
@@ -104,6 +122,7 @@ class DatasetViewFs final : public Filesystem {
   // The pool's tunables are the tree mount's: a view refuses (NotSupported).
   Status SetLive(const CoreTunables& t) override;
   void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
+  void SetInodeInvalidator(InodeInvalidator fn) override EXCLUDES(invalidate_mu_);
 
   // For tests: the lookup references the view's kernel holds.
   uint64_t held_lookups() EXCLUDES(counts_mu_);
@@ -131,6 +150,7 @@ class DatasetViewFs final : public Filesystem {
 
   util::Mutex invalidate_mu_;
   EntryInvalidator invalidate_ GUARDED_BY(invalidate_mu_);
+  InodeInvalidator invalidate_inode_ GUARDED_BY(invalidate_mu_);
 };
 
 }  // namespace poolfs::core::posix

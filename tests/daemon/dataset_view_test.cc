@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -151,6 +154,84 @@ TEST_CASE("names the pool's mount invalidates reach a view, in the view's number
   CHECK(std::find(seen.begin(), seen.end(), std::pair<uint64_t, std::string>(kRootIno, "bob")) !=
         seen.end());
   view->SetEntryInvalidator({});
+}
+
+// What a mount's kernel was told to forget, recorded from the notifier
+// thread.
+struct Forgotten {
+  void Watch(Filesystem* fs) {
+    fs->SetEntryInvalidator([this](uint64_t parent, std::string_view name) {
+      std::lock_guard<std::mutex> l(mu);
+      names.emplace_back(parent, std::string(name));
+    });
+    fs->SetInodeInvalidator([this](uint64_t ino) {
+      std::lock_guard<std::mutex> l(mu);
+      inodes.push_back(ino);
+    });
+  }
+  // Waits (a few seconds at most) until the kernel was told of `ino` or of
+  // name `name` in `ino`.
+  bool Saw(uint64_t ino, const std::string& name = "") {
+    for (int i = 0; i < 500; i++) {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        if (name.empty()
+                ? std::find(inodes.begin(), inodes.end(), ino) != inodes.end()
+                : std::find(names.begin(), names.end(), std::pair(ino, name)) != names.end())
+          return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  bool Quiet() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::lock_guard<std::mutex> l(mu);
+    return names.empty() && inodes.empty();
+  }
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, std::string>> names;
+  std::vector<uint64_t> inodes;
+};
+
+TEST_CASE("what one mount changes, the other mount's kernel is told to forget") {
+  Forgotten pool_kernel, view_kernel;  // outlive the mounts that call them
+  ViewedPool p;
+  auto home = p.fs->Lookup(p.root, kRootIno, "home");
+  REQUIRE(home.ok());
+  auto f = p.fs->Create(p.root, home->ino, "f", S_IFREG | 0644);
+  REQUIRE(f.ok());
+  auto view = p.View("tank/home");
+  pool_kernel.Watch(p.fs.get());
+  view_kernel.Watch(view.get());
+  SECTION("a change through the view") {
+    REQUIRE(view->Write(p.root, f->ino, 0, "new").ok());
+    CHECK(pool_kernel.Saw(f->ino));
+    REQUIRE(view->Create(p.root, kRootIno, "g", S_IFREG | 0644).ok());
+    CHECK(pool_kernel.Saw(home->ino, "g"));  // in the pool mount's numbers
+    CHECK(pool_kernel.Saw(home->ino));
+    REQUIRE(view->Rename(p.root, kRootIno, "g", kRootIno, "h", 0).ok());
+    CHECK(pool_kernel.Saw(home->ino, "h"));
+    CHECK(view_kernel.Quiet());  // its own kernel saw the changes go by
+  }
+  SECTION("a change through the pool's mount") {
+    SetAttrRequest req;
+    req.valid = SetAttrRequest::kMode;
+    req.mode = 0600;
+    REQUIRE(p.fs->SetAttr(p.root, f->ino, req).ok());
+    CHECK(view_kernel.Saw(f->ino));
+    REQUIRE(p.fs->Unlink(p.root, home->ino, "f").ok());
+    CHECK(view_kernel.Saw(kRootIno, "f"));  // in the view's numbers
+    CHECK(view_kernel.Saw(kRootIno));
+    CHECK(pool_kernel.Quiet());
+  }
+  // Failed changes and reads tell nothing.
+  CHECK(view->Create(p.root, kRootIno, "alice", S_IFREG | 0644).status().code() ==
+        StatusCode::kAlreadyExists);
+  p.fs->SetEntryInvalidator({});
+  p.fs->SetInodeInvalidator({});
+  view->SetEntryInvalidator({});
+  view->SetInodeInvalidator({});
 }
 
 TEST_CASE("beside a mount of one dataset, other datasets can be viewed but not the root one") {

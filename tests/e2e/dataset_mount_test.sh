@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `poolfs mount POOL/PATH MNT` without --pool, as a ZFS user expects: while
 # POOL is mounted, its daemon mounts the dataset's tree on MNT as a second
-# FUSE mount over the same files (a change through either is the other's at
-# once, inode numbers agree); status shows it; destroying its dataset (or an
+# FUSE mount over the same files (a change through either is the other's,
+# names and data the other's kernel had cached included; inode numbers
+# agree); status shows it; destroying its dataset (or an
 # ancestor) is refused as busy and a rename moves it along; names a
 # destroy drops reach it; -o ro holds; `poolfs unmount MNT` unmounts it
 # alone; unmounting the pool unmounts its dataset mounts first (a busy one
@@ -83,6 +84,30 @@ u sh -c "echo back >'$D1/g'" || fail "a write through the dataset mount"
   fail "$M/home/g: $(u cat "$M/home/g" 2>&1)"
 [[ $(u stat -c %i "$M/home/f") == $(u stat -c %i "$D1/f") ]] && ok "inode numbers agree" ||
   fail "inode numbers differ between the mounts"
+# --- coherence: what one mount changes, the other's kernel forgets (a
+# thread of the daemon tells it, just after the change: give it a moment)
+# eventually WANT CMD...: CMD prints WANT within 2 s.
+eventually() {
+  local want=$1 got
+  shift
+  for _ in $(seq 40); do
+    got=$("$@" 2>&1)
+    [[ $got == "$want" ]] && return 0
+    sleep 0.05
+  done
+  fail "$* printed '$got', expected '$want'"
+  return 1
+}
+u stat "$M/home/late" >/dev/null 2>&1 # cached there as absent
+u cat "$M/home/f" >/dev/null          # f's size and pages cached there
+u sh -c "echo created >'$D1/late' && echo longer than hello >'$D1/f'" ||
+  fail "writes through the dataset mount"
+eventually created u cat "$M/home/late" && ok "a name created through one mount appears in the other"
+eventually "longer than hello" u cat "$M/home/f" && ok "a write through one mount is read through the other"
+u sh -c "rm '$M/home/late' && echo hello >'$M/home/f'" || fail "changes through the pool mount"
+eventually "gone" u sh -c "test -e '$D1/late' && echo there || echo gone" &&
+  ok "a name removed through one mount goes from the other"
+eventually hello u cat "$D1/f" && ok "a shorter write through the pool mount is read through the dataset mount"
 expect 0 "dataset mount:    $NAME/home on $D1" pf status "$D1"
 expect 0 "dataset mounts:   $NAME/home on $D1" pf status "$NAME"
 

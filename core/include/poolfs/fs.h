@@ -470,21 +470,29 @@ class Filesystem {
   // its calls, when a dataset appears, moves or goes. Ignored by default.
   using EntryInvalidator = std::function<void(uint64_t parent, std::string_view name)>;
   virtual void SetEntryInvalidator(EntryInvalidator fn) { (void)fn; }
+  // Tells the kernel to drop what it caches of file `ino`: its attributes
+  // and its data. Set and cleared as the EntryInvalidator, and called as it
+  // is (from any thread, never from inside one of the filesystem's calls),
+  // when a file changes through another mount of the same files
+  // (OpenDatasetView). Ignored by default.
+  using InodeInvalidator = std::function<void(uint64_t ino)>;
+  virtual void SetInodeInvalidator(InodeInvalidator fn) { (void)fn; }
 
   // Opens a second filesystem over this mount's pool (for a second FUSE
   // mount in the same process) that shows dataset `dataset`'s tree at its
   // root, as a mount with MountOptions::dataset does. It shares this
   // mount's files (their inodes, locks and caches: a change through either
-  // is seen at once by both), inode numbers included, and the names it
-  // caches are invalidated as this mount's are. While it is open,
-  // destroying `dataset` or an ancestor is Busy (it holds the root of a
+  // is seen at once by both), inode numbers included; what one mount
+  // changes, the other's kernel is told to forget (its invalidators), and
+  // the names this mount's datasets change are invalidated in both. While
+  // it is open, destroying `dataset` or an ancestor is Busy (it holds the root of a
   // mount); a rename moves it along. Its Unmount ends the view alone (it
   // drops the lookups its kernel still holds; no sync, no export); it must
   // be destroyed before this Filesystem, and its calls fail (Aborted) once
   // this one is unmounted. NotFound for no such dataset; NotSupported where
   // there are no datasets (this default).
   virtual Result<std::unique_ptr<Filesystem>> OpenDatasetView(std::string_view dataset,
-                                                             const DatasetViewOptions& options) {
+                                                              const DatasetViewOptions& options) {
     (void)options;
     return Status::NotSupported("this filesystem has no datasets to mount (" +
                                 std::string(dataset) + ")");
