@@ -39,6 +39,7 @@ Command AddTuneCommand(CLI::App& parent);
 Command AddStatusCommand(CLI::App& parent);
 Command AddDatasetCommand(CLI::App& parent);
 Command AddIostatCommand(CLI::App& parent);
+Command AddScrubCommand(CLI::App& parent);
 
 // The exit code for a failed `st` (the one mapping of Status to exit
 // code): kExitUsage for InvalidArgument, NotFound, Busy and

@@ -11,6 +11,7 @@
 #include "config/render.h"
 #include "dataset_request.h"
 #include "logging.h"
+#include "scrub_request.h"
 
 namespace poolfs::daemon {
 
@@ -309,6 +310,7 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   if (!log.empty()) line("log:", std::string(log));
   for (size_t i = 0; i < dataset_mounts.size(); i++)
     line(i == 0 ? "dataset mounts:" : "", dataset_mounts[i]);
+  out += RenderScrubStatus(s.scrub);
   line("last synced txg:", std::to_string(s.last_synced_txg) + " (open txg " +
                                std::to_string(s.open_txg) + ", imported at txg " +
                                std::to_string(s.imported_txg) + ", " + std::to_string(s.syncs) +
@@ -418,6 +420,7 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
   }
   if (request.starts_with("dataset "))
     return HandleDatasetRequest(fs.datasets(), request.substr(8));
+  if (request.starts_with("scrub ")) return HandleScrubRequest(fs, request.substr(6));
   if (request.starts_with("tune ")) {
     std::string note;
     const Status st = live.Tune(request.substr(5), &note);
@@ -425,7 +428,8 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
   }
   spdlog::warn("control: unknown request '{}'", request);
   return "error: unknown request '" + std::string(request) +
-         "' (expected status, reload, tune KEY=VALUE, dataset REQUEST or ping)\n";
+         "' (expected status, reload, tune KEY=VALUE, dataset REQUEST, scrub start|stop or "
+         "ping)\n";
 }
 
 }  // namespace poolfs::daemon

@@ -96,7 +96,8 @@ class LiveConfig {
 // (RenderStatus); "iostat" the cumulative counters (RenderIostatCounters);
 // "tune KEY=VALUE" returns "ok" (plus a line per pending
 // at-mount change) or "error: <message>"; "reload" returns "ok" or
-// "error: <message>"; "ping" returns "pong" (is the daemon still there?);
+// "error: <message>"; "scrub start" and "scrub stop" start or stop the
+// pool's scrub (scrub_request.h); "ping" returns "pong" (is the daemon still there?);
 // anything else "error: unknown request ...".
 std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
                                  std::string_view request);
@@ -106,7 +107,8 @@ std::string HandleControlRequest(LiveConfig& live, poolfs::Filesystem& fs,
 std::string FormatBytesHuman(uint64_t bytes);
 
 // Renders what `poolfs status` prints for a mounted pool: the FsStatus
-// fields, space in human units, the datasets, then the tunables in effect
+// fields (the scrub's "scan:" line after the state), space in human units,
+// the datasets, then the tunables in effect
 // and any pending at-mount changes. `log`, when not empty, is where the
 // daemon logs, and `dataset_mounts` the pool's datasets mounted on their
 // own ("tank/home on /mnt/home"): lines after the state.

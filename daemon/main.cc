@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       AddUnmountCommand(app),
       AddStatusCommand(app),
       AddIostatCommand(app),
+      AddScrubCommand(app),
       AddTuneCommand(app),
       AddTunablesCommand(app),
       AddDatasetCommand(app),

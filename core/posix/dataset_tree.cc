@@ -585,12 +585,31 @@ FsStatus DatasetTreeFs::GetStatus() {
   if (fs.ok()) {
     FsStatus s = (*fs)->GetStatus();
     if (auto list = admin_->List("", /*recursive=*/true); list.ok()) s.dataset_space = *list;
+    // The scrub's errors in any dataset of the tree, each by a path in it.
+    s.scrub = (*fs)->DescribeScrub([this](uint64_t id, uint64_t object) -> Result<std::string> {
+      const uint64_t slot = SlotFor(id);
+      PosixFs* in = slot < kSlots ? slots_[slot].load(std::memory_order_acquire) : nullptr;
+      if (in == nullptr) return Status::NotFound("dataset " + std::to_string(id) + " is not here");
+      return in->PathOf(object);
+    });
     return s;
   }
   FsStatus s;
   s.pool = pool_->name();
   s.state = "unmounted";
   return s;
+}
+
+Status DatasetTreeFs::StartScrub() {
+  uint64_t local;
+  POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(kRootIno, &local));
+  return fs->StartScrub();
+}
+
+Status DatasetTreeFs::StopScrub() {
+  uint64_t local;
+  POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(kRootIno, &local));
+  return fs->StopScrub();
 }
 
 Status DatasetTreeFs::SetLive(const CoreTunables& t) {

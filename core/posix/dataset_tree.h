@@ -131,6 +131,8 @@ class DatasetTreeFs final : public Filesystem {
   Result<FsStats> StatFs(uint64_t ino) override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
+  Status StartScrub() override;
+  Status StopScrub() override;
   DatasetAdmin* datasets() override;
   void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
   void SetInodeInvalidator(InodeInvalidator fn) override EXCLUDES(invalidate_mu_);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -100,6 +101,22 @@ class PosixFs final : public Filesystem {
   Result<FsStats> StatFs(uint64_t ino) override;
   FsStatus GetStatus() override;
   Status SetLive(const CoreTunables& t) override;
+
+  // The pool's scrub (posix/scrub.cc).
+  Status StartScrub() override;
+  Status StopScrub() override;
+  // One path of object `object` from the dataset's root ("/dir/file"):
+  // its znode's parent, then the entry of that directory that names it,
+  // and so on up to the root (a file with several links gets one of its
+  // names). NotFound when none leads there (not a file, unlinked, a name
+  // removed meanwhile); Aborted after Unmount.
+  Result<std::string> PathOf(uint64_t object);
+  // The pool's scrub as GetStatus shows it, each error named
+  // (ScrubStatus::Error::where) with `path(dataset_id, object)`: a path in
+  // that dataset, or an error when there is none (the object is named by
+  // its number then). GetStatus names the errors of this dataset only.
+  using PathFinder = std::function<Result<std::string>(uint64_t dataset_id, uint64_t object)>;
+  ScrubStatus DescribeScrub(const PathFinder& path);
 
   // The root directory's attributes, taking one lookup reference on it, as
   // Lookup of a name does: how a parent dataset's mount reaches it.
@@ -220,6 +237,9 @@ class PosixFs final : public Filesystem {
   // How reads move atime: the mount's -o strictatime or noatime when given,
   // else the dataset's atime property.
   AtimeMode Atime() const;
+
+  // PathOf inside a call (the caller has entered).
+  Result<std::string> FindPath(uint64_t object);
 
   // Names (names.cc).
   // Whether `dir`'s entry `name` names `ino` now (read without dir's

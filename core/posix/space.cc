@@ -227,6 +227,12 @@ FsStatus PosixFs::GetStatus() {
   s.blocks_written = sync.blocks_written;
   s.bytes_read = sync.bytes_read;
   s.blocks_read = sync.blocks_read;
+  // Errors in other datasets are named by number here; a mount of the
+  // pool's tree names them all (DatasetTreeFs::GetStatus).
+  s.scrub = DescribeScrub([this](uint64_t id, uint64_t object) -> Result<std::string> {
+    if (pool_->dataset_by_id(id) != os_) return Status::NotFound("not this mount's dataset");
+    return FindPath(object);
+  });
   return s;
 }
 

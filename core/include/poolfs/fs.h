@@ -227,6 +227,44 @@ struct MountOptions {
   std::function<void(uint64_t, uint64_t, uint64_t)> on_txg_synced;
 };
 
+// The pool's scrub (Filesystem::StartScrub): how far the running one has
+// got, or what the last one found. The pool keeps it: it is there after a
+// remount, and a scrub running at unmount goes on at the next mount.
+struct ScrubStatus {
+  enum class State : uint8_t {
+    kNone,  // no scrub has run on this pool
+    kRunning,
+    kFinished,  // it walked the whole pool
+    kStopped,   // StopScrub ended it early
+  };
+  State state = State::kNone;
+  int64_t start_time = 0;  // seconds since the epoch
+  int64_t end_time = 0;    // finished or stopped; 0 while running
+  // Stored bytes read (every copy of every block) of `total`, the stored
+  // bytes of the pool when it started. Blocks written since the scrub
+  // began are not read (their checksums are new), so a busy pool's scrub
+  // may end short of total.
+  uint64_t examined = 0;
+  uint64_t total = 0;
+  uint64_t rate = 0;      // bytes per second: examined over the time it has run
+  uint64_t blocks = 0;    // blocks read and verified
+  uint64_t repaired = 0;  // bad copies rewritten from a good copy
+  uint64_t errors = 0;    // blocks none of whose copies verifies: data lost
+  // The first errors (up to 32; `errors` counts them all), each named as
+  // `zpool status -v` names them: "tank/home:/docs/a.txt" (the dataset and
+  // one path of the file, from the dataset's root), "tank/home:<object
+  // 0x2a>" when no path leads to the object (not a file, or unlinked), and
+  // "<metadata>:<object 0x1f>" for the pool's own metadata (the MOS).
+  struct Error {
+    std::string where;
+    uint64_t dataset_id = 0;  // 0: the pool's metadata
+    uint64_t object = 0;      // 0: the dataset's dnode blocks or root block
+    uint64_t blkid = 0;       // the first level-0 block it covers
+    uint32_t level = 0;       // 0: a data block; 255: the dataset's root block
+  };
+  std::vector<Error> error_list;
+};
+
 // What `poolfs status` shows of a mounted pool.
 struct FsStatus {
   std::string pool;
@@ -311,6 +349,7 @@ struct FsStatus {
   uint64_t sync_ns_total = 0;
   uint64_t bytes_written = 0, blocks_written = 0;
   uint64_t bytes_read = 0, blocks_read = 0;
+  ScrubStatus scrub;  // the pool's scrub, running or last run
 };
 
 // A second filesystem over a mounted pool (Filesystem::OpenDatasetView).
@@ -462,6 +501,22 @@ class Filesystem {
   // field that applies at mount only differs (naming it); Aborted after
   // Unmount.
   virtual Status SetLive(const CoreTunables& t) = 0;
+
+  // Starts a scrub of the whole pool (every dataset, whichever this mount
+  // shows): a thread reads every copy of every block in the background,
+  // behind the mount's own I/O, rewrites each bad copy from a good one and
+  // lists the blocks that have none (GetStatus().scrub). Returns once it
+  // has started. AlreadyExists while one runs, ReadOnly on a read-only
+  // mount (a scrub repairs what it finds), NotSupported where there is no
+  // pool (this default).
+  virtual Status StartScrub() {
+    return Status::NotSupported("this filesystem has no pool to scrub");
+  }
+  // Stops the running scrub; its state becomes stopped, with what it found
+  // so far. NotFound when none runs.
+  virtual Status StopScrub() {
+    return Status::NotSupported("this filesystem has no pool to scrub");
+  }
 
   // Tells the kernel to forget a name it may cache (`name` in directory
   // `parent`, a negative entry too). The FUSE adapter sets it once the
