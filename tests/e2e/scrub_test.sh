@@ -72,7 +72,8 @@ cp "$W/src/victim" "$M/dir/deep/victim"
 must "$POOLFS" dataset create "$NAME/ds" >/dev/null
 mkdir -p "$M/ds/sub"
 for i in $(seq 1 8); do head -c 1M /dev/urandom >"$M/ds/sub/g$i"; done
-sync -f "$M/dir/f1"
+# On disk before the scrub starts (it leaves out what is written after).
+sync "$M"/dir/f* "$M/dir/deep/victim" "$M"/ds/sub/g*
 
 if out=$("$POOLFS" scrub "$NAME" 2>&1); then
   ok "poolfs scrub: $out"
