@@ -132,6 +132,7 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   }
   POOLFS_RETURN_IF_ERROR(tx.Finish(st));
   Note(tx, {in.get()});
+  in->NoteUnsynced(tx.txg().value(), data.size(), space_synced_txg_.load());
   return data.size();
 }
 

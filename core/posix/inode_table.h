@@ -66,11 +66,23 @@ struct Inode {
   bool freed GUARDED_BY(mu) = false;  // the object is gone: every call fails with Stale
 
   std::atomic<uint64_t> last_txg{0};  // the txg of the newest change
+  // Bytes written from txg unsynced_since on, not allocated yet (st_blocks
+  // counts them beside what the last sync allocated). Written under op_mu.
+  std::atomic<uint64_t> unsynced_bytes{0};
+  std::atomic<uint64_t> unsynced_since{0};
 
   bool is_dir() const { return dir != nullptr; }
   ZnodePhys Snapshot() const EXCLUDES(mu) {
     util::MutexLock l(&mu);
     return z;
+  }
+  // A write of n bytes in txg t, when txg `synced` is the last known synced.
+  void NoteUnsynced(uint64_t t, uint64_t n, uint64_t synced) {
+    if (unsynced_since.load(std::memory_order_relaxed) <= synced) {
+      unsynced_bytes.store(0, std::memory_order_relaxed);
+      unsynced_since.store(t, std::memory_order_relaxed);
+    }
+    unsynced_bytes.fetch_add(n, std::memory_order_relaxed);
   }
   void NoteTxg(uint64_t t) {
     uint64_t cur = last_txg.load(std::memory_order_relaxed);

@@ -419,9 +419,15 @@ Attr PosixFs::MakeAttr(const Inode& in, const ZnodePhys& z) {
         auto info = os_->Stat(ObjectId(in.ino));
         if (info.ok()) used = info->used;
       }
-      // Allocated bytes as of the last sync; a file not synced yet counts
-      // its logical size (its dirty data is not allocated yet).
-      a.blocks = ((used != 0 ? used : z.size) + 511) / 512;
+      // Allocated bytes as of the last sync, and the bytes written since
+      // (not allocated yet): an estimate until the next sync, never the
+      // size of what was never written.
+      uint64_t pending = 0;
+      const uint64_t since = in.unsynced_since.load(std::memory_order_relaxed);
+      if (since > space_synced_txg_.load(std::memory_order_relaxed) &&
+          since > pool_->txgs().last_synced().value())
+        pending = in.unsynced_bytes.load(std::memory_order_relaxed);
+      a.blocks = (used + pending + 511) / 512;
       break;
     }
     default: a.size = z.size; a.blocks = 0;

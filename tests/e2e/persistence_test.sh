@@ -4,7 +4,7 @@
 # twice, with a round of changes (appends, overwrites, truncates, renames,
 # deletions) in between; `poolfs check` is clean after each unmount. Then
 # inode numbers of deleted files may be reused, but never their file handle
-# (node id + generation).
+# (node id + generation). Last, a sparse file's blocks.
 #
 # Usage: tests/e2e/persistence_test.sh path/to/poolfs path/to/e2e_parity
 # Exit 77 (skipped) when not root.
@@ -112,6 +112,17 @@ if [[ $same_handle -eq 0 ]]; then
 else
   fail "$same_handle new files have the file handle (node id and generation) of a deleted file"
 fi
+
+# Round 4: a sparse file. st_blocks counts what is allocated, not the size
+# (du of a 1 TiB file never written is 0).
+must truncate -s 1T "$M/sparse-1t"
+blocks=$(stat -c %b "$M/sparse-1t")
+[[ $blocks -eq 0 ]] && ok "a 1 TiB file never written has 0 blocks" ||
+  fail "a 1 TiB file never written has $blocks blocks"
+must dd if=/dev/urandom of="$M/sparse-1t" bs=128K count=1 seek=80 conv=notrunc,fsync status=none
+blocks=$(stat -c %b "$M/sparse-1t")
+[[ $blocks -ge 256 && $blocks -lt 1024 ]] && ok "128 KiB written in a 1 TiB file: $blocks blocks" ||
+  fail "128 KiB written in a 1 TiB file: $blocks blocks (want 256 to 1023)"
 
 pool_unmount "$M" || fail "poolfs unmount (last)"
 pool_check "$P" || fail "poolfs check (last)"
