@@ -522,6 +522,70 @@ Status Dnode::SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) {
   return Status::Ok();
 }
 
+Result<bool> Dnode::SetBlockSize(Txg t, uint32_t block_size, uint64_t* dirtied) {
+  util::WriterLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  return ResizeLocked(t, block_size, dirtied);
+}
+
+Result<bool> Dnode::GrowBlockSize(Txg t, uint64_t end, uint32_t max_block_size,
+                                  uint64_t* dirtied) {
+  util::WriterLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  const uint32_t bs = live_.block_size;
+  // Past one block, or already at (or above) the largest: it stays.
+  if (bs >= max_block_size || live_.length > bs || end <= bs) return false;
+  uint64_t want = bs;
+  while (want < end && want < max_block_size) want *= 2;
+  return ResizeLocked(t, uint32_t(std::min<uint64_t>(want, max_block_size)), dirtied);
+}
+
+Result<bool> Dnode::ResizeLocked(Txg t, uint32_t block_size, uint64_t* dirtied) {
+  const uint32_t old = live_.block_size;
+  if (block_size == old) return false;
+  if (block_size < kMinBlockSize || block_size > kMaxBlockSize ||
+      (block_size & (block_size - 1)) != 0)
+    return Status::InvalidArgument(Name() + ": block size " + std::to_string(block_size) +
+                                   " is not a power of two from 512 B to 1 MiB");
+  if (live_.length > std::min(old, block_size))
+    return Status::InvalidArgument(Name() + " holds " + std::to_string(live_.length) +
+                                   " bytes: its block size cannot change from " +
+                                   std::to_string(old) + " to " + std::to_string(block_size));
+  // t's own copies lie within the length (Truncate drops those past it):
+  // block 0 at most.
+  Slot* s = SlotOf(t);
+  if (s != nullptr) {
+    for (const auto& [blkid, data] : s->blocks) POOLFS_CHECK_EQ(blkid, 0u);
+  }
+  // Block 0's newest contents, read before anything changes: t's copy, or
+  // (base) an older txg's copy, the tree's block, or zeros.
+  Base base;
+  POOLFS_ASSIGN_OR_RETURN(base, ReadBase(t, 0));
+  const std::string* own = nullptr;
+  if (!base.has_value()) own = s->blocks.at(0).get();
+  const char* from = own != nullptr ? own->data() : base->data();
+  if (from != nullptr) {
+    // A new buffer even for t's own copy: its owner may share it
+    // (PutBlock), and keeps what it has.
+    auto block = block_buffers ? block_buffers->New(block_size) : std::make_shared<std::string>();
+    block->assign(from, std::min(old, block_size));
+    block->resize(block_size, '\0');  // past the length: zeros at either size
+    Slot& mine = SlotFor(t);
+    auto [it, added] = mine.blocks.try_emplace(0);
+    // A copy t had counted its old size already.
+    *dirtied += added ? block_size : block_size > old ? block_size - old : 0;
+    it->second = std::move(block);
+  }
+  live_.block_size = block_size;
+  // A sequential reader's position is in blocks of the old size.
+  if (Stream* st = stream_.load(std::memory_order_acquire); st != nullptr) {
+    util::MutexLock sl(&st->mu);
+    st->started = false;
+  }
+  Touch(SlotFor(t));
+  return true;
+}
+
 ObjectInfo Dnode::Info() const {
   util::ReaderLock l(&mu_);
   ObjectInfo info;

@@ -23,6 +23,31 @@
 // checksum mismatch) leaves the dnode as it was. The layers above rely on
 // it to tell a failed step from a half-done one (dmu::Tx).
 //
+// Block size. An object's data blocks are all of its block size, but the
+// block size may change while the object's data fits in block 0 (its
+// length is at most the block size, before and after: SetBlockSize). A
+// plain file starts with a small block and grows it as it grows, up to its
+// dataset's recordsize (GrowBlockSize), so that a small file costs a small
+// block on disk, in memory and in a txg's dirty bytes. The change keeps
+// every txg's data and dnode in agreement:
+//   - it is an attribute like the others: txg t's slot records the size t
+//     ends with, and t's sync writes it in t's DnodePhys;
+//   - block 0 moves to the new size in t's slot at once (copied from its
+//     newest older version: an older slot's copy, or the tree, read before
+//     anything changes), unless it reads as zeros. So every version of
+//     block 0 that open context can find from t on has the new size (t's
+//     copy, or a free that hides the older ones), while an older txg still
+//     to sync keeps its own copies at the size its slot records, and writes
+//     them before t's sync replaces them;
+//   - free ranges are applied in the order they were made, before the
+//     slot's dirty blocks: those made before the change are in old-size
+//     block ids and apply to a tree of old-size blocks; those made after it
+//     free block 0 (which holds all the data at either size) or lie past
+//     it, where the earlier frees have left no block of either size.
+// At the end of each txg's sync the tree's stored data blocks are of the
+// size its DnodePhys records (a hole's lsize may be an older size: holes
+// are zeros of any size).
+//
 // Sync of txg t (Sync): apply t's frees to the tree, write t's dirty blocks
 // (zio), put their pointers in the tree, write the dirty indirect blocks,
 // then drop what was written from the slot and return the DnodePhys for
@@ -138,6 +163,19 @@ class Dnode {
   // Zeroes [off, off+len) (freeing whole blocks); the length is unchanged.
   Status Punch(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) EXCLUDES(mu_);
   Status SetBonus(Txg t, uint8_t bonus_type, std::string_view bonus) EXCLUDES(mu_);
+  // Makes the object's block size `block_size` from txg t on (see the
+  // theory comment). Returns whether it changed. InvalidArgument when the
+  // object's data does not fit in block 0 at both sizes (its length is
+  // past the smaller); a failed read of block 0 changes nothing.
+  Result<bool> SetBlockSize(Txg t, uint32_t block_size, uint64_t* dirtied) EXCLUDES(mu_);
+  // Before a change that makes the object reach byte `end`: while its data
+  // fits in block 0 and its block size is below `max_block_size`, grows the
+  // block size to the smallest power of two that holds `end` bytes, or to
+  // `max_block_size` when `end` needs more than one such block. An object
+  // past one block keeps its block size, as does one whose block is
+  // already at least `max_block_size`. Returns whether it changed.
+  Result<bool> GrowBlockSize(Txg t, uint64_t end, uint32_t max_block_size, uint64_t* dirtied)
+      EXCLUDES(mu_);
   ObjectInfo Info() const EXCLUDES(mu_);
   // The pointer to data block `blkid` as of the last sync (a hole when
   // there is none).
@@ -292,6 +330,9 @@ class Dnode {
   std::string* DirtyBlock(Txg t, uint64_t blkid, const char* whole, const Base* base,
                           uint64_t* dirtied) REQUIRES(mu_);
   void FreeBlocks(Txg t, uint64_t first, uint64_t end) REQUIRES(mu_);
+  // SetBlockSize with mu_ held.
+  Result<bool> ResizeLocked(Txg t, uint32_t block_size, uint64_t* dirtied) REQUIRES(mu_)
+      EXCLUDES(tree_mu_);
   // Zeroing [off, off + len) in two steps: ReadZeroBases reads the bases
   // of the blocks it touches (appending them to *bases, by block id), then
   // ZeroBlocks, which cannot fail, zeroes it from them.

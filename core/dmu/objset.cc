@@ -18,6 +18,15 @@ DnodePhys NewMetadnode() {
   m.compression = uint8_t(util::Compression::kLz4);
   return m;
 }
+
+bool IsDataBlockSize(uint64_t bs) {
+  return bs >= kMinBlockSize && bs <= kMaxBlockSize && (bs & (bs - 1)) == 0;
+}
+
+Status NotDataBlockSize(uint64_t bs) {
+  return Status::InvalidArgument("block size " + std::to_string(bs) +
+                                 " is not a power of two from 512 B to 1 MiB");
+}
 }  // namespace
 
 ObjectSet::ObjectSet(zio::Zio* zio, ObjsetType type, std::string name)
@@ -212,9 +221,7 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
   if (type == ObjectType::kNone || type == ObjectType::kMetadnode)
     return Status::InvalidArgument("cannot create an object of type " +
                                    std::string(ObjectTypeName(type)));
-  if (block_size < kMinBlockSize || block_size > kMaxBlockSize || (block_size & (block_size - 1)))
-    return Status::InvalidArgument("block size " + std::to_string(block_size) +
-                                   " is not a power of two from 512 B to 1 MiB");
+  if (!IsDataBlockSize(block_size)) return NotDataBlockSize(block_size);
   if (bonus.size() > max_bonus())
     return Status::InvalidArgument("bonus larger than " + std::to_string(max_bonus()) + " bytes");
   // The allocator's slot: per thread, so that one thread's creates take
@@ -376,6 +383,35 @@ Status ObjectSet::SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_vie
   POOLFS_RETURN_IF_ERROR(d.SetBonus(tx.txg(), bonus_type, bonus));
   tx.Dirtied(kDnodeSize);
   return Status::Ok();
+}
+
+Status ObjectSet::SetBlockSize(Tx& tx, ObjectId id, uint32_t block_size) {
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
+  if (!IsDataBlockSize(block_size)) return NotDataBlockSize(block_size);
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
+  uint64_t dirtied = 0;
+  POOLFS_ASSIGN_OR_RETURN(bool changed, d->SetBlockSize(tx.txg(), block_size, &dirtied));
+  if (changed) tx.Dirtied(dirtied + kDnodeSize);
+  return Status::Ok();
+}
+
+Status ObjectSet::GrowBlockSize(Tx& tx, ObjectId id, uint64_t end, uint32_t max_block_size) {
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
+  return GrowBlockSize(tx, *d, end, max_block_size);
+}
+
+Status ObjectSet::GrowBlockSize(Tx& tx, Dnode& d, uint64_t end, uint32_t max_block_size) {
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
+  if (!IsDataBlockSize(max_block_size)) return NotDataBlockSize(max_block_size);
+  uint64_t dirtied = 0;
+  POOLFS_ASSIGN_OR_RETURN(bool changed,
+                          d.GrowBlockSize(tx.txg(), end, max_block_size, &dirtied));
+  if (changed) tx.Dirtied(dirtied + kDnodeSize);
+  return Status::Ok();
+}
+
+uint32_t ObjectSet::StartBlockSize(uint32_t max_block_size) const {
+  return std::clamp(zio_->sector_size(), kMinBlockSize, std::max(max_block_size, kMinBlockSize));
 }
 
 Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {

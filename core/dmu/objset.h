@@ -49,9 +49,10 @@
 // below zero) rather than refuse the set.
 //
 // Failures. Each open-context change (Create, Free, Write, PutBlock,
-// Truncate, Punch, SetBonus) is made whole or, failing, not at all: it
-// looks up (and may read) everything it needs first, and a dnode's changes
-// are all or nothing (dnode.h). Each change made is counted in its Tx
+// Truncate, Punch, SetBonus, SetBlockSize, GrowBlockSize) is made whole
+// or, failing, not at all: it looks up (and may read) everything it needs
+// first, and a dnode's changes are all or nothing (dnode.h). Each change
+// made is counted in its Tx
 // (Tx::Dirtied), so a Tx knows whether it changed anything (dmu/tx.h: a
 // Tx that did and then ends without Commit is abandoned). A Create whose
 // dnode cannot be loaded gives its id back.
@@ -151,6 +152,23 @@ class ObjectSet {
   Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);
   // The same by dnode (NotFound for a free object).
   Status SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_view bonus);
+  // Block size (Dnode's theory comment). SetBlockSize changes an object's
+  // block size while its data fits in block 0 at both sizes
+  // (InvalidArgument otherwise, or for a size that is not a power of two
+  // from 512 B to 1 MiB). GrowBlockSize, before a change that makes the
+  // object reach byte `end`, grows the block of an object that has at most
+  // one to the smallest power of two that holds `end` bytes, or to
+  // `max_block_size` (a power of two) when `end` is past it; an object past
+  // one block, or whose block is at least `max_block_size`, keeps its
+  // size. Each may read block 0 (and fail, changing nothing). Neither
+  // counts a change in tx when the size stays.
+  Status SetBlockSize(Tx& tx, ObjectId id, uint32_t block_size);
+  Status GrowBlockSize(Tx& tx, ObjectId id, uint64_t end, uint32_t max_block_size);
+  Status GrowBlockSize(Tx& tx, Dnode& d, uint64_t end, uint32_t max_block_size);
+  // The block size a new object that grows (GrowBlockSize) starts with:
+  // the pool's sector size (a smaller block takes a whole sector on disk
+  // all the same), at most `max_block_size`.
+  uint32_t StartBlockSize(uint32_t max_block_size) const;
   // NotFound for a free object.
   Result<ObjectInfo> Stat(ObjectId id);
   // The pointer to data block `blkid` of an object as of the last sync (a

@@ -123,7 +123,8 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   POOLFS_ASSIGN_OR_RETURN(dmu::ObjectSet::DnodeRef d, os_->Hold(ObjectId(ino)));
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(data.size() + 1024));
-  Status st = os_->Write(tx, *d, off, data);
+  Status st = GrowBlocks(tx, *d, off + data.size());
+  if (st.ok()) st = os_->Write(tx, *d, off, data);
   if (st.ok()) {
     z.size = std::max(z.size, off + data.size());
     z.mtime = z.ctime = Now();
@@ -136,8 +137,24 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   return data.size();
 }
 
+Status PosixFs::GrowBlocks(dmu::Tx& tx, dmu::Dnode& d, uint64_t end) {
+  return os_->GrowBlockSize(tx, d, end, RecordSize());
+}
+
+Status PosixFs::GrowBlocks(dmu::Tx& tx, uint64_t ino, uint64_t end) {
+  return os_->GrowBlockSize(tx, ObjectId(ino), end, RecordSize());
+}
+
 Status PosixFs::Truncate(dmu::Tx& tx, Inode& in, ZnodePhys& z, uint64_t size) {
+  // Growing first: the truncate then sets the length of an object whose
+  // block already holds it (or of one past one block, which keeps its size).
+  if (size > z.size) POOLFS_RETURN_IF_ERROR(GrowBlocks(tx, in.ino, size));
   POOLFS_RETURN_IF_ERROR(os_->Truncate(tx, ObjectId(in.ino), size));
+  // Nothing left: the file starts again from a small block, as a new one
+  // (the change moves no data; older txgs keep their own blocks).
+  if (size == 0)
+    POOLFS_RETURN_IF_ERROR(
+        os_->SetBlockSize(tx, ObjectId(in.ino), os_->StartBlockSize(RecordSize())));
   z.size = size;
   return Status::Ok();
 }

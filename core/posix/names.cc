@@ -133,8 +133,9 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
     st = os_->SetBonus(tx, in->dir->dnode(), kZnodeBonus, bonus);
   } else {
     // The znode goes in with the object: no second lookup of the dnode.
+    // A small block to start with: it grows with the file (GrowBlocks).
     auto created = os_->Create(
-        tx, dmu::ObjectType::kPlain, props_recordsize_.load(std::memory_order_relaxed),
+        tx, dmu::ObjectType::kPlain, os_->StartBlockSize(RecordSize()),
         util::Compression(props_compression_.load(std::memory_order_relaxed)), bonus, kZnodeBonus);
     if (!created.ok()) return tx.Finish(created.status());
     id = *created;
@@ -151,7 +152,10 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
     in->z = z;
   }
   table_.Replace(in);
-  if (st.ok() && S_ISLNK(mode) && z.inline_target.empty()) st = os_->Write(tx, id, 0, target);
+  if (st.ok() && S_ISLNK(mode) && z.inline_target.empty()) {
+    st = GrowBlocks(tx, id.value(), target.size());
+    if (st.ok()) st = os_->Write(tx, id, 0, target);
+  }
   if (st.ok()) st = p->dir->Add(tx, name, zap::Value{id.value(), Type(mode)});
   if (!st.ok()) {
     // Undone in the same Tx: a failed Add leaves no entry, so freeing the
@@ -359,6 +363,7 @@ Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view nam
     util::MaybeMutexLock ul(&unlinked_mu_, dir || z.nlink <= 1);
     Pins pins;
     POOLFS_RETURN_IF_ERROR(PrepareDropLink(*child, z, dir, &pins));
+    POOLFS_RETURN_IF_ERROR(ReserveRemoval());
     dmu::Tx tx(pool_->assigner());
     POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
     Status st = p->dir->Remove(tx, name);

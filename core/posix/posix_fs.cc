@@ -62,10 +62,19 @@
 // a full pool must be caught before a change: ReserveSpace compares the
 // change with the free space of the last synced txg minus a slop (1/32 of
 // the pool, at least 1 MiB, as ZFS keeps for its own metadata) and, when
-// that margin is thin, minus the dirty bytes not yet synced; it refuses
-// with NoSpace rather than let a sync fail (which would suspend the pool).
-// Removals and truncations are always allowed (they use a little space to
-// free a lot).
+// that margin is thin, minus twice the dirty bytes not yet synced (their
+// worst case: each block again in metadata); it refuses with NoSpace rather
+// than let a sync fail (which would suspend the pool). A change kept out
+// only by that estimate waits for the unsynced txgs to sync and asks again
+// (ZFS's retry of a reservation in flight), so a pool fills up to the slop
+// whatever the txgs hold. Removals and truncations are always allowed (they
+// use a little space to free a lot).
+//
+// Block size. A file starts with one block of the pool's sector size and
+// grows it while it has one (GrowBlocks, before each change that makes it
+// longer), up to the dataset's recordsize: a small file costs a small block
+// on disk, in memory and in its txg's dirty bytes (dmu/dnode.h: block
+// size).
 //
 // Read-only mounts. The pool import itself writes nothing (labels are
 // written only by create; an empty txg is never synced, and Export syncs

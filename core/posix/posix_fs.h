@@ -224,8 +224,27 @@ class PosixFs final : public Filesystem {
   static Status CheckName(std::string_view name);
 
   // NoSpace unless about `bytes` more can be stored (posix_fs.cc);
-  // QuotaExceeded past the dataset's quota room.
-  Status ReserveSpace(uint64_t bytes);
+  // QuotaExceeded past the dataset's quota room. May wait for the unsynced
+  // txgs to sync when only their estimated cost keeps the change out: it
+  // must be called without a Tx (as Tx::Assign).
+  Status ReserveSpace(uint64_t bytes) EXCLUDES(space_mu_);
+  // Takes the free space (and quota room) of the last synced txg, when it
+  // is newer than the figures held, and drops the removal charges of the
+  // txgs synced since.
+  void RefreshSpaceLocked() REQUIRES(space_mu_) EXCLUDES(removal_mu_);
+  // Before a removal (unlink, rmdir): when the pool is nearly full, makes
+  // sure the sync can write what the removal rewrites (dnode blocks, a
+  // directory leaf, each in its copies) before its frees come back. It may
+  // use the slop, which is kept for this; it waits for syncs when the
+  // removals and writes in flight leave too little (their frees return two
+  // txgs after they sync). NoSpace only when even that does not make room.
+  // Called without a Tx, as ReserveSpace.
+  Status ReserveRemoval() EXCLUDES(space_mu_, removal_mu_);
+  // The removal charges of the unsynced txgs.
+  uint64_t RemovalsCharged() EXCLUDES(removal_mu_);
+  // Makes the pool sync one txg (an empty one if nothing else is dirty: it
+  // moves the deferred frees on) and waits for it. Without a Tx held.
+  Status SyncOnce();
   // The quota room as of the last sync (RefreshQuota: under space_mu_),
   // and the charges of txgs up to the one synced then dropped.
   void RefreshQuota() REQUIRES(space_mu_) EXCLUDES(props_mu_, quota_mu_);
@@ -269,7 +288,18 @@ class PosixFs final : public Filesystem {
   // Whether `ancestor` is `dir` or one of its ancestors. rename_mu_ keeps
   // the ".." chain it walks from changing.
   Result<bool> IsAncestor(uint64_t ancestor, uint64_t dir) REQUIRES(rename_mu_);
+  // Sets the file's size in tx. A file that grows first grows its block
+  // (GrowBlocks); one cut to nothing starts again from the smallest block.
   Status Truncate(dmu::Tx& tx, Inode& in, ZnodePhys& z, uint64_t size);
+  // Before a change that makes file `ino` reach byte `end`: the file's
+  // block grows while it has one (dmu GrowBlockSize), up to the dataset's
+  // recordsize. A file starts with one small block (StartBlockSize), so a
+  // small file costs a small block; once it needs a second block its
+  // blocks are of the recordsize of that moment. May read block 0 (and
+  // fail, changing nothing).
+  Status GrowBlocks(dmu::Tx& tx, dmu::Dnode& d, uint64_t end);
+  Status GrowBlocks(dmu::Tx& tx, uint64_t ino, uint64_t end);
+  uint32_t RecordSize() const { return props_recordsize_.load(std::memory_order_relaxed); }
   // After a read of `in` (file data, a directory listing, a symlink):
   // moves its atime to now when the mount's AtimeMode asks for it, in a Tx
   // of its own. Nothing on a read-only mount. Failures are ignored (a read
@@ -337,6 +367,10 @@ class PosixFs final : public Filesystem {
   util::Mutex quota_mu_;
   std::map<uint64_t, uint64_t> quota_charges_ GUARDED_BY(quota_mu_);
   uint64_t QuotaCharged() EXCLUDES(quota_mu_);
+  // What admitted removals may rewrite, by the txg they may land in (as
+  // quota_charges_), while the pool is nearly full (ReserveRemoval).
+  util::Mutex removal_mu_;
+  std::map<uint64_t, uint64_t> removal_charges_ GUARDED_BY(removal_mu_);
   util::Mutex props_mu_;
   std::string dataset_name_ GUARDED_BY(props_mu_);
 

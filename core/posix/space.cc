@@ -10,21 +10,90 @@
 
 namespace poolfs::core::posix {
 
+namespace {
+// How many syncs a change that the unsynced txgs' estimate keeps out waits
+// for before it is NoSpace (each sync replaces the estimate of what it
+// wrote with its real cost; more writers may be filling the next one).
+constexpr int kMaxSpaceWaits = 3;
+// The same for a removal: its frees come back two txgs after its own, so it
+// may wait for a few more.
+constexpr int kMaxRemovalWaits = 8;
+}  // namespace
+
+void PosixFs::RefreshSpaceLocked() {
+  space_refresh_at_.store(
+      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) + 10'000'000,
+      std::memory_order_relaxed);
+  const uint64_t synced = pool_->txgs().last_synced().value();
+  if (space_synced_txg_.load() == synced) return;
+  auto stats = pool_->Stats();
+  space_free_ = stats.space.free;
+  space_capacity_ = stats.space.capacity;
+  space_synced_txg_ = synced;
+  if (figures_bound_.load(std::memory_order_relaxed)) RefreshQuota();
+  util::MutexLock l(&removal_mu_);
+  removal_charges_.erase(removal_charges_.begin(), removal_charges_.upper_bound(synced));
+}
+
+Status PosixFs::SyncOnce() {
+  // A txg nobody held never syncs (txg_manager.h: empty txgs): hold one.
+  dmu::Tx tx(pool_->assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(0));
+  const Txg t = tx.txg();
+  tx.Commit();
+  return pool_->WaitSynced(t);
+}
+
+uint64_t PosixFs::RemovalsCharged() {
+  util::MutexLock l(&removal_mu_);
+  uint64_t charged = 0;
+  for (const auto& [txg, n] : removal_charges_) charged += n;
+  return charged;
+}
+
+Status PosixFs::ReserveRemoval() {
+  const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
+    RefreshSpaceLocked();
+    space_mu_.Unlock();
+  }
+  // What one removal may make the sync write: the object's dnode block,
+  // the parent's, and a leaf of the directory, each in full and in every
+  // copy of metadata (the zap and the dnode blocks are metadata).
+  const uint64_t copies = std::min<uint64_t>(props_copies_.load(std::memory_order_relaxed) + 1,
+                                             zio::kMaxCopies);
+  const uint64_t charge = copies * (2 * dmu::kDnodeBlockSize + zap::kMaxBlockSize);
+  for (int waits = 0;; waits++) {
+    const uint64_t free = space_free_.load(std::memory_order_relaxed);
+    // Far from full: nothing to count.
+    if (free >= charge + 2 * dirty_max_bytes_.load(std::memory_order_relaxed) + (64u << 20))
+      return Status::Ok();
+    const uint64_t dirty = pool_->txgs().stats().dirty_bytes;
+    const uint64_t charged = RemovalsCharged();
+    if (charge + 2 * dirty + charged <= free) {
+      util::MutexLock l(&removal_mu_);
+      removal_charges_[pool_->txgs().open_txg().value() + 1] += charge;
+      return Status::Ok();
+    }
+    if ((dirty == 0 && charged == 0) || waits == kMaxRemovalWaits)
+      return Status::NoSpace("pool '" + pool_->name() + "' is full: a removal may need " +
+                             std::to_string(charge) + " bytes of metadata, " +
+                             std::to_string(free > 2 * dirty + charged ? free - 2 * dirty - charged
+                                                                       : 0) +
+                             " available");
+    POOLFS_RETURN_IF_ERROR(SyncOnce());
+    util::MutexLock l(&space_mu_);
+    RefreshSpaceLocked();
+  }
+}
+
 Status PosixFs::ReserveSpace(uint64_t bytes) {
   // Free space changes only when a txg syncs. Asking the txg manager which
   // txg synced last takes its lock, so ask at most every 10 ms, and let one
   // thread do it while the others go on with the figures they have.
   const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
-    space_refresh_at_.store(now + 10'000'000, std::memory_order_relaxed);
-    const uint64_t synced = pool_->txgs().last_synced().value();
-    if (space_synced_txg_.load() != synced) {
-      auto stats = pool_->Stats();
-      space_free_ = stats.space.free;
-      space_capacity_ = stats.space.capacity;
-      space_synced_txg_ = synced;
-      if (figures_bound_.load(std::memory_order_relaxed)) RefreshQuota();
-    }
+    RefreshSpaceLocked();
     space_mu_.Unlock();
   }
   if (figures_bound_.load(std::memory_order_relaxed)) {
@@ -60,21 +129,36 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
                              ": the space left is held by other datasets' reservations: " + left);
     }
   }
-  const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
-  const uint64_t slop = std::max<uint64_t>(capacity / 32, 1 << 20);
-  uint64_t free = space_free_.load(std::memory_order_relaxed);
-  free = free > slop ? free - slop : 0;
-  // Only when the margin is thin is the dirty total (a locked read) worth it.
-  if (free < bytes + 2 * dirty_max_bytes_.load(std::memory_order_relaxed) + (64u << 20)) {
-    uint64_t dirty = pool_->txgs().stats().dirty_bytes;
+  // The pool: the free space of the last sync, less the slop, less what
+  // the unsynced txgs may still take from it. A change that does not fit
+  // only because of those waits for them to sync (their real cost then
+  // replaces the estimate) and asks again; only a change that does not
+  // fit in what the last sync left is NoSpace at once.
+  for (int waits = 0;; waits++) {
+    const uint64_t capacity = space_capacity_.load(std::memory_order_relaxed);
+    const uint64_t slop = std::max<uint64_t>(capacity / 32, 1 << 20);
+    uint64_t free = space_free_.load(std::memory_order_relaxed);
+    free = free > slop ? free - slop : 0;
+    // Only when the margin is thin is the dirty total (a locked read) worth
+    // it.
+    if (free >= bytes + 2 * dirty_max_bytes_.load(std::memory_order_relaxed) + (64u << 20))
+      return Status::Ok();
+    const uint64_t dirty = pool_->txgs().stats().dirty_bytes;
     // Each dirty byte may cost its block again in metadata (indirect blocks,
-    // dnode blocks, space maps): count it twice.
-    free = free > 2 * dirty ? free - 2 * dirty : 0;
-    if (bytes > free)
+    // dnode blocks, space maps): count it twice. (Its extra copies, if
+    // any, are left out rather than fail a sync: zio's theory comment.)
+    const uint64_t held = 2 * dirty + RemovalsCharged();
+    const uint64_t left = free > held ? free - held : 0;
+    if (bytes <= left) return Status::Ok();
+    if (bytes > free || dirty == 0 || waits == kMaxSpaceWaits)
       return Status::NoSpace("pool '" + pool_->name() + "' is full: " + std::to_string(bytes) +
-                             " bytes asked, " + std::to_string(free) + " available");
+                             " bytes asked, " + std::to_string(left) + " available");
+    // No Tx is held here (every caller reserves before it assigns one), so
+    // waiting for a sync is what Tx::Assign's throttle does as well.
+    POOLFS_RETURN_IF_ERROR(SyncOnce());
+    util::MutexLock l(&space_mu_);
+    RefreshSpaceLocked();
   }
-  return Status::Ok();
 }
 
 void PosixFs::RefreshQuota() {

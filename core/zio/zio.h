@@ -315,6 +315,9 @@ class Zio {
   size_t vdev_count() const { return vdevs_.size(); }
   vdev::BlockDevice& device(uint32_t vdev);
   uint32_t ashift(uint32_t vdev) const;
+  // The allocation unit: the largest sector of any vdev (every asize is a
+  // multiple of it).
+  uint32_t sector_size() const { return uint32_t{1} << max_ashift_; }
 
  private:
   struct VdevState;

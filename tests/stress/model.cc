@@ -69,6 +69,12 @@ Status Model::Apply(const OpRecord& r) {
       if (r.a < o.length) ZeroBytes(o, r.a, std::min(r.b, o.length - r.a));
       break;
     case OpKind::kFree: objects_.erase(it); break;
+    case OpKind::kBlockSize:
+      // The DMU allows it only while the data fits in block 0 at both sizes.
+      if (o.length > std::min<uint64_t>(o.block_size, r.a))
+        return Impossible(r, "the block size changed while the object held more than one block");
+      o.block_size = uint32_t(r.a);
+      break;
     case OpKind::kBonus:
       o.bonus_type = r.aux;
       o.bonus = BonusBytes(r.object, r.seq, r.a);

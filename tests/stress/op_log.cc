@@ -74,6 +74,7 @@ std::string DescribeRecord(const OpRecord& r) {
     case OpKind::kBonus:
       return s + "bonus" + obj + " type " + std::to_string(r.aux) + " len " + std::to_string(r.a);
     case OpKind::kSynced: return s + "synced";
+    case OpKind::kBlockSize: return s + "block size" + obj + " to " + std::to_string(r.a);
     case OpKind::kCreateDataset:
     case OpKind::kRenameDataset:
     case OpKind::kDestroyDataset: {

@@ -65,6 +65,7 @@ enum class OpKind : uint8_t {
   // Dataset `dataset` and every dataset below it is being destroyed (aux 0)
   // or was destroyed (aux 1) in txg `txg`.
   kDestroyDataset = 10,
+  kBlockSize = 11,  // object; a = the block size it changed to (GrowBlockSize, SetBlockSize)
 };
 
 // True for the three dataset operations above.

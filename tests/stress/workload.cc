@@ -341,6 +341,25 @@ Status Workload::Record(const OpRecord& r, LocalModels& local) {
   return local[r.dataset].Apply(r).WithContext("the thread's own model");
 }
 
+Status Workload::ChangeBlockSize(dmu::Tx& tx, dmu::ObjectSet* os, ObjectState& o, uint64_t end,
+                                 uint32_t set_to, LocalModels& local) {
+  OpRecord r;
+  r.txg = tx.txg().value();
+  r.dataset = o.dataset;
+  r.object = o.id;
+  r.seq = log_->NextSeq();
+  Status st = set_to != 0 ? os->SetBlockSize(tx, ObjectId(o.id), set_to)
+                          : os->GrowBlockSize(tx, ObjectId(o.id), end, 128 * 1024);
+  if (!st.ok()) return st.WithContext("block size");
+  auto info = os->Stat(ObjectId(o.id));
+  if (!info.ok()) return info.status().WithContext("block size");
+  if (info->block_size == o.block_size) return Status::Ok();  // it stays
+  r.kind = OpKind::kBlockSize;
+  r.a = info->block_size;
+  o.block_size = info->block_size;
+  return Record(r, local);
+}
+
 Status Workload::OneOp(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
                        std::vector<ObjectState>& mine, LocalModels& local) {
   OpRecord r;
@@ -376,6 +395,10 @@ Status Workload::OneOp(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
     w.object = o.id;
     w.len = PickWriteLength(rng);
     w.off = PickWriteOffset(rng, o);
+    // A file's way (posix GrowBlocks): while the object has one block, grow
+    // it to hold the write first, up to 128 KiB; now and then.
+    if (o.length <= o.block_size && rng() % 3 == 0)
+      POOLFS_RETURN_IF_ERROR(ChangeBlockSize(tx, os, o, w.off + w.len, 0, local));
     if (rng() % 10 < 3) {  // whole blocks: the DMU need not read the old ones
       w.off = w.off / o.block_size * o.block_size;
       w.len = (w.len + o.block_size - 1) / o.block_size * o.block_size;
@@ -403,6 +426,11 @@ Status Workload::OneOp(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
     r.kind = OpKind::kTruncate;
     r.a = len;
     o.length = len;
+    if (len == 0 && rng() % 2 == 0) {
+      // Emptied: back to a small block, as a file cut to nothing.
+      POOLFS_RETURN_IF_ERROR(Record(r, local));
+      return ChangeBlockSize(tx, os, o, 0, 4096, local);
+    }
   } else if (kind < 65) {
     uint64_t off = rng() % (o.length + 4096);
     uint64_t len = 1 + rng() % (512 * 1024);

@@ -128,6 +128,11 @@ class Workload {
                std::vector<ObjectState>& mine, LocalModels& local);
   // Logs `r` and applies it to the thread's model.
   Status Record(const OpRecord& r, LocalModels& local);
+  // Grows object o's block to hold `end` bytes (GrowBlockSize, up to 128
+  // KiB) or, with `set_to`, sets it (SetBlockSize); logs a kBlockSize
+  // record when the size changed.
+  Status ChangeBlockSize(dmu::Tx& tx, dmu::ObjectSet* os, ObjectState& o, uint64_t end,
+                         uint32_t set_to, LocalModels& local);
   // Thread 0, between Txs: maybe one dataset operation (below).
   Status MaybeChangeDatasets(std::mt19937_64& rng, std::vector<ObjectState>& mine,
                              LocalModels& local);
