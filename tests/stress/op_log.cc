@@ -33,7 +33,7 @@ void Encode(const OpRecord& r, uint8_t* p) {
 
 bool Decode(const uint8_t* p, OpRecord* r) {
   if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
-  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kDestroyDataset)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kBlockSize)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
   r->dataset = util::GetLE16(p + 6);

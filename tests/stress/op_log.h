@@ -66,6 +66,7 @@ enum class OpKind : uint8_t {
   // or was destroyed (aux 1) in txg `txg`.
   kDestroyDataset = 10,
   kBlockSize = 11,  // object; a = the block size it changed to (GrowBlockSize, SetBlockSize)
+  // (The last kind: the log's decoder refuses a kind past it.)
 };
 
 // True for the three dataset operations above.
