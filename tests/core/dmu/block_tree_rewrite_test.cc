@@ -17,7 +17,7 @@
 namespace poolfs::core::dmu {
 namespace {
 
-constexpr uint32_t kBlock = 16384;  // a MOS object's block size
+constexpr uint32_t kMosBlock = 16384;  // a MOS object's block size
 
 struct RewriteFixture {
   RewriteFixture()
@@ -29,11 +29,11 @@ struct RewriteFixture {
   zio::Zio zio;
 };
 
-// A block of kBlock bytes whose first `n` bytes do not compress and whose
+// A block of kMosBlock bytes whose first `n` bytes do not compress and whose
 // rest is zeros: it stores in about n bytes with lz4.
 std::string Grown(size_t n) {
   std::mt19937_64 rng(7);  // the same prefix every time: the block grows
-  std::string s(kBlock, '\0');
+  std::string s(kMosBlock, '\0');
   for (size_t i = 0; i < n; i++) s[i] = char(rng());
   return s;
 }
@@ -54,7 +54,7 @@ TEST_CASE("A block that outgrows its extent within a txg moves once, then fits i
   auto moved = BlockTree::WriteBlock(&f.zio, props, Grown(1600), *same, t, 0);
   REQUIRE(moved.ok());
   REQUIRE(!(moved->dva == first->dva));
-  REQUIRE(moved->dva.size == kBlock);
+  REQUIRE(moved->dva.size == kMosBlock);
   // ...and stays so for the rest of the txg: every later pass rewrites it
   // where it is, however it grows.
   zio::BlockPtr bp = *moved;
