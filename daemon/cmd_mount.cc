@@ -105,6 +105,13 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   };
   auto fs = Filesystem::Mount({plan.pool_file}, core);
   if (!fs.ok()) return fail(fs.status(), "import");
+  // A rewind's choice, labels repaired: for the log, and a rewind's for the
+  // terminal too.
+  std::string rewind_note;
+  for (const std::string& note : (*fs)->GetStatus().import_notes) {
+    spdlog::warn("{}: {}", plan.pool_file, note);
+    if (core.rewind && rewind_note.empty()) rewind_note = note;
+  }
   // One mount per pool name for this user: `poolfs dataset` and the other
   // commands find the mount by the pool's name.
   auto registration = PoolRegistration::Register((*fs)->GetStatus().pool, plan.mountpoint);
@@ -175,7 +182,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   // then the GETATTR. Only then can the readahead be set: the kernel sets
   // it from INIT's answer (to at most the 128 KiB it offers).
   fuse::FuseServer& fuse_server = **server;
-  std::thread first_request([&plan, &report, &fuse_server] {
+  std::thread first_request([&plan, &report, &fuse_server, &rewind_note] {
     struct stat root;
     if (stat(plan.mountpoint.c_str(), &root) != 0) {
       const int err = errno;
@@ -197,7 +204,7 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
                      plan.mountpoint, ra.ToString());
       }
     }
-    report.Succeeded();
+    report.Succeeded(rewind_note);
   });
   Status run = (*server)->Run();
   if (!run.ok()) spdlog::error("{}", run.ToString());
@@ -279,6 +286,8 @@ Command AddMountCommand(CLI::App& parent) {
   app->add_option("-o", args->options,
                   "mount options, comma-separated: ro, allow_other, dev and suid (root only: "
                   "mounts are nodev,nosuid unless asked), and poolfs's own "
+                  "rewind (with ro: when the newest txg's tree does not verify, open the newest "
+                  "older one, within two txgs, that does; it says which), "
                   "relatime (the default), strictatime, noatime (when reads move atime), "
                   "entry_timeout=S, attr_timeout=S, negative_timeout=S (seconds the kernel "
                   "caches names, attributes and absent names). default_permissions is always on "

@@ -311,6 +311,8 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
   for (size_t i = 0; i < dataset_mounts.size(); i++)
     line(i == 0 ? "dataset mounts:" : "", dataset_mounts[i]);
   out += RenderScrubStatus(s.scrub);
+  for (size_t i = 0; i < s.import_notes.size(); i++)
+    line(i == 0 ? "import:" : "", s.import_notes[i]);
   line("last synced txg:", std::to_string(s.last_synced_txg) + " (open txg " +
                                std::to_string(s.open_txg) + ", imported at txg " +
                                std::to_string(s.imported_txg) + ", " + std::to_string(s.syncs) +

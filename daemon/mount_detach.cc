@@ -75,7 +75,10 @@ std::optional<int> StartupReport::Detach() {
     report.append(buf, size_t(n));
   }
   close(fds[0]);
-  if (report == "ok\n") return kExitOk;
+  if (report.starts_with("ok\n")) {
+    if (report.size() > 3) std::cerr << "poolfs mount: " << report.substr(3) << "\n";
+    return kExitOk;
+  }
   // The daemon failed: reap it so no zombie stays behind our exit.
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
@@ -93,11 +96,11 @@ std::optional<int> StartupReport::Detach() {
   return std::atoi(report.substr(0, nl).c_str());
 }
 
-void StartupReport::Succeeded() {
+void StartupReport::Succeeded(const std::string& note) {
   if (done_) return;
   done_ = true;
   if (fd_ < 0) return;
-  WriteAll(fd_, "ok\n");
+  WriteAll(fd_, "ok\n" + note);
   close(fd_);
   fd_ = -1;
   RedirectToDevNull(STDOUT_FILENO);

@@ -38,9 +38,10 @@ class StartupReport {
   // daemon's side of the pipe.
   std::optional<int> Detach();
 
-  // The mount is up: tells the parent (which exits 0) and detaches from
-  // the terminal. Idempotent.
-  void Succeeded();
+  // The mount is up: tells the parent (which prints `note`, when there is
+  // one, as "poolfs mount: NOTE" to stderr, and exits 0) and detaches from
+  // the terminal. Idempotent. In the foreground the note is only logged.
+  void Succeeded(const std::string& note = "");
   // The mount failed: prints "poolfs mount: MESSAGE" to stderr in the
   // foreground, or hands the code and message to the parent.
   void Failed(int exit_code, const std::string& message);

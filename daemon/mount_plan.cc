@@ -182,6 +182,10 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, MountPlan* plan
       if (opt.empty()) return Status::InvalidArgument("empty option in -o '" + group + "'");
       if (opt == "ro") plan->core.read_only = true;
       if (opt == "rw") plan->core.read_only = false;
+      if (opt == "rewind") {  // the pool's, not the kernel's
+        plan->core.rewind = true;
+        continue;
+      }
       if (opt == "dev" || opt == "nodev" || opt == "suid" || opt == "nosuid") {
         // Decided here, and given to libfuse once below.
         POOLFS_RETURN_IF_ERROR(CheckDevSuid(opt));
@@ -249,6 +253,10 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   plan.fuse.writeback_cache = t.daemon.fuse_writeback_cache;
   std::string atime;
   POOLFS_RETURN_IF_ERROR(ApplyMountOptions(args.options, &plan, &atime));
+  if (plan.core.rewind && !plan.core.read_only)
+    return Status::InvalidArgument(
+        "-o rewind: a rewind opens an older txg read-only; mount with -o ro,rewind (a "
+        "read-write mount of an older txg would write over the newer ones)");
   return plan;
 }
 
@@ -284,6 +292,11 @@ Result<DatasetMountPlan> PlanDatasetMount(const MountArgs& args) {
         "-o " + atime + ": " + served + ", whose access-time mode it shares; set the dataset's " +
         "atime property instead (poolfs dataset set atime=on|off|relatime " + dataset + ")");
   }
+  if (options.core.rewind)
+    return Status::InvalidArgument("-o rewind: " + served +
+                                   ", already imported; a rewind is an option of the pool's "
+                                   "own mount (unmount it, then poolfs mount -o ro,rewind FILE "
+                                   "MNT)");
   plan.request.read_only = options.core.read_only;
   plan.request.fuse_options = options.fuse.mount_options;
   plan.request.entry_timeout = options.fuse.entry_timeout;

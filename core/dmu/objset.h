@@ -197,6 +197,9 @@ class ObjectSet {
   void SetBackfill(BackfillMode mode) { alloc_.SetMode(mode); }
   void SetAllocChunk(uint32_t chunk) { alloc_.SetChunk(chunk); }
   ObjectAllocStats AllocStats() const { return alloc_.Stats(); }
+  // Dnode blocks Open could not read or found at odds with their pointers
+  // (their ids count as taken; a rewind import refuses such a tree).
+  uint64_t damaged_dnode_blocks() const { return damaged_dnode_blocks_; }
 
   // Where the dirty copies of this set's data blocks get their memory. Set
   // once, before the set is used; must outlive it (nullptr: malloc's).

@@ -120,7 +120,7 @@ Status CreatePool(const std::vector<std::string>& paths, uint64_t size_bytes,
   return st;
 }
 
-Result<CheckReport> CheckPool(const std::vector<std::string>& paths) {
+Result<CheckReport> CheckPool(const std::vector<std::string>& paths, const CheckOptions& options) {
   if (paths.empty()) return Status::InvalidArgument("no vdev files given");
   std::vector<std::unique_ptr<core::vdev::FileDevice>> files;
   std::vector<std::unique_ptr<SharedLock>> locks;
@@ -132,12 +132,13 @@ Result<CheckReport> CheckPool(const std::vector<std::string>& paths) {
     devs.push_back(f.get());
     files.push_back(std::move(f));
   }
-  return core::pool::CheckDevices(devs);
+  return core::pool::CheckDevices(devs, nullptr, options);
 }
 
 std::string CheckReport::Summary() const {
   std::string s = "pool '" + pool + "', " + Plural(vdevs, "vdev", "vdevs") + ", checked at txg " +
                   std::to_string(txg) + "\n";
+  if (!rewind.empty()) s += "  " + rewind + "\n";
   s += "  " + Plural(datasets, "dataset", "datasets") + ", " +
        Plural(objects, "object", "objects") + ", " + Plural(blocks, "block", "blocks") + "\n";
   s += "  referenced " + Bytes(bytes_referenced) + "\n";
@@ -151,7 +152,12 @@ std::string CheckReport::Summary() const {
   s += "  " + Plural(checksum_errors, "checksum error", "checksum errors") + ", " +
        Plural(problems.size() + problems_omitted, "problem", "problems") + ", " +
        Plural(warnings.size(), "warning", "warnings") + "\n";
-  s += ok() ? "pool is healthy\n" : "POOL IS DAMAGED\n";
+  if (txg != newest_txg && !rewind.empty())
+    s += ok() ? "the tree of txg " + std::to_string(txg) +
+                    " is healthy: poolfs mount -o ro,rewind opens it read-only\n"
+              : "POOL IS DAMAGED, the rewound tree of txg " + std::to_string(txg) + " too\n";
+  else
+    s += ok() ? "pool is healthy\n" : "POOL IS DAMAGED\n";
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "pool/check_walker.h"
 #include "pool/pool.h"
 #include "pool/pool_phys.h"
+#include "pool/uberblock_choice.h"
 #include "space/allocator.h"
 #include "vdev/label.h"
 #include "vdev/overlay_device.h"
@@ -28,7 +29,8 @@ struct PoolOnDevices {
   PoolConfig config;
   std::vector<vdev::VdevLayout> layouts;
   std::vector<VdevGeometry> geometry;
-  std::vector<vdev::Uberblock> candidates;  // newest first, as import tries them
+  UberblockCandidates candidates;  // newest first, as import tries them
+  Status no_uberblock;             // why there is none (candidates empty)
   zio::BpFormat format = zio::BpFormat::kV2;  // the labels' format version
 };
 
@@ -93,17 +95,8 @@ Result<PoolOnDevices> ReadPool(const std::vector<vdev::BlockDevice*>& devs, Prob
     p.geometry.push_back(
         {infos[i].layout.alloc_start, infos[i].layout.alloc_size, vc.ashift, vc.ms_shift});
   }
-  for (const auto& info : infos) {
-    for (const auto& f : info.uberblocks) {
-      if (f.ub.pool_guid != pool_guid || f.ub.guid_sum != guid_sum ||
-          f.ub.version != uint32_t(p.format))
-        continue;
-      if (std::find(p.candidates.begin(), p.candidates.end(), f.ub) == p.candidates.end())
-        p.candidates.push_back(f.ub);
-    }
-  }
-  std::stable_sort(p.candidates.begin(), p.candidates.end(),
-                   [](const auto& a, const auto& b) { return a.txg > b.txg; });
+  p.candidates = CollectUberblocks(infos, pool_guid, guid_sum, uint32_t(p.format));
+  if (p.candidates.list.empty()) p.no_uberblock = NoUberblock(p.config.name, infos);
   return p;
 }
 
@@ -114,8 +107,9 @@ std::vector<zio::Zio::Vdev> ZioVdevs(const PoolOnDevices& p) {
 }
 
 // Import's test of an uberblock (Pool::OpenAt): the MOS, the pool
-// directory, every space map loaded into a metaslab, every dataset root.
-Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
+// directory, every space map loaded into a metaslab, every dataset root;
+// `strict` (a rewind) also every dnode block the dataset's open reads.
+Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub, bool strict) {
   std::vector<space::VdevSpaceConfig> vdevs;
   for (size_t i = 0; i < p.devs.size(); i++)
     vdevs.push_back({uint32_t(i), p.layouts[i].alloc_start, p.layouts[i].alloc_size,
@@ -148,6 +142,10 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub) {
   for (const DatasetEntry& e : dir.datasets) {
     auto os = dmu::ObjectSet::Open(&zio, e.root, e.name);
     if (!os.ok()) return os.status().WithContext("dataset '" + e.name + "'");
+    if (strict && (*os)->damaged_dnode_blocks() > 0)
+      return Status::Corruption("dataset '" + e.name + "': " +
+                                std::to_string((*os)->damaged_dnode_blocks()) +
+                                " dnode blocks do not read or do not match their pointers");
   }
   return Status::Ok();
 }
@@ -212,40 +210,32 @@ void TrialSync(const std::vector<vdev::BlockDevice*>& devs, CheckReport* report,
 }  // namespace
 
 Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
-                                 const BlockVisitor& visitor) {
+                                 const BlockVisitor& visitor, const CheckOptions& options) {
   CheckReport report;
   ProblemSink sink(&report);
   POOLFS_ASSIGN_OR_RETURN(PoolOnDevices p, ReadPool(devs, &sink));
   report.pool = p.config.name;
   report.vdevs = p.devs.size();
-  if (p.candidates.empty())
-    return Status::Corruption("pool '" + p.config.name +
-                              "' has no uberblock: its creation never completed");
+  if (p.candidates.list.empty()) return p.no_uberblock;
 
-  // The uberblock import would pick.
-  const vdev::Uberblock* chosen = nullptr;
-  std::vector<std::pair<uint64_t, Status>> failed;
-  for (const vdev::Uberblock& ub : p.candidates) {
-    Status st = TryOpen(p, ub);
-    if (st.ok()) {
-      chosen = &ub;
-      break;
-    }
-    failed.emplace_back(ub.txg.value(), st);
-  }
-  if (chosen != nullptr) {
-    for (const auto& [txg, st] : failed)
-      sink.Add("uberblock of txg " + std::to_string(txg),
-               "its tree does not verify, so import falls back to txg " +
-                   std::to_string(chosen->txg.value()) + ": " + st.message());
-  } else {
-    std::string why;
-    for (const auto& [txg, st] : failed)
-      why += "; txg " + std::to_string(txg) + ": " + st.message();
-    chosen = &p.candidates[0];
-    sink.Add("uberblocks",
-             "no uberblock's tree verifies, so import fails (walking the newest, txg " +
-                 std::to_string(chosen->txg.value()) + ")" + why);
+  // The uberblock import (or a rewind import) would pick.
+  const UberblockChoice choice =
+      ChooseUberblock(p.candidates, options.rewind,
+                      [&](const vdev::Uberblock& ub) { return TryOpen(p, ub, options.rewind); });
+  const vdev::Uberblock* chosen = choice.chosen;
+  report.newest_txg = choice.newest.value();
+  if (chosen != nullptr && options.rewind) {
+    report.rewind = choice.Note();
+    // The damage that makes the rewind necessary is a fact about the pool,
+    // not about the tree checked: a warning.
+    for (const auto& [txg, st] : choice.failed)
+      sink.Warn("uberblock of txg " + std::to_string(txg.value()),
+                "its tree does not verify, so a rewind opens txg " +
+                    std::to_string(chosen->txg.value()) + ": " + st.message());
+  } else if (chosen == nullptr) {
+    sink.Add("uberblocks", choice.Failure(p.config.name).message() + " (walking the newest, txg " +
+                               std::to_string(p.candidates.list.front().txg.value()) + ")");
+    chosen = &p.candidates.list.front();
   }
   report.txg = chosen->txg.value();
 
@@ -314,8 +304,9 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
                "nothing in the pool directory names it (a leaked object)");
   CheckSpace(walker, p.geometry, maps, &report, &sink);
   finish();
-  // Import would open this txg: try one sync of the next.
-  if (failed.size() < p.candidates.size()) TrialSync(devs, &report, &sink);
+  // A read-write import would open this txg: try one sync of the next. (A
+  // rewind import is read-only: it never syncs.)
+  if (choice.chosen != nullptr && !options.rewind) TrialSync(devs, &report, &sink);
   return report;
 }
 

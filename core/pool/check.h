@@ -8,12 +8,14 @@
 //    the config names). A damaged label copy is a problem; a ring slot that
 //    does not decode is only a warning (a power cut tears the slot being
 //    written, and import skips it).
-// 2. The uberblock. The candidates are tried newest first with import's own
-//    test (Pool::OpenAt's steps: the MOS root, the pool directory, every
-//    space map replayed, every dataset root), and the first that passes is
-//    checked. A newer one that fails is a problem (a txg was lost). When
-//    none passes, the newest is walked anyway, so the report names the
-//    damage.
+// 2. The uberblock, chosen as import chooses it (uberblock_choice.h), with
+//    import's own test (Pool::OpenAt's steps: the MOS root, the pool
+//    directory, every space map replayed, every dataset root): the newest
+//    txg. When it fails, that is a problem, and the newest is walked anyway,
+//    so the report names the damage. With CheckOptions::rewind, the txg a
+//    rewind import would open is checked instead, and the newer txgs that
+//    fail are warnings (the damage a rewind leaves behind; the report's
+//    rewind line says which txg was chosen and why).
 // 3. The walk (CheckWalker). From the MOS root: the MOS's metadnode, every
 //    MOS object, then every dataset's root, metadnode and objects; every
 //    block of every block tree is read through zio::Zio::Read (checksum
@@ -31,7 +33,8 @@
 //    free set; a metaslab without a map is all free. Then every referenced
 //    extent must be allocated, and every allocated byte referenced.
 //
-// 5. A trial sync. When import would succeed, the pool is imported over
+// 5. A trial sync. When a read-write import would succeed (not with rewind,
+//    whose import is read-only), the pool is imported over
 //    in-memory overlays of its devices (vdev::OverlayDevice: nothing
 //    reaches them), one object of a dataset is changed, and that txg is
 //    synced: a pool whose next sync fails (a MOS sync that does not
@@ -92,6 +95,7 @@ using BlockVisitor = std::function<void(const CheckedBlock&)>;
 // without any uberblock, NotSupported for another format version, IOError
 // when every label read fails.
 Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
-                                 const BlockVisitor& visitor = nullptr);
+                                 const BlockVisitor& visitor = nullptr,
+                                 const CheckOptions& options = {});
 
 }  // namespace poolfs::core::pool

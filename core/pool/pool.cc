@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "pool/uberblock_choice.h"
 #include "txg/inline_executor.h"
 #include "txg/thread_pool_executor.h"
 #include "util/check.h"
@@ -145,11 +146,12 @@ Status Pool::CreateOnDevices(const std::vector<vdev::BlockDevice*>& devs,
 Result<std::unique_ptr<Pool>> Pool::Import(const std::vector<std::string>& paths,
                                            const PoolOptions& options) {
   if (paths.empty()) return Status::InvalidArgument("no vdev files given");
+  POOLFS_RETURN_IF_ERROR(CheckImportOptions(options));
   std::vector<std::unique_ptr<vdev::BlockDevice>> owned;
   std::vector<vdev::BlockDevice*> devs;
   for (const std::string& path : paths) {
     POOLFS_ASSIGN_OR_RETURN(
-        auto f, vdev::FileDevice::Open(path, {.read_only = false,
+        auto f, vdev::FileDevice::Open(path, {.read_only = options.read_only,
                                               .exclusive = true,
                                               .writeback_bytes = options.vdev.writeback_bytes,
                                               .direct_reads = options.vdev.direct_reads,
@@ -168,8 +170,10 @@ Result<std::unique_ptr<Pool>> Pool::ImportDevices(const std::vector<vdev::BlockD
 Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
                                          std::vector<std::unique_ptr<vdev::BlockDevice>> owned,
                                          const PoolOptions& options) {
+  POOLFS_RETURN_IF_ERROR(CheckImportOptions(options));
   std::unique_ptr<Pool> p(new Pool());
   p->options_ = options;
+  if (options.read_only) p->options_.repair_reads = false;  // writes nothing
   p->block_buffers_ = std::make_unique<dmu::BlockBuffers>(options.block_buffer_retain_bytes);
   p->arc_ = std::make_unique<arc::Arc>(options.arc);
   p->read_ahead_ = std::make_unique<dmu::ReadAhead>(p->arc_.get(), options.read_ahead);
@@ -219,43 +223,50 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     p->labels_.push_back(infos[i].header);
     p->layouts_.push_back(infos[i].layout);
   }
-  // Every uberblock of this pool, newest first.
-  std::vector<vdev::Uberblock> candidates;
-  uint64_t max_txg = 0;
-  for (const auto& info : infos) {
-    for (const auto& f : info.uberblocks) {
-      max_txg = std::max(max_txg, f.ub.txg.value());
-      if (f.ub.pool_guid != p->pool_guid_ || f.ub.guid_sum != p->guid_sum_ ||
-          f.ub.version != p->format_version_)
+  // The uberblock to open (uberblock_choice.h): the newest, or with a
+  // rewind the newest within the window whose tree verifies.
+  const UberblockCandidates candidates =
+      CollectUberblocks(infos, p->pool_guid_, p->guid_sum_, p->format_version_);
+  if (candidates.list.empty()) return NoUberblock(p->config_.name, infos);
+  const uint64_t max_txg = candidates.max_txg;
+  const UberblockChoice choice =
+      ChooseUberblock(candidates, options.rewind, [&p, &options](const vdev::Uberblock& ub) {
+        p->BuildIo();
+        Status st = p->OpenAt(ub, options.rewind);
+        if (!st.ok()) {
+          util::MutexLock l(&p->mu_);
+          p->datasets_.clear();
+          p->maps_.clear();
+          p->mos_.reset();
+        }
+        return st;
+      });
+  if (choice.chosen == nullptr) return choice.Failure(p->config_.name);
+  p->imported_txg_ = choice.chosen->txg;
+  if (options.rewind) p->import_notes_.push_back(choice.Note());
+  // A damaged or stale label copy is rewritten from the chosen label, in
+  // WriteLabels's crash-safe order (the rings are not touched).
+  if (!options.read_only) {
+    for (size_t i = 0; i < infos.size(); i++) {
+      const vdev::VdevLabelInfo& info = infos[i];
+      if (!info.labels_need_repair && info.header.config_txg == newest->header.config_txg &&
+          info.config == newest->config)
         continue;
-      if (std::find(candidates.begin(), candidates.end(), f.ub) == candidates.end())
-        candidates.push_back(f.ub);
+      vdev::LabelHeader h = info.header;
+      h.config_txg = newest->header.config_txg;
+      std::string damaged;
+      for (int l = 0; l < vdev::kLabelCount; l++)
+        if (!info.label_status[l].ok())
+          damaged += (damaged.empty() ? "" : ", ") + std::string("label ") + std::to_string(l) +
+                     " (" + info.label_status[l].message() + ")";
+      POOLFS_RETURN_IF_ERROR(vdev::WriteLabels(*p->devs_[i], h, newest->config)
+                                 .WithContext("repairing the labels of " + p->devs_[i]->name()));
+      p->labels_[i] = h;
+      p->import_notes_.push_back("rewrote the labels of vdev " + std::to_string(i) + " (" +
+                                 p->devs_[i]->name() + "): " +
+                                 (damaged.empty() ? "an older config" : damaged));
     }
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const auto& a, const auto& b) { return a.txg > b.txg; });
-  if (candidates.empty())
-    return Status::Corruption("pool '" + p->config_.name +
-                              "' has no uberblock: its creation never completed");
-  std::string errors;
-  bool opened = false;
-  for (const vdev::Uberblock& ub : candidates) {
-    p->BuildIo();
-    Status st = p->OpenAt(ub);
-    if (st.ok()) {
-      opened = true;
-      p->imported_txg_ = ub.txg;
-      break;
-    }
-    errors += "\n  txg " + std::to_string(ub.txg.value()) + ": " + st.ToString();
-    util::MutexLock l(&p->mu_);
-    p->datasets_.clear();
-    p->maps_.clear();
-    p->mos_.reset();
-  }
-  if (!opened)
-    return Status::Corruption("pool '" + p->config_.name +
-                              "' has no uberblock whose tree verifies:" + errors);
   if (options.executor) {
     p->executor_ = options.executor;
   } else {
@@ -276,9 +287,17 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
     return st;
   };
   p->txgs_ = std::make_unique<txg::TxgManager>(Txg(max_txg + 1), std::move(sync), options.txg);
+  if (options.read_only) {
+    p->txgs_->SetReadOnly(Status(
+        StatusCode::kReadOnly,
+        "pool '" + p->config_.name + "' is imported read-only (at txg " +
+            std::to_string(p->imported_txg_.value()) + (options.rewind ? ", rewound" : "") +
+            "): it takes no changes"));
+  }
   // Freed blocks become free only as later txgs sync (the deferral, and the
   // MOS sync's late frees): an idle pool syncs empty txgs until none wait.
-  p->txgs_->SetPendingWork([raw] {
+  // A read-only pool syncs nothing.
+  if (!options.read_only) p->txgs_->SetPendingWork([raw] {
     const space::SpaceStats s = raw->space_->Stats();
     // Held space waits for its holder (a scrub), then for one sync.
     if (s.deferred > s.held || (s.held > 0 && !raw->space_->reuse_held())) return true;
@@ -305,7 +324,15 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   return p;
 }
 
-Status Pool::OpenAt(const vdev::Uberblock& ub) {
+Status Pool::CheckImportOptions(const PoolOptions& options) {
+  if (options.rewind && !options.read_only)
+    return Status::InvalidArgument(
+        "rewind opens an older txg read-only and needs a read-only import: mount with -o "
+        "ro,rewind (a read-write import of an older txg would write over the newer ones)");
+  return Status::Ok();
+}
+
+Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
   POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root, zio_->format()));
   POOLFS_ASSIGN_OR_RETURN(mos_, dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS"));
   POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes, ReadMosObject(*mos_, kDirectoryObject));
@@ -333,6 +360,10 @@ Status Pool::OpenAt(const vdev::Uberblock& ub) {
       full = by_id.at(at)->name + "/" + full;
     auto os = dmu::ObjectSet::Open(zio_.get(), e.root, full);
     if (!os.ok()) return os.status();  // Open names the dataset
+    if (strict && (*os)->damaged_dnode_blocks() > 0)
+      return Status::Corruption("dataset '" + full + "': " +
+                                std::to_string((*os)->damaged_dnode_blocks()) +
+                                " dnode blocks do not read or do not match their pointers");
     auto ds = std::make_unique<Dataset>();
     ds->entry = e;
     ds->os = std::move(os).value();

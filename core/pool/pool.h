@@ -50,12 +50,15 @@
 // through its changes (its Tx is abandoned, dmu/tx.h): the txg holding them
 // never syncs, and the disk keeps the last synced txg for the next import.
 //
-// Import reads every vdev's labels, checks they form one pool, and tries the
-// uberblocks newest first: the first whose MOS, pool directory, space maps
-// and dataset roots all read and verify wins; an older one is used when the
-// newest is damaged. The txg after the newest uberblock seen anywhere is the
-// first one opened, so a txg number is never reused. Each vdev file is locked
-// (flock) for as long as the pool is imported: a second process is refused.
+// Import reads every vdev's labels, checks they form one pool, and opens the
+// newest valid uberblock when its MOS, pool directory, space maps and
+// dataset roots all read and verify; when they do not, the import fails,
+// and a read-only rewind import opens the newest older txg within the
+// deferral window whose tree verifies (uberblock_choice.h has the rules). A
+// read-write import then rewrites any damaged or stale label copy. The txg
+// after the newest uberblock seen anywhere is the first one opened, so a
+// txg number is never reused. Each vdev file is locked (flock) for as long
+// as the pool is imported: a second process is refused.
 //
 // Datasets
 // --------
@@ -153,6 +156,15 @@ struct PoolOptions {
   // one (zio::Zio's self-healing). Off for a read-only mount, which must
   // write nothing.
   bool repair_reads = true;
+  // A read-only import: the vdev files are opened read-only, every change
+  // (a Tx's assign) fails with ReadOnly, nothing syncs, reads repair
+  // nothing, and damaged labels are left as they are.
+  bool read_only = false;
+  // A recovery import (uberblock_choice.h): when the newest txg's tree does
+  // not verify, open the newest older one that does, within the rewind
+  // window. Only with read_only (InvalidArgument otherwise); import_notes()
+  // says which txg it chose.
+  bool rewind = false;
   // Idle objects kept in memory per dataset; 0: from the cache's bound
   // (object_cache_limit()). Tests set it low to make objects come and go.
   uint64_t object_cache_limit = 0;
@@ -377,6 +389,10 @@ class Pool {
   // was found on disk (after a crash, the txg it fell back to). Txg(0) for
   // a pool being created.
   Txg imported_txg() const { return imported_txg_; }
+  // What the import did beyond opening the newest txg, one line each, for
+  // the log: the rewind's choice ("rewound to txg N (the newest, txg M, does
+  // not verify: ...)"), labels it rewrote.
+  const std::vector<std::string>& import_notes() const { return import_notes_; }
 
  private:
   struct Dataset {
@@ -397,8 +413,11 @@ class Pool {
   // Builds space_ and zio_ for the vdevs (from scratch: before each import
   // attempt).
   void BuildIo();
-  // Tries to open the pool at `ub`.
-  Status OpenAt(const vdev::Uberblock& ub) EXCLUDES(mu_);
+  // InvalidArgument for a rewind without read_only.
+  static Status CheckImportOptions(const PoolOptions& options);
+  // Tries to open the pool at `ub`; `strict` (a rewind) also refuses a
+  // dataset with damaged dnode blocks (uberblock_choice.h).
+  Status OpenAt(const vdev::Uberblock& ub, bool strict) EXCLUDES(mu_);
   Status SyncTxg(Txg t) EXCLUDES(mu_);
   // Step 1 of the sync (above); adds each task's run time to busy_ns[its
   // strand] and counts the datasets synced in *datasets.
@@ -471,6 +490,7 @@ class Pool {
   std::unique_ptr<Scrub> scrub_;  // after txgs_, which its saves use
   bool exported_ = false;
   Txg imported_txg_;
+  std::vector<std::string> import_notes_;  // import_notes()
   std::atomic<uint32_t> mos_passes_last_{0};
   std::atomic<uint32_t> mos_passes_max_{0};
   // What SyncStats reports; written by the driver after each sync.

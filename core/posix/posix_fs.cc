@@ -76,13 +76,13 @@
 // on disk, in memory and in its txg's dirty bytes (dmu/dnode.h: block
 // size).
 //
-// Read-only mounts. The pool import itself writes nothing (labels are
-// written only by create; an empty txg is never synced, and Export syncs
-// only txgs that had holds), so a read-only mount writes nothing as long as
-// every change is refused (ReadOnly, in Enter) and mount has nothing to do:
-// a dataset without a root directory or with a non-empty unlinked set
-// cannot be mounted read-only (ReadOnly). The vdev files are still opened
-// read-write and locked (the pool layer has no read-only import).
+// Read-only mounts import the pool read-only (PoolOptions::read_only: the
+// vdev files opened read-only and locked, every Tx refused, nothing
+// synced), and every change is refused here too (ReadOnly, in Enter). A
+// dataset without a root directory cannot be mounted read-only (ReadOnly);
+// files in the unlinked set stay there for the next read-write mount.
+// -o ro,rewind opens an older txg when the newest does not verify
+// (MountOptions::rewind).
 //
 // Timestamps are 64-bit seconds and nanoseconds. atime is set at creation,
 // by SetAttr, and by reads (Read, ReadDir, Readlink) as the mount's
@@ -118,6 +118,8 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const std::vector<std::str
   po.read_ahead = tunables.read_ahead;
   po.executor = options.executor;
   po.repair_reads = !options.read_only;
+  po.read_only = options.read_only;
+  po.rewind = options.rewind;
   if (options.on_txg_synced) {
     po.on_synced = [cb = options.on_txg_synced](Txg t, uint64_t ns, uint64_t bytes) {
       cb(t.value(), ns, bytes);
@@ -249,10 +251,9 @@ Status PosixFs::FreeUnlinkedSet() {
   util::MutexLock ul(&unlinked_mu_);
   POOLFS_ASSIGN_OR_RETURN(auto entries, unlinked_->Iterate(0, size_t(1) << 40));
   if (entries.empty()) return Status::Ok();
-  if (opts_.read_only)
-    return Status(StatusCode::kReadOnly,
-                  std::to_string(entries.size()) +
-                      " unlinked files wait to be freed and the mount is read-only");
+  // A read-only mount leaves them for the next read-write one: they have
+  // no name, so nothing it shows depends on them.
+  if (opts_.read_only) return Status::Ok();
   // Each entry's free and removal is a whole change (an entry whose object
   // is already free is just removed, so a crash between the two is fine),
   // but a batch that fails midway is abandoned like any other change: the

@@ -238,6 +238,7 @@ FsStatus PosixFs::GetStatus() {
     s.state = "online";
   }
   s.imported_txg = stats.imported.value();
+  s.import_notes = pool_->import_notes();
   s.last_synced_txg = stats.last_synced.value();
   s.open_txg = stats.open.value();
   s.syncs = stats.syncs;

@@ -95,6 +95,7 @@ Status TxgManager::Stop() {
 }
 
 Result<Txg> TxgManager::Hold(uint64_t /*estimated_bytes*/) {
+  if (!read_only_.ok()) return read_only_;
   if (suspended_flag_.load(std::memory_order_acquire)) {
     util::MutexLock l(&mu_);
     return suspended_;

@@ -149,6 +149,10 @@ class TxgManager : public dmu::TxAssigner {
   // whether syncs have work left even with no change: then the open txg
   // syncs empty (see Empty txgs above). Set before Start.
   void SetPendingWork(std::function<bool()> pending) { pending_work_ = std::move(pending); }
+  // A read-only pool: every Hold fails with `why` (the manager is not
+  // suspended: nothing was lost), so no txg is ever held or synced. Call
+  // before Start.
+  void SetReadOnly(Status why) { read_only_ = std::move(why); }
 
   Txg open_txg() const { return holds_.open(); }
   Txg last_synced() const;
@@ -191,6 +195,7 @@ class TxgManager : public dmu::TxAssigner {
 
   const SyncFn sync_;
   std::function<bool()> pending_work_;       // set before Start
+  Status read_only_;                         // OK, or why every Hold fails; set before Start
   bool idle_chain_ GUARDED_BY(mu_) = false;  // the last sync was idle, for pending work
   TxgHolds holds_;
   // Copies for paths that do not take mu_; written under mu_.

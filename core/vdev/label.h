@@ -27,9 +27,12 @@
 //            empty ring: import must say that creation never completed.
 //   import:  ReadLabels on every device; check the pool GUID, vdev GUIDs,
 //            index/count and guid_sum across devices; merge the uberblock
-//            lists and try them newest first, taking the first whose tree
-//            verifies. Then continue at txg max(txg seen in any ring) + 1, so
-//            a txg number is never written twice with different content.
+//            lists and open the newest (a rewind import: the newest within
+//            the free deferral window whose tree verifies; see
+//            pool/uberblock_choice.h). Then continue at txg max(txg seen in
+//            any ring) + 1, so a txg number is never written twice with
+//            different content. A read-write import calls WriteLabels on a
+//            vdev whose labels_need_repair, so a damaged copy is rewritten.
 //   sync:    Flush all vdevs; WriteUberblock on each; Flush all.
 //   config:  WriteLabels with a higher config_txg. After a crash ReadLabels
 //            returns either the old or the new config, each complete.

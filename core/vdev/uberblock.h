@@ -9,7 +9,8 @@
 // uberblocks for increasing txgs without skipping 128 or more at once.
 //
 // Import (ReadLabels in label.h) collects every valid uberblock of every ring;
-// the pool tries them newest first and takes the first whose tree verifies.
+// the pool opens the newest, or with a rewind the newest within the deferral
+// window whose tree verifies (pool/uberblock_choice.h).
 //
 // Encoding: UberblockPhys below, little-endian, written field by field. The
 // checksum is XXH3-128 of bytes [0, 1008) of the slot. An all-zero slot is

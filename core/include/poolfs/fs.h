@@ -204,6 +204,11 @@ enum class AtimeMode : uint8_t {
 // What a mount takes: its own settings, and the core tunables.
 struct MountOptions {
   bool read_only = false;
+  // A recovery mount (-o ro,rewind; needs read_only, InvalidArgument
+  // otherwise): when the newest txg's tree does not verify, the pool opens
+  // at the newest older txg (within two of the newest) whose tree does.
+  // FsStatus::import_notes says which.
+  bool rewind = false;
   // The dataset whose tree the mount shows at its root ("tank/home"): empty
   // for the pool's root dataset, and so the whole pool.
   std::string dataset;
@@ -270,6 +275,10 @@ struct FsStatus {
   std::string pool;
   std::string state;  // "online", "suspended: <why>"
   uint64_t imported_txg = 0;
+  // What the import did beyond opening the newest txg, a line each: a
+  // rewind's choice ("rewound to txg N (the newest, txg M, does not verify:
+  // ...)"), label copies it rewrote.
+  std::vector<std::string> import_notes;
   uint64_t last_synced_txg = 0;
   uint64_t open_txg = 0;
   uint64_t syncs = 0;

@@ -46,6 +46,10 @@ struct CheckReport {
   std::string pool;  // the pool's name
   size_t vdevs = 0;
   uint64_t txg = 0;  // the txg checked: the uberblock import would pick
+  uint64_t newest_txg = 0;  // the newest valid uberblock's txg
+  // With CheckOptions::rewind: "rewound to txg N (the newest, txg M, does
+  // not verify: ...)", or that the newest verifies; "" otherwise.
+  std::string rewind;
   size_t datasets = 0;
   uint64_t objects = 0;                  // allocated objects, the MOS's included
   uint64_t blocks = 0;                   // stored (non-hole) blocks reached from the uberblock
@@ -93,6 +97,16 @@ struct CheckReport {
 // imported, Corruption when a file is not a poolfs vdev at all (empty,
 // truncated, random bytes, wrong magic) or the pool has no uberblock,
 // NotSupported for another format version, IOError from the files.
-Result<CheckReport> CheckPool(const std::vector<std::string>& paths);
+//
+// With options.rewind it checks the txg a read-only rewind import would open
+// (`poolfs mount -o ro,rewind`): the newest one within two txgs of the
+// newest whose tree verifies, as report.rewind says; the newer txgs that do
+// not verify are warnings, so a clean rewound tree is ok(). No trial sync
+// then (that import never writes).
+struct CheckOptions {
+  bool rewind = false;
+};
+Result<CheckReport> CheckPool(const std::vector<std::string>& paths,
+                              const CheckOptions& options = {});
 
 }  // namespace poolfs

@@ -181,8 +181,8 @@ inline void FlipBit(const std::vector<std::string>& paths, const zio::BlockPtr& 
   }
 }
 
-inline CheckReport Check(const std::vector<std::string>& paths) {
-  auto r = CheckPool(paths);
+inline CheckReport Check(const std::vector<std::string>& paths, const CheckOptions& options = {}) {
+  auto r = CheckPool(paths, options);
   INFO(r.status().ToString());
   REQUIRE(r.ok());
   return std::move(r).value();

@@ -260,7 +260,7 @@ TEST_CASE("Pool reads back what it wrote with direct reads and writes", "[pool]"
 namespace poolfs::core::pool {
 namespace {
 
-TEST_CASE("Pool import falls back to an older uberblock when the newest tree is damaged",
+TEST_CASE("Pool import refuses a damaged newest tree; a rewind falls back to an older uberblock",
           "[pool]") {
   vdev::MemoryDevice mem(kDevSize, "mem");
   REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{}).ok());
@@ -287,7 +287,12 @@ TEST_CASE("Pool import falls back to an older uberblock when the newest tree is 
     byte ^= 0x40;
     REQUIRE(mem.Write(mos_root->copy(c).offset + 100, &byte, 1).ok());
   }
-  auto p = Pool::ImportDevices({&mem}, FastOptions());
+  auto normal = Pool::ImportDevices({&mem}, FastOptions());
+  REQUIRE(normal.status().code() == StatusCode::kCorruption);
+  PoolOptions rewind = FastOptions();
+  rewind.read_only = true;
+  rewind.rewind = true;
+  auto p = Pool::ImportDevices({&mem}, rewind);
   INFO(p.status().ToString());
   REQUIRE(p.ok());
   // An older txg: the first object is there, with its data.
