@@ -29,8 +29,8 @@ struct PoolOnDevices {
   PoolConfig config;
   std::vector<vdev::VdevLayout> layouts;
   std::vector<VdevGeometry> geometry;
-  UberblockCandidates candidates;  // newest first, as import tries them
-  Status no_uberblock;             // why there is none (candidates empty)
+  UberblockCandidates candidates;             // newest first, as import tries them
+  Status no_uberblock;                        // why there is none (candidates empty)
   zio::BpFormat format = zio::BpFormat::kV2;  // the labels' format version
 };
 
@@ -119,7 +119,9 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub, bool strict) {
   space::SpaceManager space(vdevs, options);
   zio::Zio zio(ZioVdevs(p), nullptr, p.format);
   POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root, DecodeRootPayload(ub.root, p.format));
-  POOLFS_ASSIGN_OR_RETURN(auto mos, dmu::ObjectSet::Open(&zio, root, "MOS"));
+  auto opened = dmu::ObjectSet::Open(&zio, root, "MOS");
+  if (!opened.ok()) return opened.status().WithContext("MOS root block");
+  std::unique_ptr<dmu::ObjectSet> mos = std::move(opened).value();
   auto read = [&](uint64_t object, const std::string& what) -> Result<std::string> {
     auto info = mos->Stat(ObjectId(object));
     if (!info.ok()) return info.status().WithContext(what);
@@ -143,8 +145,8 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub, bool strict) {
     auto os = dmu::ObjectSet::Open(&zio, e.root, e.name);
     if (!os.ok()) return os.status().WithContext("dataset '" + e.name + "'");
     if (strict && (*os)->damaged_dnode_blocks() > 0)
-      return Status::Corruption("dataset '" + e.name + "': " +
-                                std::to_string((*os)->damaged_dnode_blocks()) +
+      return Status::Corruption("dataset '" + e.name +
+                                "': " + std::to_string((*os)->damaged_dnode_blocks()) +
                                 " dnode blocks do not read or do not match their pointers");
   }
   return Status::Ok();

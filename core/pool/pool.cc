@@ -263,8 +263,8 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
                                  .WithContext("repairing the labels of " + p->devs_[i]->name()));
       p->labels_[i] = h;
       p->import_notes_.push_back("rewrote the labels of vdev " + std::to_string(i) + " (" +
-                                 p->devs_[i]->name() + "): " +
-                                 (damaged.empty() ? "an older config" : damaged));
+                                 p->devs_[i]->name() +
+                                 "): " + (damaged.empty() ? "an older config" : damaged));
     }
   }
   if (options.executor) {
@@ -289,21 +289,21 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   p->txgs_ = std::make_unique<txg::TxgManager>(Txg(max_txg + 1), std::move(sync), options.txg);
   if (options.read_only) {
     p->txgs_->SetReadOnly(Status(
-        StatusCode::kReadOnly,
-        "pool '" + p->config_.name + "' is imported read-only (at txg " +
-            std::to_string(p->imported_txg_.value()) + (options.rewind ? ", rewound" : "") +
-            "): it takes no changes"));
+        StatusCode::kReadOnly, "pool '" + p->config_.name + "' is imported read-only (at txg " +
+                                   std::to_string(p->imported_txg_.value()) +
+                                   (options.rewind ? ", rewound" : "") + "): it takes no changes"));
   }
   // Freed blocks become free only as later txgs sync (the deferral, and the
   // MOS sync's late frees): an idle pool syncs empty txgs until none wait.
   // A read-only pool syncs nothing.
-  if (!options.read_only) p->txgs_->SetPendingWork([raw] {
-    const space::SpaceStats s = raw->space_->Stats();
-    // Held space waits for its holder (a scrub), then for one sync.
-    if (s.deferred > s.held || (s.held > 0 && !raw->space_->reuse_held())) return true;
-    util::MutexLock l(&raw->mu_);
-    return !raw->dir_.deferred_frees.empty();
-  });
+  if (!options.read_only)
+    p->txgs_->SetPendingWork([raw] {
+      const space::SpaceStats s = raw->space_->Stats();
+      // Held space waits for its holder (a scrub), then for one sync.
+      if (s.deferred > s.held || (s.held > 0 && !raw->space_->reuse_held())) return true;
+      util::MutexLock l(&raw->mu_);
+      return !raw->dir_.deferred_frees.empty();
+    });
   p->txgs_->Start();
   ScrubHooks hooks;
   hooks.zio = p->zio_.get();
@@ -334,7 +334,9 @@ Status Pool::CheckImportOptions(const PoolOptions& options) {
 
 Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
   POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root, zio_->format()));
-  POOLFS_ASSIGN_OR_RETURN(mos_, dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS"));
+  auto mos = dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS");
+  if (!mos.ok()) return mos.status().WithContext("MOS root block");
+  mos_ = std::move(mos).value();
   POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes, ReadMosObject(*mos_, kDirectoryObject));
   POOLFS_ASSIGN_OR_RETURN(PoolDirectory dir, DecodePoolDirectory(dir_bytes, zio_->format()));
   util::MutexLock l(&mu_);
@@ -361,8 +363,8 @@ Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
     auto os = dmu::ObjectSet::Open(zio_.get(), e.root, full);
     if (!os.ok()) return os.status();  // Open names the dataset
     if (strict && (*os)->damaged_dnode_blocks() > 0)
-      return Status::Corruption("dataset '" + full + "': " +
-                                std::to_string((*os)->damaged_dnode_blocks()) +
+      return Status::Corruption("dataset '" + full +
+                                "': " + std::to_string((*os)->damaged_dnode_blocks()) +
                                 " dnode blocks do not read or do not match their pointers");
     auto ds = std::make_unique<Dataset>();
     ds->entry = e;

@@ -42,13 +42,12 @@ Status NoUberblock(const std::string& pool, const std::vector<vdev::VdevLabelInf
   if (foreign > 0)
     return Status::Corruption(
         "pool '" + pool + "': no valid uberblock of this pool: " + std::to_string(foreign) +
-        " decode but name another set of vdevs or format version, and " +
-        std::to_string(damaged) + " slots are damaged" + (first.empty() ? "" : " (" + first + ")"));
+        " decode but name another set of vdevs or format version, and " + std::to_string(damaged) +
+        " slots are damaged" + (first.empty() ? "" : " (" + first + ")"));
   return Status::Corruption("pool '" + pool +
                             "': no valid uberblock: every slot of every label fails its "
                             "checksum (" +
-                            std::to_string(damaged) + " written slots, none valid; " + first +
-                            ")");
+                            std::to_string(damaged) + " written slots, none valid; " + first + ")");
 }
 
 std::string UberblockChoice::Note() const {

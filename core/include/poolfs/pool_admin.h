@@ -45,7 +45,7 @@ struct CheckProblem {
 struct CheckReport {
   std::string pool;  // the pool's name
   size_t vdevs = 0;
-  uint64_t txg = 0;  // the txg checked: the uberblock import would pick
+  uint64_t txg = 0;         // the txg checked: the uberblock import would pick
   uint64_t newest_txg = 0;  // the newest valid uberblock's txg
   // With CheckOptions::rewind: "rewound to txg N (the newest, txg M, does
   // not verify: ...)", or that the newest verifies; "" otherwise.

@@ -2,7 +2,7 @@
 // the check walks, bit flips, report matching.
 #pragma once
 
-#include "pool/check.h"  
+#include "pool/check.h"
 
 #include <catch2/catch.hpp>
 

@@ -82,10 +82,16 @@ TEST_CASE("Import refuses a MOS object of implausible length without allocating 
   const Txg good = SetMosObjectLength(dev, object, uint64_t{1} << 41);
   PoolOptions options;
   options.space.allocators = 1;
+  auto refused = Pool::ImportDevices({&dev}, options);
+  INFO(refused.status().ToString());
+  REQUIRE(refused.status().code() == StatusCode::kCorruption);
+  REQUIRE(refused.status().message().find("implausible length") != std::string::npos);
+  // A rewind refuses it too, and opens the one before.
+  options.read_only = true;
+  options.rewind = true;
   auto p = Pool::ImportDevices({&dev}, options);
   INFO(p.status().ToString());
   REQUIRE(p.ok());
-  // The damaged uberblock was refused; import fell back to the one before.
   CHECK((*p)->imported_txg() == good);
   REQUIRE((*p)->Export().ok());
 }

@@ -5,7 +5,8 @@
 // whose uberblock slots decodes says so.
 #include <catch2/catch.hpp>
 
-#include <cstring>
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -108,9 +109,10 @@ Written MakePool(const std::string& path) {
   return w;
 }
 
-TEST_CASE("A newest txg that does not verify fails the import; a read-only rewind opens the one "
-          "before",
-          "[pool][rewind]") {
+TEST_CASE(
+    "A newest txg that does not verify fails the import; a read-only rewind opens the one "
+    "before",
+    "[pool][rewind]") {
   TempDir dir;
   const std::string path = dir / "v0";
   Written w = MakePool(path);
@@ -121,8 +123,8 @@ TEST_CASE("A newest txg that does not verify fails the import; a read-only rewin
   REQUIRE_FALSE(normal.ok());
   INFO(normal.status().ToString());
   REQUIRE(normal.status().code() == StatusCode::kCorruption);
-  REQUIRE(Has(normal.status().message(), "the newest uberblock, txg " +
-                                             std::to_string(newest.value()) + ", does not verify"));
+  REQUIRE(Has(normal.status().message(),
+              "the newest uberblock, txg " + std::to_string(newest.value()) + ", does not verify"));
   REQUIRE(Has(normal.status().message(), "-o ro,rewind"));
 
   auto p = Pool::Import({path}, RewindImport());
@@ -186,9 +188,8 @@ TEST_CASE("A rewind goes back no further than the free deferral window", "[pool]
   INFO(p.status().ToString());
   REQUIRE(p.status().code() == StatusCode::kCorruption);
   REQUIRE(Has(p.status().message(), "no uberblock within 2 txgs of the newest verifies"));
-  REQUIRE(Has(p.status().message(),
-              "txg " + std::to_string(w.newest.value() - kTxgDeferSize - 1) +
-                  " and older are outside the rewind window"));
+  REQUIRE(Has(p.status().message(), "txg " + std::to_string(w.newest.value() - kTxgDeferSize - 1) +
+                                        " and older are outside the rewind window"));
 }
 
 TEST_CASE("check --rewind checks the txg a rewind import opens", "[pool][rewind][check]") {

@@ -166,14 +166,23 @@ TEST_CASE("A read-only mount that would have to write fails with ReadOnly", "[po
     REQUIRE(Filesystem::Mount({path}, o).ok());  // the pool was exported again
     std::filesystem::remove_all(tmpl);
   }
-  SECTION("unlinked files to free") {
-    FsFixture f;
-    f.MustCreate(kRootIno, "f");
-    REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f").ok());
-    f.Unmount();
-    f.options.read_only = true;
-    REQUIRE(Code(Filesystem::Mount({f.path}, f.options)) == StatusCode::kReadOnly);
-  }
+}
+
+TEST_CASE("A read-only mount leaves unlinked files for the next read-write mount",
+          "[posix][readonly]") {
+  FsFixture f;
+  f.MustCreate(kRootIno, "f");
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "f").ok());
+  f.Unmount();
+  const std::string before = FileBytes(f.path);
+  f.options.read_only = true;
+  f.Mount();
+  REQUIRE(Code(f.fs->Lookup(RootCreds(), kRootIno, "f")) == StatusCode::kNotFound);
+  f.Unmount();
+  REQUIRE(FileBytes(f.path) == before);
+  f.options.read_only = false;
+  f.Mount();  // frees them
+  f.Unmount();
 }
 
 TEST_CASE("StatFs reports the pool's space and object figures", "[posix][statfs]") {
