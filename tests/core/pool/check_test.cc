@@ -132,7 +132,7 @@ TEST_CASE("Check names a dnode block whose bit flipped", "[check]") {
   REQUIRE(HasProblem(r, "dataset 'tank/a' metadnode L0 block 0", "checksum mismatch"));
 }
 
-TEST_CASE("Check finds a damaged pool directory; with rewind, checks the txg a rewind opens",
+TEST_CASE("Check finds a damaged pool directory and with rewind checks the txg a rewind opens",
           "[check]") {
   TempDir dir;
   std::vector<std::string> paths = {dir / "v0", dir / "v1"};

@@ -260,7 +260,7 @@ TEST_CASE("Pool reads back what it wrote with direct reads and writes", "[pool]"
 namespace poolfs::core::pool {
 namespace {
 
-TEST_CASE("Pool import refuses a damaged newest tree; a rewind falls back to an older uberblock",
+TEST_CASE("Pool import refuses a damaged newest tree and a rewind falls back to an older uberblock",
           "[pool]") {
   vdev::MemoryDevice mem(kDevSize, "mem");
   REQUIRE(Pool::CreateOnDevices({&mem}, {"mem"}, CreateOptions{}).ok());

@@ -109,10 +109,8 @@ Written MakePool(const std::string& path) {
   return w;
 }
 
-TEST_CASE(
-    "A newest txg that does not verify fails the import; a read-only rewind opens the one "
-    "before",
-    "[pool][rewind]") {
+TEST_CASE("A damaged newest txg fails the import and a read-only rewind opens the one before",
+          "[pool][rewind]") {
   TempDir dir;
   const std::string path = dir / "v0";
   Written w = MakePool(path);
