@@ -18,8 +18,10 @@
 # Printed: one line per measurement with its figure, its target and "met"
 # or "not met"; with --json one JSON object.
 #
-# Usage: scripts/bench-space.sh [--files N] [--dir DIR] [--json]
+# Usage: scripts/bench-space.sh [--files N] [--small] [--dir DIR] [--json]
 #   --files N   files created and deleted in measurement 4 (default 200000)
+#   --small     pools of a quarter the size (128, 64 and 64 MiB): a quick
+#               run that the targets' figures do not come from
 #   --dir DIR   where the pool files and mounts go (default /var/tmp)
 # Environment: POOLFS_BUILD (build folder, default "build").
 # Exit 0 when every step ran (whether or not the targets are met), 1 when
@@ -31,6 +33,7 @@ BUILD=${POOLFS_BUILD:-build}
 FILES=200000
 WORKDIR=/var/tmp
 JSON=0
+SMALL=0
 TIMEOUT_MS=1000
 
 usage() { sed -n '/^# Usage:/,/^# Exit/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
@@ -45,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --files) FILES=${2:?}; shift ;;
     --dir) WORKDIR=${2:?}; shift ;;
     --json) JSON=1 ;;
+    --small) SMALL=1 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "bench-space.sh: unknown argument '$1'" >&2; usage; exit 2 ;;
   esac
@@ -120,8 +124,12 @@ result() {  # NAME FIGURE UNIT TARGET MET
   log "$(printf '%-34s %10s %-8s target %-12s %s' "$1" "$2" "$3" "$4" "$5")"
 }
 
+FILL_MIB=512
+SMALL_MIB=256
+if ((SMALL)); then FILL_MIB=128 SMALL_MIB=64; fi
+
 # 1. Freed space on an idle pool.
-fresh 512M
+fresh ${FILL_MIB}M
 dd if=/dev/urandom of="$MNT/fill" bs=1M status=none 2>/dev/null || true  # until ENOSPC
 sync -f "$MNT/." 2>/dev/null || true
 rm -f "$MNT/fill"
@@ -140,8 +148,8 @@ limit=$(awk -v t="$TIMEOUT_MS" 'BEGIN { printf "%.1f", 3 * t / 1000 }')
 result "freed space writable again after" "$back" s "<= $limit" "$(verdict "$(awk -v a="$back" -v b="$limit" 'BEGIN { print (a <= b) }')")"
 
 # 2. 4 KiB files until ENOSPC.
-fresh 256M
-size=$((256 << 20))
+fresh ${SMALL_MIB}M
+size=$((SMALL_MIB << 20))
 base=$(settle)
 mkdir "$MNT/small"
 head -c $((size + (64 << 20))) /dev/urandom | (cd "$MNT/small" && split -b 4096 -a 6 - f 2>/dev/null) || true
@@ -154,7 +162,7 @@ result "4 KiB files before ENOSPC fill" "$fill" "% of pool" ">= 80" "$(verdict "
 result "pool space per 4 KiB file" "$each" bytes "<= 5120" "$(verdict $((each <= 5120)))"
 
 # 3. Empty files until createmany fails, against df -i at the start.
-fresh 256M
+fresh ${SMALL_MIB}M
 promised=$(df --output=iavail "$MNT" | tail -1 | tr -d ' ')
 out=$("$CREATEMANY" -o -i 0 -D "$MNT/empty" "$promised" 2>&1 || true)
 made=$(find "$MNT/empty" -type f | wc -l)
