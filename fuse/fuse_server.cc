@@ -121,6 +121,11 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(Filesystem* fs, const Fuse
     if (rc != 0 && rc != -ENOENT)
       spdlog::debug("kernel cache of inode {} not invalidated: {}", ino, std::strerror(-rc));
   });
+  // A change that leaves relatime's next read to a kernel that would
+  // serve it from its pages (Filesystem::SetPageDropper).
+  fs->SetPageDropper([notifier = server->notifier_.get()](uint64_t ino) {
+    notifier->Post(ino, 0, 0, {});
+  });
   return server;
 }
 
@@ -128,6 +133,7 @@ FuseServer::~FuseServer() {
   if (session_ == nullptr) return;
   adapter_->fs->SetEntryInvalidator({});
   adapter_->fs->SetInodeInvalidator({});
+  adapter_->fs->SetPageDropper({});
   if (notifier_) notifier_->Stop();
   if (mounted_) fuse_session_unmount(session_);
   fuse_session_destroy(session_);

@@ -170,6 +170,10 @@ Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<PosixFs> fs,
                           PosixFs::Open(pool_, os, opts_, /*exports=*/false));
   PosixFs* raw = fs.get();
+  raw->SetPageDropper([this, slot](uint64_t local) {
+    util::MutexLock l(&drop_mu_);
+    if (drop_pages_) drop_pages_(Out(Global(slot, local)));
+  });
   all_.push_back(std::move(fs));
   {
     util::ReadMostlyWriter w(&tree_lock_);
@@ -627,6 +631,11 @@ Status DatasetTreeFs::SetLive(const CoreTunables& t) {
 }
 
 // Live changes (see the theory comment).
+
+void DatasetTreeFs::SetPageDropper(PageDropper fn) {
+  util::MutexLock l(&drop_mu_);
+  drop_pages_ = std::move(fn);
+}
 
 void DatasetTreeFs::SetEntryInvalidator(EntryInvalidator fn) {
   util::MutexLock l(&invalidate_mu_);

@@ -136,6 +136,9 @@ class DatasetTreeFs final : public Filesystem {
   DatasetAdmin* datasets() override;
   void SetEntryInvalidator(EntryInvalidator fn) override EXCLUDES(invalidate_mu_);
   void SetInodeInvalidator(InodeInvalidator fn) override EXCLUDES(invalidate_mu_);
+  // Each dataset's filesystem calls it with its own inode numbers, turned
+  // into the mount's here.
+  void SetPageDropper(PageDropper fn) override EXCLUDES(drop_mu_);
   // A DatasetViewFs of dataset `dataset` (dataset_view.h), registered
   // here so that destroying it is Busy and its kernel's names are
   // invalidated with this mount's. NotFound for no such dataset,
@@ -247,6 +250,8 @@ class DatasetTreeFs final : public Filesystem {
   util::Mutex invalidate_mu_;
   EntryInvalidator invalidate_ GUARDED_BY(invalidate_mu_);
   InodeInvalidator invalidate_inode_ GUARDED_BY(invalidate_mu_);
+  util::Mutex drop_mu_;  // not invalidate_mu_: dropping pages only queues
+  PageDropper drop_pages_ GUARDED_BY(drop_mu_);
   // The open views (OpenDatasetView); each removes itself when unmounted.
   util::Mutex views_mu_;
   std::vector<DatasetViewFs*> views_ GUARDED_BY(views_mu_);

@@ -42,6 +42,13 @@ bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now) {
          (now.sec - z.atime.sec == kDay && now.nsec >= z.atime.nsec);
 }
 
+bool HidesStaleAtime(AtimeMode mode, const ZnodePhys& before, const ZnodePhys& after) {
+  if (mode != AtimeMode::kRelatime || !S_ISREG(after.mode)) return false;
+  if (after.mtime != before.mtime || after.size != before.size) return false;
+  const bool read_since_change = before.atime > before.mtime && before.atime > before.ctime;
+  return read_since_change && after.ctime >= after.atime;
+}
+
 void PosixFs::TouchAtime(Inode& in) {
   if (ReadOnly() || Atime() == AtimeMode::kNone) return;
   // The common case (atime already after the last change) costs a snapshot
@@ -259,6 +266,15 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   if ((flags & kFallocPunchHole) && (!(flags & kFallocKeepSize) || (flags & kFallocZeroRange)))
     return Status::InvalidArgument("punching a hole needs KEEP_SIZE (and not ZERO_RANGE)");
   if (len == 0) return Status::InvalidArgument("fallocate of 0 bytes");
+  // Copy-on-write writes every block to a new place, so space set aside
+  // now could not keep a later write into the range from failing with
+  // ENOSPC, which is what preallocation promises: refuse it rather than
+  // succeed without reserving (glibc's posix_fallocate then writes the
+  // range itself). Only punching a hole is offered.
+  if (!(flags & kFallocPunchHole))
+    return Status::NotSupported(
+        "fallocate: preallocation (mode 0, KEEP_SIZE, ZERO_RANGE) is not offered on a "
+        "copy-on-write pool; only punching holes is");
   if (off > kMaxFileSize || len > kMaxFileSize - off)
     return Status(StatusCode::kFileTooLarge, "fallocate past the maximum file size 2^50");
   POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
@@ -266,26 +282,17 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   if (Freed(*in)) return Stale(ino);
   ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
-  const uint64_t end = off + len;
-  const bool punch = flags & (kFallocPunchHole | kFallocZeroRange);
-  // Every mode clears setuid and setgid as a write does (Linux's
+  // Punching clears setuid and setgid as a write does (Linux's
   // file_modified in vfs_fallocate's filesystems).
   const uint32_t killed = KilledByWrite(c, z);
-  // Copy-on-write cannot reserve blocks ahead; a plain fallocate checks
-  // that the part of the range past the end of the file would fit now (not
-  // the hole between the end and the range: ext4 allocates only the range)
-  // and, without KEEP_SIZE, extends the size.
-  if (!punch) POOLFS_RETURN_IF_ERROR(ReserveSpace(end > z.size ? end - std::max(off, z.size) : 0));
   Pins pins;  // the znode is saved after the data changed
   POOLFS_RETURN_IF_ERROR(Pin({ino}, &pins));
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(4096));
   auto steps = [&]() -> Status {
-    if (punch && off < z.size) POOLFS_RETURN_IF_ERROR(os_->Punch(tx, ObjectId(ino), off, len));
-    if (!(flags & kFallocKeepSize) && end > z.size)
-      POOLFS_RETURN_IF_ERROR(Truncate(tx, *in, z, end));
+    if (off < z.size) POOLFS_RETURN_IF_ERROR(os_->Punch(tx, ObjectId(ino), off, len));
     const Timespec now = Now();
-    if (punch) z.mtime = now;
+    z.mtime = now;
     z.ctime = now;
     z.mode &= ~killed;
     return SaveZnode(tx, *in, *pins[0], z);

@@ -451,16 +451,31 @@ Status PosixFs::SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z) {
   const std::string bonus = EncodeZnode(z);
   POOLFS_RETURN_IF_ERROR(in.dir ? os_->SetBonus(tx, in.dir->dnode(), kZnodeBonus, bonus)
                                 : os_->SetBonus(tx, ObjectId(in.ino), kZnodeBonus, bonus));
-  util::MutexLock l(&in.mu);
-  in.z = z;
+  CacheZnode(in, z);
   return Status::Ok();
 }
 
 Status PosixFs::SaveZnode(dmu::Tx& tx, Inode& in, dmu::Dnode& d, const ZnodePhys& z) {
   POOLFS_RETURN_IF_ERROR(os_->SetBonus(tx, d, kZnodeBonus, EncodeZnode(z)));
-  util::MutexLock l(&in.mu);
-  in.z = z;
+  CacheZnode(in, z);
   return Status::Ok();
+}
+
+void PosixFs::CacheZnode(Inode& in, const ZnodePhys& z) {
+  ZnodePhys before;
+  {
+    util::MutexLock l(&in.mu);
+    before = in.z;
+    in.z = z;
+  }
+  if (!HidesStaleAtime(Atime(), before, z)) return;
+  util::MutexLock l(&drop_mu_);
+  if (drop_pages_) drop_pages_(in.ino);
+}
+
+void PosixFs::SetPageDropper(PageDropper fn) {
+  util::MutexLock l(&drop_mu_);
+  drop_pages_ = std::move(fn);
 }
 
 Status PosixFs::Pin(std::initializer_list<uint64_t> objects, Pins* pins) {

@@ -44,6 +44,13 @@ inline constexpr size_t kMaxXattrTotal = 1024 * 1024;  // per file, encoded
 // after mtime or ctime, or is at least 24 hours before now; strictatime
 // whenever it differs from now; noatime never).
 bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now);
+// Whether a change of a regular file's attributes from `before` to `after`
+// leaves relatime's next read to a kernel that will not ask: atime was
+// after mtime and ctime (the file was read since its last change), is not
+// after ctime now, and neither mtime nor size moved (the kernel drops its
+// cached pages itself when it sees those move). See
+// Filesystem::SetPageDropper.
+bool HidesStaleAtime(AtimeMode mode, const ZnodePhys& before, const ZnodePhys& after);
 
 class PosixFs final : public Filesystem {
  public:
@@ -90,6 +97,7 @@ class PosixFs final : public Filesystem {
   Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;
+  void SetPageDropper(PageDropper fn) override EXCLUDES(drop_mu_);
   Status Fsync(uint64_t ino, bool datasync) override;
   Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                  const std::function<bool(const DirEntry&)>& emit) override;
@@ -192,6 +200,8 @@ class PosixFs final : public Filesystem {
   // up: pin it first when other changes come before, see Pin) or `d`.
   Status SaveZnode(dmu::Tx& tx, Inode& in, const ZnodePhys& z);
   Status SaveZnode(dmu::Tx& tx, Inode& in, dmu::Dnode& d, const ZnodePhys& z);
+  // Caches `z` as in's znode; calls the PageDropper when HidesStaleAtime.
+  void CacheZnode(Inode& in, const ZnodePhys& z) EXCLUDES(drop_mu_);
   // Dnodes held for the length of one change.
   using Pins = std::vector<dmu::ObjectSet::DnodeRef>;
   // Holds the dnodes of `objects` (0s skipped) in *pins. Called before a
@@ -369,6 +379,8 @@ class PosixFs final : public Filesystem {
   uint64_t QuotaCharged() EXCLUDES(quota_mu_);
   // What admitted removals may rewrite, by the txg they may land in (as
   // quota_charges_), while the pool is nearly full (ReserveRemoval).
+  util::Mutex drop_mu_;
+  PageDropper drop_pages_ GUARDED_BY(drop_mu_);
   util::Mutex removal_mu_;
   std::map<uint64_t, uint64_t> removal_charges_ GUARDED_BY(removal_mu_);
   util::Mutex props_mu_;

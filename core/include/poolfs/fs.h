@@ -474,6 +474,10 @@ class Filesystem {
   // NoSpace when the pool is full.
   virtual Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off,
                                std::string_view data) = 0;
+  // Punches a hole (kFallocPunchHole | kFallocKeepSize). Preallocation
+  // (no flags, kFallocKeepSize, kFallocZeroRange) is NotSupported: on
+  // copy-on-write, space set aside now cannot keep a later write into the
+  // range from failing with NoSpace.
   virtual Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                            uint64_t len) = 0;
   // Returns once ino's changes so far are durable.
@@ -541,6 +545,17 @@ class Filesystem {
   // (OpenDatasetView). Ignored by default.
   using InodeInvalidator = std::function<void(uint64_t ino)>;
   virtual void SetInodeInvalidator(InodeInvalidator fn) { (void)fn; }
+  // Asks the kernel to drop the pages it caches of file `ino` soon, so that
+  // the next read reaches the filesystem. The kernel never moves a FUSE
+  // file's atime itself and serves cached reads without a request; it
+  // drops the pages on its own only when it sees mtime or size move. So
+  // after a change that moves only ctime (chmod, chown, utimens, an xattr,
+  // a link) of a file read since its last change, the filesystem calls
+  // this for relatime's next read to move atime. Set and cleared as the
+  // EntryInvalidator, but called from inside the filesystem's calls: it
+  // must only queue the work. Ignored by default.
+  using PageDropper = std::function<void(uint64_t ino)>;
+  virtual void SetPageDropper(PageDropper fn) { (void)fn; }
 
   // Opens a second filesystem over this mount's pool (for a second FUSE
   // mount in the same process) that shows dataset `dataset`'s tree at its

@@ -183,3 +183,61 @@ TEST_CASE("A read-only mount reads without moving atime", "[posix][atime]") {
 }
 
 }  // namespace poolfs::core::posix::testing
+
+namespace poolfs::core::posix::testing {
+namespace {
+
+// The kernel serves cached reads without a request and drops a file's
+// pages itself only when it sees mtime or size move: a change of ctime
+// alone after a read must ask it to drop them, once, so that relatime's
+// next read reaches the filesystem.
+TEST_CASE("A ctime-only change after a read asks the kernel to drop the file's pages",
+          "[posix][atime]") {
+  FsFixture f;
+  std::vector<uint64_t> dropped;  // called from inside the calls, on this thread
+  f.fs->SetPageDropper([&](uint64_t ino) { dropped.push_back(ino); });
+  Attr a = f.MustCreate(kRootIno, "f", 0644);
+  f.MustWrite(a.ino, 0, "data");
+  f.Chmod(a.ino, 0640);  // never read since its change: nothing cached to hide it
+  REQUIRE(dropped.empty());
+  f.MustRead(a.ino, 0, 10);  // atime after every change now
+  f.Chmod(a.ino, 0600);
+  REQUIRE(dropped == std::vector<uint64_t>{a.ino});
+  f.Chmod(a.ino, 0644);  // still unread: once is enough
+  REQUIRE(dropped.size() == 1);
+  // A write moves mtime: the kernel drops the pages itself.
+  f.MustRead(a.ino, 0, 10);
+  f.MustWrite(a.ino, 0, "x");
+  REQUIRE(dropped.size() == 1);
+  // utimens of atime into the past, and an xattr, after reads.
+  f.MustRead(a.ino, 0, 10);
+  SetAttrRequest r;
+  r.valid = SetAttrRequest::kAtime;
+  r.atime = {NowSec() - 2 * kDay, 0};
+  REQUIRE(f.fs->SetAttr(RootCreds(), a.ino, r).ok());
+  REQUIRE(dropped.size() == 2);
+  f.MustRead(a.ino, 0, 10);
+  REQUIRE(f.fs->SetXattr(RootCreds(), a.ino, "user.k", "v", 0).ok());
+  REQUIRE(dropped.size() == 3);
+  // Directories are read through requests: never.
+  Attr d = f.MustMkdir(kRootIno, "d");
+  ListAll(f, d.ino);
+  f.Chmod(d.ino, 0700);
+  REQUIRE(dropped.size() == 3);
+  f.fs->SetPageDropper({});
+}
+
+TEST_CASE("Under noatime no change asks the kernel to drop pages", "[posix][atime]") {
+  FsFixture f(uint64_t{256} << 20, WithAtime(AtimeMode::kNone));
+  int calls = 0;
+  f.fs->SetPageDropper([&](uint64_t) { ++calls; });
+  Attr a = f.MustCreate(kRootIno, "f", 0644);
+  f.MustWrite(a.ino, 0, "data");
+  SetTimes(f, a.ino, NowSec() - 10, NowSec() - 100, NowSec() - 100);
+  f.Chmod(a.ino, 0600);
+  REQUIRE(calls == 0);
+  f.fs->SetPageDropper({});
+}
+
+}  // namespace
+}  // namespace poolfs::core::posix::testing

@@ -204,46 +204,55 @@ TEST_CASE("A truncate through a descriptor open for writing needs no write permi
   REQUIRE(Code(f.fs->SetAttr(user, mine.ino, r)) == StatusCode::kPermissionDenied);
 }
 
-TEST_CASE("Fallocate extends punches and zeroes ranges", "[posix][attr]") {
+TEST_CASE("Fallocate punches holes", "[posix][attr]") {
   FsFixture f;
   Attr a = f.MustCreate(kRootIno, "f");
-  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, 0, 0, 1000).ok());
-  REQUIRE(f.MustGetAttr(a.ino).size == 1000);
-  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, kFallocKeepSize, 0, 5000).ok());
-  REQUIRE(f.MustGetAttr(a.ino).size == 1000);
   f.MustWrite(a.ino, 0, std::string(300000, 'z'));
   REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, kFallocPunchHole | kFallocKeepSize, 10, 200000).ok());
   std::string got = f.MustRead(a.ino, 0, 300000);
   REQUIRE(got.substr(0, 10) == std::string(10, 'z'));
   REQUIRE(got.substr(10, 200000) == std::string(200000, '\0'));
   REQUIRE(got.substr(200010) == std::string(99990, 'z'));
-  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, kFallocZeroRange, 299990, 20).ok());
-  REQUIRE(f.MustGetAttr(a.ino).size == 300010);
-  REQUIRE(f.MustRead(a.ino, 299989, 100) == "z" + std::string(20, '\0'));
+  // Past the end: nothing to punch, the size stays.
+  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, kFallocPunchHole | kFallocKeepSize, 299990, 1000)
+              .ok());
+  REQUIRE(f.MustGetAttr(a.ino).size == 300000);
+  REQUIRE(f.MustRead(a.ino, 299989, 100) == "z" + std::string(10, '\0'));
   REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, kFallocPunchHole, 0, 10)) ==
           StatusCode::kInvalidArgument);
-  REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, 0, 0, 0)) == StatusCode::kInvalidArgument);
-  REQUIRE(Code(f.fs->Fallocate(RootCreds(), kRootIno, 0, 0, 10)) == StatusCode::kIsADirectory);
-  REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, 0, kMaxFileSize, 1)) ==
-          StatusCode::kFileTooLarge);
+  REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, kFallocPunchHole | kFallocKeepSize, 0, 0)) ==
+          StatusCode::kInvalidArgument);
+  REQUIRE(Code(f.fs->Fallocate(RootCreds(), kRootIno, kFallocPunchHole | kFallocKeepSize, 0,
+                               10)) == StatusCode::kIsADirectory);
+  REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, kFallocPunchHole | kFallocKeepSize,
+                               kMaxFileSize, 1)) == StatusCode::kFileTooLarge);
 }
 
-TEST_CASE("Fallocate far past the end needs room for the range only, not the hole before it",
-          "[posix][attr]") {
-  FsFixture f;  // a pool of 256 MiB
-  Attr a = f.MustCreate(kRootIno, "f");
+// Preallocation would promise that writes into the range cannot fail with
+// ENOSPC; copy-on-write cannot keep that promise, so it is refused and the
+// file is left exactly as it was (size, data, times, mode).
+TEST_CASE("Fallocate refuses preallocation and leaves the file as it was", "[posix][attr]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f", 06666);
   f.MustWrite(a.ino, 0, "abc");
-  const uint64_t far = uint64_t{4} << 30;
-  auto st = f.fs->Fallocate(RootCreds(), a.ino, kFallocKeepSize, far, 65536);
-  INFO(st.ToString());
-  REQUIRE(st.ok());
-  REQUIRE(f.MustGetAttr(a.ino).size == 3);
-  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, 0, far, 65536).ok());
-  REQUIRE(f.MustGetAttr(a.ino).size == far + 65536);
-  REQUIRE(f.MustRead(a.ino, far - 2, 4) == std::string(4, '\0'));
-  // A range that does not fit is still refused.
-  REQUIRE(Code(f.fs->Fallocate(RootCreds(), a.ino, kFallocKeepSize, 2 * far, far)) ==
-          StatusCode::kNoSpace);
+  const Attr before = f.MustGetAttr(a.ino);
+  const uint32_t modes[] = {0, kFallocKeepSize, kFallocZeroRange,
+                            kFallocZeroRange | kFallocKeepSize};
+  for (uint32_t mode : modes) {
+    INFO("fallocate mode " << mode);
+    for (const Creds& c : {RootCreds(), UserCreds(2000, 2000)}) {
+      const Status st = f.fs->Fallocate(c, a.ino, mode, 0, uint64_t{1} << 30);
+      INFO(st.ToString());
+      REQUIRE(st.code() == StatusCode::kNotSupported);
+      REQUIRE(st.ToString().find("preallocation") != std::string::npos);
+    }
+    const Attr after = f.MustGetAttr(a.ino);
+    REQUIRE(after.size == 3);
+    REQUIRE(after.mode == before.mode);
+    REQUIRE(after.ctime == before.ctime);
+    REQUIRE(after.mtime == before.mtime);
+  }
+  REQUIRE(f.MustRead(a.ino, 0, 10) == "abc");
 }
 
 }  // namespace

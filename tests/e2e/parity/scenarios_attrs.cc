@@ -118,12 +118,12 @@ void SetidClearedByWrite(Sys& s) {
   });
 }
 
-// Linux 6.x: a write, truncate or fallocate by a caller without CAP_FSETID
+// Linux 6.x: a write, truncate or hole punch by a caller without CAP_FSETID
 // clears setgid also without group execute when the caller is not in the
 // file's group (root's files here, group 0), and a chown by such an owner
 // does too; a member of the group keeps it.
 void SetgidClearedForNonMembers(Sys& s) {
-  for (const char* name : {"w", "t", "ft", "fa", "keep", "punch"}) {
+  for (const char* name : {"w", "t", "ft", "punch"}) {
     Touch(s, name, "some data", 0666);
     s.Chmod(name, 02666);
   }
@@ -131,19 +131,13 @@ void SetgidClearedForNonMembers(Sys& s) {
   s.Chmod("x", 02676);
   Touch(s, "both", "some data", 0666);
   s.Chmod("both", 06666);
-  s.AsOther("write, truncate and fallocate setgid files of a group it is not in", [](Sys& o) {
+  s.AsOther("write, truncate and punch setgid files of a group it is not in", [](Sys& o) {
     int f = o.Open("w", O_WRONLY);
     o.Write(f, "y");
     o.Close(f);
     o.Truncate("t", 2);
     f = o.Open("ft", O_RDWR);
     o.Ftruncate(f, 3);
-    o.Close(f);
-    f = o.Open("fa", O_RDWR);
-    o.Fallocate(f, 0, 0, 8192);
-    o.Close(f);
-    f = o.Open("keep", O_RDWR);
-    o.Fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 65536);
     o.Close(f);
     f = o.Open("punch", O_RDWR);
     o.Fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 2);
@@ -155,13 +149,13 @@ void SetgidClearedForNonMembers(Sys& s) {
     o.Write(f, "y");
     o.Close(f);
   });
-  for (const char* name : {"w", "t", "ft", "fa", "keep", "punch", "x", "both"}) s.Stat(name);
+  for (const char* name : {"w", "t", "ft", "punch", "x", "both"}) s.Stat(name);
   // The caller's own file, of its own group: setgid without group execute stays.
   Touch(s, "mine", "x");
   s.Chmod("mine", 02644);
   int fd = s.Open("mine", O_WRONLY);
   s.Write(fd, "y");
-  s.Fallocate(fd, 0, 0, 4096);
+  s.Fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096);
   s.Ftruncate(fd, 1);
   s.Close(fd);
   s.Stat("mine");

@@ -89,6 +89,31 @@ void XattrOnFileTypes(Sys& s) {
   s.GetXattr("h", "user.followed");
 }
 
+// Paths that cross a symlink to a directory, and a symlink to a file in a
+// directory reached that way: the attributes of what they lead to.
+void XattrThroughSymlinks(Sys& s) {
+  s.Mkdir("d", 0755);
+  s.SetXattr("d", "user.dir", "on d", 0);
+  s.SetXattr("d", "trusted.dir", "root's", 0);
+  Touch(s, "d/f", "x");
+  s.SetXattr("d/f", "user.file", "on f", 0);
+  s.Symlink("d", "ld");
+  s.ListXattr("ld");
+  s.ListXattr("ld/");
+  s.ListXattr("ld/f");
+  s.ListXattr("ld", 0);  // the size only
+  s.GetXattr("ld", "user.dir");
+  s.GetXattr("ld/f", "user.file");
+  s.Symlink("ld/f", "lf");
+  s.ListXattr("lf");
+  s.ListXattr("lf", 65536, false);  // the link itself: none
+  s.AsOther("through the links as another user", [](Sys& o) {
+    o.ListXattr("ld");
+    o.ListXattr("lf");
+    o.GetXattr("lf", "user.file");
+  });
+}
+
 void XattrPermissions(Sys& s) {
   Touch(s, "ro", "x");
   s.SetXattr("ro", "user.keep", "v", 0);
@@ -118,6 +143,7 @@ void AddXattrScenarios(std::vector<Scenario>* out) {
   out->push_back({"xattr_user", XattrUser});
   out->push_back({"xattr_namespaces", XattrNamespaces});
   out->push_back({"xattr_on_file_types", XattrOnFileTypes});
+  out->push_back({"xattr_through_symlinks", XattrThroughSymlinks});
   out->push_back({"xattr_permissions", XattrPermissions});
 }
 
