@@ -1,5 +1,5 @@
 // Regular files and other non-directories: CREATE, MKNOD, OPEN, READ,
-// WRITE, RELEASE, FSYNC, FALLOCATE. There is no FLUSH handler (it would
+// WRITE, RELEASE, FSYNC, FALLOCATE, LSEEK. There is no FLUSH handler (it would
 // cost a round trip per close for nothing: the data is already in the
 // open txg) and no per-open state.
 //
@@ -176,6 +176,30 @@ void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, f
   ReplyOkOr(req, st, "fallocate", ino);
 }
 
+// SEEK_DATA and SEEK_HOLE. The kernel asks without writing back the
+// file's dirty pages first (a writeback-cache mount's writes, any mount's
+// writes through a shared mapping), so an answer from the pool alone could
+// call a hole what those pages fill, and a copy that skips holes (cp,
+// tar --sparse) would lose them. So the file's pages from `off` on are
+// dropped first, which writes the dirty ones back (the kernel launders
+// them, waiting for the WRITEs), and the answer comes after that, on the
+// notifier's thread. SEEK_SET, SEEK_CUR and SEEK_END never reach here.
+void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
+  const Adapter& ad = AdapterOf(req);
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) return (void)fuse_reply_err(req, EINVAL);
+  if (off < 0) return (void)fuse_reply_err(req, ENXIO);
+  auto answer = [req, ino, off, whence, &ad] {
+    Result<uint64_t> at = ad.fs->Seek(ino, uint64_t(off), whence == SEEK_HOLE);
+    if (at.ok()) return (void)fuse_reply_lseek(req, off_t(*at));
+    // A filesystem without it: ENOSYS, after which the kernel answers
+    // every lseek itself (the whole file as data).
+    if (at.status().code() == StatusCode::kNotSupported) return (void)fuse_reply_err(req, ENOSYS);
+    ReplyStatus(req, at.status(), "lseek", ino);
+  };
+  if (ad.notifier == nullptr) return answer();
+  ad.notifier->Post(ino, off, 0, std::move(answer));
+}
+
 }  // namespace
 
 void AddFileOps(fuse_lowlevel_ops& ops) {
@@ -187,6 +211,7 @@ void AddFileOps(fuse_lowlevel_ops& ops) {
   ops.write = Write;
   ops.fsync = Fsync;
   ops.fallocate = Fallocate;
+  ops.lseek = Lseek;
 }
 
 }  // namespace poolfs::fuse

@@ -27,6 +27,7 @@ int StatusToErrno(const Status& st) {
     case StatusCode::kStale: return ESTALE;
     case StatusCode::kCrossDevice: return EXDEV;
     case StatusCode::kQuotaExceeded: return EDQUOT;
+    case StatusCode::kNoSuchOffset: return ENXIO;
     case StatusCode::kBusy: return EBUSY;
     case StatusCode::kCorruption:
     case StatusCode::kIOError: return EIO;

@@ -625,6 +625,79 @@ Result<zio::BlockPtr> Dnode::BlockPointer(uint64_t blkid) {
   return tree_.Lookup(blkid);
 }
 
+Result<uint64_t> Dnode::Seek(uint64_t off, uint64_t end, bool hole) {
+  util::ReaderLock l(&mu_);
+  const uint64_t bs = live_.block_size;
+  if (off >= end) return end;
+  if (bs == 0) return hole ? off : end;
+  // The unsynced txgs, newest first (as Locate takes them).
+  std::array<const Slot*, kTxgSlots> order{};
+  size_t n = 0;
+  for (const auto& s : slots_)
+    if (s != nullptr) order[n++] = s.get();
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && order[j - 1]->txg < order[j]->txg; j--)
+      std::swap(order[j - 1], order[j]);
+  // What the slots say of block b: data (a dirty copy), a hole (a free
+  // covering it; *free_end is where that free ends), or nothing (the tree
+  // decides).
+  enum class Says { kData, kHole, kTree };
+  auto slots_say = [&](uint64_t b, uint64_t* free_end) {
+    for (size_t i = 0; i < n; i++) {
+      if (order[i]->blocks.count(b) != 0) return Says::kData;
+      for (const auto& [first, e] : order[i]->frees)
+        if (b >= first && b < e) {
+          *free_end = e;
+          return Says::kHole;
+        }
+    }
+    return Says::kTree;
+  };
+  // The first dirty block at or after b in any slot (data unless a newer
+  // free hides it: the loop asks slots_say again).
+  auto next_dirty = [&](uint64_t b) {
+    uint64_t best = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+      auto it = order[i]->blocks.lower_bound(b);
+      if (it != order[i]->blocks.end()) best = std::min(best, it->first);
+    }
+    return best;
+  };
+  const uint64_t limit = (end - 1) / bs + 1;  // blocks [0, limit) hold bytes before end
+  BlockTree::Walk walk;
+  uint64_t b = off / bs;
+  while (b < limit) {
+    uint64_t free_end = b + 1;
+    bool data = false;
+    uint64_t next = b + 1;  // where to look next when b is not the answer
+    switch (slots_say(b, &free_end)) {
+      case Says::kData:
+        data = true;
+        break;
+      case Says::kHole:
+        next = std::min(free_end, next_dirty(b + 1));
+        break;
+      case Says::kTree: {
+        util::MutexLock t(&tree_mu_);
+        if (hole) {
+          POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr bp, tree_.Lookup(b));
+          data = !bp.IsHole();
+        } else {
+          const BlockTree::NextBlock nb = tree_.Next(b, &walk);
+          POOLFS_RETURN_IF_ERROR(nb.status);
+          const bool none_left = nb.first == nb.end;  // (the tree may reach less far)
+          data = !none_left && nb.first == b;
+          if (!data) next = std::min(none_left ? UINT64_MAX : nb.first, next_dirty(b + 1));
+        }
+        break;
+      }
+    }
+    if (data != hole) return std::min(end, std::max(off, b * bs));
+    b = std::max(next, b + 1);
+  }
+  return end;
+}
+
 BlockTree::NextBlock Dnode::NextBlock(uint64_t from, BlockTree::Walk* walk) {
   util::MutexLock l(&tree_mu_);
   return tree_.Next(from, walk);

@@ -177,6 +177,13 @@ class Dnode {
   Result<bool> GrowBlockSize(Txg t, uint64_t end, uint32_t max_block_size, uint64_t* dirtied)
       EXCLUDES(mu_);
   ObjectInfo Info() const EXCLUDES(mu_);
+  // lseek's SEEK_DATA (hole false) and SEEK_HOLE (hole true) over the
+  // newest changes: the first byte at or after `off`, and before `end`, of
+  // a data block or of a hole, else `end`. A block is data when a dirty
+  // copy or the block tree holds it, even one that reads as zeros; a block
+  // that a free of an unsynced txg covers is a hole. Holes in the tree are
+  // skipped a subtree at a time.
+  Result<uint64_t> Seek(uint64_t off, uint64_t end, bool hole) EXCLUDES(mu_, tree_mu_);
   // The pointer to data block `blkid` as of the last sync (a hole when
   // there is none).
   Result<zio::BlockPtr> BlockPointer(uint64_t blkid) EXCLUDES(tree_mu_);

@@ -373,6 +373,11 @@ Status ObjectSet::Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len) {
   return Status::Ok();
 }
 
+Result<uint64_t> ObjectSet::Seek(ObjectId id, uint64_t off, uint64_t end, bool hole) {
+  POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
+  return d->Seek(off, end, hole);
+}
+
 Status ObjectSet::SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return SetBonus(tx, *d, bonus_type, bonus);

@@ -149,6 +149,8 @@ class ObjectSet {
                            ReadCaching caching = ReadCaching::kAll);
   Status Truncate(Tx& tx, ObjectId id, uint64_t length);
   Status Punch(Tx& tx, ObjectId id, uint64_t off, uint64_t len);
+  // Dnode::Seek of object `id`.
+  Result<uint64_t> Seek(ObjectId id, uint64_t off, uint64_t end, bool hole);
   Status SetBonus(Tx& tx, ObjectId id, uint8_t bonus_type, std::string_view bonus);
   // The same by dnode (NotFound for a free object).
   Status SetBonus(Tx& tx, Dnode& d, uint8_t bonus_type, std::string_view bonus);

@@ -470,6 +470,12 @@ Status DatasetTreeFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, ui
   return Changed(ino, fs->Fallocate(c, local, flags, off, len));
 }
 
+Result<uint64_t> DatasetTreeFs::Seek(uint64_t ino, uint64_t off, bool hole) {
+  uint64_t local;
+  POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(In(ino), &local));
+  return fs->Seek(local, off, hole);
+}
+
 Status DatasetTreeFs::Fsync(uint64_t ino, bool datasync) {
   ino = In(ino);
   uint64_t local;

@@ -351,6 +351,11 @@ Status DatasetViewFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, ui
   return tree_->Fallocate(c, ToTree(ino), flags, off, len);
 }
 
+Result<uint64_t> DatasetViewFs::Seek(uint64_t ino, uint64_t off, bool hole) {
+  POOLFS_VIEW_CALL();
+  return tree_->Seek(ToTree(ino), off, hole);
+}
+
 Status DatasetViewFs::Fsync(uint64_t ino, bool datasync) {
   POOLFS_VIEW_CALL();
   return tree_->Fsync(ToTree(ino), datasync);

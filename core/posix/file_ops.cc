@@ -257,6 +257,24 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   return MakeAttr(*in, z);
 }
 
+Result<uint64_t> PosixFs::Seek(uint64_t ino, uint64_t off, bool hole) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(ino));
+  const ZnodePhys z = in->Snapshot();
+  if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
+  auto past = [&] {
+    return Status(StatusCode::kNoSuchOffset, "inode " + std::to_string(ino) + ": no " +
+                                                 (hole ? "hole" : "data") + " at or after " +
+                                                 std::to_string(off) + " (size " +
+                                                 std::to_string(z.size) + ")");
+  };
+  if (off >= z.size) return past();
+  POOLFS_ASSIGN_OR_RETURN(uint64_t at, os_->Seek(ObjectId(ino), off, z.size, hole));
+  if (!hole && at >= z.size) return past();
+  return at;
+}
+
 Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                           uint64_t len) {
   CallGuard g;

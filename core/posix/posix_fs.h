@@ -99,6 +99,7 @@ class PosixFs final : public Filesystem {
                    uint64_t len) override;
   void SetPageDropper(PageDropper fn) override EXCLUDES(drop_mu_);
   Status Fsync(uint64_t ino, bool datasync) override;
+  Result<uint64_t> Seek(uint64_t ino, uint64_t off, bool hole) override;
   Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                  const std::function<bool(const DirEntry&)>& emit) override;
   Result<std::string> GetXattr(const Creds& c, uint64_t ino, std::string_view name) override;

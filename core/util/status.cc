@@ -29,6 +29,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kStale: return "Stale";
     case StatusCode::kCrossDevice: return "CrossDevice";
     case StatusCode::kQuotaExceeded: return "QuotaExceeded";
+    case StatusCode::kNoSuchOffset: return "NoSuchOffset";
   }
   return "Unknown";
 }

@@ -85,6 +85,7 @@ TEST_CASE("StatusToErrno maps each code to the errno fs.h lists") {
       {StatusCode::kStale, ESTALE},
       {StatusCode::kCrossDevice, EXDEV},
       {StatusCode::kQuotaExceeded, EDQUOT},
+      {StatusCode::kNoSuchOffset, ENXIO},
       {StatusCode::kBusy, EBUSY},
       {StatusCode::kCorruption, EIO},
       {StatusCode::kIOError, EIO},

@@ -482,6 +482,16 @@ class Filesystem {
                            uint64_t len) = 0;
   // Returns once ino's changes so far are durable.
   virtual Status Fsync(uint64_t ino, bool datasync) = 0;
+  // lseek(2)'s SEEK_DATA (`hole` false) and SEEK_HOLE (`hole` true) on a
+  // regular file: the first offset at or after `off` in data, or in a hole
+  // (the end of the file is one). Data is what the file's blocks hold,
+  // changes not yet synced included, a block at a time (a block of zeros
+  // that was written counts as data). NoSuchOffset when `off` is at or
+  // past the end, or no data follows it.
+  virtual Result<uint64_t> Seek(uint64_t ino, uint64_t off, bool hole) {
+    (void)ino, (void)off, (void)hole;
+    return Status::NotSupported("SEEK_DATA and SEEK_HOLE");
+  }
 
   // Lists `ino` from `cookie` (0: the start; "." and ".." come first),
   // calling `emit` for each entry until it returns false (the caller's

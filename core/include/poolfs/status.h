@@ -46,8 +46,9 @@ enum class StatusCode : uint8_t {
   kStale,          // ESTALE: an inode or handle that no longer exists
   kCrossDevice,    // EXDEV: a rename or link between two datasets
   kQuotaExceeded,  // EDQUOT: a write past a dataset's quota
+  kNoSuchOffset,   // ENXIO: lseek for data or a hole at or past a file's end
 };
-inline constexpr StatusCode kLastStatusCode = StatusCode::kQuotaExceeded;
+inline constexpr StatusCode kLastStatusCode = StatusCode::kNoSuchOffset;
 
 // Returns the code's name, e.g. "Corruption".
 std::string_view StatusCodeName(StatusCode code);

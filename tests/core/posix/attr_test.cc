@@ -228,6 +228,29 @@ TEST_CASE("Fallocate punches holes", "[posix][attr]") {
                                kMaxFileSize, 1)) == StatusCode::kFileTooLarge);
 }
 
+TEST_CASE("Seek finds a file's data and holes and NoSuchOffset past its end", "[posix][attr]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "f");
+  constexpr uint64_t k = 128 << 10;  // the recordsize: whole blocks
+  f.MustWrite(a.ino, 0, std::string(2 * k, 'a'));
+  f.MustWrite(a.ino, 6 * k, std::string(k, 'b'));
+  SetAttrRequest r;
+  r.valid = SetAttrRequest::kSize;
+  r.size = 10 * k;
+  REQUIRE(f.fs->SetAttr(RootCreds(), a.ino, r).ok());
+  auto seek = [&](uint64_t off, bool hole) { return f.fs->Seek(a.ino, off, hole); };
+  CHECK(seek(0, false).value() == 0);
+  CHECK(seek(0, true).value() == 2 * k);
+  CHECK(seek(2 * k, false).value() == 6 * k);
+  CHECK(seek(6 * k + 5, true).value() == 7 * k);
+  CHECK(seek(7 * k, true).value() == 7 * k);
+  CHECK(Code(seek(7 * k, false).status()) == StatusCode::kNoSuchOffset);  // only a hole is left
+  CHECK(Code(seek(10 * k, true).status()) == StatusCode::kNoSuchOffset);  // at the end
+  REQUIRE(f.fs->Fallocate(RootCreds(), a.ino, kFallocPunchHole | kFallocKeepSize, 0, k).ok());
+  CHECK(seek(0, false).value() == k);
+  CHECK(Code(f.fs->Seek(kRootIno, 0, false).status()) == StatusCode::kIsADirectory);
+}
+
 // Preallocation would promise that writes into the range cannot fail with
 // ENOSPC; copy-on-write cannot keep that promise, so it is refused and the
 // file is left exactly as it was (size, data, times, mode).

@@ -324,9 +324,10 @@ int Sys::Fchmod(int fd, mode_t mode) {
   return Record("fchmod(" + FdName(fd) + ", " + Octal(mode) + ")", ::fchmod(fd, mode), errno);
 }
 
-int Sys::MmapWrite(const std::string& path, const std::string& data, off_t off) {
-  std::string call =
-      "mmap_write(" + path + ", " + DataText(data) + ", " + std::to_string(off) + ")";
+int Sys::MmapWrite(const std::string& path, const std::string& data, off_t off, bool sync,
+                   const std::function<void()>& while_mapped) {
+  std::string call = "mmap_write(" + path + ", " + DataText(data) + ", " + std::to_string(off) +
+                     (sync ? ")" : ", no msync)");
   int fd = ::openat(dirfd_, path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return Record(call, -1, errno);
   // mmap wants a page-aligned offset.
@@ -336,8 +337,9 @@ int Sys::MmapWrite(const std::string& path, const std::string& data, off_t off) 
   int r = -1, err = errno;
   if (p != MAP_FAILED) {
     std::memcpy(static_cast<char*>(p) + (off - start), data.data(), data.size());
-    r = ::msync(p, len, MS_SYNC);
+    r = sync ? ::msync(p, len, MS_SYNC) : 0;
     err = errno;
+    if (while_mapped) while_mapped();
     ::munmap(p, len);
   }
   ::close(fd);

@@ -92,8 +92,12 @@ class Sys {
   int Fdatasync(int fd);
   int Fchmod(int fd, mode_t mode);
   // Maps [off, off + data.size()) of `path` shared and read-write, copies
-  // `data` in, msyncs and unmaps (the file must be that long already).
-  int MmapWrite(const std::string& path, const std::string& data, off_t off);
+  // `data` in, msyncs (unless `sync` is false), calls `while_mapped` (if
+  // any: without msync the pages are still dirty in the kernel then; FUSE
+  // writes them back at the unmap) and unmaps (the file must be that long
+  // already).
+  int MmapWrite(const std::string& path, const std::string& data, off_t off, bool sync = true,
+                const std::function<void()>& while_mapped = {});
   int Fstat(int fd);
 
   // State.
