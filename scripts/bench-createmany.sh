@@ -59,9 +59,9 @@
 # Progress goes to stderr. Exit 0 when every measurement ran (whether or not
 # the targets are met), 1 when one failed, 2 for bad arguments.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
-BUILD=${POOLFS_BUILD:-build}
 ITERATIONS=8
 COUNT=100000
 THREADS=32
@@ -73,31 +73,23 @@ POOL_SIZE=20G
 CHURN=1
 DATASETS=0
 
-usage() { sed -n '/^# Usage:/,/^# Progress/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
-die() {
-  echo "bench-createmany.sh: $*" >&2
-  exit 1
-}
-log() { echo "bench-createmany.sh: $*" >&2; }
-
-while [[ $# -gt 0 ]]; do
+bench_option() {
   case $1 in
-    --iterations) ITERATIONS=${2:?}; shift ;;
-    --count) COUNT=${2:?}; shift ;;
-    --threads) THREADS=${2:?}; shift ;;
-    --modes) MODES=${2:?}; shift ;;
-    --dir) WORKDIR=${2:?}; shift ;;
-    --out) OUT=${2:?}; shift ;;
-    --cpus) CPUS=${2:?}; shift ;;
-    --pool-size) POOL_SIZE=${2:?}; shift ;;
+    --iterations) ITERATIONS=${2:?}; BENCH_SHIFT=2 ;;
+    --count) COUNT=${2:?}; BENCH_SHIFT=2 ;;
+    --threads) THREADS=${2:?}; BENCH_SHIFT=2 ;;
+    --modes) MODES=${2:?}; BENCH_SHIFT=2 ;;
+    --dir) WORKDIR=${2:?}; BENCH_SHIFT=2 ;;
+    --out) OUT=${2:?}; BENCH_SHIFT=2 ;;
+    --cpus) CPUS=${2:?}; BENCH_SHIFT=2 ;;
+    --pool-size) POOL_SIZE=${2:?}; BENCH_SHIFT=2 ;;
     --no-churn) CHURN=0 ;;
-    --datasets) DATASETS=${2:?}; shift ;;
+    --datasets) DATASETS=${2:?}; BENCH_SHIFT=2 ;;
     --quick) ITERATIONS=2; COUNT=5000 ;;
-    -h | --help) usage; exit 0 ;;
-    *) echo "bench-createmany.sh: unknown argument '$1'" >&2; usage; exit 2 ;;
+    *) return 1 ;;
   esac
-  shift
-done
+}
+bench_parse_args "$@"
 for n in ITERATIONS COUNT THREADS; do
   [[ ${!n} =~ ^[1-9][0-9]*$ ]] || { echo "bench-createmany.sh: --${n,,} '${!n}': not a positive number" >&2; exit 2; }
 done
@@ -118,16 +110,7 @@ if [[ "$CPUS" != none ]]; then
 fi
 
 # --- Programs.
-CREATEMANY=$BUILD/bin/createmany
-POOLFS=$BUILD/bin/poolfs
-if [[ ! -x "$CREATEMANY" || ! -x "$POOLFS" ]]; then
-  log "building createmany and poolfs in $BUILD/"
-  [[ -f "$BUILD/CMakeCache.txt" ]] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  nice -n 10 cmake --build "$BUILD" --target createmany poolfs -j"$(nproc)" >/dev/null
-fi
-CREATEMANY=$(realpath "$CREATEMANY")
-POOLFS=$(realpath "$POOLFS")
-command -v fusermount3 >/dev/null || die "fusermount3 (Debian package fuse3) is missing"
+bench_programs
 command -v gnuplot >/dev/null || die "gnuplot is missing (scripts/setup.sh installs gnuplot-nox)"
 
 # --- Free space: a pool's file grows by about KIB_PER_FILE per file

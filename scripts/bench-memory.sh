@@ -30,9 +30,9 @@
 # Exit 0 when every step ran (whether or not the target is met), 1 when one
 # failed, 2 for bad arguments.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
-BUILD=${POOLFS_BUILD:-build}
 FILES=2000000
 FILE_MIB=2048
 THREADS=8
@@ -42,41 +42,24 @@ WORKDIR=/var/tmp
 JSON=0
 TARGET_MIB=512
 
-usage() { sed -n '/^# Usage:/,/^# Exit/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
-die() {
-  echo "bench-memory.sh: $*" >&2
-  exit 1
-}
-log() { echo "bench-memory.sh: $*" >&2; }
-
-while [[ $# -gt 0 ]]; do
+bench_option() {
   case $1 in
-    --files) FILES=${2:?}; shift ;;
-    --file-mib) FILE_MIB=${2:?}; shift ;;
-    --threads) THREADS=${2:?}; shift ;;
-    --arc-mib) ARC_MIB=${2:?}; shift ;;
-    --dirty-mib) DIRTY_MIB=${2:?}; shift ;;
-    --dir) WORKDIR=${2:?}; shift ;;
+    --files) FILES=${2:?}; BENCH_SHIFT=2 ;;
+    --file-mib) FILE_MIB=${2:?}; BENCH_SHIFT=2 ;;
+    --threads) THREADS=${2:?}; BENCH_SHIFT=2 ;;
+    --arc-mib) ARC_MIB=${2:?}; BENCH_SHIFT=2 ;;
+    --dirty-mib) DIRTY_MIB=${2:?}; BENCH_SHIFT=2 ;;
+    --dir) WORKDIR=${2:?}; BENCH_SHIFT=2 ;;
     --json) JSON=1 ;;
-    -h | --help) usage; exit 0 ;;
-    *) echo "bench-memory.sh: unknown argument '$1'" >&2; usage; exit 2 ;;
+    *) return 1 ;;
   esac
-  shift
-done
+}
+bench_parse_args "$@"
 for n in FILES FILE_MIB THREADS ARC_MIB DIRTY_MIB; do
   [[ ${!n} =~ ^[1-9][0-9]*$ ]] || { echo "bench-memory.sh: ${n,,}: '${!n}' is not a positive number" >&2; exit 2; }
 done
 
-CREATEMANY=$BUILD/bin/createmany
-POOLFS=$BUILD/bin/poolfs
-if [[ ! -x "$CREATEMANY" || ! -x "$POOLFS" ]]; then
-  log "building createmany and poolfs in $BUILD/"
-  [[ -f "$BUILD/CMakeCache.txt" ]] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  nice -n 10 cmake --build "$BUILD" --target createmany poolfs -j"$(nproc)" >/dev/null
-fi
-CREATEMANY=$(realpath "$CREATEMANY")
-POOLFS=$(realpath "$POOLFS")
-command -v fusermount3 >/dev/null || die "fusermount3 (Debian package fuse3) is missing"
+bench_programs
 
 # Disk: about 2 KiB per file (see bench-createmany.sh), the file twice (the
 # random source beside the pool, and its copy in the pool), 1 GiB spare.

@@ -27,45 +27,28 @@
 # Exit 0 when every step ran (whether or not the targets are met), 1 when
 # one failed, 2 for bad arguments.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
-BUILD=${POOLFS_BUILD:-build}
 FILES=200000
 WORKDIR=/var/tmp
 JSON=0
 SMALL=0
 TIMEOUT_MS=1000
 
-usage() { sed -n '/^# Usage:/,/^# Exit/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
-die() {
-  echo "bench-space.sh: $*" >&2
-  exit 1
-}
-log() { echo "bench-space.sh: $*" >&2; }
-
-while [[ $# -gt 0 ]]; do
+bench_option() {
   case $1 in
-    --files) FILES=${2:?}; shift ;;
-    --dir) WORKDIR=${2:?}; shift ;;
+    --files) FILES=${2:?}; BENCH_SHIFT=2 ;;
+    --dir) WORKDIR=${2:?}; BENCH_SHIFT=2 ;;
     --json) JSON=1 ;;
     --small) SMALL=1 ;;
-    -h | --help) usage; exit 0 ;;
-    *) echo "bench-space.sh: unknown argument '$1'" >&2; usage; exit 2 ;;
+    *) return 1 ;;
   esac
-  shift
-done
+}
+bench_parse_args "$@"
 [[ $FILES =~ ^[1-9][0-9]*$ ]] || { echo "bench-space.sh: files: '$FILES' is not a positive number" >&2; exit 2; }
 
-CREATEMANY=$BUILD/bin/createmany
-POOLFS=$BUILD/bin/poolfs
-if [[ ! -x "$CREATEMANY" || ! -x "$POOLFS" ]]; then
-  log "building createmany and poolfs in $BUILD/"
-  [[ -f "$BUILD/CMakeCache.txt" ]] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  nice -n 10 cmake --build "$BUILD" --target createmany poolfs -j"$(nproc)" >/dev/null
-fi
-CREATEMANY=$(realpath "$CREATEMANY")
-POOLFS=$(realpath "$POOLFS")
-command -v fusermount3 >/dev/null || die "fusermount3 (Debian package fuse3) is missing"
+bench_programs
 
 mkdir -p "$WORKDIR"
 W=$(realpath "$(mktemp -d "$WORKDIR/poolfs-bench-space.XXXXXX")")
