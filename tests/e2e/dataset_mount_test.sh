@@ -17,47 +17,14 @@
 set -uo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 source "$HERE/lib.sh"
-e2e_init "$1"
-MODE=${2:-root}
-U=""
-if [[ $MODE == user ]]; then
-  e2e_user
-  U=$E2E_USER
-fi
-mkdir -p "$W/state"
-[[ -n "$U" ]] && chown "$U" "$W/state"
-# Every command has a bound; background daemons log under $W/state.
-pf() { as "$U" env XDG_STATE_HOME="$W/state" timeout 60 "$POOLFS" "$@"; }
-u() { as "$U" timeout 60 "$@"; }
+e2e_init_mode "$1" "${2:-root}"
 # The registry is per user; a name of our own keeps parallel tests apart.
 NAME=dsm$$
-mkdir -p "$W/pool"
-[[ -n "$U" ]] && chown "$U" "$W/pool"
 P=$W/pool/a.pool
 M=$W/pool-mnt D1=$W/d1 D2=$W/d2
-for m in "$M" "$D1" "$D2"; do
-  mkdir -p "$m"
-  [[ -n "$U" ]] && chown "$U" "$m"
-  echo "$m" >>"$W/mounts"
-done
+mount_dirs "$M" "$D1" "$D2"
 
-is_mounted() { grep -q " $1 fuse.poolfs " /proc/mounts; }
 source_of() { awk -v m="$1" '$2 == m {print $1}' /proc/mounts; }
-
-# expect EXIT TEXT CMD...: CMD exits EXIT and its output holds TEXT.
-expect() {
-  local want=$1 text=$2
-  shift 2
-  local out rc=0
-  out=$("$@" 2>&1) || rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$* exited $rc, expected $want; output: $out"
-  elif [[ -n "$text" && "$out" != *"$text"* ]]; then
-    fail "$* did not say '$text'; output: $out"
-  else
-    ok "$* -> $rc"
-  fi
-}
 
 pf create "$P" --size 256M --name "$NAME" >/dev/null || {
   fail "poolfs create"

@@ -13,20 +13,13 @@
 set -uo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 source "$HERE/lib.sh"
-e2e_init "$1"
-MODE=${2:-root}
-U=""
-if [[ $MODE == user ]]; then
-  e2e_user
-  U=$E2E_USER
-fi
+e2e_init_mode "$1" "${2:-root}"
+# lib.sh's pf and u, without their bound of 60 s.
 pf() { as "$U" "$POOLFS" "$@"; }
 # What the mount shows its user (root cannot look into a user's FUSE mount).
 u() { as "$U" "$@"; }
 # The registry is per user; a name of our own keeps parallel tests apart.
 NAME=ds$$
-mkdir -p "$W/pool"
-[[ -n "$U" ]] && chown "$U" "$W/pool"
 P=$W/pool/a.pool
 M=$W/mnt
 pf create "$P" --size 512M --name "$NAME" >/dev/null || {
@@ -83,9 +76,7 @@ u test -e "$M/home/alice" && fail "$M/home/alice still there after the rename"
 as_prefix "$U"
 P2=$W/pool/b.pool
 pf create "$P2" --size 256M --name "$NAME" >/dev/null || fail "poolfs create (second)"
-mkdir -p "$W/mnt2"
-[[ -n "$U" ]] && chown "$U" "$W/mnt2"
-echo "$W/mnt2" >>"$W/mounts"
+mount_dirs "$W/mnt2"
 out=$(timeout 20 "${AS[@]}" "$POOLFS" mount -f "$P2" "$W/mnt2" 2>&1) && fail "a second pool named $NAME was mounted"
 [[ $out == *"already mounted at $M"* ]] && ok "a second pool of the same name is refused" ||
   fail "second mount: $out"

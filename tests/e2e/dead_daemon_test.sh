@@ -13,49 +13,13 @@
 set -uo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 source "$HERE/lib.sh"
-e2e_init "$1"
-MODE=${2:-root}
-U=""
-if [[ $MODE == user ]]; then
-  e2e_user
-  U=$E2E_USER
-fi
-# Every poolfs command has a bound: a hang fails the test, not the run. A
-# background daemon logs under XDG_STATE_HOME (the user's HOME is none).
-mkdir -p "$W/state"
-[[ -n "$U" ]] && chown "$U" "$W/state"
-pf() { as "$U" env XDG_STATE_HOME="$W/state" timeout 60 "$POOLFS" "$@"; }
-u() { as "$U" timeout 60 "$@"; }
+e2e_init_mode "$1" "${2:-root}"
 # The registry is per user; a name of our own keeps parallel tests apart.
 NAME=dead$$
-mkdir -p "$W/pool"
-[[ -n "$U" ]] && chown "$U" "$W/pool"
 P=$W/pool/a.pool
 P2=$W/pool/b.pool
-for m in m1 m2 m3; do
-  mkdir -p "$W/$m"
-  [[ -n "$U" ]] && chown "$U" "$W/$m"
-  echo "$W/$m" >>"$W/mounts"
-done
 M1=$W/m1 M2=$W/m2 M3=$W/m3
-
-is_mounted() { grep -q " $1 fuse.poolfs " /proc/mounts; }
-
-# expect EXIT TEXT CMD...: CMD exits EXIT and its output holds TEXT.
-expect() {
-  local want=$1 text=$2
-  shift 2
-  local out rc=0
-  out=$("$@" 2>&1) || rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$* exited $rc, expected $want; output: $out"
-  elif [[ -n "$text" && "$out" != *"$text"* ]]; then
-    fail "$* did not say '$text'; output: $out"
-  else
-    ok "$* -> $rc"
-  fi
-  LAST_OUT=$out
-}
+mount_dirs "$M1" "$M2" "$M3"
 
 # kill_daemon FILE MNT: SIGKILLs the daemon serving FILE on MNT and waits
 # until it is gone; the mount stays, dead.

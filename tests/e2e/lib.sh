@@ -4,6 +4,14 @@
 #
 #   e2e_init POOLFS [E2E_PARITY]  work folder $W, cleanup on exit, root check
 #   e2e_user                      creates the test user ($E2E_USER) once
+#   e2e_init_mode POOLFS MODE     e2e_init, and for MODE "user" the test
+#                                 user: $U runs the pool's commands ("" for
+#                                 root); makes $W/pool and $W/state, $U's
+#   user_dirs DIR...              mkdir -p, then $U's
+#   mount_dirs DIR...             user_dirs, each unmounted on exit
+#   pf ARGS... / u CMD...         poolfs ARGS / CMD as $U, bounded (60 s)
+#   is_mounted MNT                a poolfs FUSE mount is on MNT
+#   expect EXIT TEXT CMD...       CMD exits EXIT, saying TEXT; sets LAST_OUT
 #   pool_create FILE SIZE [USER]  poolfs create, as USER when given
 #   pool_mount FILE MNT [USER] [-o OPTS]
 #                                 poolfs mount -f in the background; sets
@@ -109,6 +117,62 @@ e2e_user() {
       useradd -M -N -g users -G "$E2E_GROUP2" -d /nonexistent -s /usr/sbin/nologin "$E2E_USER"
   ) 9>/var/lock/poolfs-e2e-user.lock
   chmod 666 /dev/fuse
+}
+
+# e2e_init_mode POOLFS MODE: e2e_init POOLFS; for MODE "user" (else
+# "root", the default) the test user. Sets MODE, and U to the user the
+# pool's commands run as (empty for root). Makes $W/pool (for pool files)
+# and $W/state (pf's XDG_STATE_HOME), both $U's.
+e2e_init_mode() {
+  e2e_init "$1"
+  MODE=${2:-root}
+  U=""
+  if [[ $MODE == user ]]; then
+    e2e_user
+    U=$E2E_USER
+  fi
+  user_dirs "$W/pool" "$W/state"
+}
+
+# user_dirs DIR...: makes each DIR, owned by $U when set.
+user_dirs() {
+  local d
+  for d in "$@"; do
+    mkdir -p "$d"
+    if [[ -n "$U" ]]; then chown "$U" "$d"; fi
+  done
+}
+
+# mount_dirs DIR...: user_dirs, and each is unmounted on exit.
+mount_dirs() {
+  local d
+  user_dirs "$@"
+  for d in "$@"; do echo "$d" >>"$W/mounts"; done
+}
+
+# pf ARGS...: poolfs ARGS as $U; u CMD...: CMD as $U. Each has a bound: a
+# hang fails the test, not the run. A background daemon logs under
+# XDG_STATE_HOME (the user's HOME is none).
+pf() { as "$U" env XDG_STATE_HOME="$W/state" timeout 60 "$POOLFS" "$@"; }
+u() { as "$U" timeout 60 "$@"; }
+
+is_mounted() { grep -q " $1 fuse.poolfs " /proc/mounts; }
+
+# expect EXIT TEXT CMD...: CMD exits EXIT and its output holds TEXT; the
+# output is then in LAST_OUT.
+expect() {
+  local want=$1 text=$2
+  shift 2
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  if [[ $rc -ne $want ]]; then
+    fail "$* exited $rc, expected $want; output: $out"
+  elif [[ -n "$text" && "$out" != *"$text"* ]]; then
+    fail "$* did not say '$text'; output: $out"
+  else
+    ok "$* -> $rc"
+  fi
+  LAST_OUT=$out
 }
 
 # as_prefix USER: sets AS to the command prefix that runs a program as USER
