@@ -87,20 +87,11 @@ Status Runner::MountCycle(uint64_t cycle_seed) {
       stats_.txgs += imported - verified_txg_;
       POOLFS_RETURN_IF_ERROR(Advance(pool->get(), records, imported).WithContext(what));
     }
-    auto log = OpLog::Open(log_path_, true);
-    if (!log.ok()) return log.status();
-    POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool->get()));
-    POOLFS_ASSIGN_OR_RETURN(std::vector<ObjectState> objects, Existing(pool->get()));
-    WorkloadOptions wo;
-    wo.threads = options_.threads;
-    wo.seed = rng();
-    wo.max_objects_per_thread = objects_per_thread_;
-    wo.max_datasets = kMaxDatasets;
-    wo.tree = tree_;
-    Workload work(pool->get(), sets, log->get(), wo, nullptr);
+    POOLFS_ASSIGN_OR_RETURN(WorkloadStart ws, PrepareWorkload(pool->get(), rng()));
+    Workload work(pool->get(), ws.sets, ws.log.get(), ws.options, nullptr);
     const int64_t run_ms = int64_t(10 + rng() % 150);
     const auto start = Clock::now();
-    work.Start(objects, models_);
+    work.Start(ws.objects, models_);
     while (MsSince(start) < run_ms && !work.done())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     work.Stop();
@@ -125,12 +116,12 @@ Status Runner::MountCycle(uint64_t cycle_seed) {
                                 " but the export's last sync was of txg " + std::to_string(expect));
     OpRecord r;
     r.kind = OpKind::kSynced;
-    r.seq = (*log)->NextSeq();
+    r.seq = ws.log->NextSeq();
     r.txg = expect;
-    POOLFS_RETURN_IF_ERROR((*log)->Append(r));
+    POOLFS_RETURN_IF_ERROR(ws.log->Append(r));
     pool->reset();
     held.clear();  // the files' locks
-    log->reset();
+    ws.log.reset();
     bool torn = false;
     auto read = OpLog::Read(log_path_, &torn);
     if (!read.ok()) return read.status();

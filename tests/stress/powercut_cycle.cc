@@ -54,30 +54,21 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
                               std::to_string((*pool)->imported_txg().value()) + ", not txg " +
                               std::to_string(verified_txg_) +
                               " that the last cycle verified and exported");
-  auto log = OpLog::Open(log_path_, true);
-  if (!log.ok()) return log.status();
-  POOLFS_ASSIGN_OR_RETURN(std::vector<dmu::ObjectSet*> sets, Sets(pool->get()));
-  POOLFS_ASSIGN_OR_RETURN(std::vector<ObjectState> objects, Existing(pool->get()));
-  WorkloadOptions wo;
-  wo.threads = options_.threads;
-  wo.seed = rng();
-  wo.max_objects_per_thread = objects_per_thread_;
-  wo.max_datasets = kMaxDatasets;
-  wo.tree = tree_;
+  POOLFS_ASSIGN_OR_RETURN(WorkloadStart ws, PrepareWorkload(pool->get(), rng()));
   // Half the time, a dataset's creation, rename or destroy is followed by
   // a cut within a few hundred I/Os: while it reaches disk.
   const uint64_t dataset_cut_seed = rng();
-  wo.after_dataset_change = [&rail, dataset_cut_seed, n = uint64_t(0)]() mutable {
+  ws.options.after_dataset_change = [&rail, dataset_cut_seed, n = uint64_t(0)]() mutable {
     const uint64_t h = dataset_cut_seed + 0x9e3779b97f4a7c15ull * ++n;
     if (h % 2 == 0 && !rail.armed()) rail.ArmAfter(1 + (h >> 8) % 300, h >> 16);
   };
-  Workload work(pool->get(), sets, log->get(), wo, [&rail] { return rail.off(); });
+  Workload work(pool->get(), ws.sets, ws.log.get(), ws.options, [&rail] { return rail.off(); });
   const int64_t run_ms = int64_t(100 + rng() % 3000);
   const bool armed = rng() % 2;
   const uint64_t cut_seed = rng();
   const uint64_t arm_after = 1 + rng() % 3000;
   const auto start = Clock::now();
-  work.Start(objects, models_);
+  work.Start(ws.objects, models_);
   Status cut;
   if (!armed) {
     while (MsSince(start) < run_ms && !work.done() && !rail.off())
@@ -109,7 +100,7 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
   const uint64_t last_synced = (*pool)->txgs().last_synced().value();
   (void)(*pool)->Export();  // fails: the power is off
   pool->reset();
-  log->reset();
+  ws.log.reset();
   rail.On();
 
   bool torn = false;

@@ -102,6 +102,19 @@ Result<std::vector<ObjectState>> Runner::Existing(Pool* pool) const {
   return objects;
 }
 
+Result<Runner::WorkloadStart> Runner::PrepareWorkload(Pool* pool, uint64_t seed) {
+  WorkloadStart start;
+  POOLFS_ASSIGN_OR_RETURN(start.log, OpLog::Open(log_path_, true));
+  POOLFS_ASSIGN_OR_RETURN(start.sets, Sets(pool));
+  POOLFS_ASSIGN_OR_RETURN(start.objects, Existing(pool));
+  start.options.threads = options_.threads;
+  start.options.seed = seed;
+  start.options.max_objects_per_thread = objects_per_thread_;
+  start.options.max_datasets = kMaxDatasets;
+  start.options.tree = tree_;
+  return start;
+}
+
 std::string Runner::History(const std::vector<OpRecord>& records, uint16_t dataset,
                             uint64_t object) const {
   std::vector<OpRecord> mine;

@@ -216,6 +216,16 @@ class Runner {
   Result<std::vector<dmu::ObjectSet*>> Sets(core::pool::Pool* pool) const;
   // Their objects, for a workload's start.
   Result<std::vector<ObjectState>> Existing(core::pool::Pool* pool) const;
+  // What a workload on `pool` starts from, in this process: the op log,
+  // emptied; the run's datasets and their objects (Sets, Existing); and the
+  // run's workload options, with `seed` (the caller may add to them).
+  struct WorkloadStart {
+    std::unique_ptr<OpLog> log;
+    std::vector<dmu::ObjectSet*> sets;
+    std::vector<ObjectState> objects;
+    WorkloadOptions options;
+  };
+  Result<WorkloadStart> PrepareWorkload(core::pool::Pool* pool, uint64_t seed);
   core::pool::PoolOptions RandomPoolOptions(std::mt19937_64& rng) const;
   std::string History(const std::vector<OpRecord>& records, uint16_t dataset,
                       uint64_t object) const;
