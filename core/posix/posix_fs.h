@@ -243,6 +243,10 @@ class PosixFs final : public Filesystem {
   // is newer than the figures held, and drops the removal charges of the
   // txgs synced since.
   void RefreshSpaceLocked() REQUIRES(space_mu_) EXCLUDES(removal_mu_);
+  // RefreshSpaceLocked when the figures are due for it (at most every
+  // 10 ms), by whichever caller gets space_mu_ first; the others go on with
+  // the figures held. Before each reservation.
+  void MaybeRefreshSpace() EXCLUDES(space_mu_, removal_mu_);
   // Before a removal (unlink, rmdir): when the pool is nearly full, makes
   // sure the sync can write what the removal rewrites (dnode blocks, a
   // directory leaf, each in its copies) before its frees come back. It may

@@ -35,6 +35,17 @@ void PosixFs::RefreshSpaceLocked() {
   removal_charges_.erase(removal_charges_.begin(), removal_charges_.upper_bound(synced));
 }
 
+void PosixFs::MaybeRefreshSpace() {
+  // Free space changes only when a txg syncs. Asking the txg manager which
+  // txg synced last takes its lock, so ask at most every 10 ms, and let one
+  // thread do it while the others go on with the figures they have.
+  const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
+    RefreshSpaceLocked();
+    space_mu_.Unlock();
+  }
+}
+
 Status PosixFs::SyncOnce() {
   // A txg nobody held never syncs (txg_manager.h: empty txgs): hold one.
   dmu::Tx tx(pool_->assigner());
@@ -52,11 +63,7 @@ uint64_t PosixFs::RemovalsCharged() {
 }
 
 Status PosixFs::ReserveRemoval() {
-  const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
-    RefreshSpaceLocked();
-    space_mu_.Unlock();
-  }
+  MaybeRefreshSpace();
   // What one removal may make the sync write: the object's dnode block,
   // the parent's, and a leaf of the directory, each in full and in every
   // copy of metadata (the zap and the dnode blocks are metadata).
@@ -88,14 +95,7 @@ Status PosixFs::ReserveRemoval() {
 }
 
 Status PosixFs::ReserveSpace(uint64_t bytes) {
-  // Free space changes only when a txg syncs. Asking the txg manager which
-  // txg synced last takes its lock, so ask at most every 10 ms, and let one
-  // thread do it while the others go on with the figures they have.
-  const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
-    RefreshSpaceLocked();
-    space_mu_.Unlock();
-  }
+  MaybeRefreshSpace();
   if (figures_bound_.load(std::memory_order_relaxed)) {
     // The room under the quota, or outside the other datasets'
     // reservations, as the last sync left it, less what changes since have
