@@ -431,11 +431,12 @@ Attr PosixFs::MakeAttr(const Inode& in, const ZnodePhys& z) {
       }
       // Allocated bytes as of the last sync, and the bytes written since
       // (not allocated yet): an estimate until the next sync, never the
-      // size of what was never written.
+      // size of what was never written. Against the txg manager's last
+      // synced txg, not space_synced_txg_: that one may lag a sync (until
+      // the next reservation), and the bytes would then count twice.
       uint64_t pending = 0;
       const uint64_t since = in.unsynced_since.load(std::memory_order_relaxed);
-      if (since > space_synced_txg_.load(std::memory_order_relaxed) &&
-          since > pool_->txgs().last_synced().value())
+      if (since > pool_->txgs().last_synced().value())
         pending = in.unsynced_bytes.load(std::memory_order_relaxed);
       a.blocks = (used + pending + 511) / 512;
       break;

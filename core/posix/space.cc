@@ -36,9 +36,10 @@ void PosixFs::RefreshSpaceLocked() {
 }
 
 void PosixFs::MaybeRefreshSpace() {
-  // Free space changes only when a txg syncs. Asking the txg manager which
-  // txg synced last takes its lock, so ask at most every 10 ms, and let one
-  // thread do it while the others go on with the figures they have.
+  // Free space changes only when a txg syncs: look for a newer synced txg
+  // at most every 10 ms, and let one thread do it (and take the pool's
+  // figures when there is one, which costs locks) while the others go on
+  // with the figures they have.
   const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   if (now >= space_refresh_at_.load(std::memory_order_relaxed) && space_mu_.TryLock()) {
     RefreshSpaceLocked();

@@ -30,6 +30,7 @@ TxgManager::TxgManager(Txg first_open, SyncFn sync, TxgOptions opts)
   POOLFS_CHECK(sync_ != nullptr);
   util::MutexLock l(&mu_);
   last_synced_ = first_open.value() - 1;
+  last_synced_copy_.store(last_synced_, std::memory_order_release);
   opened_at_ = Clock::now();
   ApplyOptionsLocked(opts);
 }
@@ -217,11 +218,6 @@ Status TxgManager::WaitSynced(Txg txg) {
   }
 }
 
-Txg TxgManager::last_synced() const {
-  util::MutexLock l(&mu_);
-  return Txg(last_synced_);
-}
-
 TxgManager::Stats TxgManager::stats() const {
   util::MutexLock l(&mu_);
   Stats s = stats_;
@@ -309,6 +305,9 @@ void TxgManager::QuiesceAndSyncLocked() {
   if (st.ok()) {
     holds_.Retire(txg, bytes);
     last_synced_ = txg.value();
+    // Released after the sync's writes and holds_.Retire: whoever reads
+    // this txg through last_synced() sees them, as under mu_.
+    last_synced_copy_.store(last_synced_, std::memory_order_release);
     stats_.syncs++;
   } else {
     SuspendLocked(Status(st.code(), "pool suspended: sync of txg " + std::to_string(txg.value()) +

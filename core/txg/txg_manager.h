@@ -155,7 +155,9 @@ class TxgManager : public dmu::TxAssigner {
   void SetReadOnly(Status why) { read_only_ = std::move(why); }
 
   Txg open_txg() const { return holds_.open(); }
-  Txg last_synced() const;
+  // The newest txg whose sync has finished. Never blocks: it reads a copy
+  // of last_synced_, without mu_.
+  Txg last_synced() const { return Txg(last_synced_copy_.load(std::memory_order_acquire)); }
   // The dirty bytes of the txg being synced (as its Tx releases counted
   // them); for the sync callback, which runs while it is set.
   uint64_t syncing_dirty_bytes() const {
@@ -204,6 +206,7 @@ class TxgManager : public dmu::TxAssigner {
   std::atomic<uint64_t> want_through_{0};  // sync every txg up to this one
   std::atomic<bool> suspended_flag_{false};
   std::atomic<uint64_t> syncing_dirty_bytes_{0};
+  std::atomic<uint64_t> last_synced_copy_{0};  // last_synced_, stored after it
 
   mutable util::Mutex mu_;
   TxgOptions opts_ GUARDED_BY(mu_);
