@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The preamble of the benchmark scripts (bench-space.sh, bench-memory.sh,
-# bench-createmany.sh), to be sourced by each, first thing, as
+# bench-createmany.sh, bench-peers.sh), to be sourced by each, first thing, as
 #   source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 # It moves to the top of the checkout (where the script's paths start) and
 # sets BUILD (POOLFS_BUILD, default "build"). Then:
@@ -26,7 +26,7 @@
 #
 # SCRIPT is the sourcing script's file name (BENCH_NAME).
 
-BENCH_SCRIPT=${BASH_SOURCE[1]}
+BENCH_SCRIPT=$(realpath "${BASH_SOURCE[1]}")  # before the cd below
 BENCH_NAME=$(basename "$BENCH_SCRIPT")
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${POOLFS_BUILD:-build}

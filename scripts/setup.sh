@@ -17,8 +17,9 @@ PACKAGES=(
   libtomlplusplus-dev libxxhash-dev liblz4-dev libzstd-dev nlohmann-json3-dev
   # tcmalloc for the poolfs program (daemon/CMakeLists.txt says why)
   libgoogle-perftools-dev
-  # benchmarks and stress (plots, baselines, load)
-  gnuplot-nox fio stress-ng
+  # benchmarks and stress (plots, baselines, load, the everyday workloads
+  # of scripts/bench-peers.sh, which installs its peer zfs-fuse itself)
+  gnuplot-nox fio stress-ng sqlite3 dbench
 )
 
 missing=()
