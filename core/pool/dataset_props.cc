@@ -38,6 +38,9 @@ Result<std::string> ParseCompression(std::string_view v) {
 Result<std::string> ParseOnOff(std::string_view v) { return OneOf(v, {"on", "off"}); }
 Result<std::string> ParseAtime(std::string_view v) { return OneOf(v, {"on", "off", "relatime"}); }
 Result<std::string> ParseCopies(std::string_view v) { return OneOf(v, {"1", "2", "3"}); }
+Result<std::string> ParseSync(std::string_view v) {
+  return OneOf(v, {"standard", "always", "disabled"});
+}
 
 Result<std::string> ParseRecordsize(std::string_view v) {
   auto bytes = util::ParseBytes(v);
@@ -61,7 +64,7 @@ std::string ShowLimit(std::string_view stored) {
   return stored == "0" ? "none" : std::string(stored);
 }
 
-constexpr std::array<PropertyDef, 16> kProperties = {{
+constexpr std::array<PropertyDef, 17> kProperties = {{
     {"name", false, false, "", nullptr, nullptr},
     {"type", false, false, "", nullptr, nullptr},
     {"creation", false, false, "", nullptr, nullptr},
@@ -78,6 +81,7 @@ constexpr std::array<PropertyDef, 16> kProperties = {{
     {"quota", true, false, "0", ParseLimit, ShowLimit},
     {"reservation", true, false, "0", ParseLimit, ShowLimit},
     {"copies", true, true, "1", ParseCopies, nullptr},
+    {"sync", true, true, "standard", ParseSync, nullptr},
 }};
 
 }  // namespace
@@ -126,6 +130,10 @@ DatasetProps DecodeProps(const std::map<std::string, std::string, std::less<>>& 
   d.quota = std::stoull(get("quota"));
   d.reservation = std::stoull(get("reservation"));
   d.copies = uint32_t(std::stoul(get("copies")));
+  const std::string& sync = get("sync");
+  d.sync = sync == "always"     ? SyncMode::kAlways
+           : sync == "disabled" ? SyncMode::kDisabled
+                                : SyncMode::kStandard;
   return d;
 }
 

@@ -55,6 +55,10 @@ inline constexpr size_t kMaxLocalProperties = 64;
 Status ValidateStoredProperty(std::string_view key, std::string_view value);
 
 enum class AtimeMode : uint8_t { kOn, kOff, kRelatime };
+// When a change is durable (ZFS's sync property): at the next fsync
+// (standard); before the call that made it returns (always); whenever its
+// txg syncs, fsync included, which then returns at once (disabled).
+enum class SyncMode : uint8_t { kStandard, kAlways, kDisabled };
 
 // A dataset's effective settable properties, decoded: what the POSIX layer
 // applies to it.
@@ -67,6 +71,7 @@ struct DatasetProps {
   uint64_t quota = 0;        // 0: none
   uint64_t reservation = 0;  // 0: none
   uint32_t copies = 1;
+  SyncMode sync = SyncMode::kStandard;
   bool operator==(const DatasetProps&) const = default;
 };
 

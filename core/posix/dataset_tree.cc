@@ -470,6 +470,12 @@ Status DatasetTreeFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, ui
   return Changed(ino, fs->Fallocate(c, local, flags, off, len));
 }
 
+Status DatasetTreeFs::SyncIfAlways(uint64_t ino) {
+  uint64_t local;
+  Result<PosixFs*> fs = Route(ino, &local);
+  return fs.ok() ? (*fs)->SyncIfAlways() : Status::Ok();
+}
+
 Result<uint64_t> DatasetTreeFs::Seek(uint64_t ino, uint64_t off, bool hole) {
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(In(ino), &local));

@@ -187,17 +187,21 @@ class DatasetTreeFs final : public Filesystem {
   // `name` in directory `parent` and the directory. They pass `r` through.
   template <typename R>
   R Changed(uint64_t ino, R r) {
-    if (r.ok()) Queue(ino, {});
+    if (!r.ok()) return r;
+    Queue(ino, {});
+    if (Status st = SyncIfAlways(ino); !st.ok()) return R(st);
     return r;
   }
   template <typename R>
   R Named(uint64_t parent, std::string_view name, R r) {
-    if (r.ok()) {
-      Queue(parent, name);
-      Queue(parent, {});
-    }
+    if (!r.ok()) return r;
+    Queue(parent, name);
+    Queue(parent, {});
+    if (Status st = SyncIfAlways(parent); !st.ok()) return R(st);
     return r;
   }
+  // PosixFs::SyncIfAlways of the dataset of `ino` (global).
+  Status SyncIfAlways(uint64_t ino);
   // Nothing while no view is open.
   void Queue(uint64_t ino, std::string_view name) EXCLUDES(changes_mu_);
   // The notifier thread: tells the mounts other than a change's origin.

@@ -338,6 +338,7 @@ void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
   props_recordsize_.store(props.recordsize, std::memory_order_relaxed);
   props_compression_.store(uint8_t(props.compression), std::memory_order_relaxed);
   props_copies_.store(uint8_t(props.copies), std::memory_order_relaxed);
+  props_sync_.store(uint8_t(props.sync), std::memory_order_relaxed);
   {
     util::MutexLock l(&props_mu_);
     dataset_name_ = name;
@@ -590,10 +591,19 @@ Result<Attr> PosixFs::LookupRoot() {
 Status PosixFs::Fsync(uint64_t ino, bool /*datasync*/) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  if (pool::SyncMode(props_sync_.load(std::memory_order_relaxed)) == pool::SyncMode::kDisabled)
+    return Status::Ok();
   InodeRef in = table_.Find(ino);
   uint64_t t = in ? in->last_txg.load() : newest_txg_.load();
   if (t == 0) return Status::Ok();
   return pool_->WaitSynced(Txg(t));
+}
+
+Status PosixFs::SyncIfAlways() {
+  if (pool::SyncMode(props_sync_.load(std::memory_order_relaxed)) != pool::SyncMode::kAlways)
+    return Status::Ok();
+  const uint64_t t = newest_txg_.load();
+  return t == 0 ? Status::Ok() : pool_->WaitSynced(Txg(t));
 }
 
 }  // namespace poolfs::core::posix

@@ -99,6 +99,10 @@ class PosixFs final : public Filesystem {
                    uint64_t len) override;
   void SetPageDropper(PageDropper fn) override EXCLUDES(drop_mu_);
   Status Fsync(uint64_t ino, bool datasync) override;
+  // Under the sync property `always`, waits until every change made so
+  // far is durable (the dataset tree calls it after each change); Ok at
+  // once otherwise. Under `disabled`, Fsync returns at once.
+  Status SyncIfAlways();
   Result<uint64_t> Seek(uint64_t ino, uint64_t off, bool hole) override;
   Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                  const std::function<bool(const DirEntry&)>& emit) override;
@@ -371,6 +375,7 @@ class PosixFs final : public Filesystem {
   std::atomic<uint32_t> props_recordsize_{kRecordSize};
   std::atomic<uint8_t> props_compression_{uint8_t(util::Compression::kLz4)};
   std::atomic<uint8_t> props_copies_{1};
+  std::atomic<uint8_t> props_sync_{uint8_t(pool::SyncMode::kStandard)};
   std::atomic<bool> quota_bound_{false};
   std::atomic<bool> figures_bound_{false};  // quota_bound_ or a reservation elsewhere
   std::atomic<uint64_t> quota_room_{0};  // available at the last sync seen

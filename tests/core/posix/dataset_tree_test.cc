@@ -208,6 +208,51 @@ TEST_CASE("A quota is never passed by writes the open txgs still hold") {
   REQUIRE(list->front().used <= kQuota);
 }
 
+// With a txg timeout of a minute nothing syncs unless something waits for
+// it, so what each sync mode waits for shows in the txg numbers.
+TEST_CASE("sync=always makes each change durable before it returns, sync=disabled fsync at once") {
+  MountOptions o = testing::FastOptions();
+  o.tunables.txg.timeout_ms = 60000;
+  FsFixture f(uint64_t{256} << 20, o);
+  REQUIRE(Create(f, "pool/always").ok());
+  REQUIRE(Create(f, "pool/off").ok());
+  DatasetAdmin* admin = f.fs->datasets();
+  REQUIRE(admin->Set("pool/always", {"sync", "always"}).ok());
+  REQUIRE(admin->Set("pool/off", {"sync", "disabled"}).ok());
+  CHECK(admin->Set("pool/off", {"sync", "sometimes"}).code() == StatusCode::kInvalidArgument);
+  const uint64_t always = MustLookup(f, kRootIno, "always");
+  const uint64_t off = MustLookup(f, kRootIno, "off");
+
+  // always: a create, a write, a rename are each synced when they return.
+  for (int step = 0; step < 3; step++) {
+    const uint64_t open = f.fs->GetStatus().open_txg;
+    if (step == 0) f.MustCreate(always, "f");
+    if (step == 1) f.MustWrite(MustLookup(f, always, "f"), 0, "durable");
+    if (step == 2) REQUIRE(f.fs->Rename(RootCreds(), always, "f", always, "g", 0).ok());
+    INFO("step " << step);
+    CHECK(f.fs->GetStatus().last_synced_txg >= open);
+  }
+
+  // disabled: fsync returns without a sync; standard (the root): it waits.
+  const Attr quick = f.MustCreate(off, "f");
+  f.MustWrite(quick.ino, 0, "maybe");
+  const uint64_t written = f.fs->GetStatus().open_txg;
+  REQUIRE(f.fs->Fsync(quick.ino, false).ok());
+  CHECK(f.fs->GetStatus().last_synced_txg < written);
+  const Attr normal = f.MustCreate(kRootIno, "f");
+  f.MustWrite(normal.ino, 0, "surely");
+  const uint64_t written2 = f.fs->GetStatus().open_txg;
+  REQUIRE(f.fs->Fsync(normal.ino, false).ok());
+  CHECK(f.fs->GetStatus().last_synced_txg >= written2);
+  // Inherited, like the others.
+  REQUIRE(Create(f, "pool/off/child").ok());
+  auto got = admin->Get("pool/off/child", {"sync"});
+  REQUIRE(got.ok());
+  REQUIRE(got->size() == 1);
+  CHECK(got->front().value == "disabled");
+  CHECK(got->front().source == "inherited from pool/off");
+}
+
 TEST_CASE("readonly, quota and atime apply live to the dataset they are set on") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
