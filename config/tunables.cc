@@ -149,6 +149,14 @@ constexpr TunableInfo kTable[] = {
             "disk. Blocks not aligned to 4 KiB, and all blocks where the file system refuses "
             "O_DIRECT, are written buffered.",
      POOLFS_CORE_FIELD(vdev, VdevOptions, direct_writes)},
+    {.name = "vdev.direct_write_min_bytes", .type = TunableType::kSize,
+     .applies = Applies::kMount, .min = 0, .max = kGiB,
+     .doc = "With vdev.direct_writes, writes shorter than this go buffered all the same: the "
+            "many small blocks of a txg (metadata, small files) then cost a copy each instead "
+            "of a wait for the disk each, and the flush at the end of the sync writes them "
+            "together, so an fsync that waits for a small txg returns sooner. 0: every "
+            "aligned write goes direct.",
+     POOLFS_CORE_FIELD(vdev, VdevOptions, direct_write_min_bytes)},
     // ---- dmu ----
     {.name = "dmu.metadnode_backfill", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kBackfillChoices,

@@ -155,7 +155,9 @@ Result<std::unique_ptr<Pool>> Pool::Import(const std::vector<std::string>& paths
                                               .exclusive = true,
                                               .writeback_bytes = options.vdev.writeback_bytes,
                                               .direct_reads = options.vdev.direct_reads,
-                                              .direct_writes = options.vdev.direct_writes}));
+                                              .direct_writes = options.vdev.direct_writes,
+                                              .direct_write_min_bytes =
+                                                  options.vdev.direct_write_min_bytes}));
     devs.push_back(f.get());
     owned.push_back(std::move(f));
   }

@@ -89,7 +89,8 @@ FileDevice::FileDevice(std::string path, int fd, int direct_fd, uint64_t size, u
       is_block_device_(is_block_device),
       writeback_bytes_(mode.read_only ? 0 : mode.writeback_bytes),
       direct_reads_(direct_fd >= 0 && mode.direct_reads),
-      direct_writes_(direct_fd >= 0 && mode.direct_writes && !mode.read_only) {}
+      direct_writes_(direct_fd >= 0 && mode.direct_writes && !mode.read_only),
+      direct_write_min_(mode.direct_write_min_bytes) {}
 
 FileDevice::~FileDevice() {
   if (direct_fd_ >= 0) close(direct_fd_);
@@ -200,8 +201,8 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
   POOLFS_RETURN_IF_ERROR(CheckRange(path_, "write", size_, off, len));
   auto* p = static_cast<const uint8_t*>(buf);
   size_t done = 0;
-  if (direct_writes_ && off % kDirectAlign == 0 && len % kDirectAlign == 0 &&
-      !direct_refused_.load(std::memory_order_relaxed)) {
+  if (direct_writes_ && len >= direct_write_min_ && off % kDirectAlign == 0 &&
+      len % kDirectAlign == 0 && !direct_refused_.load(std::memory_order_relaxed)) {
     POOLFS_RETURN_IF_ERROR(WriteDirect(off, p, len, &done));
   }
   const size_t direct_done = done;
@@ -221,7 +222,8 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
 Status FileDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
   size_t len = 0;
   for (const WritePart& part : parts) len += part.len;
-  if (parts.size() < 2 || !direct_writes_ || off % kDirectAlign != 0 || len % kDirectAlign != 0 ||
+  if (parts.size() < 2 || !direct_writes_ || len < direct_write_min_ ||
+      off % kDirectAlign != 0 || len % kDirectAlign != 0 ||
       direct_refused_.load(std::memory_order_relaxed)) {
     return BlockDevice::WriteParts(off, parts);
   }

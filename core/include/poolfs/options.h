@@ -81,6 +81,9 @@ struct VdevOptions {
   bool direct_reads = true;
   // vdev.direct_writes: write aligned blocks with O_DIRECT.
   bool direct_writes = true;
+  // vdev.direct_write_min_bytes: with direct_writes, shorter writes go
+  // buffered.
+  uint64_t direct_write_min_bytes = uint64_t{64} << 10;
 
   bool operator==(const VdevOptions&) const = default;
 };

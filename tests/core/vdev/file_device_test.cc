@@ -381,6 +381,34 @@ TEST_CASE("FileDevice direct writes: aligned ones direct, the rest buffered, all
   CHECK(plain->direct_writes_done() == 0);
 }
 
+TEST_CASE("FileDevice writes shorter than direct_write_min_bytes buffered", "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("direct-min.pool");
+  auto dev = OpenDirect(path, {.direct_writes = true, .direct_write_min_bytes = 65536});
+  if (dev == nullptr) return;
+  std::vector<uint8_t> model(kSize, 0);
+  AlignedBuf small(8192), large(65536);
+  std::vector<uint8_t> ps = Pattern(8192, 1), pl = Pattern(65536, 2);
+  std::copy(ps.begin(), ps.end(), small.data);
+  std::copy(pl.begin(), pl.end(), large.data);
+  REQUIRE(dev->Write(kMiB, small.data, ps.size()).ok());  // aligned, but short: buffered
+  std::copy(ps.begin(), ps.end(), model.begin() + kMiB);
+  CHECK(dev->direct_writes_done() == 0);
+  REQUIRE(dev->Write(kMiB, large.data, pl.size()).ok());  // over it, direct
+  std::copy(pl.begin(), pl.end(), model.begin() + kMiB);
+  CHECK(dev->direct_writes_done() == 1);
+  // Gathered parts follow the same rule by their total.
+  std::vector<WritePart> parts = {{ps.data(), 4096}, {ps.data() + 4096, 4096}};
+  REQUIRE(dev->WriteParts(3 * kMiB, parts).ok());
+  std::copy(ps.begin(), ps.end(), model.begin() + 3 * kMiB);
+  CHECK(dev->direct_writes_done() == 1);
+  CHECK(ReadBytes(*dev, 0, kSize) == model);
+  REQUIRE(dev->Flush().ok());
+  dev.reset();
+  auto again = OpenOk(path, {.read_only = true});
+  CHECK(ReadBytes(*again, 0, kSize) == model);
+}
+
 TEST_CASE("FileDevice WriteParts: an aligned range in 1 MiB direct writes, the rest as parts",
           "[file_device]") {
   TempDir dir;
