@@ -61,10 +61,11 @@
 // Small writes buffered. Writes shorter than `direct_write_min_bytes` go
 // buffered even so. A txg that changed a few KiB writes some fifty small
 // blocks (dnode, indirect, object set and MOS blocks, space maps, in their
-// copies), one after another: direct, each waited for the disk (about
-// 0.1 ms here), and an fsync that waits for such a txg took 4.8 ms;
-// buffered, they cost a copy each and the sync's flush writes them
-// together: 1.3 ms. Large blocks keep the direct path's gain.
+// copies), one after another: direct, each waits for the disk, and an fsync
+// that waits for such a txg waits for them all in turn; buffered, they
+// cost a copy each and the sync's flush writes them together (fsync about
+// three times as fast: bench/README.md, bench-peers). Large blocks keep the
+// direct path's gain.
 //
 // Gathered direct writes. WriteParts of an aligned range copies the parts
 // into the bounce buffer and writes it with one direct write per 1 MiB:
