@@ -145,26 +145,17 @@ OUT=$(realpath "$OUT")
 W=$(mktemp -d "$WORKDIR/poolfs-bench-createmany.XXXXXX")
 W=$(realpath "$W")
 
-pool_holders() { find /proc/[0-9]*/fd -lname "$W/*.pool" 2>/dev/null | cut -d/ -f3 | sort -u; }
 wait_pools_released() {
-  local i
-  for ((i = 0; i < 1200; i++)); do
-    [[ -z "$(pool_holders)" ]] && return 0
-    sleep 0.1
-  done
-  die "a poolfs daemon still holds a pool in $W 120 s after its unmount"
+  bench_released "$W/*.pool" 120 || die "a poolfs daemon still holds a pool in $W 120 s after its unmount"
 }
 cleanup() {
-  local rc=$? m i
+  local rc=$? m
   for m in "$W"/mnt-*; do
     if mountpoint -q "$m" 2>/dev/null; then
       "$POOLFS" unmount "$m" >/dev/null 2>&1 || fusermount3 -uz "$m" 2>/dev/null || true
     fi
   done
-  for ((i = 0; i < 300; i++)); do
-    [[ -z "$(pool_holders)" ]] && break
-    sleep 0.1
-  done
+  bench_released "$W/*.pool" 30 || true
   rm -rf "$W"
   [[ $rc -ne 0 ]] && echo "bench-createmany.sh: failed (exit $rc); mounts and $W cleaned up" >&2
   exit $rc
@@ -212,7 +203,7 @@ churn_pass() {
   createmany_rate "$dir" "$half"
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median_of_lines() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # --datasets N: one dataset against N at once (see the top of the file).
 datasets_run() {
@@ -247,8 +238,8 @@ datasets_run() {
     printf '%d\t%s\t%s\n' "$i" "$single" "$multi" >>"$OUT/datasets.tsv"
   done
   local med1 medn
-  med1=$(tail -n +2 "$OUT/datasets.tsv" | cut -f2 | median)
-  medn=$(tail -n +2 "$OUT/datasets.tsv" | cut -f3 | median)
+  med1=$(tail -n +2 "$OUT/datasets.tsv" | cut -f2 | median_of_lines)
+  medn=$(tail -n +2 "$OUT/datasets.tsv" | cut -f3 | median_of_lines)
   "$POOLFS" unmount "$m" >/dev/null || die "poolfs unmount $m failed"
   {
     column -t -s $'\t' "$OUT/datasets.tsv"

@@ -19,6 +19,14 @@
 #                         BENCH_SHIFT=2 when it took VALUE too) and 1 when it
 #                         does not know ARG: then the usage is printed and
 #                         the script exits 2
+#   now                   the time, in seconds with nanoseconds
+#   median VALUE...       their median, to one decimal
+#   bench_holders PATTERN the pids of the processes that hold a file whose
+#                         path matches PATTERN (a find -lname pattern)
+#   bench_released PATTERN SECONDS
+#                         waits until no process holds such a file (a
+#                         poolfs daemon's final sync after an unmount), at
+#                         most SECONDS; returns 1 if one still does
 #   bench_programs        sets CREATEMANY and POOLFS to the absolute paths of
 #                         $BUILD's createmany and poolfs, building them when
 #                         either is missing (configuring $BUILD RelWithDebInfo
@@ -51,6 +59,21 @@ bench_parse_args() {
     fi
     shift "$BENCH_SHIFT"
   done
+}
+
+now() { date +%s.%N; }
+median() {
+  printf '%s\n' "$@" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f\n", m }'
+}
+bench_holders() { { find /proc/[0-9]*/fd -lname "$1" 2>/dev/null || true; } | cut -d/ -f3 | sort -u; }
+bench_released() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [[ -z "$(bench_holders "$1")" ]] && return 0
+    sleep 0.1
+  done
+  return 1
 }
 
 bench_programs() {

@@ -70,16 +70,12 @@ AVAIL_KIB=$(df -Pk "$WORKDIR" | awk 'NR == 2 { print $4 }')
 
 W=$(realpath "$(mktemp -d "$WORKDIR/poolfs-bench-memory.XXXXXX")")
 MNT=$W/mnt
-pool_holders() { { find /proc/[0-9]*/fd -lname "$W/pool" 2>/dev/null || true; } | cut -d/ -f3 | sort -u; }
 cleanup() {
-  local rc=$? i
+  local rc=$?
   if mountpoint -q "$MNT" 2>/dev/null; then
     "$POOLFS" unmount "$MNT" >/dev/null 2>&1 || fusermount3 -uz "$MNT" 2>/dev/null || true
   fi
-  for ((i = 0; i < 600; i++)); do
-    [[ -z "$(pool_holders)" ]] && break
-    sleep 0.1
-  done
+  bench_released "$W/pool" 60 || true
   rm -rf "$W"
   [[ $rc -ne 0 ]] && echo "bench-memory.sh: failed (exit $rc); mount and $W cleaned up" >&2
   exit $rc
@@ -99,7 +95,7 @@ POOL_GIB=$((FILES * 2 / 1024 / 1024 + FILE_MIB * 2 / 1024 + 8))
 mkdir "$MNT"
 "$POOLFS" mount --config "$W/poolfs.toml" "$W/pool" "$MNT"
 mountpoint -q "$MNT" || die "poolfs mount returned but $MNT is not a mount point"
-PID=$(pool_holders | head -1)
+PID=$(bench_holders "$W/pool" | head -1)
 [[ -n "$PID" ]] || die "no process holds $W/pool after the mount"
 STATUS=$("$POOLFS" status "$MNT") || die "poolfs status $MNT failed"
 grep -q "^block cache: .* of ${ARC_MIB}[.0-9]*MiB" <<<"$STATUS" ||

@@ -105,14 +105,8 @@ W=$(realpath "$(mktemp -d "$WORKDIR/poolfs-bench-peers.XXXXXX")")
 ZPOOL_NAME=peers$$
 ZFS_STARTED=0
 
-pool_holders() { find /proc/[0-9]*/fd -lname "$W/poolfs.pool" 2>/dev/null | cut -d/ -f3 | sort -u; }
 wait_pool_released() {
-  local i
-  for ((i = 0; i < 1200; i++)); do
-    [[ -z "$(pool_holders)" ]] && return 0
-    sleep 0.1
-  done
-  die "the poolfs daemon still holds $W/poolfs.pool 120 s after the unmount"
+  bench_released "$W/poolfs.pool" 120 || die "the poolfs daemon still holds $W/poolfs.pool 120 s after the unmount"
 }
 cleanup() {
   local rc=$? m
@@ -127,10 +121,7 @@ cleanup() {
       fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     fi
   done
-  for ((m = 0; m < 300; m++)); do  # poolfs's final sync, up to 30 s
-    [[ -z "$(pool_holders)" ]] && break
-    sleep 0.1
-  done
+  bench_released "$W/poolfs.pool" 30 || true  # poolfs's final sync
   rm -rf "$W"
   [[ $rc -ne 0 ]] && echo "$BENCH_NAME: failed (exit $rc); mounts and $W cleaned up" >&2
   exit $rc
@@ -138,9 +129,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { s = b - a; if (s <= 0) s = 1e-6; printf "%.1f", n / s }'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f\n", m }'; }
 ratio() {  # A B: A / B, or "-" when either is missing
   [[ -n $1 && -n $2 ]] || { echo "-"; return; }
   awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'

@@ -84,7 +84,6 @@ fresh() {
   "$POOLFS" mount --config "$W/poolfs.toml" "$W/pool" "$MNT" || die "poolfs mount failed"
   mountpoint -q "$MNT" || die "poolfs mount returned but $MNT is not a mount point"
 }
-now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 used_bytes() { df -B1 --output=used "$MNT" | tail -1 | tr -d ' '; }
 # settle: waits until df's used bytes have not changed for three txg
