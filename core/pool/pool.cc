@@ -347,7 +347,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
         "space map of vdev " + std::to_string(m.vdev) + " metaslab " + std::to_string(m.metaslab);
     auto bytes = ReadMosObject(*mos_, m.object);
     if (!bytes.ok()) return bytes.status().WithContext(where);
-    POOLFS_RETURN_IF_ERROR(space_->LoadMetaslab(m.vdev, m.metaslab, *bytes));
+    POOLFS_RETURN_IF_ERROR(space_->LoadMetaslab(m.vdev, m.metaslab, *bytes, ub.txg));
     const space::Metaslab& ms = space_->group(m.vdev).metaslab(m.metaslab);
     maps_[{m.vdev, m.metaslab}] = {m.object, ms.map_generation(), ms.space_map_frozen(),
                                    bytes->size()};

@@ -100,11 +100,12 @@ SpaceManager::SpaceManager(std::vector<VdevSpaceConfig> vdevs, const SpaceOption
 
 SpaceManager::~SpaceManager() = default;
 
-Status SpaceManager::LoadMetaslab(uint32_t vdev, uint64_t index, std::string_view space_map) {
+Status SpaceManager::LoadMetaslab(uint32_t vdev, uint64_t index, std::string_view space_map,
+                                  Txg synced) {
   if (vdev >= groups_.size() || index >= groups_[vdev]->count())
     return Status::Corruption("space map for metaslab " + std::to_string(index) + " of vdev " +
                               std::to_string(vdev) + ", which does not exist");
-  return groups_[vdev]->metaslab(index).Load(space_map);
+  return groups_[vdev]->metaslab(index).Load(space_map, synced);
 }
 
 Result<uint64_t> SpaceManager::AllocateOn(AllocatorState& st, int id, uint32_t v, uint64_t size,

@@ -128,7 +128,9 @@ class SpaceManager {
   MetaslabGroup& group(uint32_t vdev) { return *groups_[vdev]; }
 
   // Loads one metaslab's space map (import). Corruption when it is damaged.
-  Status LoadMetaslab(uint32_t vdev, uint64_t index, std::string_view space_map);
+  // Metaslab::Load of metaslab `index` of `vdev`.
+  Status LoadMetaslab(uint32_t vdev, uint64_t index, std::string_view space_map,
+                      Txg synced = Txg(0));
 
   // Allocates `size` bytes (a multiple of the vdev's sector size) in txg
   // through allocator `a` (taken modulo the count). NoSpace when no vdev has

@@ -27,7 +27,7 @@ Metaslab::Metaslab(uint32_t vdev, uint64_t index, uint64_t start, uint64_t size,
   UpdateWeight();
 }
 
-Status Metaslab::Load(std::string_view space_map) {
+Status Metaslab::Load(std::string_view space_map, Txg synced) {
   util::MutexLock l(&mu_);
   POOLFS_CHECK_EQ(allocated_, size_ - allocatable_.space());  // loads happen before any use
   allocatable_.Clear();
@@ -38,11 +38,24 @@ Status Metaslab::Load(std::string_view space_map) {
   RangeTree32* tree = &allocatable_;
   uint64_t record = 0;
   Status st;
+  // The frees of synced - 1 and synced, by txg % 2 (as defer_ holds them).
+  // A kAlloc over the whole metaslab starts a condensed map's base: the
+  // frees of its group are free space, not frees of that txg.
+  std::array<std::vector<Range>, kTxgDeferSize> recent;
+  uint64_t base_txg = UINT64_MAX;
+  const uint64_t first_recent = synced.value() >= 1 ? synced.value() - 1 : 0;
   if (!space_map.empty()) {
     auto resumed =
         SpaceMapWriter::Resume(geometry(), std::string(space_map), [&](const SmEntry& e) {
           Status s = e.type == SmType::kAlloc ? tree->TryRemove(e.offset, e.length)
                                               : tree->TryAdd(e.offset, e.length);
+          if (e.type == SmType::kAlloc && e.offset == start_ && e.length == size_) {
+            base_txg = e.txg.value();
+            for (auto& r : recent) r.clear();
+          } else if (e.type == SmType::kFree && synced.value() != 0 &&
+                     e.txg.value() >= first_recent && e.txg.value() != base_txg) {
+            recent[e.txg.value() % kTxgDeferSize].push_back({e.offset, e.length});
+          }
           record++;
           if (!s.ok())
             return s.WithContext("record " + std::to_string(record - 1) + " (txg " +
@@ -62,8 +75,24 @@ Status Metaslab::Load(std::string_view space_map) {
     return st.WithContext("metaslab " + std::to_string(index_) + " of vdev " +
                           std::to_string(vdev_) + ": space map");
   }
+  // The recent frees still free at the end go back to their deferral.
+  for (size_t i = 0; i < kTxgDeferSize; i++) {
+    for (const Range& r : recent[i]) {
+      std::vector<Range> still;
+      allocatable_.WalkFrom(r.offset, [&](const Range& f) {
+        if (f.offset >= r.end()) return false;
+        const uint64_t a = std::max(f.offset, r.offset), b = std::min(f.end(), r.end());
+        if (a < b) still.push_back({a, b - a});
+        return true;
+      });
+      for (const Range& s : still) {
+        allocatable_.Remove(s.offset, s.length);
+        defer_[i].Add(s.offset, s.length);
+      }
+    }
+  }
   allocatable_.EndLoad();
-  allocated_ = size_ - allocatable_.space();
+  allocated_ = size_ - allocatable_.space() - DeferredBytes();
   UpdateWeight();
   CheckAccountingLocked();
   return Status::Ok();
@@ -234,18 +263,30 @@ bool Metaslab::NeedsCondense() const {
 void Metaslab::Condense(Txg txg) {
   // Free on disk as of txg: the free tree, everything deferred (freed in
   // synced txgs, including txg itself), and what later txgs allocated in
-  // memory only; but not what later txgs freed.
-  RangeTree32 free_now = MakeTree(false);
-  auto add = [&](const Range& r) { free_now.Add(r.offset, r.length); };
-  allocatable_.ForEach(add);
-  for (const auto& t : defer_) t.ForEach(add);
-  held_.ForEach(add);
-  frees_[txg.value() % kTxgSize].ForEach(add);
+  // memory only; but not what later txgs freed. By when it was freed, so
+  // that Load after an import keeps the deferral: the base (stamped
+  // txg - 2: the free tree, what a scrub holds, later txgs' allocations,
+  // and the frees of txg - 2, whose deferral ends with this sync), then the
+  // frees of txg - 1, then those of txg.
+  const uint64_t t = txg.value();
+  RangeTree32 base = MakeTree(false), prev = MakeTree(false), now = MakeTree(false);
+  auto into = [](RangeTree32& tree) {
+    return [&tree](const Range& r) { tree.Add(r.offset, r.length); };
+  };
+  allocatable_.ForEach(into(base));
+  held_.ForEach(into(base));
   for (int i = 0; i < kTxgSize; i++)
-    if (uint64_t(i) != txg.value() % kTxgSize) allocs_[i].ForEach(add);
-  std::string bytes = CondenseSpaceMap(geometry(), txg, [&](const auto& emit) {
-    free_now.ForEach([&](const Range& r) { emit(r.offset, r.length); });
-  });
+    if (uint64_t(i) != t % kTxgSize) allocs_[i].ForEach(into(base));
+  defer_[t % kTxgDeferSize].ForEach(into(base));  // freed in txg - 2
+  defer_[(t + 1) % kTxgDeferSize].ForEach(into(t >= 1 ? prev : base));  // freed in txg - 1
+  frees_[t % kTxgSize].ForEach(into(now));
+  SpaceMapWriter w(geometry());
+  const Txg base_txg(t >= 2 ? t - 2 : 0);
+  w.Append(SmType::kAlloc, base_txg, start_, size_);
+  base.ForEach([&](const Range& r) { w.Append(SmType::kFree, base_txg, r.offset, r.length); });
+  prev.ForEach([&](const Range& r) { w.Append(SmType::kFree, Txg(t - 1), r.offset, r.length); });
+  now.ForEach([&](const Range& r) { w.Append(SmType::kFree, txg, r.offset, r.length); });
+  std::string bytes = std::move(w).TakeBytes();
   auto resumed = SpaceMapWriter::Resume(geometry(), std::move(bytes));
   POOLFS_CHECK(resumed.ok());
   map_ = std::move(resumed).value();

@@ -32,7 +32,9 @@
 // as of T; that too is CHECKed.
 //
 // Load replays the space map (fully free, then each record in order) into the
-// free tree; a record that contradicts the replay so far (allocating free...
+// free tree, except the frees of the last two synced txgs, which go back
+// into `defer_` (the map keeps each record's txg, and Condense writes the
+// deferred frees with theirs); a record that contradicts the replay so far (allocating free...
 // space twice, freeing free space) is Corruption naming the record.
 //
 // Thread safety: every method locks `mu_`. An allocator that has activated a
@@ -86,7 +88,12 @@ class Metaslab {
   // Replays `space_map` (empty: a new metaslab, all free). Fails with
   // Corruption when the bytes do not verify or contradict themselves; the
   // metaslab is then left fully allocated (nothing can be handed out twice).
-  Status Load(std::string_view space_map) EXCLUDES(mu_);
+  // `synced` is the txg the pool was imported at: what the map says was
+  // freed in it or the txg before, and is still free, stays deferred as it
+  // was before the export (SyncDone of synced + 1 and synced + 2 return it),
+  // so that a rewind across the import still finds those blocks intact.
+  // Txg(0): everything free at once (the offline check).
+  Status Load(std::string_view space_map, Txg synced = Txg(0)) EXCLUDES(mu_);
 
   // Returns the offset of a free, naturally aligned block of `size` bytes
   // (a multiple of the sector size) allocated in txg, or NoSpace.
