@@ -57,16 +57,21 @@ void Dnode::Touch(Slot& s) {
 
 arc::BlockKey Dnode::CacheKey(const zio::BlockPtr& bp) { return BlockKeyOf(bp); }
 
+size_t Dnode::SlotsNewestFirst(uint64_t t, std::array<const Slot*, kTxgSlots>* order) const {
+  size_t n = 0;
+  for (const auto& s : slots_)
+    if (s != nullptr && s->txg <= t) (*order)[n++] = s.get();
+  for (size_t i = 1; i < n; i++)  // at most four: an insertion sort, newest first
+    for (size_t j = i; j > 0 && (*order)[j - 1]->txg < (*order)[j]->txg; j--)
+      std::swap((*order)[j - 1], (*order)[j]);
+  return n;
+}
+
 Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::BlockPtr* bp,
                            bool peek) {
   // Newest unsynced txg first: its dirty copy, else a free that covers it.
   std::array<const Slot*, kTxgSlots> order{};
-  size_t n = 0;
-  for (const auto& s : slots_)
-    if (s != nullptr && s->txg <= t) order[n++] = s.get();
-  for (size_t i = 1; i < n; i++)  // at most four: an insertion sort, newest first
-    for (size_t j = i; j > 0 && order[j - 1]->txg < order[j]->txg; j--)
-      std::swap(order[j - 1], order[j]);
+  const size_t n = SlotsNewestFirst(t, &order);
   *ref = BlockRef();
   for (size_t i = 0; i < n; i++) {
     auto it = order[i]->blocks.find(blkid);
@@ -528,8 +533,7 @@ Result<bool> Dnode::SetBlockSize(Txg t, uint32_t block_size, uint64_t* dirtied) 
   return ResizeLocked(t, block_size, dirtied);
 }
 
-Result<bool> Dnode::GrowBlockSize(Txg t, uint64_t end, uint32_t max_block_size,
-                                  uint64_t* dirtied) {
+Result<bool> Dnode::GrowBlockSize(Txg t, uint64_t end, uint32_t max_block_size, uint64_t* dirtied) {
   util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
   const uint32_t bs = live_.block_size;
@@ -632,12 +636,7 @@ Result<uint64_t> Dnode::Seek(uint64_t off, uint64_t end, bool hole) {
   if (bs == 0) return hole ? off : end;
   // The unsynced txgs, newest first (as Locate takes them).
   std::array<const Slot*, kTxgSlots> order{};
-  size_t n = 0;
-  for (const auto& s : slots_)
-    if (s != nullptr) order[n++] = s.get();
-  for (size_t i = 1; i < n; i++)
-    for (size_t j = i; j > 0 && order[j - 1]->txg < order[j]->txg; j--)
-      std::swap(order[j - 1], order[j]);
+  const size_t n = SlotsNewestFirst(UINT64_MAX, &order);
   // What the slots say of block b: data (a dirty copy), a hole (a free
   // covering it; *free_end is where that free ends), or nothing (the tree
   // decides).
@@ -671,12 +670,8 @@ Result<uint64_t> Dnode::Seek(uint64_t off, uint64_t end, bool hole) {
     bool data = false;
     uint64_t next = b + 1;  // where to look next when b is not the answer
     switch (slots_say(b, &free_end)) {
-      case Says::kData:
-        data = true;
-        break;
-      case Says::kHole:
-        next = std::min(free_end, next_dirty(b + 1));
-        break;
+      case Says::kData: data = true; break;
+      case Says::kHole: next = std::min(free_end, next_dirty(b + 1)); break;
       case Says::kTree: {
         util::MutexLock t(&tree_mu_);
         if (hole) {

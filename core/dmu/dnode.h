@@ -287,6 +287,9 @@ class Dnode {
     bool keep;
     size_t index;
   };
+  // The unsynced txgs up to `t`, newest first, in (*order)[0, returned).
+  size_t SlotsNewestFirst(uint64_t t, std::array<const Slot*, kTxgSlots>* order) const
+      REQUIRES_SHARED(mu_);
   // A block's newest content before txg `t`'s own copy, as far as memory
   // has it: true with *ref set (a dirty copy, zeros, a cached block), or
   // false with its pointer in *bp when it must be read from disk.
