@@ -277,19 +277,17 @@ void Metaslab::Condense(Txg txg) {
   held_.ForEach(into(base));
   for (int i = 0; i < kTxgSize; i++)
     if (uint64_t(i) != t % kTxgSize) allocs_[i].ForEach(into(base));
-  defer_[t % kTxgDeferSize].ForEach(into(base));  // freed in txg - 2
+  defer_[t % kTxgDeferSize].ForEach(into(base));                        // freed in txg - 2
   defer_[(t + 1) % kTxgDeferSize].ForEach(into(t >= 1 ? prev : base));  // freed in txg - 1
   frees_[t % kTxgSize].ForEach(into(now));
-  SpaceMapWriter w(geometry());
-  const Txg base_txg(t >= 2 ? t - 2 : 0);
-  w.Append(SmType::kAlloc, base_txg, start_, size_);
-  base.ForEach([&](const Range& r) { w.Append(SmType::kFree, base_txg, r.offset, r.length); });
-  prev.ForEach([&](const Range& r) { w.Append(SmType::kFree, Txg(t - 1), r.offset, r.length); });
-  now.ForEach([&](const Range& r) { w.Append(SmType::kFree, txg, r.offset, r.length); });
-  std::string bytes = std::move(w).TakeBytes();
+  std::string bytes = CondenseSpaceMap(geometry(), Txg(t >= 2 ? t - 2 : 0), [&](const auto& emit) {
+    base.ForEach([&](const Range& r) { emit(r.offset, r.length); });
+  });
   auto resumed = SpaceMapWriter::Resume(geometry(), std::move(bytes));
   POOLFS_CHECK(resumed.ok());
   map_ = std::move(resumed).value();
+  prev.ForEach([&](const Range& r) { map_.Append(SmType::kFree, Txg(t - 1), r.offset, r.length); });
+  now.ForEach([&](const Range& r) { map_.Append(SmType::kFree, txg, r.offset, r.length); });
   map_generation_++;
 }
 

@@ -26,7 +26,8 @@
 //     frozen_bytes() never change again.
 //   - condensed: when the history grows long, the metaslab replaces it with
 //     CondenseSpaceMap(): one kAlloc record over the whole map, then one kFree
-//     record per free segment. Replaying that gives the same free space.
+//     record per free segment (it then appends the frees still deferred,
+//     with their own txgs). Replaying that gives the same free space.
 //
 // Invariants of a map that decodes: txgs never go backwards; every run lies
 // inside the map and is a whole number of sectors long (at least one); the
