@@ -286,8 +286,10 @@ void Metaslab::Condense(Txg txg) {
   auto resumed = SpaceMapWriter::Resume(geometry(), std::move(bytes));
   POOLFS_CHECK(resumed.ok());
   map_ = std::move(resumed).value();
-  prev.ForEach([&](const Range& r) { map_.Append(SmType::kFree, Txg(t - 1), r.offset, r.length); });
-  now.ForEach([&](const Range& r) { map_.Append(SmType::kFree, txg, r.offset, r.length); });
+  // Lambdas run under mu_, which the analysis cannot see: a plain pointer.
+  SpaceMapWriter* map = &map_;
+  prev.ForEach([&](const Range& r) { map->Append(SmType::kFree, Txg(t - 1), r.offset, r.length); });
+  now.ForEach([&](const Range& r) { map->Append(SmType::kFree, txg, r.offset, r.length); });
   map_generation_++;
 }
 
