@@ -381,13 +381,29 @@ Result<InodeRef> PosixFs::Load(uint64_t ino) {
 }
 
 Result<InodeRef> PosixFs::Get(uint64_t ino, bool stale) {
-  if (InodeRef in = table_.Find(ino)) {
-    util::MutexLock l(&in->mu);
-    if (!in->freed) return in;
-  } else {
+  // The load reads the disk without the table's lock. If an Inode of this
+  // ino was in the table meanwhile, changed the file (a link, an unlink)
+  // and was evicted, the load may predate that change: inserting it would
+  // bring back the old link count, and a later unlink could free a file
+  // that still has names. So the insert is refused when any Inode of the
+  // shard left since the miss, and the load is done again.
+  for (;;) {
+    uint64_t stamp = 0;
+    if (InodeRef in = table_.FindOrStamp(ino, &stamp)) {
+      util::MutexLock l(&in->mu);
+      if (!in->freed) return in;
+      break;
+    }
     auto loaded = Load(ino);
-    if (loaded.ok()) return table_.InsertIfAbsent(std::move(*loaded));
-    if (!loaded.status().IsNotFound()) return loaded.status();
+    if (!loaded.ok()) {
+      if (!loaded.status().IsNotFound()) return loaded.status();
+      break;
+    }
+    if (InodeRef in = table_.InsertLoaded(std::move(*loaded), stamp)) {
+      util::MutexLock l(&in->mu);
+      if (!in->freed) return in;
+      break;
+    }
   }
   std::string what = "inode " + std::to_string(ino) + " does not exist";
   return stale ? Status(StatusCode::kStale, what) : Status::NotFound(what);

@@ -4,7 +4,9 @@
 // lookup must then answer "no such name", never the new file and never a
 // half-created object (Corruption). And a name removed the moment it is
 // created: the removal must act on the same in-memory inode as the
-// creator's next change, or the link count goes wrong.
+// creator's next change, or the link count goes wrong. And an inode loaded
+// from disk while another in-memory copy of it changes the file and leaves
+// the table: the stale copy must not enter it.
 #include <sys/stat.h>
 
 #include <atomic>
@@ -155,6 +157,59 @@ TEST_CASE("A name removed while its file is being created leaves a consistent li
   check();
   f.Remount();
   check();
+}
+
+// A reader loads a directory's inode (GetAttr of an inode not in memory)
+// while a writer loads it too, makes or removes a subdirectory, and lets it
+// go (the kernel forgets it, so it leaves the table). Had the reader's
+// load, made before the change, entered the table after that, its link
+// count and its handle of the entries would be old: the writer's next
+// rmdir would miss the subdirectory, or find one already freed.
+TEST_CASE("A stale load of a directory never brings back old entries", "[posix][race]") {
+  FsFixture f(uint64_t{256} << 20, FastOptions());
+  Attr d = f.MustMkdir(kRootIno, "d", 0777);
+  f.fs->Forget(d.ino, 1);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> errors{0}, rounds{0};
+  std::string first_error;
+  std::mutex error_mu;
+  auto note_error = [&](const Status& st, const char* what) {
+    errors++;
+    std::lock_guard l(error_mu);
+    if (first_error.empty()) first_error = std::string(what) + ": " + st.ToString();
+    stop = true;
+  };
+  std::thread reader([&] {
+    while (!stop) {
+      if (auto r = f.fs->GetAttr(d.ino); !r.ok()) note_error(r.status(), "getattr");
+    }
+  });
+  std::thread writer([&] {
+    while (!stop) {
+      auto s = f.fs->Mkdir(RootCreds(), d.ino, "s", 0755);
+      if (!s.ok()) {
+        note_error(s.status(), "mkdir");
+        break;
+      }
+      f.fs->Forget(s->ino, 1);
+      // Looked up and forgotten: the directory's Inode leaves the table.
+      auto l = f.fs->Lookup(RootCreds(), kRootIno, "d");
+      if (!l.ok()) {
+        note_error(l.status(), "lookup");
+        break;
+      }
+      f.fs->Forget(l->ino, 1);
+      if (Status st = f.fs->Rmdir(RootCreds(), d.ino, "s"); !st.ok()) note_error(st, "rmdir");
+      rounds++;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  stop = true;
+  reader.join();
+  writer.join();
+  INFO("first error: " << first_error << "; rounds " << rounds.load());
+  REQUIRE(errors.load() == 0);
+  CHECK(f.MustGetAttr(d.ino).nlink == 2);
 }
 
 }  // namespace poolfs::core::posix::testing
