@@ -118,8 +118,8 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub, bool strict) {
   options.allocators = 1;
   space::SpaceManager space(vdevs, options);
   zio::Zio zio(ZioVdevs(p), nullptr, p.format);
-  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root, DecodeRootPayload(ub.root, p.format));
-  auto opened = dmu::ObjectSet::Open(&zio, root, "MOS");
+  POOLFS_ASSIGN_OR_RETURN(RootPayload root, DecodeRootPayload(ub.root, p.format));
+  auto opened = dmu::ObjectSet::Open(&zio, root.mos_root, "MOS");
   if (!opened.ok()) return opened.status().WithContext("MOS root block");
   std::unique_ptr<dmu::ObjectSet> mos = std::move(opened).value();
   auto read = [&](uint64_t object, const std::string& what) -> Result<std::string> {
@@ -254,7 +254,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
     sink.Add("uberblock of txg " + std::to_string(report.txg), root.status().message());
     return finish();
   }
-  walker.WalkMos(*root);
+  walker.WalkMos(root->mos_root);
 
   const auto& mos = walker.mos_objects();
   PoolDirectory dir;

@@ -335,8 +335,12 @@ Status Pool::CheckImportOptions(const PoolOptions& options) {
 }
 
 Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
-  POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr mos_root, DecodeRootPayload(ub.root, zio_->format()));
-  auto mos = dmu::ObjectSet::Open(zio_.get(), mos_root, "MOS");
+  POOLFS_ASSIGN_OR_RETURN(RootPayload payload, DecodeRootPayload(ub.root, zio_->format()));
+  if (!payload.log.empty() && payload.log.vdev >= devs_.size())
+    return Status::Corruption("uberblock log state: vdev " + std::to_string(payload.log.vdev) +
+                              " of a pool of " + std::to_string(devs_.size()));
+  imported_log_ = payload.log;
+  auto mos = dmu::ObjectSet::Open(zio_.get(), payload.mos_root, "MOS");
   if (!mos.ok()) return mos.status().WithContext("MOS root block");
   mos_ = std::move(mos).value();
   POOLFS_ASSIGN_OR_RETURN(std::string dir_bytes, ReadMosObject(*mos_, kDirectoryObject));
@@ -378,7 +382,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
   }
   for (auto& [id, ds] : datasets_) ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));
   dir_ = std::move(dir);
-  synced_roots_ = {ub.txg, mos_root, {}};
+  synced_roots_ = {ub.txg, payload.mos_root, {}};
   for (const DatasetEntry& e : dir_.datasets) synced_roots_.datasets.emplace_back(e.id, e.root);
   std::sort(synced_roots_.datasets.begin(), synced_roots_.datasets.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });

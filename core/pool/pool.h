@@ -111,6 +111,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -389,6 +390,25 @@ class Pool {
   // was found on disk (after a crash, the txg it fell back to). Txg(0) for
   // a pool being created.
   Txg imported_txg() const { return imported_txg_; }
+  // The intent log's storage (the zil layer owns what it holds). Each vdev
+  // has a log area of vdev::kLogAreaSize bytes (vdev_layout.h), outside
+  // the metaslabs; these write, read and flush one, at offsets within it,
+  // outside any txg. WriteLogArea: ReadOnly on a read-only import,
+  // InvalidArgument for a vdev or range outside the pool's areas.
+  uint32_t vdev_count() const { return uint32_t(devs_.size()); }
+  Status WriteLogArea(uint32_t vdev, uint64_t off, std::span<const uint8_t> bytes);
+  Status ReadLogArea(uint32_t vdev, uint64_t off, std::span<uint8_t> bytes) const;
+  Status FlushLogArea(uint32_t vdev);
+  // The log's state in the uberblock this import opened (empty: no log
+  // block was needed).
+  const LogState& imported_log() const { return imported_log_; }
+  // Gives each txg's uberblock its log state: `fn(t)` is called in the
+  // sync of t after t's blocks are written and before its uberblock, on
+  // the txg driver thread; it must not wait for a sync. Until one is set,
+  // every uberblock keeps the imported state, so that an import which does
+  // not replay the log (a tool, a read-only mount) leaves it for one that
+  // does.
+  void SetLogStateSource(std::function<LogState(Txg)> fn) EXCLUDES(log_mu_);
   // What the import did beyond opening the newest txg, one line each, for
   // the log: the rewind's choice ("rewound to txg N (the newest, txg M, does
   // not verify: ...)"), labels it rewrote.
@@ -459,7 +479,9 @@ class Pool {
   Status CheckFormatHolds(const PropertyDef& def, std::string_view value) const;
   // The effective properties of `ds` and its descendants.
   std::vector<std::pair<uint64_t, DatasetProps>> SubtreeProps(Dataset* ds) const REQUIRES(mu_);
-  Status WriteUberblocks(Txg t, const zio::BlockPtr& mos_root);
+  Status WriteUberblocks(Txg t, const zio::BlockPtr& mos_root) EXCLUDES(log_mu_);
+  // InvalidArgument unless [off, off + len) lies in the log area of `vdev`.
+  Status CheckLogRange(uint32_t vdev, uint64_t off, uint64_t len) const;
   // Stores the scrub's state with the next txg (Scrub's save hook).
   void SaveScrub(const ScrubPhys& state) EXCLUDES(mu_);
 
@@ -491,6 +513,9 @@ class Pool {
   bool exported_ = false;
   Txg imported_txg_;
   std::vector<std::string> import_notes_;  // import_notes()
+  LogState imported_log_;                  // imported_log()
+  mutable util::Mutex log_mu_;
+  std::function<LogState(Txg)> log_state_ GUARDED_BY(log_mu_);
   std::atomic<uint32_t> mos_passes_last_{0};
   std::atomic<uint32_t> mos_passes_max_{0};
   // What SyncStats reports; written by the driver after each sync.

@@ -6,6 +6,7 @@
 #include "pool/dataset_props.h"
 #include "util/check.h"
 #include "util/endian.h"
+#include "vdev/vdev_layout.h"
 
 namespace poolfs::core::pool {
 
@@ -355,18 +356,62 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
   return d;
 }
 
+namespace {
+constexpr uint64_t kLogStateMagic = 0x31474f4c53534650ull;  // "PFSSLOG1"
+constexpr size_t kLogStateOffset = 128;                     // past either format's pointer
+constexpr size_t kLogStateSize = 48;
+static_assert(kLogStateOffset + kLogStateSize <= vdev::kUberblockRootSize);
+}  // namespace
+
 std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root,
-                                                                zio::BpFormat format) {
+                                                                zio::BpFormat format,
+                                                                const LogState& log) {
   std::array<uint8_t, vdev::kUberblockRootSize> out{};
   zio::EncodeBlockPtr(mos_root, out.data(), format);
+  if (!log.empty()) {
+    uint8_t* p = out.data() + kLogStateOffset;
+    util::PutLE64(p, kLogStateMagic);
+    util::PutLE32(p + 8, log.vdev);
+    util::PutLE64(p + 16, log.chain);
+    util::PutLE64(p + 24, log.synced_txg);
+    util::PutLE64(p + 32, log.tail_offset);
+    util::PutLE64(p + 40, log.tail_seq);
+  }
   return out;
 }
 
-Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in,
-                                        zio::BpFormat format) {
-  for (size_t i = zio::BlockPtrSize(format); i < in.size(); i++)
-    if (in[i]) return Status::Corruption("uberblock root payload has nonzero reserved bytes");
-  return zio::DecodeBlockPtr(in.data(), "uberblock MOS root", format);
+Result<RootPayload> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in,
+                                      zio::BpFormat format) {
+  auto nonzero = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; i++)
+      if (in[i]) return true;
+    return false;
+  };
+  if (nonzero(zio::BlockPtrSize(format), kLogStateOffset) ||
+      nonzero(kLogStateOffset + kLogStateSize, in.size()))
+    return Status::Corruption("uberblock root payload has nonzero reserved bytes");
+  RootPayload out;
+  POOLFS_ASSIGN_OR_RETURN(out.mos_root,
+                          zio::DecodeBlockPtr(in.data(), "uberblock MOS root", format));
+  const uint8_t* p = in.data() + kLogStateOffset;
+  if (!nonzero(kLogStateOffset, kLogStateOffset + kLogStateSize)) return out;
+  auto bad = [](const std::string& what) {
+    return Status::Corruption("uberblock log state: " + what);
+  };
+  if (util::GetLE64(p) != kLogStateMagic) return bad("bad magic");
+  if (util::GetLE32(p + 12) != 0) return bad("nonzero reserved bytes");
+  LogState& log = out.log;
+  log.vdev = util::GetLE32(p + 8);
+  log.chain = util::GetLE64(p + 16);
+  log.synced_txg = util::GetLE64(p + 24);
+  log.tail_offset = util::GetLE64(p + 32);
+  log.tail_seq = util::GetLE64(p + 40);
+  if (log.chain == 0) return bad("chain id 0");
+  if (log.tail_seq == 0) return bad("tail sequence number 0");
+  if (log.tail_offset >= vdev::kLogAreaSize || log.tail_offset % kLogBlockAlign != 0)
+    return bad("tail offset " + std::to_string(log.tail_offset) + " is not a 4 KiB step of the " +
+               std::to_string(vdev::kLogAreaSize) + "-byte log area");
+  return out;
 }
 
 }  // namespace poolfs::core::pool

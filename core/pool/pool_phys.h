@@ -38,8 +38,14 @@
 //        error: u64 objset, u64 object, u64 block, u8 level, 7 B reserved;
 //        state 0: everything else zero
 //
-//   Root payload (the first 64 or 128 of the uberblock's 512 opaque bytes,
-//   by the pool's format): the MOS root block pointer; the rest is zero.
+//   Root payload (the uberblock's 512 opaque bytes): the MOS root block
+//   pointer (64 or 128 bytes, by the pool's format), zeros to byte 128,
+//   then the intent log's state (48 bytes, all zero when no log block is
+//   needed): u64 magic "PFSSLOG1", u32 vdev (whose log area holds the
+//   log), u32 reserved (zero), u64 chain id (not 0), u64 synced txg (the
+//   log's records of later txgs are not in the pool), u64 tail offset (in
+//   the log area, a multiple of 4 KiB), u64 tail sequence number (not 0);
+//   the rest is zero.
 //
 // Every decoder refuses damage with Corruption saying what and where.
 #pragma once
@@ -145,9 +151,31 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
 // saying what is wrong otherwise.
 Status ValidateDatasetName(std::string_view name);
 
+// Where the intent log stands as of a txg: the first log block that the
+// pool as of `synced_txg` still needs (its records, and every later one's,
+// may hold changes of later txgs), in the log area of `vdev`
+// (vdev_layout.h). The zil layer owns what the log blocks hold; the pool
+// only keeps this in each uberblock.
+inline constexpr uint64_t kLogBlockAlign = 4096;
+struct LogState {
+  uint32_t vdev = 0;
+  uint64_t chain = 0;  // 0: no log block is needed (every other field 0)
+  uint64_t synced_txg = 0;
+  uint64_t tail_offset = 0;
+  uint64_t tail_seq = 0;
+  bool empty() const { return chain == 0; }
+  bool operator==(const LogState&) const = default;
+};
+
+struct RootPayload {
+  zio::BlockPtr mos_root;
+  LogState log;
+};
+
 std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::BlockPtr& mos_root,
-                                                                zio::BpFormat format);
-Result<zio::BlockPtr> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in,
-                                        zio::BpFormat format);
+                                                                zio::BpFormat format,
+                                                                const LogState& log = {});
+Result<RootPayload> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblockRootSize>& in,
+                                      zio::BpFormat format);
 
 }  // namespace poolfs::core::pool

@@ -212,7 +212,12 @@ Status Pool::WriteUberblocks(Txg t, const zio::BlockPtr& mos_root) {
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count());
   ub.version = format_version_;
-  ub.root = EncodeRootPayload(mos_root, zio_->format());
+  LogState log = imported_log_;
+  {
+    util::MutexLock l(&log_mu_);
+    if (log_state_) log = log_state_(t);
+  }
+  ub.root = EncodeRootPayload(mos_root, zio_->format(), log);
   for (size_t i = 0; i < devs_.size(); i++)
     POOLFS_RETURN_IF_ERROR(vdev::WriteUberblock(*devs_[i], layouts_[i], ub));
   return zio_->FlushAll();

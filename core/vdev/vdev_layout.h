@@ -2,7 +2,7 @@
 // allocatable area the space layer carves into metaslabs.
 //
 //   0        256K      512K                 4M                      E-512K  E-256K   E
-//   | label 0 | label 1 | reserved (3.5 MiB) | allocatable ...         | label 2 | label 3 |
+//   | label 0 | label 1 | log area (3.5 MiB) | allocatable ...         | label 2 | label 3 |
 //
 // E is the device size rounded down to a multiple of 256 KiB (kLabelSize), so
 // that the end labels sit at fixed, aligned offsets; the bytes past E are
@@ -28,8 +28,12 @@ inline constexpr uint64_t kMiB = 1024 * kKiB;
 
 inline constexpr int kLabelCount = 4;
 inline constexpr uint64_t kLabelSize = 256 * kKiB;
-// Label 0 and 1 and a reserved area (for a future boot block or growth).
+// Label 0 and 1 and the log area.
 inline constexpr uint64_t kFrontReserved = 4 * kMiB;
+// The intent log's area: written and read only through the pool's log
+// calls (pool.h), outside the txgs; the pool layer above owns its format.
+inline constexpr uint64_t kLogAreaOffset = 2 * kLabelSize;
+inline constexpr uint64_t kLogAreaSize = kFrontReserved - kLogAreaOffset;
 // Labels 2 and 3.
 inline constexpr uint64_t kBackReserved = 2 * kLabelSize;
 

@@ -221,7 +221,7 @@ void TraceExample(Tank& t) {
         " (label offset 0x%" PRIx64 ")\n",
         t.ub.txg.value(), t.labels.uberblocks[0].label_mask, t.ub.txg.value() % 128,
         vdev::kRingOffset + (t.ub.txg.value() % 128) * 1024);
-  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root, t.format), "root payload");
+  zio::BlockPtr mos_root = Must(pool::DecodeRootPayload(t.ub.root, t.format), "root payload").mos_root;
   Trace("MOS root: %s\n", mos_root.ToString().c_str());
   dmu::ObjsetPhys mos = w.Objset(mos_root);
   Trace("MOS: next object %" PRIu64 ", live %" PRIu64 ", metadnode nlevels %u top %s\n",
@@ -310,7 +310,7 @@ struct Roots {
 Roots RootsOf(Tank& t) {
   Walker w = WalkerOf(t);
   Roots r;
-  r.mos_root = Must(pool::DecodeRootPayload(t.ub.root, t.format), "root payload");
+  r.mos_root = Must(pool::DecodeRootPayload(t.ub.root, t.format), "root payload").mos_root;
   r.mos = w.Objset(r.mos_root);
   dmu::DnodePhys dir_dn = w.Dnode(r.mos, 1, "MOS");
   for (uint64_t b = 0; b * dir_dn.block_size < dir_dn.length; b++)

@@ -25,7 +25,8 @@
 //     block pointers of no more copies than the format holds; space map
 //     entries with nonzero objects and distinct (vdev, metaslab); deferred
 //     frees that are valid, not holes; a root payload zero past its 64 or
-//     128 bytes.
+//     128 bytes but for a whole log state at bytes 128..175 (a chain, a
+//     tail sequence number, an aligned tail inside the log area).
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,7 @@
 #include <utility>
 
 #include "pool/pool_phys.h"
+#include "vdev/vdev_layout.h"
 #include "zio/block_ptr.h"
 
 namespace {
@@ -157,16 +159,25 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
 void FuzzRootPayload(const std::string& raw, zio::BpFormat format) {
   std::array<uint8_t, vdev::kUberblockRootSize> in{};
   for (size_t i = 0; i < in.size() && i < raw.size(); i++) in[i] = uint8_t(raw[i]);
-  Result<zio::BlockPtr> bp = pool::DecodeRootPayload(in, format);
-  Result<zio::BlockPtr> again = pool::DecodeRootPayload(in, format);
-  if (bp.ok() != again.ok() || (bp.ok() && !(*bp == *again)))
+  Result<pool::RootPayload> got = pool::DecodeRootPayload(in, format);
+  Result<pool::RootPayload> again = pool::DecodeRootPayload(in, format);
+  if (got.ok() != again.ok() ||
+      (got.ok() && !(got->mos_root == again->mos_root && got->log == again->log)))
     Fail("root payload decoding is not deterministic", "");
-  if (!bp.ok()) return CheckRefusal(bp.status());
-  CheckPointer(*bp, format, "decoded root payload");
+  if (!got.ok()) return CheckRefusal(got.status());
+  CheckPointer(got->mos_root, format, "decoded root payload");
+  // Beyond the pointer only the log state (bytes 128..175) may be set, and
+  // only as a whole: a chain, a tail sequence number and an aligned tail
+  // inside the log area.
   const size_t bp_size = format == zio::BpFormat::kV1 ? 64 : 128;
   for (size_t i = bp_size; i < in.size(); i++)
-    if (in[i] != 0) Fail("decoded root payload", "nonzero byte " + std::to_string(i));
-  if (pool::EncodeRootPayload(*bp, format) != in)
+    if (in[i] != 0 && (i < 128 || i >= 176))
+      Fail("decoded root payload", "nonzero byte " + std::to_string(i));
+  const pool::LogState& log = got->log;
+  if (!log.empty() && (log.tail_seq == 0 || log.tail_offset >= vdev::kLogAreaSize ||
+                       log.tail_offset % pool::kLogBlockAlign != 0))
+    Fail("decoded root payload", "an invalid log state");
+  if (pool::EncodeRootPayload(got->mos_root, format, log) != in)
     Fail("root payload re-encodes to other bytes", "");
 }
 

@@ -53,7 +53,7 @@ class Surgeon {
       vdevs.push_back({files_[i].get(), config_.vdevs[i].ashift});
     format_ = zio::BpFormat(ub_.version);
     zio_ = std::make_unique<zio::Zio>(vdevs, nullptr, format_);
-    mos_ = LoadObjset(DecodeRootPayload(ub_.root, format_).value());
+    mos_ = LoadObjset(DecodeRootPayload(ub_.root, format_).value().mos_root);
   }
 
   uint64_t txg() const { return ub_.txg.value(); }

@@ -55,7 +55,7 @@ Txg SetMosObjectLength(vdev::MemoryDevice& dev, uint64_t id, uint64_t length) {
   const vdev::Uberblock ub = info->uberblocks.front().ub;
   const zio::BpFormat format = zio::BpFormat(ub.version);
   zio::Zio zio({{&dev, 12}}, nullptr, format);
-  zio::BlockPtr root = DecodeRootPayload(ub.root, format).value();
+  zio::BlockPtr root = DecodeRootPayload(ub.root, format).value().mos_root;
   dmu::ObjsetPhys mos = dmu::DecodeObjset(zio.Read(root).value(), "MOS", format).value();
   REQUIRE(mos.metadnode.nlevels == 1);  // a small MOS: one dnode block
   std::string dnodes = zio.Read(mos.metadnode.bp).value();

@@ -278,8 +278,9 @@ TEST_CASE("Pool import refuses a damaged newest tree and a rewind falls back to 
   auto labels = vdev::ReadLabels(mem);
   REQUIRE(labels.ok());
   const vdev::Uberblock& newest = labels->uberblocks.front().ub;
-  auto mos_root = DecodeRootPayload(newest.root, zio::BpFormat(newest.version));
-  REQUIRE(mos_root.ok());
+  auto payload = DecodeRootPayload(newest.root, zio::BpFormat(newest.version));
+  REQUIRE(payload.ok());
+  const zio::BlockPtr* mos_root = &payload->mos_root;
   REQUIRE(mos_root->copies() == 3);
   for (int c = 0; c < mos_root->copies(); c++) {
     char byte;

@@ -71,8 +71,9 @@ std::vector<vdev::Uberblock> Uberblocks(const std::string& path) {
 void DamageMosRoot(const std::string& path, Txg t) {
   for (const vdev::Uberblock& ub : Uberblocks(path)) {
     if (ub.txg != t) continue;
-    auto root = DecodeRootPayload(ub.root, zio::BpFormat(ub.version));
-    REQUIRE(root.ok());
+    auto payload = DecodeRootPayload(ub.root, zio::BpFormat(ub.version));
+    REQUIRE(payload.ok());
+    const zio::BlockPtr* root = &payload->mos_root;
     auto dev = vdev::FileDevice::Open(path, {false, false});
     REQUIRE(dev.ok());
     for (int c = 0; c < root->copies(); c++) {
