@@ -1,6 +1,7 @@
 // Log block encoding and its checks (the layout is in log_block.h).
 #include "zil/log_block.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -99,7 +100,7 @@ std::vector<uint8_t> LogBlockWriter::Finish(const LogBlockAddress& next) const {
   util::PutLE32(p + 76, uint32_t(count_));
   util::PutLE64(p + 80, first_seq_);
   util::PutLE64(p + 88, last_seq_);
-  std::memcpy(p + kLogBlockHeaderSize, records_.data(), records_.size());
+  std::copy(records_.begin(), records_.end(), p + kLogBlockHeaderSize);
   const util::Checksum128 sum = KeyedChecksum(block, id_);
   util::PutLE64(p + kChecksumOffset, sum.lo);
   util::PutLE64(p + kChecksumOffset + 8, sum.hi);

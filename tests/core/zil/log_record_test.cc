@@ -24,7 +24,7 @@ std::vector<uint8_t> Encode(const LogRecord& r) {
 }
 
 // Decodes `bytes`, expects Corruption, and returns its message.
-std::string Refusal(const std::vector<uint8_t>& bytes) {
+std::string RecordRefusal(const std::vector<uint8_t>& bytes) {
   auto r = DecodeLogRecord(bytes, "here");
   REQUIRE(!r.ok());
   REQUIRE(r.status().IsCorruption());
@@ -128,43 +128,43 @@ TEST_CASE("DecodeLogRecord refuses damage, naming the field", "[zil][record]") {
 
   auto b = good;
   util::PutLE16(b.data(), 99);
-  REQUIRE(Refusal(b) == "here: bad type 99");
+  REQUIRE(RecordRefusal(b) == "here: bad type 99");
   b = good;
   util::PutLE16(b.data(), 0);
-  REQUIRE(Refusal(b) == "here: bad type 0");
+  REQUIRE(RecordRefusal(b) == "here: bad type 0");
   b = good;
   util::PutLE16(b.data() + 2, 1);
-  REQUIRE(Refusal(b) == "here: link: flags 1 (none is defined)");
+  REQUIRE(RecordRefusal(b) == "here: link: flags 1 (none is defined)");
   b = good;
   util::PutLE32(b.data() + 4, 296);
-  REQUIRE(Refusal(b) == "here: link: length 296 in a record of 304 bytes");
+  REQUIRE(RecordRefusal(b) == "here: link: length 296 in a record of 304 bytes");
   // A name one byte too long, its last byte taken from the padding.
   b = good;
   util::PutLE16(b.data() + 40, 256);
   b[297] = 'n';
-  REQUIRE(Refusal(b) == "here: link: name of 256 bytes");
+  REQUIRE(RecordRefusal(b) == "here: link: name of 256 bytes");
   // A name length that runs past the record.
   b = good;
   util::PutLE16(b.data() + 40, 263);
-  REQUIRE(Refusal(b) == "here: link: body runs past the record's 304 bytes");
+  REQUIRE(RecordRefusal(b) == "here: link: body runs past the record's 304 bytes");
   // Garbage after the body: a whole word, and a nonzero padding byte.
   b = good;
   b.resize(312, 0);
   util::PutLE32(b.data() + 4, 312);
-  REQUIRE(Refusal(b) == "here: link: 8 bytes after the body");
+  REQUIRE(RecordRefusal(b) == "here: link: 8 bytes after the body");
   b = good;
   b[303] = 1;
-  REQUIRE(Refusal(b) == "here: link: nonzero padding at record byte 303");
+  REQUIRE(RecordRefusal(b) == "here: link: nonzero padding at record byte 303");
   b = good;
   b[50] = '/';
-  REQUIRE(Refusal(b) == "here: link: name contains '/'");
-  REQUIRE(Refusal(std::vector<uint8_t>(good.begin(), good.begin() + 31)) ==
+  REQUIRE(RecordRefusal(b) == "here: link: name contains '/'");
+  REQUIRE(RecordRefusal(std::vector<uint8_t>(good.begin(), good.begin() + 31)) ==
           "here: record of 31 bytes");
   // A truncated fixed part: a punch record cut to its header and offset.
   auto p = Encode(LogRecord{RecordType::kPunch, 1, 1, 1, PunchBody{0, 1}});
   p.resize(40);
   util::PutLE32(p.data() + 4, 40);
-  REQUIRE(Refusal(p) == "here: punch: body runs past the record's 40 bytes");
+  REQUIRE(RecordRefusal(p) == "here: punch: body runs past the record's 40 bytes");
 }
 
 }  // namespace
