@@ -1,6 +1,6 @@
 // Intent log records: one change to a dataset, as the log stores it.
 //
-// The intent log of a dataset is a chain of log blocks (log_block.h), each
+// An intent log is a chain of log blocks (log_block.h), each
 // packed with records. A record says what one operation did to the
 // dataset — a create, a rename, a write — with everything needed to do it
 // again on top of the last synced txg: a record is written before its txg
