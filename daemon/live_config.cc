@@ -325,6 +325,17 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
                      " free, " + FormatBytesHuman(s.space_deferred) +
                      " freed (free once the last txgs sync), " + FormatBytesHuman(s.space_total) +
                      " total");
+  if (s.log.enabled) {
+    const uint64_t n = s.log.commits;
+    line("intent log:", std::to_string(n) + " commits wrote " + std::to_string(s.log.records) +
+                            " records in " + std::to_string(s.log.blocks) + " blocks (" +
+                            FormatBytesHuman(s.log.bytes) + "), " +
+                            std::to_string(s.log.commits_synced) +
+                            " waited for a txg instead; commit " +
+                            (n == 0 ? std::string("-") : Millis(s.log.commit_ns_total / n)) +
+                            " mean, " + Millis(s.log.commit_ns_max) + " max; " +
+                            std::to_string(s.log.replayed) + " records replayed at import");
+  }
   line("checksum errors:", std::to_string(s.checksum_errors) + " (" +
                                std::to_string(s.repaired_copies) +
                                " bad copies rewritten from good ones)");

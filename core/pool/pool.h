@@ -396,19 +396,22 @@ class Pool {
   // outside any txg. WriteLogArea: ReadOnly on a read-only import,
   // InvalidArgument for a vdev or range outside the pool's areas.
   uint32_t vdev_count() const { return uint32_t(devs_.size()); }
+  uint64_t guid() const { return pool_guid_; }
   Status WriteLogArea(uint32_t vdev, uint64_t off, std::span<const uint8_t> bytes);
   Status ReadLogArea(uint32_t vdev, uint64_t off, std::span<uint8_t> bytes) const;
   Status FlushLogArea(uint32_t vdev);
   // The log's state in the uberblock this import opened (empty: no log
   // block was needed).
   const LogState& imported_log() const { return imported_log_; }
-  // Gives each txg's uberblock its log state: `fn(t)` is called in the
-  // sync of t after t's blocks are written and before its uberblock, on
-  // the txg driver thread; it must not wait for a sync. Until one is set,
+  // Gives each txg's uberblock its log state: `state(t)` is called in the
+  // sync of t after t's blocks are written and before its uberblock, and
+  // `durable(t)` (may be empty) once that uberblock is on disk, both on the
+  // txg driver thread; neither may wait for a sync. Until one is set,
   // every uberblock keeps the imported state, so that an import which does
   // not replay the log (a tool, a read-only mount) leaves it for one that
   // does.
-  void SetLogStateSource(std::function<LogState(Txg)> fn) EXCLUDES(log_mu_);
+  void SetLogStateSource(std::function<LogState(Txg)> state,
+                         std::function<void(Txg)> durable = nullptr) EXCLUDES(log_mu_);
   // What the import did beyond opening the newest txg, one line each, for
   // the log: the rewind's choice ("rewound to txg N (the newest, txg M, does
   // not verify: ...)"), labels it rewrote.
@@ -516,6 +519,7 @@ class Pool {
   LogState imported_log_;                  // imported_log()
   mutable util::Mutex log_mu_;
   std::function<LogState(Txg)> log_state_ GUARDED_BY(log_mu_);
+  std::function<void(Txg)> log_durable_ GUARDED_BY(log_mu_);
   std::atomic<uint32_t> mos_passes_last_{0};
   std::atomic<uint32_t> mos_passes_max_{0};
   // What SyncStats reports; written by the driver after each sync.

@@ -36,9 +36,11 @@ Status Pool::FlushLogArea(uint32_t vdev) {
   return devs_[vdev]->Flush().WithContext("log area of vdev " + std::to_string(vdev));
 }
 
-void Pool::SetLogStateSource(std::function<LogState(Txg)> fn) {
+void Pool::SetLogStateSource(std::function<LogState(Txg)> state,
+                             std::function<void(Txg)> durable) {
   util::MutexLock l(&log_mu_);
-  log_state_ = std::move(fn);
+  log_state_ = std::move(state);
+  log_durable_ = std::move(durable);
 }
 
 }  // namespace poolfs::core::pool

@@ -359,7 +359,7 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
 namespace {
 constexpr uint64_t kLogStateMagic = 0x31474f4c53534650ull;  // "PFSSLOG1"
 constexpr size_t kLogStateOffset = 128;                     // past either format's pointer
-constexpr size_t kLogStateSize = 48;
+constexpr size_t kLogStateSize = 56;
 static_assert(kLogStateOffset + kLogStateSize <= vdev::kUberblockRootSize);
 }  // namespace
 
@@ -376,6 +376,7 @@ std::array<uint8_t, vdev::kUberblockRootSize> EncodeRootPayload(const zio::Block
     util::PutLE64(p + 24, log.synced_txg);
     util::PutLE64(p + 32, log.tail_offset);
     util::PutLE64(p + 40, log.tail_seq);
+    util::PutLE64(p + 48, log.replayed_seq);
   }
   return out;
 }
@@ -406,6 +407,7 @@ Result<RootPayload> DecodeRootPayload(const std::array<uint8_t, vdev::kUberblock
   log.synced_txg = util::GetLE64(p + 24);
   log.tail_offset = util::GetLE64(p + 32);
   log.tail_seq = util::GetLE64(p + 40);
+  log.replayed_seq = util::GetLE64(p + 48);
   if (log.chain == 0) return bad("chain id 0");
   if (log.tail_seq == 0) return bad("tail sequence number 0");
   if (log.tail_offset >= vdev::kLogAreaSize || log.tail_offset % kLogBlockAlign != 0)

@@ -44,8 +44,9 @@
 //   needed): u64 magic "PFSSLOG1", u32 vdev (whose log area holds the
 //   log), u32 reserved (zero), u64 chain id (not 0), u64 synced txg (the
 //   log's records of later txgs are not in the pool), u64 tail offset (in
-//   the log area, a multiple of 4 KiB), u64 tail sequence number (not 0);
-//   the rest is zero.
+//   the log area, a multiple of 4 KiB), u64 tail sequence number (not 0),
+//   u64 replayed seq (records up to it are in the pool already); the rest
+//   is zero.
 //
 // Every decoder refuses damage with Corruption saying what and where.
 #pragma once
@@ -163,6 +164,9 @@ struct LogState {
   uint64_t synced_txg = 0;
   uint64_t tail_offset = 0;
   uint64_t tail_seq = 0;
+  // Records up to this seq have been replayed into the pool (0: none): a
+  // replay interrupted by a crash goes on after them, never twice.
+  uint64_t replayed_seq = 0;
   bool empty() const { return chain == 0; }
   bool operator==(const LogState&) const = default;
 };

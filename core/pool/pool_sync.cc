@@ -294,6 +294,10 @@ Status Pool::SyncTxg(Txg t) {
               [](const auto& a, const auto& b) { return a.first < b.first; });
   }
   // 4. t is durable: release what waited for it.
+  {
+    util::MutexLock l(&log_mu_);
+    if (log_durable_) log_durable_(t);
+  }
   space_->SyncDone(t);
   mos_->SyncDone(t);
   std::vector<dmu::ObjectSet*> sets;

@@ -126,6 +126,7 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
       st = Status::NotFound("pool '" + shared->name() + "' has no dataset " + options.dataset +
                             (top.ok() ? "" : ": " + top.status().message()));
   }
+  if (st.ok() && !options.read_only) st = fs->OpenLog();
   if (st.ok()) {
     // Destroy's last line of defence: a dataset whose files the kernel
     // holds stays (the admin detaches a dataset before it asks the pool).
@@ -143,6 +144,54 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
     return st;
   }
   return fs;
+}
+
+Status DatasetTreeFs::OpenLog() {
+  POOLFS_ASSIGN_OR_RETURN(log_, zil::IntentLog::Open(pool_.get()));
+  log_notes_ = log_->notes();
+  // The records in the order they were made, each applied by its dataset's
+  // filesystem; the objects a create made are known by their new numbers
+  // to the records after it.
+  std::map<uint64_t, std::map<uint64_t, uint64_t>> ids;  // dataset -> log's object -> now
+  uint64_t applied = 0, failed = 0;
+  for (const zil::PendingRecord& p : log_->to_replay()) {
+    const uint64_t slot = SlotFor(p.dataset);
+    PosixFs* fs = slot < kSlots ? slots_[slot].load(std::memory_order_acquire) : nullptr;
+    if (fs == nullptr) continue;  // its dataset is gone
+    Txg t;
+    Status st = fs->Replay(p.record, &ids[p.dataset], &t);
+    if (!st.ok()) {
+      // The pool as it is cannot take the record (it should not happen):
+      // said, and the replay goes on with the next.
+      failed++;
+      if (failed <= 8) log_notes_.push_back("intent log replay: " + st.ToString());
+      continue;
+    }
+    applied++;
+    if (t.value() != 0) log_->NoteReplayed(p.record.seq, t);
+  }
+  if (applied + failed > 0)
+    log_notes_.push_back("intent log: replayed " + std::to_string(applied) + " records" +
+                         (failed > 0 ? ", " + std::to_string(failed) + " failed" : std::string()));
+  // A txg synced (one nobody held never syncs: hold one) makes the replay
+  // durable and said to be done before the new log begins; and one after
+  // the start puts the new chain in an uberblock before the first commit
+  // can need it.
+  auto sync_once = [this]() -> Status {
+    dmu::Tx tx(pool_->assigner());
+    POOLFS_RETURN_IF_ERROR(tx.Assign(0));
+    const Txg t = tx.txg();
+    tx.Commit();
+    return pool_->WaitSynced(t);
+  };
+  if (applied + failed > 0) POOLFS_RETURN_IF_ERROR(sync_once());
+  log_->Start();
+  POOLFS_RETURN_IF_ERROR(sync_once());
+  util::ReadMostlyReader r(&tree_lock_);
+  for (const auto& [slot, node] : nodes_)
+    if (PosixFs* fs = slots_[slot].load(std::memory_order_acquire))
+      fs->SetIntentLog(log_.get(), IdFor(slot));
+  return Status::Ok();
 }
 
 Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
@@ -170,6 +219,7 @@ Status DatasetTreeFs::AddDataset(const std::string& name, uint64_t id) {
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<PosixFs> fs,
                           PosixFs::Open(pool_, os, opts_, /*exports=*/false));
   PosixFs* raw = fs.get();
+  if (log_ != nullptr) raw->SetIntentLog(log_.get(), id);
   raw->SetPageDropper([this, slot](uint64_t local) {
     util::MutexLock l(&drop_mu_);
     if (drop_pages_) drop_pages_(Out(Global(slot, local)));
@@ -245,6 +295,9 @@ Status DatasetTreeFs::Unmount() {
     Status st = (*it)->Unmount();
     if (first.ok() && !st.ok()) first = st;
   }
+  // Every change synced, the log needs no block: the last uberblock says
+  // so (a pool exported cleanly has no log to replay).
+  if (log_ != nullptr && pool_->WaitSynced().ok()) log_->StopForExport();
   Status exported = pool_->Export();
   unmount_status_ = first.ok() ? exported : first;
   return unmount_status_;
@@ -601,6 +654,19 @@ FsStatus DatasetTreeFs::GetStatus() {
   if (fs.ok()) {
     FsStatus s = (*fs)->GetStatus();
     if (auto list = admin_->List("", /*recursive=*/true); list.ok()) s.dataset_space = *list;
+    s.import_notes.insert(s.import_notes.end(), log_notes_.begin(), log_notes_.end());
+    if (log_ != nullptr) {
+      const zil::IntentLogStats l = log_->stats();
+      s.log.enabled = true;
+      s.log.commits = l.commits;
+      s.log.commits_synced = l.commits_synced;
+      s.log.blocks = l.blocks;
+      s.log.records = l.records;
+      s.log.bytes = l.bytes;
+      s.log.commit_ns_total = l.commit_ns_total;
+      s.log.commit_ns_max = l.commit_ns_max;
+      s.log.replayed = l.replayed;
+    }
     // The scrub's errors in any dataset of the tree, each by a path in it.
     s.scrub = (*fs)->DescribeScrub([this](uint64_t id, uint64_t object) -> Result<std::string> {
       const uint64_t slot = SlotFor(id);

@@ -237,6 +237,9 @@ class DatasetTreeFs final : public Filesystem {
   // The slot of the child dataset `name` of directory `local` of the
   // dataset in `slot` (only a root directory has them), or 0.
   uint64_t ChildAt(uint64_t slot, uint64_t local, std::string_view name) EXCLUDES(tree_lock_);
+  // Opens the intent log, replays it into the datasets and starts it
+  // (intent_log.h); the datasets record into it from then on.
+  Status OpenLog() EXCLUDES(tree_lock_);
   // Ok unless `name` in `parent` is a child dataset (then `code`, saying so).
   Status NotAJoin(uint64_t parent, std::string_view name, StatusCode code) EXCLUDES(tree_lock_);
   Result<Attr> InSlot(uint64_t slot, Result<Attr> a) const;
@@ -276,6 +279,10 @@ class DatasetTreeFs final : public Filesystem {
   std::thread notifier_ GUARDED_BY(mu_);
   std::unique_ptr<std::atomic<PosixFs*>[]> slots_;
   std::atomic<bool> unmounting_{false};
+  // The pool's intent log (none on a read-only mount); before all_, whose
+  // filesystems record into it, so that it outlives them.
+  std::unique_ptr<zil::IntentLog> log_;
+  std::vector<std::string> log_notes_;  // what its replay said (import notes)
 
   util::Mutex mu_;                                             // membership changes; unmount
   std::vector<std::unique_ptr<PosixFs>> all_ GUARDED_BY(mu_);  // every one opened, kept

@@ -141,6 +141,12 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   POOLFS_RETURN_IF_ERROR(tx.Finish(st));
   Note(tx, {in.get()});
   in->NoteUnsynced(tx.txg().value(), data.size(), space_synced_txg_.load());
+  // The bytes go into the record at the commit (intent_log.h); a write
+  // larger than a record takes several.
+  for (uint64_t done = 0; done < data.size(); done += zil::kMaxInlineWrite)
+    Log(tx, ino, zil::RecordType::kWrite, zil::WriteBody{off + done, {}},
+        uint32_t(std::min<uint64_t>(zil::kMaxInlineWrite, data.size() - done)));
+  if (killed != 0) LogAttrs(tx, ino, z, false);
   return data.size();
 }
 
@@ -254,6 +260,7 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   z.ctime = (req.valid & R::kCtime) ? req.ctime : now;
   POOLFS_RETURN_IF_ERROR(tx.Finish(SaveZnode(tx, *in, z)));
   Note(tx, {in.get()});
+  LogAttrs(tx, ino, z, (req.valid & R::kSize) != 0);
   return MakeAttr(*in, z);
 }
 
@@ -317,6 +324,8 @@ Status PosixFs::Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t
   };
   POOLFS_RETURN_IF_ERROR(tx.Finish(steps()));
   Note(tx, {in.get()});
+  if (off < z.size) Log(tx, ino, zil::RecordType::kPunch, zil::PunchBody{off, len});
+  LogAttrs(tx, ino, z, false);
   return Status::Ok();
 }
 

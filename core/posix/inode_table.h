@@ -28,10 +28,9 @@
 // again when next needed. An Inode whose file is unlinked but still known to
 // the kernel (nlink 0, not freed) stays, so that the last Forget finds it
 // and frees the object. Hence at most one Inode, one op_mu and one Zap exist
-// per object at any time. A load reads the disk outside the table's locks,
-// so it is inserted only if no Inode of its shard left the table since the
-// miss (FindOrStamp, InsertLoaded): one of the same ino may have changed the
-// file after the load read it.
+// per object at any time, and a load from disk (FindOrLoad) runs under the
+// lock of its shard of the table, so no other Inode of the object can change
+// it meanwhile.
 //
 // Thread safety: every InodeTable method may be called from any thread.
 #pragma once
@@ -103,15 +102,11 @@ class InodeTable {
   void SetLimit(uint64_t count) { cache_.SetLimit(count); }
   // The Inode of `ino` if it is in memory, else nullptr.
   InodeRef Find(uint64_t ino) { return cache_.Find(ino); }
-  // Find, or nullptr and a stamp for InsertLoaded.
-  InodeRef FindOrStamp(uint64_t ino, uint64_t* stamp) { return cache_.FindOrStamp(ino, stamp); }
-  // Inserts `in`, loaded from disk after FindOrStamp gave `stamp`, unless
-  // its ino is present (returns the Inode in the table) or an Inode of the
-  // table left meanwhile (returns nullptr: the one of this ino may have
-  // changed the file and gone, so `in` may be stale; load again).
-  InodeRef InsertLoaded(InodeRef in, uint64_t stamp) {
-    const uint64_t ino = in->ino;
-    return cache_.InsertUnchanged(ino, std::move(in), stamp);
+  // The Inode of `ino`, made by `load()` (a Result<InodeRef>) when absent,
+  // under the table's lock for `ino`: load must not call the table.
+  template <typename Load>
+  Result<InodeRef> FindOrLoad(uint64_t ino, Load load) {
+    return cache_.FindOrLoad(ino, std::move(load));
   }
   // Inserts `in`, replacing any Inode of the same ino (a new object).
   void Replace(InodeRef in) {

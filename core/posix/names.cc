@@ -76,7 +76,8 @@ Result<Attr> PosixFs::Lookup(const Creds& c, uint64_t parent, std::string_view n
 }
 
 Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view name,
-                               uint32_t mode, uint64_t rdev, std::string_view target) {
+                               uint32_t mode, uint64_t rdev, std::string_view target,
+                               const ExactAttrs* exact) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, true));
   POOLFS_RETURN_IF_ERROR(CheckName(name));
@@ -110,6 +111,12 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
   z.rdev = rdev;
   z.parent = parent;
   z.atime = z.mtime = z.ctime = z.btime = Now();
+  if (exact != nullptr) {
+    z.uid = exact->uid;
+    z.gid = exact->gid;
+    z.mode = (mode & S_IFMT) | (exact->mode & 07777);
+    z.atime = z.mtime = z.ctime = z.btime = exact->time;
+  }
   if (S_ISLNK(mode)) {
     z.size = target.size();
     // Inline when it fits the bonus buffer (pool format 1's holds 256
@@ -181,6 +188,15 @@ Result<Attr> PosixFs::MakeNode(const Creds& c, uint64_t parent, std::string_view
     table_.AddLookups(in->ino, 1);
   }
   Note(tx, {p.get(), in.get()});
+  {
+    const zil::RecordType type = is_dir           ? zil::RecordType::kMkdir
+                                 : S_ISLNK(mode)  ? zil::RecordType::kSymlink
+                                 : S_ISREG(mode)  ? zil::RecordType::kCreate
+                                                  : zil::RecordType::kMknod;
+    Log(tx, id.value(), type,
+        zil::CreateBody{parent, std::string(name), z.mode, z.uid, z.gid, z.rdev, z.ctime,
+                        std::string(target)});
+  }
   return MakeAttr(*in, z);
 }
 
@@ -276,6 +292,7 @@ Result<Attr> PosixFs::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
   if (st.ok()) st = SaveZnode(tx, *p, pz);
   POOLFS_RETURN_IF_ERROR(tx.Finish(st));
   Note(tx, {p.get(), in.get()});
+  Log(tx, ino, zil::RecordType::kLink, zil::EntryBody{new_parent, std::string(new_name)});
   {
     util::MutexLock l(&in->mu);
     table_.AddLookups(in->ino, 1);
@@ -375,6 +392,8 @@ Status PosixFs::RemoveName(const Creds& c, uint64_t parent, std::string_view nam
     if (st.ok()) st = DropLink(tx, *child, z, dir);
     POOLFS_RETURN_IF_ERROR(tx.Finish(st));
     Note(tx, {p.get(), child.get()});
+    Log(tx, child->ino, dir ? zil::RecordType::kRmdir : zil::RecordType::kUnlink,
+        zil::EntryBody{parent, std::string(name)});
     return Status::Ok();
   }
 }

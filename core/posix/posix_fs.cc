@@ -301,6 +301,7 @@ Status PosixFs::Unmount() {
   teardown_.WriteUnlock();
   table_.Clear();
   unlinked_.reset();
+  if (log_ != nullptr) log_->RemoveReader(log_dataset_);
   unmount_status_ = exports_ ? pool_->Export() : Status::Ok();
   return unmount_status_;
 }
@@ -381,29 +382,17 @@ Result<InodeRef> PosixFs::Load(uint64_t ino) {
 }
 
 Result<InodeRef> PosixFs::Get(uint64_t ino, bool stale) {
-  // The load reads the disk without the table's lock. If an Inode of this
-  // ino was in the table meanwhile, changed the file (a link, an unlink)
-  // and was evicted, the load may predate that change: inserting it would
-  // bring back the old link count, and a later unlink could free a file
-  // that still has names. So the insert is refused when any Inode of the
-  // shard left since the miss, and the load is done again.
-  for (;;) {
-    uint64_t stamp = 0;
-    if (InodeRef in = table_.FindOrStamp(ino, &stamp)) {
-      util::MutexLock l(&in->mu);
-      if (!in->freed) return in;
-      break;
-    }
-    auto loaded = Load(ino);
-    if (!loaded.ok()) {
-      if (!loaded.status().IsNotFound()) return loaded.status();
-      break;
-    }
-    if (InodeRef in = table_.InsertLoaded(std::move(*loaded), stamp)) {
-      util::MutexLock l(&in->mu);
-      if (!in->freed) return in;
-      break;
-    }
+  // Loaded under the table's lock for this number, so that no other Inode
+  // of it can appear meanwhile: one that changed the file after the load
+  // read it would leave the load stale (an old link count, an old handle
+  // of a directory's entries), and a directory's changes edit its zap
+  // blocks in place, which a second Zap opening it would read torn.
+  auto r = table_.FindOrLoad(ino, [&] { return Load(ino); });
+  if (r.ok()) {
+    util::MutexLock l(&(*r)->mu);
+    if (!(*r)->freed) return *r;
+  } else if (!r.status().IsNotFound()) {
+    return r.status();
   }
   std::string what = "inode " + std::to_string(ino) + " does not exist";
   return stale ? Status(StatusCode::kStale, what) : Status::NotFound(what);
@@ -505,8 +494,14 @@ Status PosixFs::Pin(std::initializer_list<uint64_t> objects, Pins* pins) {
   return Status::Ok();
 }
 
+uint64_t& PosixFs::ThreadLastTxg() {
+  thread_local uint64_t txg = 0;
+  return txg;
+}
+
 void PosixFs::Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes) {
   const uint64_t t = tx.txg().value();
+  ThreadLastTxg() = t;
   for (Inode* in : inodes)
     if (in) in->NoteTxg(t);
   uint64_t cur = newest_txg_.load(std::memory_order_relaxed);
@@ -604,11 +599,56 @@ Result<Attr> PosixFs::LookupRoot() {
   return a;
 }
 
+void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
+  log_ = log;
+  log_dataset_ = dataset;
+  if (log == nullptr) return;
+  // A write's bytes for its record, read at the commit: as the file holds
+  // them then, up to its size (a hole reads as zeros), without moving atime.
+  log->SetReader(dataset, [this](uint64_t object, uint64_t off,
+                                 uint64_t len) -> Result<std::string> {
+    CallGuard g;
+    POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+    POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(object, false));
+    const ZnodePhys z = in->Snapshot();
+    if (!S_ISREG(z.mode) || off >= z.size) return std::string();
+    const uint64_t n = std::min(len, z.size - off);
+    POOLFS_ASSIGN_OR_RETURN(std::string data, os_->Read(ObjectId(object), off, n));
+    data.resize(n, '\0');
+    return data;
+  });
+}
+
+void PosixFs::Log(const dmu::Tx& tx, uint64_t object, zil::RecordType type, zil::RecordBody body,
+                  uint32_t write_length) {
+  if (log_ == nullptr) return;
+  log_->Add(log_dataset_, zil::LogRecord{type, tx.txg().value(), 0, object, std::move(body)},
+            write_length);
+}
+
+void PosixFs::LogAttrs(const dmu::Tx& tx, uint64_t object, const ZnodePhys& z, bool size) {
+  if (log_ == nullptr) return;
+  zil::SetattrBody b;
+  b.mask = zil::kSetMode | zil::kSetUid | zil::kSetGid | zil::kSetAtime | zil::kSetMtime |
+           zil::kSetCtime | (size ? zil::kSetSize : 0);
+  b.mode = z.mode & 07777;
+  b.uid = z.uid;
+  b.gid = z.gid;
+  b.size = size ? z.size : 0;
+  b.atime = z.atime;
+  b.mtime = z.mtime;
+  b.ctime = z.ctime;
+  Log(tx, object, zil::RecordType::kSetattr, std::move(b));
+}
+
 Status PosixFs::Fsync(uint64_t ino, bool /*datasync*/) {
   CallGuard g;
   POOLFS_RETURN_IF_ERROR(Enter(&g, false));
   if (pool::SyncMode(props_sync_.load(std::memory_order_relaxed)) == pool::SyncMode::kDisabled)
     return Status::Ok();
+  // Every change made so far is in the log or in a synced txg when the
+  // commit returns (the log takes every dataset's records at once).
+  if (log_ != nullptr && log_->started()) return log_->Commit();
   InodeRef in = table_.Find(ino);
   uint64_t t = in ? in->last_txg.load() : newest_txg_.load();
   if (t == 0) return Status::Ok();
@@ -618,6 +658,7 @@ Status PosixFs::Fsync(uint64_t ino, bool /*datasync*/) {
 Status PosixFs::SyncIfAlways() {
   if (pool::SyncMode(props_sync_.load(std::memory_order_relaxed)) != pool::SyncMode::kAlways)
     return Status::Ok();
+  if (log_ != nullptr && log_->started()) return log_->Commit();
   const uint64_t t = newest_txg_.load();
   return t == 0 ? Status::Ok() : pool_->WaitSynced(Txg(t));
 }

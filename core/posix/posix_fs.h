@@ -24,6 +24,7 @@
 #include "posix/znode_phys.h"
 #include "util/read_mostly_lock.h"
 #include "zap/zap.h"
+#include "zil/intent_log.h"
 
 namespace poolfs::core::posix {
 
@@ -131,6 +132,19 @@ class PosixFs final : public Filesystem {
   using PathFinder = std::function<Result<std::string>(uint64_t dataset_id, uint64_t object)>;
   ScrubStatus DescribeScrub(const PathFinder& path);
 
+  // The pool's intent log (zil/intent_log.h), this filesystem being
+  // dataset `dataset` in it: every change is recorded there, and Fsync
+  // commits it instead of waiting for the txg. Without one (nullptr, the
+  // default) Fsync waits for the txg. Set before calls arrive.
+  void SetIntentLog(zil::IntentLog* log, uint64_t dataset);
+  // Applies record `r` of the log's replay (replay.cc), as root, with the
+  // times and owners the record gives: `ids` maps the objects the log
+  // names to the ones the replay made (a create makes a new one). Sets
+  // *txg to the txg of its last change. A create, link, removal or rename
+  // is one change; the others set absolute values, so applying one again
+  // after a crash is harmless.
+  Status Replay(const zil::LogRecord& r, std::map<uint64_t, uint64_t>* ids, Txg* txg);
+
   // The root directory's attributes, taking one lookup reference on it, as
   // Lookup of a name does: how a parent dataset's mount reaches it.
   Result<Attr> LookupRoot();
@@ -215,8 +229,10 @@ class PosixFs final : public Filesystem {
   // (dmu/tx.h); held, it stays in memory, and the change's lookups by id
   // find it without a read. The dmu's errors (NotFound for a free object).
   Status Pin(std::initializer_list<uint64_t> objects, Pins* pins);
-  // After the changes of a Tx: every touched inode remembers its txg.
+  // After the changes of a Tx: every touched inode remembers its txg, and
+  // the thread too (ThreadLastTxg: how Replay learns a change's txg).
   void Note(const dmu::Tx& tx, std::initializer_list<Inode*> inodes);
+  static uint64_t& ThreadLastTxg();
 
   // Permissions (permissions.cc).
   bool InGroup(const Creds& c, uint32_t gid) const;
@@ -286,8 +302,20 @@ class PosixFs final : public Filesystem {
   // `dir`'s entry `name` (dir is directory `parent`): NotFound "'name' not
   // in directory parent" when there is none, or the zap's failure.
   static Result<zap::Value> Entry(const Inode& dir, uint64_t parent, std::string_view name);
+  // `exact` (a replay): the owner, mode and times the new file gets, and
+  // the parent's mtime and ctime, instead of the caller's and now.
+  struct ExactAttrs {
+    uint32_t uid = 0, gid = 0, mode = 0;
+    Timespec time;
+  };
   Result<Attr> MakeNode(const Creds& c, uint64_t parent, std::string_view name, uint32_t mode,
-                        uint64_t rdev, std::string_view target);
+                        uint64_t rdev, std::string_view target, const ExactAttrs* exact = nullptr);
+  // Records `z`, the attributes of `object` after a change in tx, as a
+  // setattr (with its size when `size`).
+  void LogAttrs(const dmu::Tx& tx, uint64_t object, const ZnodePhys& z, bool size);
+  // Records a change of `object` made in tx in the intent log, if any.
+  void Log(const dmu::Tx& tx, uint64_t object, zil::RecordType type, zil::RecordBody body,
+           uint32_t write_length = 0);
   Status RemoveName(const Creds& c, uint64_t parent, std::string_view name, bool dir);
   // What DropLink(in, z, dir) will read, read before its Tx: pins `in`'s
   // dnode and, when the last link goes, its xattr object and the unlinked
@@ -358,6 +386,8 @@ class PosixFs final : public Filesystem {
   util::Mutex unlinked_mu_;
   std::unique_ptr<zap::Zap> unlinked_ PT_GUARDED_BY(unlinked_mu_);
   std::atomic<uint64_t> newest_txg_{0};  // newest change of any inode (Fsync fallback)
+  zil::IntentLog* log_ = nullptr;  // SetIntentLog
+  uint64_t log_dataset_ = 0;
   // The live tunables the calls read (opts_.tunables keeps the mount's).
   std::atomic<bool> cache_whole_reads_{false};  // CoreTunables::cache_whole_reads
   std::atomic<uint64_t> dirty_max_bytes_{0};    // TxgOptions::dirty_max_bytes (ReserveSpace)

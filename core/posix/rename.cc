@@ -204,6 +204,9 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
   };
   POOLFS_RETURN_IF_ERROR(tx.Finish(steps()));
   Note(tx, {&p1, &p2, &src, dst});
+  Log(tx, src.ino, zil::RecordType::kRename,
+      zil::RenameBody{p1.ino, std::string(name), p2.ino, std::string(new_name),
+                      exchange ? zil::kRenameExchange : 0u});
   return Status::Ok();
 }
 

@@ -154,6 +154,8 @@ Status PosixFs::SetXattr(const Creds& c, uint64_t ino, std::string_view name,
     return st;
   }
   Note(tx, {in.get()});
+  Log(tx, ino, zil::RecordType::kSetxattr,
+      zil::SetxattrBody{std::string(name), std::string(value), 0});
   return Status::Ok();
 }
 
@@ -205,6 +207,7 @@ Status PosixFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view name)
     return st;
   }
   Note(tx, {in.get()});
+  Log(tx, ino, zil::RecordType::kRemovexattr, zil::RemovexattrBody{std::string(name)});
   return Status::Ok();
 }
 

@@ -111,38 +111,6 @@ class ObjectCache {
     return *FindOrLoad(key, [&]() -> Result<Ref> { return std::move(ref); });
   }
 
-  // Loading outside the shard's lock (when load does I/O that should not
-  // stall the shard's other keys): FindOrStamp returns the object under
-  // `key`, or nullptr and a stamp of the shard's removals; InsertUnchanged
-  // then inserts what the caller loaded meanwhile unless an entry of the
-  // shard left since the stamp (one under `key` may have been loaded,
-  // changed and dropped again, so the load may be stale): it returns the
-  // object now under key, or nullptr when the caller must load again.
-  Ref FindOrStamp(uint64_t key, uint64_t* stamp) {
-    Shard& s = ShardOf(key);
-    MutexLock l(&s.mu);
-    if (Slot* e = s.table.Find(key)) {
-      e->referenced = true;
-      return e->ref;
-    }
-    *stamp = s.removals;
-    return nullptr;
-  }
-  Ref InsertUnchanged(uint64_t key, Ref ref, uint64_t stamp) {
-    std::vector<Ref> evicted;
-    Shard& s = ShardOf(key);
-    MutexLock l(&s.mu);
-    if (Slot* e = s.table.Find(key)) {
-      e->referenced = true;
-      return e->ref;
-    }
-    if (s.removals != stamp) return nullptr;
-    POOLFS_CHECK(ref != nullptr);
-    s.table.Insert(key, ref);
-    Sweep(s, &evicted);
-    return ref;
-  }
-
   // Inserts `ref`, replacing whatever was under `key`.
   void Replace(uint64_t key, Ref ref) {
     std::vector<Ref> evicted;
@@ -150,7 +118,6 @@ class ObjectCache {
     Shard& s = ShardOf(key);
     MutexLock l(&s.mu);
     if (Slot* e = s.table.Find(key)) {
-      s.removals++;
       evicted.push_back(std::move(e->ref));
       e->ref = std::move(ref);
       e->referenced = true;
@@ -166,7 +133,6 @@ class ObjectCache {
     MutexLock l(&s.mu);
     Slot* e = s.table.Find(key);
     if (!e) return;
-    s.removals++;
     drop = std::move(e->ref);
     s.table.Erase(e);
   }
@@ -181,7 +147,6 @@ class ObjectCache {
     // The cache's reference and the caller's: nobody else can see it.
     if (!e || e->ref != held || held.use_count() != 2) return false;
     if (evictable_ && !evictable_(*held)) return false;
-    s.removals++;
     drop = std::move(e->ref);
     s.table.Erase(e);
     return true;
@@ -204,7 +169,6 @@ class ObjectCache {
       Table drop;
       MutexLock l(&s.mu);
       drop.Swap(s.table);
-      s.removals++;
       s.sweep_at = 0;
       s.hand = 0;
     }
@@ -320,7 +284,6 @@ class ObjectCache {
     Table table GUARDED_BY(mu);
     size_t hand GUARDED_BY(mu) = 0;        // the slot the last sweep stopped at
     uint64_t sweep_at GUARDED_BY(mu) = 0;  // no sweep below this size
-    uint64_t removals GUARDED_BY(mu) = 0;  // entries that left (FindOrStamp)
   };
 
   Shard& ShardOf(uint64_t key) { return shards_[(key * kMix) >> 58]; }
@@ -342,7 +305,6 @@ class ObjectCache {
       if (e.ref && !e.referenced && e.ref.use_count() == 1 && (!evictable_ || evictable_(*e.ref))) {
         evicted->push_back(std::move(e.ref));
         t.EraseAt(i);
-        s.removals++;
         continue;
       }
       if (e.ref) e.referenced = false;

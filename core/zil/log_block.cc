@@ -60,7 +60,6 @@ Result<bool> LogBlockWriter::Add(const LogRecord& record) {
   };
   if (count_ > 0 && record.seq <= last_seq_)
     return refuse("not above the block's last record seq " + Num(last_seq_));
-  if (record.txg < last_txg_) return refuse("txg below the last record's " + Num(last_txg_));
   if (record.txg > txg_) return refuse("txg above the block's " + Num(txg_));
   const size_t used = records_.size();
   auto length = EncodeLogRecord(record, &records_);
@@ -76,7 +75,6 @@ Result<bool> LogBlockWriter::Add(const LogRecord& record) {
   }
   if (count_ == 0) first_seq_ = record.seq;
   last_seq_ = record.seq;
-  last_txg_ = record.txg;
   count_++;
   return true;
 }
@@ -166,8 +164,6 @@ Result<DecodedLogBlock> DecodeLogBlock(std::span<const uint8_t> bytes, const Log
       return bad_record("seq " + Num(rec->seq) + " out of order");
     if (rec->seq > last)
       return bad_record("seq " + Num(rec->seq) + " past the block's last " + Num(last));
-    if (!out.records.empty() && rec->txg < out.records.back().txg)
-      return bad_record("txg " + Num(rec->txg) + " below the record before");
     if (rec->txg > out.txg)
       return bad_record("txg " + Num(rec->txg) + " above the block's " + Num(out.txg));
     out.records.push_back(std::move(*rec));

@@ -78,7 +78,7 @@ struct LogBlockId {
 struct DecodedLogBlock {
   uint64_t txg = 0;
   LogBlockAddress next;
-  std::vector<LogRecord> records;  // seqs strictly increasing, txgs not decreasing
+  std::vector<LogRecord> records;  // seqs strictly increasing, txgs <= the block's
 };
 
 // Packs records into one log block of a fixed size.
@@ -93,7 +93,8 @@ class LogBlockWriter {
   // size: finish this block and start the next). Fails with InvalidArgument
   // when the record is invalid (EncodeLogRecord), larger than any block of
   // this size can hold, has a seq not above the last record's, or a txg
-  // below the last record's or above the block's.
+  // above the block's. (Records' txgs need not rise with their seqs: two
+  // changes of different files may end in either order.)
   Result<bool> Add(const LogRecord& record);
 
   size_t record_count() const { return count_; }
@@ -110,7 +111,6 @@ class LogBlockWriter {
   size_t count_ = 0;
   uint64_t first_seq_ = 0;
   uint64_t last_seq_ = 0;
-  uint64_t last_txg_ = 0;
 };
 
 // Decodes the log block `bytes`, which should be block `expect`. Fails with

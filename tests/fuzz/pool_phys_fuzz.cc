@@ -25,7 +25,7 @@
 //     block pointers of no more copies than the format holds; space map
 //     entries with nonzero objects and distinct (vdev, metaslab); deferred
 //     frees that are valid, not holes; a root payload zero past its 64 or
-//     128 bytes but for a whole log state at bytes 128..175 (a chain, a
+//     128 bytes but for a whole log state at bytes 128..183 (a chain, a
 //     tail sequence number, an aligned tail inside the log area).
 #include <array>
 #include <cstdio>
@@ -166,12 +166,12 @@ void FuzzRootPayload(const std::string& raw, zio::BpFormat format) {
     Fail("root payload decoding is not deterministic", "");
   if (!got.ok()) return CheckRefusal(got.status());
   CheckPointer(got->mos_root, format, "decoded root payload");
-  // Beyond the pointer only the log state (bytes 128..175) may be set, and
+  // Beyond the pointer only the log state (bytes 128..183) may be set, and
   // only as a whole: a chain, a tail sequence number and an aligned tail
   // inside the log area.
   const size_t bp_size = format == zio::BpFormat::kV1 ? 64 : 128;
   for (size_t i = bp_size; i < in.size(); i++)
-    if (in[i] != 0 && (i < 128 || i >= 176))
+    if (in[i] != 0 && (i < 128 || i >= 184))
       Fail("decoded root payload", "nonzero byte " + std::to_string(i));
   const pool::LogState& log = got->log;
   if (!log.empty() && (log.tail_seq == 0 || log.tail_offset >= vdev::kLogAreaSize ||

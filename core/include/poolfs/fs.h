@@ -279,6 +279,20 @@ struct FsStatus {
   // rewind's choice ("rewound to txg N (the newest, txg M, does not verify:
   // ...)"), label copies it rewrote.
   std::vector<std::string> import_notes;
+  // The intent log (fsync's): commits that wrote log blocks and those that
+  // waited for a txg sync instead, what they wrote, their time, and the
+  // records replayed at this import.
+  struct LogStatus {
+    bool enabled = false;  // off on a read-only mount
+    uint64_t commits = 0;
+    uint64_t commits_synced = 0;
+    uint64_t blocks = 0;
+    uint64_t records = 0;
+    uint64_t bytes = 0;
+    uint64_t commit_ns_total = 0;
+    uint64_t commit_ns_max = 0;
+    uint64_t replayed = 0;
+  } log;
   uint64_t last_synced_txg = 0;
   uint64_t open_txg = 0;
   uint64_t syncs = 0;

@@ -153,7 +153,7 @@ TEST_CASE("The uberblock's log state decodes back, and a damaged one is refused"
           "[pool][log]") {
   const zio::BlockPtr root;  // a hole: the payload's pointer is not what is tested
   for (zio::BpFormat format : {zio::BpFormat::kV1, zio::BpFormat::kV2}) {
-    const LogState state{0, 0x1234, 41, 12288, 9};
+    const LogState state{0, 0x1234, 41, 12288, 9, 17};
     auto bytes = EncodeRootPayload(root, format, state);
     auto back = DecodeRootPayload(bytes, format);
     REQUIRE(back.ok());
@@ -178,7 +178,7 @@ TEST_CASE("The uberblock's log state decodes back, and a damaged one is refused"
     bytes = EncodeRootPayload(root, format, state);
     refused(160, 1, "tail offset");        // 12289: not a 4 KiB step
     refused(166, 0x7f, "tail offset");     // past the area
-    refused(200, 1, "nonzero reserved");   // past the log state
+    refused(190, 1, "nonzero reserved");   // past the log state
   }
 }
 

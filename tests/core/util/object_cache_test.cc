@@ -165,46 +165,6 @@ TEST_CASE("ObjectCache::FindOrLoad loads a key once and reports a failed load", 
   CHECK(cache.Find(4) == nullptr);
 }
 
-TEST_CASE("ObjectCache::InsertUnchanged refuses a load made before an entry of the shard left",
-          "[object_cache]") {
-  Cache cache;
-  uint64_t stamp = 0;
-  REQUIRE(cache.FindOrStamp(5, &stamp) == nullptr);
-  // Nothing left meanwhile: the load goes in.
-  auto loaded = std::make_shared<Obj>(5);
-  CHECK(cache.InsertUnchanged(5, loaded, stamp) == loaded);
-  // Present: found, no stamp needed.
-  uint64_t unused = 0;
-  CHECK(cache.FindOrStamp(5, &unused) == loaded);
-
-  // Another copy of key 5 comes in and leaves (evicted, erased, replaced)
-  // between the stamp and the insert: the load may be stale, so it is
-  // refused, and the next stamp lets the retry in.
-  for (int how = 0; how < 3; how++) {
-    cache.Erase(5);
-    REQUIRE(cache.FindOrStamp(5, &stamp) == nullptr);
-    auto other = cache.InsertIfAbsent(5, std::make_shared<Obj>(5));
-    if (how == 0) {
-      CHECK(cache.TryEvict(5, other));
-    } else if (how == 1) {
-      cache.Erase(5);
-    } else {
-      cache.Replace(5, std::make_shared<Obj>(5));
-      cache.Erase(5);
-    }
-    auto stale = std::make_shared<Obj>(5);
-    CHECK(cache.InsertUnchanged(5, stale, stamp) == nullptr);
-    CHECK(cache.Find(5) == nullptr);
-    REQUIRE(cache.FindOrStamp(5, &stamp) == nullptr);
-    CHECK(cache.InsertUnchanged(5, stale, stamp) == stale);
-  }
-  // Present at the insert: the one in the cache wins.
-  cache.Erase(5);
-  REQUIRE(cache.FindOrStamp(5, &stamp) == nullptr);
-  auto first = cache.InsertIfAbsent(5, std::make_shared<Obj>(5));
-  CHECK(cache.InsertUnchanged(5, std::make_shared<Obj>(5), stamp) == first);
-}
-
 // Threads load, use and drop objects of a key range larger than the limit,
 // so sweeps run all the time. While a thread holds an object, the cache
 // must give that same object for its key: evicting a held object, or

@@ -1,0 +1,179 @@
+// IntentLog: a pool's intent log, which makes a change durable before its
+// txg syncs.
+//
+// Theory
+// ------
+// Every change a caller may ask to make durable is added as a record
+// (log_record.h) when it is made, in memory, with the txg it went into and
+// a sequence number from one counter per pool, taken while the change still
+// holds the locks of what it changed: records of changes that depend on
+// each other are numbered in the order they happened. fsync asks for a
+// commit: every record added so far, of every dataset, goes into log blocks
+// (log_block.h; one dataset's records per block) written to the log area of
+// one vdev (vdev_layout.h), and the area is flushed. A write's record holds
+// only where it wrote until the commit, which reads the bytes from the file
+// then (an object freed meanwhile drops its record: a later record removed
+// it), so data that is never fsynced is never copied.
+//
+// Commit batching: one commit writes at a time; a caller that finds one in
+// flight waits, and the next commit takes what every waiter added, so many
+// fsyncing threads share one block write and one flush.
+//
+// The area is a ring. Blocks follow each other from the head; one that
+// would not fit before the end starts at offset 0. The pool keeps in each
+// uberblock the log state (pool_phys.h): the chain id and where the oldest
+// block that the txg's pool still needs lies (the first whose records are
+// not all of txgs that synced; the head when there is none). Once that
+// uberblock is durable, the space before it may be written again. When the
+// ring has no room for a commit (or its records are more than a quarter of
+// the ring), the commit waits for the records' txg to sync instead, which
+// writes the data once, in its place.
+//
+// A block names the next one (its offset and size): the next commit's first
+// block goes exactly there, with exactly that size, so a reader following
+// the chain finds it or stops. Each import starts a new chain (a random id):
+// blocks of an older chain never pass a reader's check.
+//
+// Replay. Open reads the chain from the imported state's tail, block after
+// block, until one is not the chain's next (the normal end: nothing there,
+// or an older block) or does not verify; a block that verifies but breaks
+// the format ends it too, and is noted. The records of txgs after the
+// state's synced txg, and after its replayed seq, are what the pool lacks,
+// in the order they were made. The caller applies them (NoteReplayed after
+// each, so the uberblock of that txg says it is done: a crash during the
+// replay goes on after it, never applies one twice), waits for the sync,
+// then Start()s the new chain.
+//
+// Thread safety: every public method may be called from any thread; Add is
+// cheap (a lock and a push); Commit blocks on I/O.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pool/pool.h"
+#include "poolfs/status.h"
+#include "util/mutex.h"
+#include "zil/log_block.h"
+#include "zil/log_record.h"
+
+namespace poolfs::core::zil {
+
+struct IntentLogStats {
+  uint64_t commits = 0;         // commits that wrote log blocks
+  uint64_t commits_synced = 0;  // commits that waited for a txg sync instead
+  uint64_t blocks = 0;          // log blocks written
+  uint64_t records = 0;         // records written
+  uint64_t bytes = 0;           // bytes of log blocks written
+  uint64_t commit_ns_total = 0;  // time in commits that wrote blocks
+  uint64_t commit_ns_max = 0;
+  uint64_t replayed = 0;  // records replayed at this import
+};
+
+// A record for the log, with the dataset it belongs to.
+struct PendingRecord {
+  uint64_t dataset = 0;
+  LogRecord record;  // a kWrite's data is empty until the commit
+  uint32_t write_length = 0;  // kWrite: bytes written at the record's offset
+};
+
+class IntentLog {
+ public:
+  // A dataset's bytes: (object, offset, length) -> what the file holds
+  // there now (shorter past its end; NotFound when the object is gone).
+  using DataReader = std::function<Result<std::string>(uint64_t, uint64_t, uint64_t)>;
+
+  // Reads what the import found (Pool::imported_log). Fails only with the
+  // pool's read errors (a block that does not verify ends the log).
+  static Result<std::unique_ptr<IntentLog>> Open(pool::Pool* pool);
+  ~IntentLog();
+
+  // The records to replay, in order, with their datasets; and what reading
+  // the chain noticed (a damaged block that ended it), for the log.
+  const std::vector<PendingRecord>& to_replay() const { return replay_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  // Record `seq` of to_replay() is applied, by a change in txg t.
+  void NoteReplayed(uint64_t seq, Txg t);
+  // Ends the replay (to_replay() is dropped; the caller has waited for the
+  // replay's txgs to sync) and starts a new chain: from now on the pool's
+  // uberblocks carry this log's state.
+  void Start();
+  // The log's state in the next uberblock: none once the pool is being
+  // exported (every change is in its last txg).
+  void StopForExport();
+
+  // Reads `dataset`'s write data at commit time. Records of a dataset with
+  // no reader are dropped at commit (a destroyed dataset's).
+  void SetReader(uint64_t dataset, DataReader reader);
+  void RemoveReader(uint64_t dataset);
+
+  // Adds a record of `dataset` (its seq is set here; `pending.record.txg`
+  // is the txg of the change). For kWrite give the length, not the data.
+  void Add(uint64_t dataset, LogRecord record, uint32_t write_length = 0);
+  // Returns once every record added before the call is durable: written
+  // to the log and flushed, or in a synced txg.
+  Status Commit();
+  // Whether records wait for a commit (no record waiting: fsync is free).
+  bool idle() EXCLUDES(mu_);
+  // Start()ed: changes are recorded and Commit makes them durable.
+  bool started() EXCLUDES(mu_) {
+    util::MutexLock l(&mu_);
+    return started_ && !stopped_;
+  }
+
+  IntentLogStats stats();
+
+ private:
+  struct Block {
+    uint64_t offset = 0;
+    uint32_t size = 0;
+    uint64_t seq = 0;
+    uint64_t max_txg = 0;
+  };
+  explicit IntentLog(pool::Pool* pool);
+  Status ReadChain();
+  // The state the uberblock of t carries; and t's durability.
+  pool::LogState StateFor(Txg t);
+  void Durable(Txg t);
+  // Writes `records` (taken from pending_) to the ring, or waits for
+  // their txgs when they do not fit. Called without mu_.
+  Status Write(std::vector<PendingRecord> records);
+  // Free bytes of the ring from `at` to the durable tail (REQUIRES mu_).
+  uint64_t FreeFrom(uint64_t at) const REQUIRES(mu_);
+
+  pool::Pool* const pool_;
+  const uint32_t vdev_ = 0;
+  std::vector<PendingRecord> replay_;
+  std::vector<std::string> notes_;
+  pool::LogState imported_;
+
+  util::Mutex mu_;
+  util::CondVar cv_;  // a commit ended, or a txg became durable
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  uint64_t chain_ GUARDED_BY(mu_) = 0;
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;    // the next record's
+  uint64_t next_block_ GUARDED_BY(mu_) = 1;  // the next block's seq
+  uint64_t head_ GUARDED_BY(mu_) = 0;        // where the next block goes
+  // and its size (the block before named it)
+  uint32_t head_size_ GUARDED_BY(mu_) = kMinLogBlockSize;
+  uint64_t durable_tail_ GUARDED_BY(mu_) = 0;  // the tail of the newest durable uberblock
+  uint64_t durable_tail_seq_ GUARDED_BY(mu_) = 1;
+  std::deque<Block> blocks_ GUARDED_BY(mu_);  // written, from the oldest still needed
+  // txg -> the tail (offset, seq) its uberblock carries
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> tails_ GUARDED_BY(mu_);
+  std::deque<PendingRecord> pending_ GUARDED_BY(mu_);  // added, not committed, by seq
+  bool committing_ GUARDED_BY(mu_) = false;
+  uint64_t inflight_first_ GUARDED_BY(mu_) = 0;  // the first seq of the commit in flight
+  std::map<uint64_t, uint64_t> replayed_by_txg_ GUARDED_BY(mu_);  // txg -> last seq applied
+  std::map<uint64_t, DataReader> readers_ GUARDED_BY(mu_);
+  pool::LogState last_state_ GUARDED_BY(mu_);  // what StateFor gave last
+  IntentLogStats stats_ GUARDED_BY(mu_);
+};
+
+}  // namespace poolfs::core::zil
