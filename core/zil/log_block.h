@@ -1,7 +1,7 @@
 // Log blocks: the intent log's unit of writing, a header and packed records.
 //
 // An intent log is a chain of log blocks. Each block names the next
-// one, which is allocated before the block is written, so that a reader
+// one, whose place is decided before the block is written, so that a reader
 // follows the chain from its first block until a block does not verify: the
 // address the last written block names holds either nothing yet or an older
 // block, and that is where the log ends. A block therefore proves it is
@@ -29,10 +29,8 @@
 //   128  ...  records (log_record.h), then zeros to the block's end
 //
 // The writer packs records with LogBlockWriter; DecodeLogBlock reads a block
-// back. Nothing writes log blocks yet. The uberblock's log state
-// (pool/pool_phys.h, LogState) names the pool's chain id and its oldest
-// needed block; how a block's dataset id relates to that one state, and how
-// fsync and replay use the log, are to come.
+// back. A pool's one chain lies in a log area (intent_log.h); each block
+// holds the records of the dataset its header names.
 //
 // Thread safety: LogBlockWriter is a value owned by one thread; the rest are
 // values and pure functions.

@@ -4,8 +4,8 @@
 // packed with records. A record says what one operation did to the
 // dataset — a create, a rename, a write — with everything needed to do it
 // again on top of the last synced txg: a record is written before its txg
-// syncs, so that fsync can return without waiting for the sync. Nothing
-// writes or replays records yet; this file is their format and its checks.
+// syncs, so that fsync can return without waiting for the sync. This file
+// is their format and its checks; intent_log.h writes and replays them.
 //
 // Every record is a 32-byte common header and a body whose layout depends on
 // its type, padded with zeros to a multiple of 8 bytes:
@@ -13,7 +13,8 @@
 //     0  u16  type (RecordType)        2  u16  flags: none defined, zero
 //     4  u32  record length in bytes, header and padding included
 //     8  u64  txg: the open txg the change went into
-//    16  u64  seq: the dataset's record sequence number, strictly increasing
+//    16  u64  seq: the record's sequence number in the pool's log, strictly
+//             increasing
 //    24  u64  object: the object the record is about (the new object of a
 //             create, the file written, the object linked, removed or renamed)
 //    32  ...  the body (section 16 of core/doc/on-disk-format.md has every
