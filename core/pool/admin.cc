@@ -1,6 +1,6 @@
 // The public pool administration API (poolfs/pool_admin.h): CreatePool over
-// Pool::Create, CheckPool over CheckDevices with the files opened read-only
-// under a shared lock, and the report's summary.
+// Pool::Create, and the check report's summary (CheckPool is the zil
+// layer's, core/zil/check_pool.cc: the check reads the intent log too).
 #include "poolfs/pool_admin.h"
 
 #include <fcntl.h>
@@ -24,42 +24,6 @@ namespace poolfs {
 namespace {
 
 using core::vdev::ErrnoText;
-
-// A read-only descriptor holding a shared flock: imports (which take an
-// exclusive one) are refused while a check runs, other checks are not.
-class SharedLock {
- public:
-  SharedLock() = default;
-  SharedLock(const SharedLock&) = delete;
-  SharedLock& operator=(const SharedLock&) = delete;
-  ~SharedLock() {
-    if (fd_ >= 0) close(fd_);
-  }
-
-  // Busy "<path> is in use by another process (pid N)" when an exclusive
-  // lock is held.
-  Status Take(const std::string& path) {
-    fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return Status::IOError("cannot open " + path + ": " + ErrnoText(errno));
-    while (flock(fd_, LOCK_SH | LOCK_NB) != 0) {
-      if (errno == EINTR) continue;
-      if (errno != EWOULDBLOCK)
-        return Status::IOError("cannot lock " + path + ": " + ErrnoText(errno));
-      struct stat st;
-      int pid = fstat(fd_, &st) == 0 ? core::vdev::FindFlockHolder(st.st_dev, st.st_ino) : 0;
-      std::string who = pid == 0          ? "pid unknown"
-                        : pid == getpid() ? "pid " + std::to_string(pid) + ", this process"
-                                          : "pid " + std::to_string(pid);
-      return Status::Busy(
-          path + " is in use by another process (" + who + "): export the pool before checking it",
-          pid);
-    }
-    return Status::Ok();
-  }
-
- private:
-  int fd_ = -1;
-};
 
 std::string Bytes(uint64_t n) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -120,21 +84,6 @@ Status CreatePool(const std::vector<std::string>& paths, uint64_t size_bytes,
   return st;
 }
 
-Result<CheckReport> CheckPool(const std::vector<std::string>& paths, const CheckOptions& options) {
-  if (paths.empty()) return Status::InvalidArgument("no vdev files given");
-  std::vector<std::unique_ptr<core::vdev::FileDevice>> files;
-  std::vector<std::unique_ptr<SharedLock>> locks;
-  std::vector<core::vdev::BlockDevice*> devs;
-  for (const std::string& path : paths) {
-    POOLFS_ASSIGN_OR_RETURN(auto f, core::vdev::FileDevice::Open(path, {true, false}));
-    locks.push_back(std::make_unique<SharedLock>());
-    POOLFS_RETURN_IF_ERROR(locks.back()->Take(path));
-    devs.push_back(f.get());
-    files.push_back(std::move(f));
-  }
-  return core::pool::CheckDevices(devs, nullptr, options);
-}
-
 std::string CheckReport::Summary() const {
   std::string s = "pool '" + pool + "', " + Plural(vdevs, "vdev", "vdevs") + ", checked at txg " +
                   std::to_string(txg) + "\n";
@@ -146,6 +95,9 @@ std::string CheckReport::Summary() const {
   if (deferred_frees > 0)
     s += ", " + Plural(deferred_frees, "block", "blocks") + " of them deferred frees";
   s += "\n";
+  if (log_blocks > 0)
+    s += "  intent log: " + Plural(log_blocks, "block", "blocks") + ", " +
+         Plural(log_records, "record", "records") + " for the next read-write mount to replay\n";
   if (trial_sync_passes > 0)
     s += "  trial sync of txg " + std::to_string(trial_sync_txg) + ": converged in " +
          Plural(trial_sync_passes, "MOS pass", "MOS passes") + "\n";

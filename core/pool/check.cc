@@ -212,7 +212,8 @@ void TrialSync(const std::vector<vdev::BlockDevice*>& devs, CheckReport* report,
 }  // namespace
 
 Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
-                                 const BlockVisitor& visitor, const CheckOptions& options) {
+                                 const BlockVisitor& visitor, const CheckOptions& options,
+                                 const LogChecker& log) {
   CheckReport report;
   ProblemSink sink(&report);
   POOLFS_ASSIGN_OR_RETURN(PoolOnDevices p, ReadPool(devs, &sink));
@@ -255,6 +256,31 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
     return finish();
   }
   walker.WalkMos(root->mos_root);
+  if (log && !root->log.empty()) {
+    const LogState& state = root->log;
+    const std::string where = "intent log of txg " + std::to_string(report.txg);
+    if (state.vdev >= p.devs.size()) {
+      sink.Add(where, "the log state names vdev " + std::to_string(state.vdev) + " of a pool of " +
+                          std::to_string(p.devs.size()));
+    } else {
+      vdev::BlockDevice* dev = p.devs[state.vdev];
+      auto read = [dev](uint64_t off, std::span<uint8_t> b) -> Status {
+        if (off > vdev::kLogAreaSize || b.size() > vdev::kLogAreaSize - off)
+          return Status::Corruption("a log block past the log area (offset " + std::to_string(off) +
+                                    ")");
+        return dev->Read(vdev::kLogAreaOffset + off, b.data(), b.size());
+      };
+      Result<LogSummary> summary = log(state, chosen->pool_guid, read);
+      if (!summary.ok()) {
+        sink.Add(where, summary.status().message());
+      } else {
+        report.log_blocks = summary->blocks;
+        report.log_records = summary->records;
+        if (!summary->damage.empty())
+          sink.Add(where, "ends at a damaged block: " + summary->damage);
+      }
+    }
+  }
 
   const auto& mos = walker.mos_objects();
   PoolDirectory dir;

@@ -61,10 +61,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "dmu/dnode_phys.h"
+#include "pool/pool_phys.h"
 #include "poolfs/pool_admin.h"
 #include "poolfs/status.h"
 #include "vdev/block_device.h"
@@ -88,14 +90,28 @@ struct CheckedBlock {
 
 using BlockVisitor = std::function<void(const CheckedBlock&)>;
 
+// What the intent log of the checked txg holds, as its reader says (the
+// zil layer knows the log's blocks; this one only where they lie): the
+// blocks of its chain, the records a replay would apply, and the damage
+// that ended the chain early ("" when it ended normally).
+struct LogSummary {
+  uint64_t blocks = 0;
+  uint64_t records = 0;
+  std::string damage;
+};
+using LogAreaRead = std::function<Status(uint64_t offset, std::span<uint8_t> bytes)>;
+using LogChecker =
+    std::function<Result<LogSummary>(const LogState&, uint64_t pool_guid, const LogAreaRead&)>;
+
 // Checks the pool on `devs` (all its vdevs, any order; only read). `visitor`,
 // when set, sees every stored block the walk reaches (tests use it to find
-// blocks to damage). Returns the report, or: InvalidArgument for the wrong
-// set of devices, Corruption for a device that is not a poolfs vdev or a pool
-// without any uberblock, NotSupported for another format version, IOError
-// when every label read fails.
+// blocks to damage); `log`, when set, reads the intent log the checked
+// uberblock names (damage there is a problem). Returns the report, or:
+// InvalidArgument for the wrong set of devices, Corruption for a device that
+// is not a poolfs vdev or a pool without any uberblock, NotSupported for
+// another format version, IOError when every label read fails.
 Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
                                  const BlockVisitor& visitor = nullptr,
-                                 const CheckOptions& options = {});
+                                 const CheckOptions& options = {}, const LogChecker& log = nullptr);
 
 }  // namespace poolfs::core::pool

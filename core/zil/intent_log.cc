@@ -44,48 +44,56 @@ IntentLog::~IntentLog() {
 
 Result<std::unique_ptr<IntentLog>> IntentLog::Open(pool::Pool* pool) {
   std::unique_ptr<IntentLog> log(new IntentLog(pool));
-  if (!log->imported_.empty()) POOLFS_RETURN_IF_ERROR(log->ReadChain());
+  const pool::LogState& state = log->imported_;
+  POOLFS_ASSIGN_OR_RETURN(
+      LogChain chain, ReadLogChain(state, pool->guid(), [&](uint64_t off, std::span<uint8_t> b) {
+        return pool->ReadLogArea(state.vdev, off, b);
+      }));
+  log->replay_ = std::move(chain.records);
+  if (!chain.damage.empty())
+    log->notes_.push_back("intent log ends at a damaged block: " + chain.damage);
   IntentLog* self = log.get();
   pool->SetLogStateSource([self](Txg t) { return self->StateFor(t); },
                           [self](Txg t) { self->Durable(t); });
   return log;
 }
 
-Status IntentLog::ReadChain() {
-  const pool::LogState& s = imported_;
+Result<LogChain> ReadLogChain(const pool::LogState& s, uint64_t pool_guid,
+                              const LogAreaReader& read) {
+  LogChain chain;
+  if (s.empty()) return chain;
   uint64_t offset = s.tail_offset;
   uint64_t seq = s.tail_seq;
   std::vector<uint8_t> bytes;
   // A ring holds at most kArea / 4 KiB blocks: a chain longer than that
   // would be going round.
   for (uint64_t n = 0; n < kArea / kMinLogBlockSize; n++) {
-    const std::string where = "log block " + std::to_string(seq) + " at offset " +
-                              std::to_string(offset) + " of vdev " + std::to_string(s.vdev);
     bytes.resize(kMinLogBlockSize);
-    POOLFS_RETURN_IF_ERROR(pool_->ReadLogArea(s.vdev, offset, bytes));
+    POOLFS_RETURN_IF_ERROR(read(offset, bytes));
     // The header names the block's size and dataset; the keyed checksum
     // over the whole block decides whether it is the one expected.
     const uint32_t size = util::GetLE32(bytes.data() + 12);
-    if (!ValidLogBlockSize(size) || size > kArea - offset) return Status::Ok();
+    if (!ValidLogBlockSize(size) || size > kArea - offset) break;
     bytes.resize(size);
-    if (size > kMinLogBlockSize) POOLFS_RETURN_IF_ERROR(pool_->ReadLogArea(s.vdev, offset, bytes));
-    const LogBlockId id{pool_->guid(), util::GetLE64(bytes.data() + 24), s.chain, seq};
+    if (size > kMinLogBlockSize) POOLFS_RETURN_IF_ERROR(read(offset, bytes));
+    const LogBlockId id{pool_guid, util::GetLE64(bytes.data() + 24), s.chain, seq};
     Result<DecodedLogBlock> block = DecodeLogBlock(bytes, id);
     if (!block.ok()) {
-      if (block.status().IsNotFound()) return Status::Ok();  // the end of the log
-      notes_.push_back("intent log ends at a damaged block: " + block.status().message() + " (" +
-                       where + ")");
-      return Status::Ok();
+      if (!block.status().IsNotFound())
+        chain.damage = block.status().message() + " (at offset " + std::to_string(offset) +
+                       " of vdev " + std::to_string(s.vdev) + "'s log area)";
+      break;
     }
+    chain.blocks++;
     for (LogRecord& r : block->records) {
       if (r.txg <= s.synced_txg || r.seq <= s.replayed_seq) continue;
-      replay_.push_back(PendingRecord{id.dataset, std::move(r), 0});
+      chain.records.push_back(PendingRecord{id.dataset, std::move(r), 0});
     }
-    if (block->next.IsEnd() || block->next.vdev != s.vdev) return Status::Ok();
+    if (block->next.IsEnd() || block->next.vdev != s.vdev) break;
     offset = block->next.offset;
     seq++;
   }
-  return Status::Ok();
+  return chain;
 }
 
 void IntentLog::NoteReplayed(uint64_t seq, Txg t) {

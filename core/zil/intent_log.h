@@ -53,6 +53,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,22 @@ struct PendingRecord {
   LogRecord record;  // a kWrite's data is empty until the commit
   uint32_t write_length = 0;  // kWrite: bytes written at the record's offset
 };
+
+// A log chain as a reader finds it (ReadLogChain).
+struct LogChain {
+  std::vector<PendingRecord> records;  // what a replay applies, in order
+  uint64_t blocks = 0;                 // blocks of the chain read
+  std::string damage;  // why the chain ended, when not at its normal end
+};
+// Reads `bytes.size()` bytes at `offset` of the log area of the state's vdev.
+using LogAreaReader = std::function<Status(uint64_t offset, std::span<uint8_t> bytes)>;
+// Follows the chain `state` names (a pool's, `pool_guid`) from its tail:
+// every block up to the first that is not the chain's next (its normal end)
+// or that verifies but breaks the format (damage, said in `damage`). The
+// records kept are those of txgs after the state's synced txg and after its
+// replayed seq. Fails only with `read`'s errors.
+Result<LogChain> ReadLogChain(const pool::LogState& state, uint64_t pool_guid,
+                              const LogAreaReader& read);
 
 class IntentLog {
  public:
@@ -136,7 +153,6 @@ class IntentLog {
     uint64_t max_txg = 0;
   };
   explicit IntentLog(pool::Pool* pool);
-  Status ReadChain();
   // The state the uberblock of t carries; and t's durability.
   pool::LogState StateFor(Txg t);
   void Durable(Txg t);

@@ -65,6 +65,10 @@ struct CheckReport {
   // is a problem).
   uint64_t trial_sync_txg = 0;
   uint32_t trial_sync_passes = 0;
+  // The intent log the checked txg names: the blocks of its chain, read and
+  // verified, and the records the next read-write mount replays.
+  uint64_t log_blocks = 0;
+  uint64_t log_records = 0;
   // Damage, in the order found (at most kMaxListed; problems_omitted counts
   // the rest).
   std::vector<CheckProblem> problems;

@@ -83,6 +83,17 @@ TEST_CASE("fsync makes every change before it survive a crash, replayed once",
   CHECK(before.log.records >= 15);
   f.Unmount();
 
+  // The check reads the log the crashed pool's uberblock names.
+  {
+    auto report = CheckPool({copy}, CheckOptions{});
+    REQUIRE(report.ok());
+    INFO(report->Summary());
+    CHECK(report->ok());
+    CHECK(report->log_blocks >= 1);
+    CHECK(report->log_records >= 15);
+    CHECK(report->Summary().find("for the next read-write mount to replay") != std::string::npos);
+  }
+
   for (int mount = 0; mount < 2; mount++) {
     INFO("mount " << mount << " of the crashed copy");
     auto fs = MountCopy(copy, SlowSyncOptions());
@@ -115,6 +126,11 @@ TEST_CASE("fsync makes every change before it survive a crash, replayed once",
     CHECK(fs->Lookup(RootCreds(), d2.ino, "late").status().IsNotFound());
     REQUIRE(fs->Unmount().ok());
   }
+  // Exported cleanly: no log left.
+  auto report = CheckPool({copy}, CheckOptions{});
+  REQUIRE(report.ok());
+  CHECK(report->ok());
+  CHECK(report->log_blocks == 0);
 }
 
 TEST_CASE("A pool exported cleanly has no log to replay", "[posix][zil]") {
