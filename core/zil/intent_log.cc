@@ -110,7 +110,6 @@ void IntentLog::Start() {
   chain_ = NewChainId();
   next_block_ = 1;
   head_ = 0;
-  head_size_ = kMinLogBlockSize;
   durable_tail_ = 0;
   durable_tail_seq_ = 1;
   blocks_.clear();
@@ -276,11 +275,9 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
     }
   }
   uint64_t head, room, block_seq, chain;
-  uint32_t first_size;
   {
     util::MutexLock l(&mu_);
     head = head_;
-    first_size = head_size_;
     room = FreeFrom(head_);
     block_seq = next_block_;
     chain = chain_;
@@ -297,15 +294,24 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
   };
   std::vector<Planned> planned;
   uint64_t pos = head;
-  uint32_t size = first_size;
   size_t i = 0;
   uint64_t used = 0;
   while (i < records.size()) {
     const uint64_t dataset = records[i].dataset;
+    // Sized for the dataset's records from here, up to the largest block,
+    // and no more than fits before the ring's end. A record that does not
+    // fit there leaves the block empty, and the next starts at offset 0.
+    uint64_t want = kLogBlockHeaderSize;
+    for (size_t k = i; k < records.size() && records[k].dataset == dataset; k++) {
+      if (want + sizes[k] > kMaxLogBlockSize) break;
+      want += sizes[k];
+    }
+    const uint32_t size = uint32_t(std::min<uint64_t>(
+        std::clamp<uint64_t>(RoundUp(want, kMinLogBlockSize), kMinLogBlockSize, kMaxLogBlockSize),
+        kArea - pos));
+    if (used + size > room) return wait_for_sync();
     LogBlockWriter w({pool_->guid(), dataset, chain, block_seq + planned.size()},
                      std::max<uint64_t>(open_txg, 1), size);
-    // A record too big for this block (its size was named by the block
-    // before, for a smaller commit) leaves it empty; the next is sized for it.
     uint64_t block_max_txg = 0;
     while (i < records.size() && records[i].dataset == dataset) {
       if (sizes[i] + kLogBlockHeaderSize > size) break;
@@ -315,27 +321,24 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
       block_max_txg = std::max(block_max_txg, records[i].record.txg);
       i++;
     }
-    planned.push_back({pos, size, block_max_txg, {}});
+    const uint64_t at = pos;
     used += size;
     pos += size;
     if (pos == kArea) pos = 0;
-    // The next block's size: what the rest needs, up to the largest, and
-    // no more than fits before the ring's end.
-    uint64_t rest = 0;
-    for (size_t k = i; k < records.size() && rest < kMaxLogBlockSize; k++) rest += sizes[k];
-    uint64_t want = i < records.size() ? RoundUp(rest + kLogBlockHeaderSize, kMinLogBlockSize)
-                                       : size;  // the next commit's: like this one's last
-    want = std::clamp<uint64_t>(want, kMinLogBlockSize, kMaxLogBlockSize);
-    size = uint32_t(std::min<uint64_t>(want, kArea - pos));
-    planned.back().bytes = w.Finish({vdev_, pos, size});
-    if (used + size > room) return wait_for_sync();
+    // The next block starts where this one ends; its own header gives its
+    // size (at least the smallest, which is what `next` names).
+    planned.push_back({at, size, block_max_txg, w.Finish({vdev_, pos, kMinLogBlockSize})});
   }
   // A log write that fails costs only time: the txg makes the records
   // durable instead (and the blocks written are never named by a state).
+  // Blocks that follow each other go out in one write.
   Status io = Status::Ok();
-  for (const Planned& b : planned) {
-    io = pool_->WriteLogArea(vdev_, b.offset, b.bytes);
-    if (!io.ok()) break;
+  for (size_t b = 0; b < planned.size() && io.ok();) {
+    std::vector<uint8_t> run = std::move(planned[b].bytes);
+    const uint64_t offset = planned[b].offset;
+    for (b++; b < planned.size() && planned[b].offset == offset + run.size(); b++)
+      run.insert(run.end(), planned[b].bytes.begin(), planned[b].bytes.end());
+    io = pool_->WriteLogArea(vdev_, offset, run);
   }
   if (io.ok()) io = pool_->FlushLogArea(vdev_);
   if (!io.ok()) return wait_for_sync();
@@ -343,7 +346,9 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
   util::MutexLock l(&mu_);
   for (const Planned& b : planned) blocks_.push_back({b.offset, b.size, next_block_++, b.max_txg});
   head_ = pos;
-  head_size_ = size;
+  // Past half the ring: a sync soon moves the tail, before the ring is
+  // full and commits wait for txgs.
+  if (kArea - room + used > kArea / 2) pool_->txgs().Kick();
   stats_.commits++;
   stats_.blocks += planned.size();
   stats_.records += records.size();

@@ -29,9 +29,9 @@
 // the ring), the commit waits for the records' txg to sync instead, which
 // writes the data once, in its place.
 //
-// A block names the next one (its offset and size): the next commit's first
-// block goes exactly there, with exactly that size, so a reader following
-// the chain finds it or stops. Each import starts a new chain (a random id):
+// A block names where the next one starts (the next commit's first block
+// goes exactly there; its header gives its size), so a reader following the
+// chain finds it or stops. Each import starts a new chain (a random id):
 // blocks of an older chain never pass a reader's check.
 //
 // Replay. Open reads the chain from the imported state's tail, block after
@@ -176,8 +176,6 @@ class IntentLog {
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;    // the next record's
   uint64_t next_block_ GUARDED_BY(mu_) = 1;  // the next block's seq
   uint64_t head_ GUARDED_BY(mu_) = 0;        // where the next block goes
-  // and its size (the block before named it)
-  uint32_t head_size_ GUARDED_BY(mu_) = kMinLogBlockSize;
   uint64_t durable_tail_ GUARDED_BY(mu_) = 0;  // the tail of the newest durable uberblock
   uint64_t durable_tail_seq_ GUARDED_BY(mu_) = 1;
   std::deque<Block> blocks_ GUARDED_BY(mu_);  // written, from the oldest still needed
