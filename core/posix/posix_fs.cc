@@ -605,11 +605,18 @@ void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
   if (log == nullptr) return;
   // A write's bytes for its record, read at the commit: as the file holds
   // them then, up to its size (a hole reads as zeros), without moving atime.
+  // Under the file's op_mu, so that the size and the bytes are of one
+  // moment (a truncate between them would leave zeros nobody wrote).
   log->SetReader(dataset, [this](uint64_t object, uint64_t off,
                                  uint64_t len) -> Result<std::string> {
     CallGuard g;
     POOLFS_RETURN_IF_ERROR(Enter(&g, false));
     POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(object, false));
+    util::MutexLock op(&in->op_mu);
+    {
+      util::MutexLock l(&in->mu);
+      if (in->freed) return Status::NotFound("inode " + std::to_string(object) + " was removed");
+    }
     const ZnodePhys z = in->Snapshot();
     if (!S_ISREG(z.mode) || off >= z.size) return std::string();
     const uint64_t n = std::min(len, z.size - off);

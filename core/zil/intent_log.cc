@@ -195,6 +195,13 @@ Status IntentLog::Commit() {
   mu_.Lock();
   const uint64_t target = next_seq_ - 1;
   for (;;) {
+    // A commit that failed lost its records (the pool could take them
+    // neither in the log nor in a txg): no later one can promise them.
+    if (!failed_.ok()) {
+      Status st = failed_;
+      mu_.Unlock();
+      return st;
+    }
     const bool waiting = !pending_.empty() && pending_.front().record.seq <= target;
     const bool in_flight = committing_ && inflight_first_ <= target;
     if (!started_ || (!waiting && !in_flight)) {
@@ -215,11 +222,8 @@ Status IntentLog::Commit() {
     Status st = Write(std::move(batch));
     mu_.Lock();
     committing_ = false;
+    if (!st.ok()) failed_ = st;
     cv_.SignalAll();
-    if (!st.ok()) {
-      mu_.Unlock();
-      return st;
-    }
   }
 }
 

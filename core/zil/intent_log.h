@@ -133,7 +133,9 @@ class IntentLog {
   // is the txg of the change). For kWrite give the length, not the data.
   void Add(uint64_t dataset, LogRecord record, uint32_t write_length = 0);
   // Returns once every record added before the call is durable: written
-  // to the log and flushed, or in a synced txg.
+  // to the log and flushed, or in a synced txg. A commit that can do
+  // neither (the pool is suspended) fails, and so does every later one:
+  // its records are lost to this import.
   Status Commit();
   // Whether records wait for a commit (no record waiting: fsync is free).
   bool idle() EXCLUDES(mu_);
@@ -183,6 +185,7 @@ class IntentLog {
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> tails_ GUARDED_BY(mu_);
   std::deque<PendingRecord> pending_ GUARDED_BY(mu_);  // added, not committed, by seq
   bool committing_ GUARDED_BY(mu_) = false;
+  Status failed_ GUARDED_BY(mu_);  // a commit's failure: every later one fails
   uint64_t inflight_first_ GUARDED_BY(mu_) = 0;  // the first seq of the commit in flight
   std::map<uint64_t, uint64_t> replayed_by_txg_ GUARDED_BY(mu_);  // txg -> last seq applied
   std::map<uint64_t, DataReader> readers_ GUARDED_BY(mu_);

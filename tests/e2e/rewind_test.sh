@@ -25,10 +25,16 @@ pool_mount "$P" "$M" || {
   fail "poolfs mount"
   finish
 }
+# The first file in one mount, the second in the next: each unmount syncs,
+# so the txg that writes the second comes after one that holds the first
+# (an fsync would only put it in the intent log).
 echo "the first file" >"$M/first" || fail "writing into the mount failed"
-must sync "$M/first"
+pool_unmount "$M" || fail "poolfs unmount"
+pool_mount "$P" "$M" || {
+  fail "poolfs mount"
+  finish
+}
 echo "the second file" >"$M/second" || fail "writing into the mount failed"
-must sync "$M/second"
 pool_unmount "$M" || fail "poolfs unmount"
 pool_check "$P" || fail "poolfs check of the healthy pool"
 
