@@ -1,7 +1,9 @@
-// poolfs-stress: ztest-style crash-safety driver for the pool and the DMU.
+// poolfs-stress: ztest-style crash-safety driver for the pool, the DMU and
+// the filesystem's fsync.
 //
-//   poolfs-stress --dir D --seconds S [--threads N] [--seed X]
-//                 [--mode kill|powercut|both|mounts] [--damage N] [--verbose] [--keep]
+//   poolfs-stress --dir D --seconds S [--cycles C] [--threads N] [--seed X]
+//                 [--mode kill|powercut|both|mounts|fsync-kill|fsync-powercut|fsync]
+//                 [--damage N] [--verbose] [--keep]
 //   poolfs-stress --dump-log D/oplog [--object ID]
 //
 // Creates a pool of 1 to 3 file vdevs in D, then crashes it again and again
@@ -18,6 +20,19 @@
 // cycle, what differed and the object's history, keeps D, and exits 1. The
 // last line is always
 //   cycles: N, txgs: N, objects checked: N, bytes checked: N, seconds: S
+//
+// The fsync modes crash the filesystem (poolfs::Filesystem, as the FUSE
+// daemon drives it) instead, under threads of file operations each
+// followed often by an fsync: SIGKILL of a child that mounted the pool
+// file (fsync-kill), a power cut of a fault-injecting device under an
+// in-process mount (fsync-powercut), or the two in turn (fsync). After each
+// crash the next mount replays the intent log, and every change an fsync
+// returned for must be there, nothing that was never written (no byte, no
+// name) may be (fsync_runner.h, fsync_workload.h). --damage does not apply;
+// the last line is
+//   cycles: N, files checked: N, bytes checked: N, seconds: S
+// A run stops at --cycles C (when given) or --seconds S, whichever comes
+// first.
 // Everything random derives from --seed (default: from the clock), except
 // thread timing: a rerun with the same seed makes the same choices, but the
 // threads interleave differently.
@@ -27,6 +42,7 @@
 #include <cstdio>
 #include <map>
 
+#include "stress/fsync_runner.h"
 #include "stress/runner.h"
 
 int main(int argc, char** argv) {
@@ -38,6 +54,8 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", o.seconds, "how long to run (whole cycles)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--cycles", o.cycles, "stop after this many cycles (0: only --seconds)")
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "workload threads")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -45,13 +63,17 @@ int main(int argc, char** argv) {
   std::map<std::string, Mode> modes{{"kill", Mode::kKill},
                                     {"powercut", Mode::kPowercut},
                                     {"both", Mode::kBoth},
-                                    {"mounts", Mode::kMounts}};
+                                    {"mounts", Mode::kMounts},
+                                    {"fsync-kill", Mode::kFsyncKill},
+                                    {"fsync-powercut", Mode::kFsyncPowercut},
+                                    {"fsync", Mode::kFsync}};
   std::string default_mode;  // the default's name, not its number
   for (const auto& [name, mode] : modes)
     if (mode == o.mode) default_mode = name;
   app.add_option("--mode", o.mode,
-                 "kill (SIGKILL a child), powercut (fault devices), both, or mounts (many short "
-                 "clean mounts of a large pool)")
+                 "kill (SIGKILL a child), powercut (fault devices), both, mounts (many short "
+                 "clean mounts of a large pool), or fsync-kill, fsync-powercut, fsync (both in "
+                 "turn): crash the filesystem under fsyncing threads")
       ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
       ->default_str(default_mode);
   app.add_option("--damage", o.damage_every,
@@ -72,6 +94,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (poolfs::stress::IsFsyncMode(o.mode)) return poolfs::stress::FsyncRunner(o).Run();
   poolfs::stress::Runner runner(o);
   return runner.Run();
 }

@@ -40,6 +40,9 @@ const char* ModeName(Mode m) {
     case Mode::kPowercut: return "powercut";
     case Mode::kBoth: return "both";
     case Mode::kMounts: return "mounts";
+    case Mode::kFsyncKill:
+    case Mode::kFsyncPowercut:
+    case Mode::kFsync: return "fsync";  // FsyncRunner's, never a Runner's
   }
   return "?";
 }
@@ -81,7 +84,8 @@ std::string Runner::ReproCommand() const {
       options_.dir.c_str(), options_.seconds, options_.threads,
       static_cast<unsigned long long>(options_.seed), ModeName(options_.mode),
       options_.damage_every);
-  return buf;
+  if (options_.cycles == 0) return buf;
+  return std::string(buf) + " --cycles " + std::to_string(options_.cycles);
 }
 
 Result<std::vector<dmu::ObjectSet*>> Runner::Sets(Pool* pool) const {
@@ -358,7 +362,7 @@ int Runner::Run() {
   Mode mode = options_.mode;
   while (st.ok()) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (elapsed >= options_.seconds) break;
+    if (elapsed >= options_.seconds || (options_.cycles && cycle_ >= options_.cycles)) break;
     cycle_++;
     const uint64_t cycle_seed = rng_();
     mode =

@@ -78,7 +78,13 @@
 
 namespace poolfs::stress {
 
-enum class Mode { kKill, kPowercut, kBoth, kMounts };
+// The fsync modes (kFsyncKill, kFsyncPowercut, and kFsync: the two in turn)
+// crash the filesystem rather than the pool; FsyncRunner runs them
+// (fsync_runner.h).
+enum class Mode { kKill, kPowercut, kBoth, kMounts, kFsyncKill, kFsyncPowercut, kFsync };
+inline bool IsFsyncMode(Mode m) {
+  return m == Mode::kFsyncKill || m == Mode::kFsyncPowercut || m == Mode::kFsync;
+}
 
 // The most MOS sync passes a mounts cycle accepts for any txg: 3 to 4 is
 // usual; a vdev change of the MOS's allocator, or a block of a late pass
@@ -99,6 +105,7 @@ inline constexpr int kMaxDatasets = 24;
 struct StressOptions {
   std::string dir;
   double seconds = 60;
+  uint64_t cycles = 0;  // stop after this many cycles too (0: only --seconds)
   int threads = 4;
   uint64_t seed = 0;
   Mode mode = Mode::kKill;
