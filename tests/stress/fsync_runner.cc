@@ -13,6 +13,7 @@
 #include "pool/pool.h"
 #include "poolfs/pool_admin.h"
 #include "posix/dataset_tree.h"
+#include "stress/stress_util.h"
 #include "vdev/fault_injecting_device.h"
 #include "vdev/file_device.h"
 
@@ -29,13 +30,6 @@ constexpr unsigned kCycleAlarmSeconds = 300;
 // How long an armed power cut may take to fire: the threads write and
 // fsync all the time, so a cut that waits longer means they are stuck.
 constexpr int64_t kCutFireMs = 20000;
-
-char g_alarm_message[512];
-void OnAlarm(int) {
-  ssize_t n = ::write(2, g_alarm_message, std::strlen(g_alarm_message));
-  (void)n;
-  _exit(1);
-}
 
 int64_t MsSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -275,9 +269,6 @@ int FsyncRunner::Run() {
   std::fflush(stdout);
   const auto start = Clock::now();
   Status st = Setup();
-  struct sigaction sa {};
-  sa.sa_handler = OnAlarm;
-  sigaction(SIGALRM, &sa, nullptr);
   Mode mode = options_.mode;
   uint64_t kills = 0, cuts = 0;
   while (st.ok()) {
@@ -291,16 +282,10 @@ int FsyncRunner::Run() {
                                          : Mode::kFsyncPowercut;
     cycle_note_.clear();
     failure_detail_.clear();
-    std::snprintf(g_alarm_message, sizeof g_alarm_message,
-                  "poolfs-stress: FAILED: cycle %llu (%s, cycle seed %llu) of run seed %llu "
-                  "hung for %u s; pool kept in %s\n",
-                  static_cast<unsigned long long>(cycle_), ModeName(mode),
-                  static_cast<unsigned long long>(cycle_seed),
-                  static_cast<unsigned long long>(options_.seed), kCycleAlarmSeconds,
-                  options_.dir.c_str());
-    alarm(kCycleAlarmSeconds);
+    ArmCycleWatchdog(kCycleAlarmSeconds, cycle_, ModeName(mode), cycle_seed, options_.seed,
+                     options_.dir);
     st = mode == Mode::kFsyncKill ? KillCycle(cycle_seed) : PowercutCycle(cycle_seed);
-    alarm(0);
+    DisarmCycleWatchdog();
     if (st.ok()) {
       (mode == Mode::kFsyncKill ? kills : cuts)++;
       if (options_.verbose)

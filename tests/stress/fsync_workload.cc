@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "stress/stress_util.h"
 #include "util/checksum.h"
 #include "util/endian.h"
 
@@ -26,10 +27,6 @@ constexpr size_t kMaxFiles = 10;
 constexpr size_t kMaxDirs = 3;
 
 const Creds kRoot{0, 0, {}};
-
-Status Errno(const std::string& what) {
-  return Status::IOError(what + ": " + std::strerror(errno));
-}
 
 uint64_t Mix(uint64_t x) {
   x ^= x >> 33;
@@ -545,22 +542,7 @@ Status Journal::Append(const FsOp& op) {
 }
 
 Result<std::vector<ThreadLog>> Journal::Read(const std::string& path, int threads) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open " + path);
-  std::string bytes;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status st = Errno("read " + path);
-      ::close(fd);
-      return st;
-    }
-    if (n == 0) break;
-    bytes.append(buf, size_t(n));
-  }
-  ::close(fd);
+  POOLFS_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
   std::vector<ThreadLog> out(static_cast<size_t>(threads));
   const size_t whole = bytes.size() / kRecordSize;
   for (size_t i = 0; i < whole; i++) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "stress/stress_util.h"
 #include "util/checksum.h"
 #include "util/endian.h"
 
@@ -43,10 +44,6 @@ bool Decode(const uint8_t* p, OpRecord* r) {
   r->a = util::GetLE64(p + 32);
   r->b = util::GetLE64(p + 40);
   return true;
-}
-
-Status Errno(const std::string& what) {
-  return Status::IOError(what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -142,22 +139,7 @@ Status OpLog::Append(const OpRecord& r) {
 
 Result<std::vector<OpRecord>> OpLog::Read(const std::string& path, bool* torn) {
   *torn = false;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open " + path);
-  std::string bytes;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status st = Errno("read " + path);
-      ::close(fd);
-      return st;
-    }
-    if (n == 0) break;
-    bytes.append(buf, size_t(n));
-  }
-  ::close(fd);
+  POOLFS_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
   std::vector<OpRecord> out;
   const size_t whole = bytes.size() / kRecordSize;
   for (size_t i = 0; i < whole; i++) {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "poolfs/pool_admin.h"
+#include "stress/stress_util.h"
 #include "util/text.h"
 
 namespace poolfs::stress {
@@ -25,14 +26,6 @@ using core::pool::Pool;
 // under that in allocated bytes (measured: a few % of a 128 MiB pool).
 constexpr uint64_t kBudgetPerObject = uint64_t{1} << 20;
 constexpr unsigned kCycleAlarmSeconds = 600;
-
-// The watchdog: a cycle that takes longer than kCycleAlarmSeconds is a hang.
-char g_alarm_message[512];
-void OnAlarm(int) {
-  ssize_t n = ::write(2, g_alarm_message, std::strlen(g_alarm_message));
-  (void)n;
-  _exit(1);
-}
 
 const char* ModeName(Mode m) {
   switch (m) {
@@ -356,9 +349,6 @@ int Runner::Run() {
   std::fflush(stdout);
   const auto start = Clock::now();
   Status st = Setup();
-  struct sigaction sa {};
-  sa.sa_handler = OnAlarm;
-  sigaction(SIGALRM, &sa, nullptr);
   Mode mode = options_.mode;
   while (st.ok()) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -369,18 +359,12 @@ int Runner::Run() {
         options_.mode != Mode::kBoth ? options_.mode : (rng_() % 2 ? Mode::kKill : Mode::kPowercut);
     cycle_note_.clear();
     damage_note_.clear();
-    std::snprintf(g_alarm_message, sizeof g_alarm_message,
-                  "poolfs-stress: FAILED: cycle %llu (%s, cycle seed %llu) of run seed %llu "
-                  "hung for %u s; pool kept in %s\n",
-                  static_cast<unsigned long long>(cycle_), ModeName(mode),
-                  static_cast<unsigned long long>(cycle_seed),
-                  static_cast<unsigned long long>(options_.seed), kCycleAlarmSeconds,
-                  options_.dir.c_str());
-    alarm(kCycleAlarmSeconds);
+    ArmCycleWatchdog(kCycleAlarmSeconds, cycle_, ModeName(mode), cycle_seed, options_.seed,
+                     options_.dir);
     st = mode == Mode::kKill     ? KillCycle(cycle_seed)
          : mode == Mode::kMounts ? MountCycle(cycle_seed)
                                  : PowercutCycle(cycle_seed);
-    alarm(0);
+    DisarmCycleWatchdog();
     if (st.ok()) {
       stats_.cycles++;
       if (options_.verbose)
