@@ -373,6 +373,11 @@ class Pool {
   uint64_t leaf_cache_limit() const;
   // Returns once txg (0: the open one) is durable.
   Status WaitSynced(Txg txg = Txg(0)) { return txgs_->WaitSynced(txg); }
+  // Makes the pool sync one txg (an empty one if nothing else is dirty: it
+  // moves the deferred frees and the intent log's state on) and waits for
+  // it. A txg nobody held never syncs (txg_manager.h: empty txgs), so it
+  // holds one. Not with a Tx held.
+  Status SyncOnce();
   PoolStats Stats() const EXCLUDES(mu_);
   // The recent syncs and sync and I/O totals (pool_sync.cc).
   PoolSyncStats SyncStats() const EXCLUDES(sync_stats_mu_);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "dmu/tx.h"
 #include "pool/pool.h"
 #include "util/check.h"
 #include "vdev/uberblock.h"
@@ -201,6 +202,14 @@ Status Pool::StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) {
   sm.frozen = frozen;
   sm.length = bytes.size();
   return Status::Ok();
+}
+
+Status Pool::SyncOnce() {
+  dmu::Tx tx(assigner());
+  POOLFS_RETURN_IF_ERROR(tx.Assign(0));
+  const Txg t = tx.txg();
+  tx.Commit();
+  return WaitSynced(t);
 }
 
 Status Pool::WriteUberblocks(Txg t, const zio::BlockPtr& mos_root) {

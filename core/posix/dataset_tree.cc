@@ -173,20 +173,12 @@ Status DatasetTreeFs::OpenLog() {
   if (applied + failed > 0)
     log_notes_.push_back("intent log: replayed " + std::to_string(applied) + " records" +
                          (failed > 0 ? ", " + std::to_string(failed) + " failed" : std::string()));
-  // A txg synced (one nobody held never syncs: hold one) makes the replay
-  // durable and said to be done before the new log begins; and one after
-  // the start puts the new chain in an uberblock before the first commit
-  // can need it.
-  auto sync_once = [this]() -> Status {
-    dmu::Tx tx(pool_->assigner());
-    POOLFS_RETURN_IF_ERROR(tx.Assign(0));
-    const Txg t = tx.txg();
-    tx.Commit();
-    return pool_->WaitSynced(t);
-  };
-  if (applied + failed > 0) POOLFS_RETURN_IF_ERROR(sync_once());
+  // A txg synced makes the replay durable and said to be done before the
+  // new log begins; and one after the start puts the new chain in an
+  // uberblock before the first commit can need it.
+  if (applied + failed > 0) POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
   log_->Start();
-  POOLFS_RETURN_IF_ERROR(sync_once());
+  POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
   util::ReadMostlyReader r(&tree_lock_);
   for (const auto& [slot, node] : nodes_)
     if (PosixFs* fs = slots_[slot].load(std::memory_order_acquire))

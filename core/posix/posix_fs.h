@@ -277,9 +277,6 @@ class PosixFs final : public Filesystem {
   Status ReserveRemoval() EXCLUDES(space_mu_, removal_mu_);
   // The removal charges of the unsynced txgs.
   uint64_t RemovalsCharged() EXCLUDES(removal_mu_);
-  // Makes the pool sync one txg (an empty one if nothing else is dirty: it
-  // moves the deferred frees on) and waits for it. Without a Tx held.
-  Status SyncOnce();
   // The quota room as of the last sync (RefreshQuota: under space_mu_),
   // and the charges of txgs up to the one synced then dropped.
   void RefreshQuota() REQUIRES(space_mu_) EXCLUDES(props_mu_, quota_mu_);

@@ -47,15 +47,6 @@ void PosixFs::MaybeRefreshSpace() {
   }
 }
 
-Status PosixFs::SyncOnce() {
-  // A txg nobody held never syncs (txg_manager.h: empty txgs): hold one.
-  dmu::Tx tx(pool_->assigner());
-  POOLFS_RETURN_IF_ERROR(tx.Assign(0));
-  const Txg t = tx.txg();
-  tx.Commit();
-  return pool_->WaitSynced(t);
-}
-
 uint64_t PosixFs::RemovalsCharged() {
   util::MutexLock l(&removal_mu_);
   uint64_t charged = 0;
@@ -89,7 +80,7 @@ Status PosixFs::ReserveRemoval() {
                              std::to_string(free > 2 * dirty + charged ? free - 2 * dirty - charged
                                                                        : 0) +
                              " available");
-    POOLFS_RETURN_IF_ERROR(SyncOnce());
+    POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
     util::MutexLock l(&space_mu_);
     RefreshSpaceLocked();
   }
@@ -156,7 +147,7 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
                              " bytes asked, " + std::to_string(left) + " available");
     // No Tx is held here (every caller reserves before it assigns one), so
     // waiting for a sync is what Tx::Assign's throttle does as well.
-    POOLFS_RETURN_IF_ERROR(SyncOnce());
+    POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
     util::MutexLock l(&space_mu_);
     RefreshSpaceLocked();
   }

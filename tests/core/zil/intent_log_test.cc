@@ -33,14 +33,6 @@ uint64_t OpenTxg(pool::Pool& p) {
   return t;
 }
 
-Status SyncNow(pool::Pool& p) {
-  dmu::Tx tx(p.assigner());
-  POOLFS_RETURN_IF_ERROR(tx.Assign(0));
-  const Txg t = tx.txg();
-  tx.Commit();
-  return p.WaitSynced(t);
-}
-
 LogRecord Xattr(uint64_t object, uint64_t txg, size_t value_size) {
   return LogRecord{RecordType::kSetxattr, txg, 0, object,
                    SetxattrBody{"user.k" + std::to_string(object),
@@ -51,8 +43,29 @@ std::unique_ptr<IntentLog> StartedLog(pool::Pool& p) {
   auto log = IntentLog::Open(&p);
   REQUIRE(log.ok());
   (*log)->Start();
-  REQUIRE(SyncNow(p).ok());  // the new chain in an uberblock
+  REQUIRE(p.SyncOnce().ok());  // the new chain in an uberblock
   return std::move(*log);
+}
+
+// A pool and its log, as a test runs them, or as an import finds them.
+struct Imported {
+  std::unique_ptr<pool::Pool> pool;
+  std::unique_ptr<IntentLog> log;
+};
+
+// Cuts the power under `before` (every write not flushed is dropped),
+// powers on and imports again: the pool and the log the import found.
+Imported CutAndImport(vdev::FaultInjectingDevice& dev, Imported before) {
+  REQUIRE(dev.CutPower(vdev::PowerCut::DropAll()).ok());
+  before.log.reset();
+  (void)before.pool->Export();  // fails once the power is gone
+  before.pool.reset();
+  dev.PowerOn();
+  auto p = pool::Pool::ImportDevices({&dev}, LogPoolOptions());
+  REQUIRE(p.ok());
+  auto log = IntentLog::Open(p->get());
+  REQUIRE(log.ok());
+  return {std::move(*p), std::move(*log)};
 }
 
 }  // namespace
@@ -63,6 +76,7 @@ TEST_CASE("IntentLog goes round its ring and a power cut keeps what was committe
   REQUIRE(pool::Pool::CreateOnDevices({&mem}, {"mem"}, pool::CreateOptions{"tank"}).ok());
   vdev::FaultInjectingDevice dev(&mem);
   std::vector<LogRecord> after_sync;
+  Imported after;
   {
     auto p = pool::Pool::ImportDevices({&dev}, LogPoolOptions());
     REQUIRE(p.ok());
@@ -76,7 +90,7 @@ TEST_CASE("IntentLog goes round its ring and a power cut keeps what was committe
         for (int r = 0; r < 4; r++) log->Add(1, Xattr(object++, t, 5000));
         REQUIRE(log->Commit().ok());
       }
-      REQUIRE(SyncNow(**p).ok());
+      REQUIRE((*p)->SyncOnce().ok());
     }
     IntentLogStats s = log->stats();
     CHECK(s.bytes > 3 * vdev::kLogAreaSize);
@@ -93,16 +107,9 @@ TEST_CASE("IntentLog goes round its ring and a power cut keeps what was committe
     }
     // Added but never committed: lost with the power.
     log->Add(1, Xattr(object++, OpenTxg(**p), 10));
-    REQUIRE(dev.CutPower(vdev::PowerCut::DropAll()).ok());
-    log.reset();
-    (void)(*p)->Export();
+    after = CutAndImport(dev, {std::move(*p), std::move(log)});
   }
-  dev.PowerOn();
-  auto p = pool::Pool::ImportDevices({&dev}, LogPoolOptions());
-  REQUIRE(p.ok());
-  auto log = IntentLog::Open(p->get());
-  REQUIRE(log.ok());
-  const auto& replay = (*log)->to_replay();
+  const auto& replay = after.log->to_replay();
   REQUIRE(replay.size() == after_sync.size());
   for (size_t i = 0; i < replay.size(); i++) {
     INFO("record " << i);
@@ -111,8 +118,8 @@ TEST_CASE("IntentLog goes round its ring and a power cut keeps what was committe
     CHECK(replay[i].record.body == after_sync[i].body);
     if (i > 0) CHECK(replay[i].record.seq > replay[i - 1].record.seq);
   }
-  CHECK((*log)->notes().empty());
-  REQUIRE((*p)->Export().ok());
+  CHECK(after.log->notes().empty());
+  REQUIRE(after.pool->Export().ok());
 }
 
 TEST_CASE("IntentLog commits from many threads at once lose no record", "[zil][log]") {
@@ -120,6 +127,7 @@ TEST_CASE("IntentLog commits from many threads at once lose no record", "[zil][l
   REQUIRE(pool::Pool::CreateOnDevices({&mem}, {"mem"}, pool::CreateOptions{"tank"}).ok());
   vdev::FaultInjectingDevice dev(&mem);
   constexpr int kThreads = 6, kEach = 40;
+  Imported after;
   {
     auto p = pool::Pool::ImportDevices({&dev}, LogPoolOptions());
     REQUIRE(p.ok());
@@ -146,17 +154,10 @@ TEST_CASE("IntentLog commits from many threads at once lose no record", "[zil][l
     const IntentLogStats s = log->stats();
     CHECK(s.records == kThreads * kEach);
     CHECK(s.commits <= uint64_t(kThreads * kEach));
-    REQUIRE(dev.CutPower(vdev::PowerCut::DropAll()).ok());
-    log.reset();
-    (void)(*p)->Export();
+    after = CutAndImport(dev, {std::move(*p), std::move(log)});
   }
-  dev.PowerOn();
-  auto p = pool::Pool::ImportDevices({&dev}, LogPoolOptions());
-  REQUIRE(p.ok());
-  auto log = IntentLog::Open(p->get());
-  REQUIRE(log.ok());
   std::vector<int> seen(kThreads * kEach + 1, 0);
-  for (const PendingRecord& r : (*log)->to_replay()) {
+  for (const PendingRecord& r : after.log->to_replay()) {
     REQUIRE(r.record.object >= 1);
     REQUIRE(r.record.object <= uint64_t(kThreads * kEach));
     CHECK(r.dataset == (r.record.object - 1) / kEach + 1);
@@ -166,7 +167,7 @@ TEST_CASE("IntentLog commits from many threads at once lose no record", "[zil][l
     INFO("object " << i);
     CHECK(seen[i] == 1);
   }
-  REQUIRE((*p)->Export().ok());
+  REQUIRE(after.pool->Export().ok());
 }
 
 TEST_CASE("IntentLog commit that does not fit the ring waits for the txg instead", "[zil][log]") {
