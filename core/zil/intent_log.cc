@@ -232,20 +232,20 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
   // A write's bytes, as the file holds them now.
   uint64_t max_txg = 0;
   {
+    std::map<uint64_t, DataReader> readers;
+    {
+      util::MutexLock l(&mu_);
+      readers = readers_;
+    }
     std::vector<PendingRecord> kept;
     kept.reserve(records.size());
     for (PendingRecord& p : records) {
       max_txg = std::max(max_txg, p.record.txg);
       if (p.record.type == RecordType::kWrite) {
-        DataReader reader;
-        {
-          util::MutexLock l(&mu_);
-          auto it = readers_.find(p.dataset);
-          if (it != readers_.end()) reader = it->second;
-        }
-        if (!reader) continue;  // its dataset is gone
+        auto reader = readers.find(p.dataset);
+        if (reader == readers.end()) continue;  // its dataset is gone
         auto body = std::get_if<WriteBody>(&p.record.body);
-        Result<std::string> data = reader(p.record.object, body->offset, p.write_length);
+        Result<std::string> data = reader->second(p.record.object, body->offset, p.write_length);
         if (!data.ok()) {
           if (data.status().IsNotFound()) continue;  // removed since: a later record says so
           return data.status().WithContext("intent log commit");
