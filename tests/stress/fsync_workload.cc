@@ -512,9 +512,7 @@ Status CheckThread(uint8_t thread, const Tree& start, const ThreadLog& log, cons
 }
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, bool truncate) {
-  int fd = ::open(path.c_str(),
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
-  if (fd < 0) return Errno("open " + path);
+  POOLFS_ASSIGN_OR_RETURN(int fd, OpenRecordLog(path, truncate));
   return std::unique_ptr<Journal>(new Journal(fd));
 }
 
@@ -532,13 +530,7 @@ Status Journal::Append(const FsOp& op) {
   util::PutLE64(p + 40, op.b);
   util::PutLE64(p + 48, op.stamp);
   util::PutLE64(p + 56, util::Xxh3_64(p, 56));
-  ssize_t n;
-  do {
-    n = ::write(fd_, p, sizeof p);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return Errno("append to the journal");
-  if (size_t(n) != sizeof p) return Status::IOError("short append to the journal");
-  return Status::Ok();
+  return AppendRecord(fd_, p, sizeof p, "journal");
 }
 
 Result<std::vector<ThreadLog>> Journal::Read(const std::string& path, int threads) {

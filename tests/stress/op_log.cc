@@ -117,9 +117,7 @@ int DumpLog(const std::string& path, uint64_t object) {
 }
 
 Result<std::unique_ptr<OpLog>> OpLog::Open(const std::string& path, bool truncate) {
-  int fd = ::open(path.c_str(),
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
-  if (fd < 0) return Errno("open " + path);
+  POOLFS_ASSIGN_OR_RETURN(int fd, OpenRecordLog(path, truncate));
   return std::unique_ptr<OpLog>(new OpLog(fd));
 }
 
@@ -128,13 +126,7 @@ OpLog::~OpLog() { ::close(fd_); }
 Status OpLog::Append(const OpRecord& r) {
   uint8_t buf[kRecordSize];
   Encode(r, buf);
-  ssize_t n;
-  do {
-    n = ::write(fd_, buf, sizeof buf);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return Errno("append to the op log");
-  if (size_t(n) != sizeof buf) return Status::IOError("short append to the op log");
-  return Status::Ok();
+  return AppendRecord(fd_, buf, sizeof buf, "op log");
 }
 
 Result<std::vector<OpRecord>> OpLog::Read(const std::string& path, bool* torn) {

@@ -45,6 +45,23 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return bytes;
 }
 
+Result<int> OpenRecordLog(const std::string& path, bool truncate) {
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  if (fd < 0) return Errno("open " + path);
+  return fd;
+}
+
+Status AppendRecord(int fd, const uint8_t* record, size_t size, const std::string& what) {
+  ssize_t n;
+  do {
+    n = ::write(fd, record, size);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Errno("append to the " + what);
+  if (size_t(n) != size) return Status::IOError("short append to the " + what);
+  return Status::Ok();
+}
+
 void ArmCycleWatchdog(unsigned seconds, uint64_t cycle, const char* mode, uint64_t cycle_seed,
                       uint64_t run_seed, const std::string& dir) {
   struct sigaction sa {};

@@ -30,14 +30,9 @@ TEST_CASE("Lookup never returns another file that reused a removed name's inode 
   Attr d1 = f.MustMkdir(kRootIno, "d1", 0777);
   Attr d2 = f.MustMkdir(kRootIno, "d2", 0777);
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> wrong{0}, errors{0}, found{0};
-  std::string first_error;
-  std::mutex error_mu;
-  auto note_error = [&](const Status& st, const char* what) {
-    errors++;
-    std::lock_guard l(error_mu);
-    if (first_error.empty()) first_error = std::string(what) + ": " + st.ToString();
-  };
+  std::atomic<uint64_t> wrong{0}, found{0};
+  ThreadErrors errors;
+  auto note_error = [&](const Status& st, const char* what) { errors.Note(st, what); };
   // d1/a is always a 0600 file; d2 holds 0644 files only.
   std::thread churn1([&] {
     while (!stop) {
@@ -86,8 +81,8 @@ TEST_CASE("Lookup never returns another file that reused a removed name's inode 
   churn1.join();
   churn2.join();
   for (auto& t : lookers) t.join();
-  INFO("first error: " << first_error << "; lookups found " << found.load());
-  REQUIRE(errors.load() == 0);
+  INFO("first error: " << errors.first() << "; lookups found " << found.load());
+  REQUIRE(errors.count() == 0);
   REQUIRE(wrong.load() == 0);
 }
 
@@ -96,14 +91,8 @@ TEST_CASE("A name removed while its file is being created leaves a consistent li
   FsFixture f(uint64_t{256} << 20, FastOptions());
   Attr d = f.MustMkdir(kRootIno, "d", 0777);
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> errors{0};
-  std::string first_error;
-  std::mutex error_mu;
-  auto note_error = [&](const Status& st, const char* what) {
-    errors++;
-    std::lock_guard l(error_mu);
-    if (first_error.empty()) first_error = std::string(what) + ": " + st.ToString();
-  };
+  ThreadErrors errors;
+  auto note_error = [&](const Status& st, const char* what) { errors.Note(st, what); };
   // The creator makes d/f, links it as d/g through its inode number and
   // drops both; the remover unlinks d/f as soon as it appears, so its
   // unlink loads the inode while the create is finishing. Every unlink of
@@ -137,8 +126,8 @@ TEST_CASE("A name removed while its file is being created leaves a consistent li
   stop = true;
   creator.join();
   remover.join();
-  INFO("first error: " << first_error);
-  REQUIRE(errors.load() == 0);
+  INFO("first error: " << errors.first());
+  REQUIRE(errors.count() == 0);
   // Whatever names are left resolve to files whose link count is theirs,
   // before and after a remount (which frees the unlinked set).
   auto check = [&] {
@@ -170,13 +159,10 @@ TEST_CASE("A stale load of a directory never brings back old entries", "[posix][
   Attr d = f.MustMkdir(kRootIno, "d", 0777);
   f.fs->Forget(d.ino, 1);
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> errors{0}, rounds{0};
-  std::string first_error;
-  std::mutex error_mu;
+  std::atomic<uint64_t> rounds{0};
+  ThreadErrors errors;
   auto note_error = [&](const Status& st, const char* what) {
-    errors++;
-    std::lock_guard l(error_mu);
-    if (first_error.empty()) first_error = std::string(what) + ": " + st.ToString();
+    errors.Note(st, what);
     stop = true;
   };
   std::thread reader([&] {
@@ -207,8 +193,8 @@ TEST_CASE("A stale load of a directory never brings back old entries", "[posix][
   stop = true;
   reader.join();
   writer.join();
-  INFO("first error: " << first_error << "; rounds " << rounds.load());
-  REQUIRE(errors.load() == 0);
+  INFO("first error: " << errors.first() << "; rounds " << rounds.load());
+  REQUIRE(errors.count() == 0);
   CHECK(f.MustGetAttr(d.ino).nlink == 2);
 }
 

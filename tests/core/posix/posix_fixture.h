@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +40,27 @@ inline Creds UserCreds(uint32_t uid = 1000, uint32_t gid = 1000,
   if (!groups.empty()) c.supplementary_groups = [groups] { return groups; };
   return c;
 }
+
+// What a test's threads ran into (Catch2 asserts only from the main
+// thread): how many errors, and the first, named by what failed.
+class ThreadErrors {
+ public:
+  void Note(const Status& st, const char* what) {
+    count_++;
+    std::lock_guard l(mu_);
+    if (first_.empty()) first_ = std::string(what) + ": " + st.ToString();
+  }
+  uint64_t count() const { return count_.load(); }
+  std::string first() {
+    std::lock_guard l(mu_);
+    return first_;
+  }
+
+ private:
+  std::atomic<uint64_t> count_{0};
+  std::mutex mu_;
+  std::string first_;
+};
 
 struct FsFixture {
   explicit FsFixture(uint64_t size = uint64_t{256} << 20, MountOptions o = FastOptions())
