@@ -217,6 +217,14 @@ constexpr TunableInfo kTable[] = {
             "cache); the kernel then keeps file sizes and mtimes itself between requests.",
      POOLFS_DAEMON_FIELD(fuse_writeback_cache,
                          "FUSE_CAP_WRITEBACK_CACHE (fuse::FuseOptions::writeback_cache)")},
+    {.name = "fuse.handle_killpriv", .type = TunableType::kBool, .applies = Applies::kMount,
+     .doc = "Clear setuid, setgid and file capabilities on write, truncate and chown in the "
+            "daemon, and tell the kernel so (FUSE_HANDLE_KILLPRIV_V2). The kernel then no longer "
+            "asks for a file's security.capability before each write, nor for its attributes "
+            "before each chown: one request less per write. false: the kernel clears them itself, "
+            "with those requests.",
+     POOLFS_DAEMON_FIELD(fuse_handle_killpriv,
+                         "FUSE_HANDLE_KILLPRIV_V2 (fuse::FuseOptions::handle_killpriv)")},
     {.name = "fuse.read_ahead_bytes", .type = TunableType::kSize, .applies = Applies::kMount,
      .min = 4 * kKiB, .max = 256 * kMiB, .zero_means = "the kernel's (128 KiB for a FUSE mount)",
      .doc = "How far the kernel reads ahead of a sequential reader of a file on the mount. The "

@@ -58,6 +58,9 @@ struct DaemonTunables {
   uint32_t fuse_threads = 0;
   // fuse.writeback_cache: the kernel's writeback cache for the mount.
   bool fuse_writeback_cache = false;
+  // fuse.handle_killpriv: the daemon clears setuid, setgid and file
+  // capabilities on write, truncate and chown, and tells the kernel so.
+  bool fuse_handle_killpriv = true;
   // fuse.read_ahead_bytes: the kernel's readahead of files on the mount.
   uint64_t fuse_read_ahead_bytes = uint64_t{1} << 20;
   // log.level.

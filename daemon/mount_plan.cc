@@ -251,6 +251,7 @@ Result<MountPlan> PlanMount(const MountArgs& args) {
   plan.fuse.threads = t.daemon.fuse_threads;
   plan.read_ahead_bytes = t.daemon.fuse_read_ahead_bytes;
   plan.fuse.writeback_cache = t.daemon.fuse_writeback_cache;
+  plan.fuse.handle_killpriv = t.daemon.fuse_handle_killpriv;
   std::string atime;
   POOLFS_RETURN_IF_ERROR(ApplyMountOptions(args.options, &plan, &atime));
   if (plan.core.rewind && !plan.core.read_only)

@@ -87,21 +87,21 @@ namespace {
 // checks O_TRUNC, so the kernel must send the truncation as a SETATTR: it
 // is turned off.
 //
-// setuid/setgid clearing. Unless the filesystem takes
-// FUSE_CAP_HANDLE_KILLPRIV, the kernel clears the bits itself before a
-// write or truncate by sending a chmod with the writer's credentials (and,
-// before every write, a GETXATTR of security.capability). The Filesystem
-// accepts that chmod from a caller who may write the file when it clears
-// exactly what the write would (SetAttr says so), and clears the bits on
-// Write and truncation itself too. The capability is asked for, so that
-// the kernel leaves the clearing to the Filesystem alone, but libfuse 3.14
-// (Debian 12) never passes it on to the kernel (libfuse's tracker:
-// https://github.com/libfuse/libfuse/issues/884). Its INIT reply's flags
-// are 0x4040f021, without FUSE_HANDLE_KILLPRIV 1<<19 and without
-// FUSE_PARALLEL_DIROPS 1<<18 either
-// (https://github.com/libfuse/libfuse/pull/861). The chmod path is what
-// works with libfuse 3.14; its second version (requests saying whether the
-// caller lacks CAP_FSETID) does not exist in libfuse 3.14.
+// setuid/setgid clearing. The Filesystem clears the bits on write,
+// truncate and chown itself (PosixFs::Write, SetAttr). With
+// fuse.handle_killpriv (the default) the session tells the kernel so by
+// FUSE_HANDLE_KILLPRIV_V2, which libfuse 3.14 cannot ask for: the
+// KernelChannel adds it to libfuse's INIT reply (kernel_channel.h). The
+// kernel then stops asking for security.capability before every write and
+// for the attributes before every chown, and asks for the clearing it
+// cannot name as a field (chown(f, -1, -1)) with a SETATTR of nothing
+// (SetAttr in attr_ops.cc). Without it, the kernel clears the bits itself
+// before a write or truncate with a chmod sent with the writer's
+// credentials, which the Filesystem accepts from a caller who may write
+// the file when it clears exactly what the write would. FUSE_CAP_HANDLE_KILLPRIV,
+// the first version, is asked for as well, but libfuse 3.14 never passes
+// it on (https://github.com/libfuse/libfuse/issues/884); nor
+// FUSE_PARALLEL_DIROPS (https://github.com/libfuse/libfuse/pull/861).
 //
 // Opening without a request: when the kernel can (FUSE_CAP_NO_OPEN_SUPPORT,
 // Linux 4.19 on), OPEN and CREATE answer ENOSYS (file_ops.cc).

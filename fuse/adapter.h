@@ -24,6 +24,7 @@
 namespace poolfs::fuse {
 
 class CacheNotifier;
+class KernelChannel;
 
 // What the handlers need: the filesystem and the reply timeouts.
 struct Adapter {
@@ -36,6 +37,9 @@ struct Adapter {
   // Drops what the kernel caches of a file's data (cache_notifier.h); set
   // before the mount, like every field here but no_open.
   CacheNotifier* notifier = nullptr;
+  // Reads and writes the device when the session asks the kernel for more
+  // than libfuse can (kernel_channel.h); null otherwise.
+  KernelChannel* channel = nullptr;
   // The kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT):
   // OPEN and CREATE answer ENOSYS once, after which the kernel sends
   // neither, nor RELEASE (file_ops.cc says why). Set by Init.

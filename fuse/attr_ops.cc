@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 
 #include "adapter.h"
+#include "kernel_channel.h"
 
 namespace poolfs::fuse {
 namespace {
@@ -58,6 +59,13 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
     r.valid |= SetAttrRequest::kCtime;
     r.ctime = ToTimespec(attr->st_ctim);
   }
+  // A change of no field (or of ctime alone, which the kernel sends along
+  // with the others when it keeps times itself) from a kernel that leaves
+  // clearing privileges to the filesystem is how it asks for that
+  // clearing (SetAttrRequest::kClearPrivileges).
+  if ((r.valid & ~(SetAttrRequest::kOpenFile | SetAttrRequest::kCtime)) == 0 &&
+      ad.channel != nullptr && (ad.channel->added() & kInitHandleKillprivV2) != 0)
+    r.valid |= SetAttrRequest::kClearPrivileges;
   Result<Attr> a = ad.fs->SetAttr(CredsOf(req), ino, r);
   if (!a.ok()) return ReplyStatus(req, a.status(), "setattr", ino);
   struct stat st;

@@ -15,6 +15,7 @@
 
 #include "adapter.h"
 #include "cache_notifier.h"
+#include "kernel_channel.h"
 #include "poolfs/mutex.h"
 
 extern char** environ;
@@ -105,6 +106,13 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(Filesystem* fs, const Fuse
     return Status::IOError("mounting on " + options.mountpoint + " failed" + TakeLastFuseError());
   }
   server->mounted_ = true;
+  if (options.handle_killpriv) {
+    server->channel_ = std::make_unique<KernelChannel>(kInitHandleKillprivV2);
+    server->adapter_->channel = server->channel_.get();
+    if (const int rc = server->channel_->Install(server->session_); rc != 0)
+      return Status::IOError("FUSE session on " + options.mountpoint +
+                             ": its device channel was refused: " + std::strerror(-rc));
+  }
   // Names the filesystem changes on its own (datasets created, renamed,
   // destroyed) leave the kernel's cache at once. ENOENT: the kernel had
   // no such entry, nothing to forget.
@@ -137,6 +145,10 @@ FuseServer::~FuseServer() {
   if (notifier_) notifier_->Stop();
   if (mounted_) fuse_session_unmount(session_);
   fuse_session_destroy(session_);
+}
+
+bool FuseServer::filesystem_clears_privileges() const {
+  return channel_ != nullptr && (channel_->added() & kInitHandleKillprivV2) != 0;
 }
 
 Status FuseServer::Run() {

@@ -63,6 +63,7 @@ namespace poolfs::fuse {
 
 struct Adapter;
 class CacheNotifier;
+class KernelChannel;
 
 struct FuseOptions {
   // See "The worker count" and "Caching" above for why.
@@ -83,6 +84,9 @@ struct FuseOptions {
   bool single_threaded = false;  // as threads = 1
   bool clone_fd = false;         // one /dev/fuse descriptor per worker
   bool writeback_cache = false;  // fuse.writeback_cache
+  // fuse.handle_killpriv: the Filesystem clears setuid, setgid and
+  // capabilities itself and the kernel is told so (kernel_channel.h).
+  bool handle_killpriv = true;
   double entry_timeout = kDefaultEntryTimeout;
   double attr_timeout = kDefaultAttrTimeout;
   double negative_timeout = kDefaultNegativeTimeout;
@@ -112,12 +116,18 @@ class FuseServer {
 
   const std::string& mountpoint() const { return options_.mountpoint; }
 
+  // Whether the kernel leaves clearing setuid, setgid and capabilities to
+  // the Filesystem (FUSE_HANDLE_KILLPRIV_V2, kernel_channel.h): known once
+  // the session's INIT is answered, false before.
+  bool filesystem_clears_privileges() const;
+
  private:
   FuseServer(Filesystem* fs, const FuseOptions& options);
 
   FuseOptions options_;
   std::unique_ptr<Adapter> adapter_;
   std::unique_ptr<CacheNotifier> notifier_;  // stopped once the loop has ended
+  std::unique_ptr<KernelChannel> channel_;   // null unless handle_killpriv
   fuse_session* session_ = nullptr;
   bool mounted_ = false;
 };

@@ -191,9 +191,9 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   //
   // A non-owner's chmod that only clears some of what a write clears
   // (KilledByWrite) is allowed when the caller may write the file: it is
-  // how the kernel clears the bits before a write or truncate when the
-  // filesystem has not taken FUSE_CAP_HANDLE_KILLPRIV (libfuse 3.14 cannot
-  // pass it on), a chmod sent with the writer's credentials. The FUSE
+  // how the kernel clears the bits before a write or truncate when it has
+  // not left that to the filesystem (FUSE_HANDLE_KILLPRIV_V2 not taken),
+  // a chmod sent with the writer's credentials. The FUSE
   // kernel computes it by an older rule (setgid only when group-executable),
   // so it may clear less than the write does; the write clears the rest.
   bool kill_only = false;
@@ -227,7 +227,8 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
 
   // What a chown and a truncate clear is decided by the file as it was
   // (its mode and group before this change), as Linux decides it.
-  const uint32_t killed_by_chown = (req.valid & (R::kUid | R::kGid)) ? KilledByChown(c, z) : 0;
+  const uint32_t killed_by_chown =
+      (req.valid & (R::kUid | R::kGid | R::kClearPrivileges)) ? KilledByChown(c, z) : 0;
   const uint32_t killed_by_truncate = (req.valid & R::kSize) ? KilledByWrite(c, z) : 0;
   // A chmod by a caller outside the file's group (its group after this
   // change) loses setgid, as on Linux.
@@ -244,8 +245,8 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
   if (req.valid & (R::kUid | R::kGid)) {
     if (req.valid & R::kUid) z.uid = req.uid;
     if (req.valid & R::kGid) z.gid = req.gid;
-    z.mode &= ~killed_by_chown;
   }
+  z.mode &= ~killed_by_chown;
   if (req.valid & R::kSize) {
     // The truncate is the one step that may read (the new last block, to
     // zero its tail), and it reads before it changes anything.

@@ -133,6 +133,8 @@ Result<Attr> FakeFilesystem::SetAttr(const Creds&, uint64_t ino, const SetAttrRe
   if (r.valid & SetAttrRequest::kMode) a.mode = (a.mode & S_IFMT) | r.mode;
   if (r.valid & SetAttrRequest::kUid) a.uid = r.uid;
   if (r.valid & SetAttrRequest::kGid) a.gid = r.gid;
+  if ((r.valid & SetAttrRequest::kClearPrivileges) && S_ISREG(a.mode))
+    a.mode &= ~uint32_t(S_ISUID | S_ISGID);
   if (r.valid & SetAttrRequest::kSize) {
     n->data.resize(r.size);
     a.size = r.size;

@@ -16,9 +16,13 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <optional>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "fuse/fuse_server.h"
+#include "fuse/kernel_channel.h"
 #include "fuse/status_errno.h"
 #include "mount/fake_filesystem.h"
 
@@ -53,6 +57,7 @@ class FakeMount {
   }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
   FakeFilesystem& fs() { return fs_; }
+  const fuse::FuseServer& server() const { return *server_; }
 
  private:
   FakeFilesystem fs_;
@@ -158,6 +163,70 @@ TEST_CASE("Files open and are made without OPEN, CREATE or RELEASE requests") {
   struct stat st;
   REQUIRE(stat(p.c_str(), &st) == 0);
   CHECK(st.st_size == 0);
+}
+
+// FUSE_HANDLE_KILLPRIV_V2, which the adapter adds to libfuse's INIT reply
+// (kernel_channel.h): the kernel asks for security.capability before the
+// first write to a file only, not before each, and leaves clearing
+// setuid to the filesystem (a chown of nothing arrives as a SETATTR of
+// nothing, kClearPrivileges). Without it, a GETXATTR before every write,
+// and the kernel clears setuid itself with a chmod.
+TEST_CASE("The kernel leaves clearing setuid to the filesystem when the adapter takes it") {
+  for (const bool handle : {true, false}) {
+    INFO("fuse.handle_killpriv = " << handle);
+    fuse::FuseOptions options;
+    options.handle_killpriv = handle;
+    FakeMount m(options);
+    const std::string p = m.Path("f");
+    int fd = open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0755);
+    REQUIRE(fd >= 0);
+    for (int i = 0; i < 3; i++) REQUIRE(pwrite(fd, "abc", 3, i * 3) == 3);
+    close(fd);
+    const bool granted = m.server().filesystem_clears_privileges();
+    if (handle && !granted) WARN("this kernel does not offer FUSE_HANDLE_KILLPRIV_V2");
+    CHECK((granted && !handle) == false);
+    CHECK(m.fs().Calls("getxattr") == (granted ? 1u : 3u));
+    REQUIRE(chmod(p.c_str(), 04755) == 0);
+    REQUIRE(chown(p.c_str(), uid_t(-1), gid_t(-1)) == 0);
+    struct stat st;
+    REQUIRE(stat(p.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0755);
+  }
+}
+
+TEST_CASE("The INIT reply gains the asked-for flags the kernel offered, and no others") {
+  constexpr size_t kIn = 40;  // fuse_in_header
+  std::vector<std::byte> init(kIn + 64);
+  const uint32_t opcode = 26, flags = (1u << 28) | (1u << 30), flags2 = 1u << 3;
+  std::memcpy(init.data() + 4, &opcode, 4);
+  std::memcpy(init.data() + kIn + 12, &flags, 4);
+  std::memcpy(init.data() + kIn + 16, &flags2, 4);
+  CHECK(fuse::OfferedInitFlags(init) == (uint64_t{flags2} << 32 | flags));
+  CHECK(fuse::OfferedInitFlags(std::span(init).first(kIn + 15)) == std::nullopt);  // short
+  const uint32_t lookup = 1;
+  std::memcpy(init.data() + 4, &lookup, 4);
+  CHECK(fuse::OfferedInitFlags(init) == std::nullopt);
+
+  std::vector<std::byte> reply(64);  // fuse_init_out: flags at 12, flags2 at 32
+  const uint32_t libfuse_flags = 0x0040f021u;  // without FUSE_INIT_EXT
+  std::memcpy(reply.data() + 12, &libfuse_flags, 4);
+  const uint64_t offered = uint64_t{flags2} << 32 | flags;
+  // Not offered, or offered in flags2 without FUSE_INIT_EXT in the reply:
+  // nothing added.
+  CHECK(fuse::AddInitFlags(reply, offered, 1u << 19) == 0);
+  CHECK(fuse::AddInitFlags(reply, offered, uint64_t{1} << 35) == 0);
+  CHECK(fuse::AddInitFlags(reply, offered, fuse::kInitHandleKillprivV2 | (1u << 19)) ==
+        fuse::kInitHandleKillprivV2);
+  uint32_t now;
+  std::memcpy(&now, reply.data() + 12, 4);
+  CHECK(now == (libfuse_flags | (1u << 28)));
+  CHECK(fuse::AddInitFlags(std::span(reply).first(15), offered, fuse::kInitHandleKillprivV2) == 0);
+  const uint32_t ext = libfuse_flags | (1u << 30);
+  std::memcpy(reply.data() + 12, &ext, 4);
+  CHECK(fuse::AddInitFlags(reply, offered, uint64_t{1} << 35) == uint64_t{1} << 35);
+  uint32_t now2;
+  std::memcpy(&now2, reply.data() + 32, 4);
+  CHECK(now2 == (1u << 3));
 }
 
 // An O_DIRECT write sent asynchronously (libaio's io_submit): the kernel

@@ -117,6 +117,11 @@ struct SetAttrRequest {
     // open with O_TRUNC; FUSE's FATTR_FH): the open checked the write
     // permission, so a size change needs none now, as POSIX says.
     kOpenFile = 1u << 9,
+    // Clear setuid and setgid as a chown would. A kernel that leaves the
+    // clearing to the filesystem (FUSE_HANDLE_KILLPRIV_V2) asks for it
+    // with a change of nothing else: chown(f, -1, -1), and before a write
+    // or hole punch by a caller without CAP_FSETID.
+    kClearPrivileges = 1u << 10,
   };
   uint32_t valid = 0;
   uint32_t mode = 0;  // permission bits only (07777)

@@ -1,5 +1,5 @@
 // setuid/setgid clearing by the filesystem itself, as Linux clears them: the
-// FUSE mount leaves it to poolfs (FUSE_CAP_HANDLE_KILLPRIV), so a write,
+// FUSE mount leaves it to poolfs (FUSE_HANDLE_KILLPRIV_V2), so a write,
 // truncate or chown arrives alone and Write/SetAttr must clear the bits.
 // Linux's rules (6.x, what ext4 and tmpfs do here): a write, truncate or
 // fallocate by a caller without CAP_FSETID (here: not root) clears setuid,
@@ -114,6 +114,35 @@ TEST_CASE("A chown clears setgid without group execute when the caller is outsid
   f.Chmod(a.ino, 06755);
   REQUIRE(f.fs->SetAttr(RootCreds(), a.ino, r).ok());
   REQUIRE(Perm(f, a.ino) == 0755);
+}
+
+// The kernel's request for the clearing on its own: chown(f, -1, -1), and
+// before a write or hole punch by a caller without CAP_FSETID.
+TEST_CASE("A change of nothing but kClearPrivileges clears what a chown would, from anyone",
+          "[posix][attr][killsuid]") {
+  FsFixture f;
+  f.Chmod(kRootIno, 0777);
+  SetAttrRequest clear;
+  clear.valid = SetAttrRequest::kClearPrivileges;
+  const uint64_t ino = SetidFile(f, "f", 06755);
+  const Timespec ctime = f.MustGetAttr(ino).ctime;
+  REQUIRE(f.fs->SetAttr(RootCreds(), ino, clear).ok());
+  CHECK(Perm(f, ino) == 0755);
+  CHECK(f.MustGetAttr(ino).ctime >= ctime);
+  // Setgid without group execute stays for root and for members, not for
+  // others; a non-owner may ask (it clears, never grants).
+  f.Chmod(ino, 02745);
+  REQUIRE(f.fs->SetAttr(RootCreds(), ino, clear).ok());
+  CHECK(Perm(f, ino) == 02745);
+  REQUIRE(f.fs->SetAttr(UserCreds(1000, 0), ino, clear).ok());
+  CHECK(Perm(f, ino) == 02745);
+  REQUIRE(f.fs->SetAttr(UserCreds(1000, 100), ino, clear).ok());
+  CHECK(Perm(f, ino) == 0745);
+  // A directory keeps both.
+  Attr d = f.MustMkdir(kRootIno, "d", 0755);
+  f.Chmod(d.ino, 06755);
+  REQUIRE(f.fs->SetAttr(RootCreds(), d.ino, clear).ok());
+  CHECK(Perm(f, d.ino) == 06755);
 }
 
 TEST_CASE("A truncate by a non-root caller clears setuid and executable setgid",
