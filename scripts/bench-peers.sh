@@ -11,6 +11,9 @@
 #   rm          `rm -rf` of the tree                            -> files/s
 #   randwrite   fio, 4 KiB random writes, psync, one 128 MiB file,
 #               end_fsync=1, no fallocate                       -> MiB/s
+#   randwrite4k the same in a dataset of recordsize=4K, on poolfs
+#               and on zfs-fuse alike (the host and tmpfs: not
+#               measured, they have no records)                -> MiB/s
 #   sqlite      sqlite3 (journal_mode DELETE, synchronous FULL: its
 #               defaults): single-row inserts, each its own
 #               transaction                                     -> transactions/s
@@ -26,7 +29,7 @@
 # clients land where the scheduler puts them, as they do for users).
 #
 # Targets (poolfs over zfs-fuse unless said): sqlite >= 0.7 x the host
-# disk and >= 1.5 x zfs-fuse; untar >= 2; randwrite >= 4; dbench >= 3;
+# disk and >= 1.5 x zfs-fuse; untar >= 2; randwrite4k >= 4; dbench >= 3;
 # createmany >= 2.5, and >= 1.0 x memfs_ceiling. find and rm have none.
 #
 # Usage: scripts/bench-peers.sh [--rounds N] [--json] [--dir DIR] [--sides LIST] [--quick]
@@ -200,6 +203,14 @@ zfs_down() {
   ! zpool list "$ZPOOL_NAME" >/dev/null 2>&1 || die "zfs-fuse: cannot destroy pool $ZPOOL_NAME"
   rm -f "$W/zfs.pool"
 }
+poolfs_rec4k() {  # a dataset of recordsize=4K: its folder
+  "$POOLFS" dataset create peers/rec4k -o recordsize=4K >/dev/null
+  echo "$W/mnt-poolfs/rec4k"
+}
+zfs_rec4k() {
+  zfs create -o recordsize=4K "$ZPOOL_NAME/rec4k"
+  echo "$W/mnt-zfs-fuse/rec4k"
+}
 host_up() { mkdir -p "$W/mnt-host"; }
 host_remount() { drop_caches; }
 host_down() { rm -rf "$W/mnt-host"; }
@@ -285,6 +296,9 @@ measure_side() {  # SIDE
   v=$(w_find "$dir"); add "$side" find "$v"
   v=$(w_rm "$dir"); add "$side" rm "$v"
   v=$(w_randwrite "$dir"); add "$side" randwrite "$v"
+  if [[ $side == poolfs || $side == zfs-fuse ]]; then
+    v=$(w_randwrite "$("$(side_fn "$side" rec4k)")"); add "$side" randwrite4k "$v"
+  fi
   v=$(w_sqlite "$dir"); add "$side" sqlite "$v"
   v=$(w_dbench "$dir"); add "$side" dbench "$v"
   "$(side_fn "$side" down)"
@@ -312,10 +326,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for side in "${order[@]}"; do measure_side "$side"; done
 done
 
-WORKLOADS=(createmany untar find rm randwrite sqlite dbench)
+WORKLOADS=(createmany untar find rm randwrite randwrite4k sqlite dbench)
 declare -A UNIT=([createmany]=files/s [untar]=files/s [find]=files/s [rm]=files/s
-  [randwrite]=MiB/s [sqlite]=tx/s [dbench]=MB/s)
-declare -A TARGET=([createmany]=2.5 [untar]=2 [randwrite]=4 [sqlite]=1.5 [dbench]=3)
+  [randwrite]=MiB/s [randwrite4k]=MiB/s [sqlite]=tx/s [dbench]=MB/s)
+declare -A TARGET=([createmany]=2.5 [untar]=2 [randwrite4k]=4 [sqlite]=1.5 [dbench]=3)
 declare -A MED
 for key in "${!SAMPLES[@]}"; do
   # shellcheck disable=SC2086  # the samples are numbers
@@ -370,7 +384,7 @@ for side in "${SIDE_LIST[@]}"; do printf ' %10s' "$side"; done
 printf '   %-16s %s\n' "poolfs/zfs-fuse" "target"
 for wl in "${WORKLOADS[@]}"; do
   printf '%-11s %-8s' "$wl" "${UNIT[$wl]}"
-  for side in "${SIDE_LIST[@]}"; do printf ' %10s' "$(med "$side" "$wl")"; done
+  for side in "${SIDE_LIST[@]}"; do v=$(med "$side" "$wl"); printf " %10s" "${v:--}"; done
   r=$(ratio "$(med poolfs "$wl")" "$(med zfs-fuse "$wl")")
   if [[ -n ${TARGET[$wl]:-} ]]; then
     printf '   %-16s >= %s %s\n' "$r" "${TARGET[$wl]}" "$(verdict "$r" "${TARGET[$wl]}")"
