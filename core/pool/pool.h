@@ -405,6 +405,9 @@ class Pool {
   Status WriteLogArea(uint32_t vdev, uint64_t off, std::span<const uint8_t> bytes);
   Status ReadLogArea(uint32_t vdev, uint64_t off, std::span<uint8_t> bytes) const;
   Status FlushLogArea(uint32_t vdev);
+  // Makes the log area's storage exist (BlockDevice::FillHoles), so that
+  // log writes overwrite it (nothing to do on a read-only import).
+  Status PrepareLogArea(uint32_t vdev);
   // The log's state in the uberblock this import opened (empty: no log
   // block was needed).
   const LogState& imported_log() const { return imported_log_; }

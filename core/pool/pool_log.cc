@@ -36,6 +36,14 @@ Status Pool::FlushLogArea(uint32_t vdev) {
   return devs_[vdev]->Flush().WithContext("log area of vdev " + std::to_string(vdev));
 }
 
+Status Pool::PrepareLogArea(uint32_t vdev) {
+  POOLFS_RETURN_IF_ERROR(CheckLogRange(vdev, 0, 0));
+  if (options_.read_only) return Status::Ok();  // nothing will write it
+  return devs_[vdev]
+      ->FillHoles(vdev::kLogAreaOffset, vdev::kLogAreaSize)
+      .WithContext("log area of vdev " + std::to_string(vdev));
+}
+
 void Pool::SetLogStateSource(std::function<LogState(Txg)> state,
                              std::function<void(Txg)> durable) {
   util::MutexLock l(&log_mu_);

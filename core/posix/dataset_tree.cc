@@ -177,7 +177,9 @@ Status DatasetTreeFs::OpenLog() {
   // new log begins; and one after the start puts the new chain in an
   // uberblock before the first commit can need it.
   if (applied + failed > 0) POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
-  log_->Start();
+  if (Status st = log_->Start(); !st.ok())
+    log_notes_.push_back("intent log: " + st.ToString() +
+                         " (commits work, each perhaps at the cost of an allocation by the host)");
   POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
   util::ReadMostlyReader r(&tree_lock_);
   for (const auto& [slot, node] : nodes_)

@@ -4,6 +4,10 @@
 
 namespace poolfs::core::vdev {
 
+Status BlockDevice::FillHoles(uint64_t off, size_t len) {
+  return CheckRange(name(), "fill", size(), off, len);
+}
+
 Status BlockDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
   for (const WritePart& part : parts) {
     POOLFS_RETURN_IF_ERROR(Write(off, part.data, part.len));

@@ -89,6 +89,15 @@ class BlockDevice {
   // each part with its own Read.
   virtual Status ReadParts(uint64_t off, std::span<const ReadPart> parts);
 
+  // Makes the storage under [off, off+len) exist, so that later writes
+  // there overwrite it: a file device writes zeros over the holes of a
+  // sparse file in the range (what it reads does not change: a hole reads
+  // as zeros). A write and Flush into a hole cost the host file system an
+  // allocation, on ext4 a journal commit per Flush (about 160 us against
+  // 120 us here); the intent log's area is written and flushed on every
+  // fsync. Nothing needs to be durable. This default does nothing.
+  virtual Status FillHoles(uint64_t off, size_t len);
+
   // The durability barrier described above. IOError when the device reports a
   // failure: the caller must then assume that no write since the last
   // successful Flush is durable.

@@ -219,6 +219,37 @@ Status FileDevice::Write(uint64_t off, const void* buf, size_t len) {
   return Status::Ok();
 }
 
+Status FileDevice::FillHoles(uint64_t off, size_t len) {
+  POOLFS_RETURN_IF_ERROR(CheckRange(path_, "fill", size_, off, len));
+  if (read_only_) return Status::InvalidArgument("cannot fill " + path_ + ": open read-only");
+  if (is_block_device_) return Status::Ok();  // no holes
+  const uint64_t end = off + len;
+  std::vector<uint8_t> zeros;
+  uint64_t at = off;
+  while (at < end) {
+    const off_t hole = lseek(fd_, off_t(at), SEEK_HOLE);
+    if (hole < 0) {
+      if (errno == ENXIO) break;  // past the end of the file: no hole
+      return DeviceIoError(path_, "seek for a hole", at, end - at, errno);
+    }
+    if (uint64_t(hole) >= end) break;
+    off_t data = lseek(fd_, hole, SEEK_DATA);
+    if (data < 0) {
+      if (errno != ENXIO) return DeviceIoError(path_, "seek for data", uint64_t(hole), 0, errno);
+      data = off_t(end);  // a hole to the end of the file
+    }
+    const uint64_t hole_end = std::min<uint64_t>(uint64_t(data), end);
+    for (uint64_t w = uint64_t(hole); w < hole_end;) {
+      const size_t n = size_t(std::min<uint64_t>(hole_end - w, 1 << 20));
+      if (zeros.size() < n) zeros.assign(n, 0);
+      POOLFS_RETURN_IF_ERROR(Write(w, zeros.data(), n));
+      w += n;
+    }
+    at = hole_end;
+  }
+  return Status::Ok();
+}
+
 Status FileDevice::WriteParts(uint64_t off, std::span<const WritePart> parts) {
   size_t len = 0;
   for (const WritePart& part : parts) len += part.len;

@@ -171,6 +171,8 @@ class FileDevice final : public BlockDevice {
   Status Write(uint64_t off, const void* buf, size_t len) override;
   Status WriteParts(uint64_t off, std::span<const WritePart> parts) override;
   Status ReadParts(uint64_t off, std::span<const ReadPart> parts) override;
+  // Finds the holes with SEEK_DATA and SEEK_HOLE.
+  Status FillHoles(uint64_t off, size_t len) override;
   Status Flush() override;
 
  private:

@@ -103,7 +103,10 @@ void IntentLog::NoteReplayed(uint64_t seq, Txg t) {
   stats_.replayed++;
 }
 
-void IntentLog::Start() {
+Status IntentLog::Start() {
+  // Commits overwrite the area from now on; holes of a sparse pool file
+  // there would make each commit's flush allocate.
+  Status prepared = pool_->PrepareLogArea(vdev_);
   util::MutexLock l(&mu_);
   replay_.clear();
   replay_.shrink_to_fit();
@@ -115,6 +118,7 @@ void IntentLog::Start() {
   blocks_.clear();
   tails_.clear();
   started_ = true;
+  return prepared;
 }
 
 void IntentLog::StopForExport() {

@@ -118,8 +118,11 @@ class IntentLog {
   void NoteReplayed(uint64_t seq, Txg t);
   // Ends the replay (to_replay() is dropped; the caller has waited for the
   // replay's txgs to sync) and starts a new chain: from now on the pool's
-  // uberblocks carry this log's state.
-  void Start();
+  // uberblocks carry this log's state. Fails only to say that the log
+  // area's storage could not be made to exist (Pool::PrepareLogArea): the
+  // log is started all the same, and its commits work, each perhaps at the
+  // cost of an allocation by the host.
+  Status Start();
   // The log's state in the next uberblock: none once the pool is being
   // exported (every change is in its last txg).
   void StopForExport();

@@ -1,8 +1,12 @@
 // Pool: the intent log's storage: each vdev's log area is written, read and
 // flushed outside the txgs, and the log state each uberblock carries is the
 // source's, or the imported one kept until a source takes over.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -133,6 +137,39 @@ TEST_CASE("Pool log writes survive a power cut once flushed", "[pool][log]") {
   REQUIRE((*p)->ReadLogArea(0, 8192, got).ok());
   CHECK(got != unflushed);
   REQUIRE((*p)->Export().ok());
+}
+
+TEST_CASE("Pool::PrepareLogArea leaves no hole in a pool file's log areas", "[pool][log]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("poolfs-logarea-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  REQUIRE(Pool::Create(paths, kLogDevSize, CreateOptions{"tank"}).ok());
+  auto holes_in_log_area = [&](const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    const off_t hole = lseek(fd, off_t(vdev::kLogAreaOffset), SEEK_HOLE);
+    close(fd);
+    return hole < off_t(vdev::kLogAreaOffset + vdev::kLogAreaSize);
+  };
+  CHECK(holes_in_log_area(paths[1]));  // a new pool file is sparse there
+  {
+    auto p = Pool::Import(paths, LogTestOptions());
+    REQUIRE(p.ok());
+    const auto written = Bytes(4096, 5);
+    REQUIRE((*p)->WriteLogArea(1, 8192, written).ok());
+    REQUIRE((*p)->PrepareLogArea(1).ok());
+    CHECK((*p)->PrepareLogArea(2).code() == StatusCode::kInvalidArgument);
+    std::vector<uint8_t> back(written.size()), zeros(4096);
+    REQUIRE((*p)->ReadLogArea(1, 8192, back).ok());
+    CHECK(back == written);
+    REQUIRE((*p)->ReadLogArea(1, 0, back).ok());
+    CHECK(back == zeros);
+    REQUIRE((*p)->Export().ok());
+  }
+  CHECK_FALSE(holes_in_log_area(paths[1]));
+  CHECK(holes_in_log_area(paths[0]));  // only the vdev asked for
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("Pool refuses log writes on a read-only import", "[pool][log]") {

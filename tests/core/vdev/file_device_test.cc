@@ -67,6 +67,30 @@ TEST_CASE("FileDevice::CreateSparse makes a sparse file of the given size", "[fi
   CHECK(uint64_t(st.st_blocks) * 512 < kMiB);  // nothing allocated
 }
 
+TEST_CASE("FileDevice::FillHoles allocates the holes of a range and changes no byte",
+          "[file_device]") {
+  TempDir dir;
+  std::string path = dir.File("holes.pool");
+  REQUIRE(FileDevice::CreateSparse(path, kSize, false).ok());
+  auto dev = OpenOk(path);
+  const std::vector<uint8_t> a = Pattern(8192, 3), b = Pattern(4096, 4);
+  REQUIRE(dev->Write(kMiB + 4096, a.data(), a.size()).ok());  // data inside the range
+  REQUIRE(dev->Write(5 * kMiB, b.data(), b.size()).ok());     // and after it
+  REQUIRE(dev->FillHoles(kMiB, 3 * kMiB).ok());
+  const int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(lseek(fd, off_t(kMiB), SEEK_HOLE) >= off_t(4 * kMiB));  // no hole left in the range
+  CHECK(lseek(fd, off_t(4 * kMiB), SEEK_DATA) == off_t(5 * kMiB));  // beyond it: untouched
+  CHECK(lseek(fd, 0, SEEK_DATA) == off_t(kMiB));                // before it too
+  close(fd);
+  CHECK(ReadBytes(*dev, kMiB + 4096, a.size()) == a);
+  CHECK(ReadBytes(*dev, kMiB, 4096) == std::vector<uint8_t>(4096, 0));
+  CHECK(ReadBytes(*dev, 5 * kMiB, b.size()) == b);
+  CHECK(dev->FillHoles(kSize - 4096, 8192).code() == StatusCode::kInvalidArgument);
+  auto ro = OpenOk(path, {.read_only = true, .exclusive = false});
+  CHECK(ro->FillHoles(0, 4096).code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("FileDevice::CreateSparse refuses a non-empty file without force", "[file_device]") {
   TempDir dir;
   std::string path = dir.File("data");

@@ -42,7 +42,7 @@ LogRecord Xattr(uint64_t object, uint64_t txg, size_t value_size) {
 std::unique_ptr<IntentLog> StartedLog(pool::Pool& p) {
   auto log = IntentLog::Open(&p);
   REQUIRE(log.ok());
-  (*log)->Start();
+  REQUIRE((*log)->Start().ok());
   REQUIRE(p.SyncOnce().ok());  // the new chain in an uberblock
   return std::move(*log);
 }
