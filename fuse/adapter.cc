@@ -104,7 +104,8 @@ namespace {
 // FUSE_PARALLEL_DIROPS (https://github.com/libfuse/libfuse/pull/861).
 //
 // Opening without a request: when the kernel can (FUSE_CAP_NO_OPEN_SUPPORT,
-// Linux 4.19 on), OPEN and CREATE answer ENOSYS (file_ops.cc).
+// Linux 4.19 on), OPEN and CREATE answer ENOSYS (file_ops.cc); and OPENDIR
+// (FUSE_CAP_NO_OPENDIR_SUPPORT, Linux 5.1 on; dir_ops.cc).
 //
 // File handles: the kernel may turn one (open_by_handle_at, an NFS export
 // of the mount) into an inode it no longer holds by looking up "." of its
@@ -119,6 +120,8 @@ namespace {
 void Init(void* userdata, fuse_conn_info* conn) {
   Adapter& ad = *static_cast<Adapter*>(userdata);
   ad.no_open.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0, std::memory_order_relaxed);
+  ad.no_opendir.store((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0,
+                      std::memory_order_relaxed);
   conn->want &= ~unsigned(FUSE_CAP_ATOMIC_O_TRUNC);
   if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
   if (conn->capable & FUSE_CAP_EXPORT_SUPPORT) conn->want |= FUSE_CAP_EXPORT_SUPPORT;

@@ -8,7 +8,8 @@
 // errno of the Status (ReplyStatus, the only caller of StatusToErrno).
 //
 // Thread safety: an Adapter is immutable once the session starts (Init,
-// which the kernel answers before it sends anything else, sets no_open);
+// which the kernel answers before it sends anything else, sets no_open and
+// no_opendir);
 // handlers run on any FUSE worker thread at once (the Filesystem
 // serializes calls on one inode itself).
 #pragma once
@@ -44,6 +45,10 @@ struct Adapter {
   // OPEN and CREATE answer ENOSYS once, after which the kernel sends
   // neither, nor RELEASE (file_ops.cc says why). Set by Init.
   std::atomic<bool> no_open{false};
+  // Likewise for directories (FUSE_CAP_NO_OPENDIR_SUPPORT, Linux 5.1 on):
+  // OPENDIR answers ENOSYS once, then neither it nor RELEASEDIR comes
+  // (dir_ops.cc). Set by Init.
+  std::atomic<bool> no_opendir{false};
 };
 
 // The Adapter the session was created with.

@@ -1,6 +1,12 @@
 // Directories: MKDIR, RMDIR, OPENDIR, READDIR, READDIRPLUS, RELEASEDIR,
 // FSYNCDIR. A directory handle holds nothing: READDIR's offset is the
-// Filesystem's cookie, which stays valid while entries change.
+// Filesystem's cookie, which stays valid while entries change. So, as for
+// files (file_ops.cc), a kernel that can open directories on its own
+// (Adapter::no_opendir; it checks the read permission itself, every mount
+// has default_permissions) gets ENOSYS for OPENDIR once, and then sends
+// neither OPENDIR nor RELEASEDIR: two requests less per directory a
+// program opens (find, rm -r, ls, an fsync of a directory).
+#include <cerrno>
 #include <string>
 
 #include "adapter.h"
@@ -18,7 +24,11 @@ void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   ReplyOkOr(req, AdapterOf(req).fs->Rmdir(CredsOf(req), parent, name), "rmdir", parent);
 }
 
-void OpenDir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) { fuse_reply_open(req, fi); }
+void OpenDir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  if (AdapterOf(req).no_opendir.load(std::memory_order_relaxed))
+    return (void)fuse_reply_err(req, ENOSYS);
+  fuse_reply_open(req, fi);
+}
 
 void ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
