@@ -214,7 +214,9 @@ constexpr TunableInfo kTable[] = {
                          "worker threads of the FUSE request loop (fuse::FuseOptions::threads)")},
     {.name = "fuse.writeback_cache", .type = TunableType::kBool, .applies = Applies::kMount,
      .doc = "Let the kernel cache writes and send them in larger requests (FUSE's writeback "
-            "cache); the kernel then keeps file sizes and mtimes itself between requests.",
+            "cache); the kernel then keeps file sizes and mtimes itself between requests. Reads "
+            "served from the kernel's cache then do not move atime: only reads that reach the "
+            "daemon do.",
      POOLFS_DAEMON_FIELD(fuse_writeback_cache,
                          "FUSE_CAP_WRITEBACK_CACHE (fuse::FuseOptions::writeback_cache)")},
     {.name = "fuse.handle_killpriv", .type = TunableType::kBool, .applies = Applies::kMount,

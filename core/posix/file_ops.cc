@@ -219,7 +219,16 @@ Result<Attr> PosixFs::SetAttr(const Creds& c, uint64_t ino, const SetAttrRequest
     // mode bits say now (POSIX; the open checked them).
     if (!(req.valid & R::kOpenFile)) POOLFS_RETURN_IF_ERROR(CheckAccess(c, z, W_OK));
   }
-  if ((req.valid & (R::kAtime | R::kMtime)) && !owner) return not_permitted("setting times");
+  // A kernel that keeps times itself (FUSE's writeback cache) sends every
+  // time it changes as a value, with ctime (kCtime): its "now" for a
+  // writer's truncate or utimens(NOW) then looks like a time set, which it
+  // has checked itself (every mount has default_permissions). Such times
+  // need what setting them to now does: the owner, or write access (given
+  // by a descriptor open for writing).
+  if ((req.valid & (R::kAtime | R::kMtime)) && !owner) {
+    if (!(req.valid & R::kCtime)) return not_permitted("setting times");
+    if (!(req.valid & R::kOpenFile)) POOLFS_RETURN_IF_ERROR(CheckAccess(c, z, W_OK));
+  }
   if ((req.valid & (R::kAtimeNow | R::kMtimeNow)) && !owner)
     POOLFS_RETURN_IF_ERROR(CheckAccess(c, z, W_OK));
   Pins pins;  // a truncate comes before the znode is saved

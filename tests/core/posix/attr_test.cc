@@ -57,6 +57,33 @@ TEST_CASE("SetAttr now-times need write permission and explicit times need owner
   REQUIRE(Code(f.fs->SetAttr(UserCreds(), b.ino, now)) == StatusCode::kPermissionDenied);
 }
 
+// FUSE's writeback cache: the kernel sends its own "now" as values, with
+// ctime, for a writer's truncate or utimens(NOW).
+TEST_CASE("Times sent with ctime need what now-times need: the owner or write access",
+          "[posix][attr]") {
+  FsFixture f;
+  Attr a = f.MustCreate(kRootIno, "w", 0646);
+  SetAttrRequest kernel;
+  kernel.valid = SetAttrRequest::kSize | SetAttrRequest::kMtime | SetAttrRequest::kCtime;
+  kernel.size = 3;
+  kernel.mtime = kernel.ctime = {1'800'000'000, 5};
+  REQUIRE(f.fs->SetAttr(UserCreds(), a.ino, kernel).ok());
+  Attr got = f.MustGetAttr(a.ino);
+  CHECK(got.size == 3);
+  CHECK(got.mtime == kernel.mtime);
+  CHECK(got.ctime == kernel.ctime);
+  Attr b = f.MustCreate(kRootIno, "r", 0644);
+  CHECK(Code(f.fs->SetAttr(UserCreds(), b.ino, kernel)) == StatusCode::kPermissionDenied);
+  // Through a descriptor open for writing, whatever the mode says now.
+  kernel.valid |= SetAttrRequest::kOpenFile;
+  CHECK(f.fs->SetAttr(UserCreds(), b.ino, kernel).ok());
+  // Without ctime, a time set is the owner's.
+  SetAttrRequest set;
+  set.valid = SetAttrRequest::kMtime;
+  set.mtime = {5, 0};
+  CHECK(Code(f.fs->SetAttr(UserCreds(), a.ino, set)) == StatusCode::kNotPermitted);
+}
+
 TEST_CASE("Chmod is for the owner or root and clears setgid for a non-member", "[posix][attr]") {
   FsFixture f;
   f.Chmod(kRootIno, 0777);
