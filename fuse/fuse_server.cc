@@ -71,7 +71,7 @@ std::string EscapeOption(const std::string& v) {
 }  // namespace
 
 uint32_t FuseOptions::DefaultThreads() {
-  return std::clamp(2 * std::thread::hardware_concurrency(), 2u, 16u);
+  return std::clamp(std::thread::hardware_concurrency(), 2u, 16u);
 }
 
 FuseServer::FuseServer(Filesystem* fs, const FuseOptions& options)

@@ -10,7 +10,7 @@
 // file_ops.cc), so a handler needs nothing but the request.
 //
 // Request loop. fuse_session_loop_mt with at most FuseOptions::threads
-// workers (0: DefaultThreads(), two per core), built with
+// workers (0: DefaultThreads(), one per core), built with
 // FUSE_USE_VERSION 312: below that, libfuse 3.14's loop config silently
 // spawns a thread per request. threads = 1 is libfuse's single-threaded
 // loop. Workers may block in the Filesystem (the write throttle, fsync
@@ -24,10 +24,14 @@
 // create: the adapter costs little. With poolfs, one worker costs the
 // least CPU per create and more workers somewhat more, but no worker count
 // gives a rate consistently above the others. One worker would let a
-// single fsync or throttled write stall every other request; a few more
-// workers than cores cover the blocked ones without paying for idle
-// threads' wake-ups. scripts/bench-fs.sh's creates figure measures the
-// default against memfs_ceiling.
+// single fsync or throttled write stall every other request. For one
+// client at a time (an untar, sqlite) the count decides something else:
+// where the workers run against the client's CPU, and a wake-up across
+// CPUs costs a virtual machine far more than a request's work (bench/
+// README.md, "Where a FUSE request's time goes"). One worker per core
+// made scripts/bench-peers.sh's untar 1.7 times and its random writes in
+// 4 KiB records 1.5 times what two per core did, dbench 0.8 times, the
+// rest alike; so one per core, at least two.
 //
 // Caching. Only this mount changes the pool, and every change goes
 // through the kernel, which updates or drops its cached names and
@@ -67,7 +71,7 @@ class KernelChannel;
 
 struct FuseOptions {
   // See "The worker count" and "Caching" above for why.
-  // Two workers per core, at least 2 and at most 16.
+  // One worker per core, at least 2 and at most 16.
   static uint32_t DefaultThreads();
   static constexpr double kDefaultEntryTimeout = 60;
   static constexpr double kDefaultAttrTimeout = 60;
