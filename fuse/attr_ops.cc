@@ -64,7 +64,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   // clearing privileges to the filesystem is how it asks for that
   // clearing (SetAttrRequest::kClearPrivileges).
   if ((r.valid & ~(SetAttrRequest::kOpenFile | SetAttrRequest::kCtime)) == 0 &&
-      ad.channel != nullptr && (ad.channel->added() & kInitHandleKillprivV2) != 0)
+      KernelLeavesPrivileges(ad))
     r.valid |= SetAttrRequest::kClearPrivileges;
   Result<Attr> a = ad.fs->SetAttr(CredsOf(req), ino, r);
   if (!a.ok()) return ReplyStatus(req, a.status(), "setattr", ino);

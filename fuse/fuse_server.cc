@@ -148,7 +148,7 @@ FuseServer::~FuseServer() {
 }
 
 bool FuseServer::filesystem_clears_privileges() const {
-  return channel_ != nullptr && (channel_->added() & kInitHandleKillprivV2) != 0;
+  return KernelLeavesPrivileges(*adapter_);
 }
 
 Status FuseServer::Run() {

@@ -54,6 +54,10 @@ uint64_t AddInitFlags(std::span<std::byte> reply, uint64_t offered, uint64_t ext
   return add;
 }
 
+bool KernelLeavesPrivileges(const Adapter& ad) {
+  return ad.channel != nullptr && (ad.channel->added() & kInitHandleKillprivV2) != 0;
+}
+
 int KernelChannel::Install(fuse_session* se) {
   static constexpr fuse_custom_io kIo = {
       .writev = &KernelChannel::Writev,

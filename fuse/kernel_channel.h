@@ -51,6 +51,13 @@ std::optional<uint64_t> OfferedInitFlags(std::span<const std::byte> request);
 // fields it would change is left alone (returns 0).
 uint64_t AddInitFlags(std::span<std::byte> reply, uint64_t offered, uint64_t extra);
 
+struct Adapter;
+
+// Whether the session's kernel took FUSE_HANDLE_KILLPRIV_V2 from `ad`'s
+// channel: it then leaves clearing setuid, setgid and capabilities to the
+// Filesystem. False without a channel, and before INIT is answered.
+bool KernelLeavesPrivileges(const Adapter& ad);
+
 class KernelChannel {
  public:
   // `extra`: the INIT flags to add to libfuse's reply when offered.
