@@ -329,8 +329,10 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
     const uint64_t n = s.log.commits;
     line("intent log:", std::to_string(n) + " commits wrote " + std::to_string(s.log.records) +
                             " records in " + std::to_string(s.log.blocks) + " blocks (" +
-                            FormatBytesHuman(s.log.bytes) + "), " +
-                            std::to_string(s.log.commits_synced) +
+                            FormatBytesHuman(s.log.bytes) + ", and " +
+                            std::to_string(s.log.indirect) + " writes of " +
+                            FormatBytesHuman(s.log.indirect_bytes) +
+                            " to their place), " + std::to_string(s.log.commits_synced) +
                             " waited for a txg instead; commit " +
                             (n == 0 ? std::string("-") : Millis(s.log.commit_ns_total / n)) +
                             " mean, " + Millis(s.log.commit_ns_max) + " max; " +

@@ -247,6 +247,43 @@ void Dnode::Free(Txg t) {
   Touch(SlotFor(t));
 }
 
+Result<zio::BlockPtr> Dnode::WriteEarly(Txg t, uint64_t blkid, size_t allocator) {
+  std::shared_ptr<std::string> data;
+  zio::WriteProps props;
+  {
+    util::WriterLock l(&mu_);
+    Slot* s = SlotOf(t);
+    if (s == nullptr || s->blocks.count(blkid) == 0)
+      return Status::NotFound(Name() + ": block " + std::to_string(blkid) +
+                              " has no dirty copy in txg " + std::to_string(t.value()));
+    auto it = s->blocks.find(blkid);
+    if (auto e = s->early.find(blkid); e != s->early.end() && e->second.first == it->second)
+      return e->second.second;
+    if (s->attrs.type == ObjectType::kMetadnode || it->second.use_count() > 1)
+      return Status::NotSupported(Name() + ": block " + std::to_string(blkid) +
+                                  " cannot be written before its txg syncs");
+    data = it->second;  // shared from now on: a change in t copies it first
+    props = DataProps(s->attrs);
+  }
+  const zio::BlockWrite write{props, *data};
+  Result<std::vector<zio::BlockPtr>> written = zio_->WriteMany({&write, 1}, t, allocator);
+  util::WriterLock l(&mu_);
+  Slot* s = SlotOf(t);
+  POOLFS_CHECK(s != nullptr);  // t is held open: its sync has not begun
+  if (!written.ok()) return written.status();
+  auto [e, added] = s->early.try_emplace(blkid);
+  if (!added && !e->second.second.IsHole()) s->early_stale.push_back(e->second.second);
+  e->second = {std::move(data), (*written)[0]};
+  return (*written)[0];
+}
+
+zio::WriteProps Dnode::DataProps(const Attrs& attrs) const {
+  const bool dnodes = attrs.type == ObjectType::kMetadnode;
+  return zio::WriteProps{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
+                         util::Compression(attrs.compression), 1,
+                         copies_ ? copies_->For(attrs.type, 0) : uint8_t{1}};
+}
+
 Status Dnode::Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) {
   util::WriterLock l(&mu_);
   if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
@@ -711,7 +748,7 @@ Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
     Slot* sp = SlotOf(t);
     POOLFS_CHECK(sp != nullptr);
     Slot& s = *sp;
-    if (s.blocks.empty() && s.frees.empty()) {
+    if (s.blocks.empty() && s.frees.empty() && s.early.empty() && s.early_stale.empty()) {
       // Most dnodes a txg syncs changed only their attributes (a new empty
       // file, a chmod, a link count): nothing to write but the dnode. The
       // slot's attributes are moved out, not copied: a later change in t
@@ -740,6 +777,7 @@ Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
 Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
   SyncPlan plan;
   std::vector<std::pair<uint64_t, uint64_t>> frees;
+  std::vector<zio::BlockPtr> stale;
   {
     util::WriterLock l(&mu_);
     Slot* sp = SlotOf(t);
@@ -749,8 +787,21 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
     plan.blocks.assign(s.blocks.begin(), s.blocks.end());
     frees = s.frees;
     s.queued = false;
+    // A block written early is t's block if t did not change it since
+    // (its copy is still the one written); otherwise the early one is freed.
+    for (auto& [blkid, early] : s.early) {
+      auto it = s.blocks.find(blkid);
+      if (it != s.blocks.end() && it->second == early.first)
+        plan.early.emplace(blkid, early.second);
+      else if (!early.second.IsHole())
+        stale.push_back(early.second);
+    }
+    s.early.clear();
+    stale.insert(stale.end(), s.early_stale.begin(), s.early_stale.end());
+    s.early_stale.clear();
   }
   plan.frees = frees.size();
+  for (const zio::BlockPtr& bp : stale) POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t));
   util::MutexLock l(&tree_mu_);
   for (const auto& [first, end] : frees) POOLFS_RETURN_IF_ERROR(tree_.FreeRange(first, end, t));
   return plan;
@@ -760,9 +811,7 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
   POOLFS_CHECK_LE(first, end);
   POOLFS_CHECK_LE(end, plan.blocks.size());
   const bool dnodes = plan.attrs.type == ObjectType::kMetadnode;
-  const zio::WriteProps props{dnodes ? zio::BlockType::kDnodes : zio::BlockType::kData, 0,
-                              util::Compression(plan.attrs.compression), 1,
-                              copies_ ? copies_->For(plan.attrs.type, 0) : uint8_t{1}};
+  const zio::WriteProps props = DataProps(plan.attrs);
   // The blocks these replace leave the cache, in one batch at the end: each
   // is freed, or was rewritten in place under the same name (a later pass
   // of the same txg) and must not be served as it was.
@@ -776,6 +825,7 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
     uint64_t blkid;
     zio::BlockPtr old, bp;  // what it replaces, what it becomes
     zio::BlockWrite write;
+    bool early = false;  // bp written already (WriteEarly)
   };
   std::vector<Item> items;
   std::vector<zio::BlockWrite> batch;
@@ -791,6 +841,10 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
         const auto& [blkid, data] = plan.blocks[i];
         POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr old, tree_.Lookup(blkid));
         items.push_back({blkid, old, {}, {props, *data}});
+        if (auto e = plan.early.find(blkid); e != plan.early.end()) {
+          items.back().bp = e->second;
+          items.back().early = true;
+        }
         bytes += data->size();
       }
     }
@@ -810,6 +864,7 @@ Status Dnode::SyncBlocks(Txg t, const SyncPlan& plan, size_t first, size_t end, 
     fresh.clear();
     for (size_t k = 0; k < items.size(); k++) {
       Item& it = items[k];
+      if (it.early) continue;
       if (!it.old.IsHole() && it.old.birth == t) {
         POOLFS_ASSIGN_OR_RETURN(it.bp, BlockTree::WriteBlock(zio_, it.write.props, it.write.data,
                                                              it.old, t, allocator));
@@ -876,6 +931,7 @@ void Dnode::SyncDone(Txg t) {
   if (s == nullptr) return;
   POOLFS_CHECK(s->blocks.empty());
   POOLFS_CHECK(s->frees.empty());
+  POOLFS_CHECK(s->early.empty() && s->early_stale.empty());
   POOLFS_CHECK(!s->queued);
   slots_[t.value() % kTxgSlots].reset();
 }

@@ -140,6 +140,19 @@ class Dnode {
                 std::string_view bonus, uint8_t bonus_type = 0) EXCLUDES(mu_);
   // Frees the object in txg t: all its blocks, and the slot.
   void Free(Txg t) EXCLUDES(mu_);
+  // For the intent log (ZFS's dmu_sync): writes txg t's dirty copy of data
+  // block `blkid` to a place of its own now, through `allocator`, and
+  // returns its pointer (birth t). t's sync puts that pointer in the tree
+  // instead of writing the block again, unless t changed the block after
+  // this: a change takes a copy of its own (the copy written is shared
+  // from here on), and t's sync then writes that copy as usual and frees
+  // the early one. The caller holds t open for the whole call (a hold of
+  // the open txg t), so that t's sync has not begun. A block written early
+  // already and unchanged since: its pointer, nothing written. NotFound
+  // when t holds no copy of the block (it synced, was freed, or t never
+  // wrote it); NotSupported for a metadnode or a copy an owner shares
+  // (PutBlock); the write's errors (nothing is left allocated then).
+  Result<zio::BlockPtr> WriteEarly(Txg t, uint64_t blkid, size_t allocator) EXCLUDES(mu_);
   Status Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) EXCLUDES(mu_);
   // Makes `block` (exactly one block) txg t's dirty copy of block blkid,
   // without copying it: the caller may change it in place until t closes
@@ -237,6 +250,8 @@ class Dnode {
     Attrs attrs;
     std::vector<std::pair<uint64_t, std::shared_ptr<std::string>>> blocks;  // by block id
     size_t frees = 0;  // free ranges applied by SyncBegin
+    // Blocks of `blocks` written already (WriteEarly), by block id.
+    std::map<uint64_t, zio::BlockPtr> early;
   };
   Result<SyncPlan> SyncBegin(Txg t) EXCLUDES(mu_, tree_mu_);
   // Writes plan.blocks[first, end).
@@ -269,6 +284,10 @@ class Dnode {
     Attrs attrs;
     std::map<uint64_t, std::shared_ptr<std::string>> blocks;
     std::vector<std::pair<uint64_t, uint64_t>> frees;  // [first, end) block ranges
+    // Blocks written early (WriteEarly): the copy written, and where.
+    std::map<uint64_t, std::pair<std::shared_ptr<std::string>, zio::BlockPtr>> early;
+    // Written early, then replaced by a newer early write: freed at t's sync.
+    std::vector<zio::BlockPtr> early_stale;
   };
   // A block's bytes as Content finds them: a dirty copy, a block held in
   // the cache, a block read without a cache, or zeros (data() == nullptr).
@@ -355,6 +374,8 @@ class Dnode {
   Status ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) REQUIRES(mu_)
       EXCLUDES(tree_mu_);
   std::string Name() const { return "object " + std::to_string(id_.value()); }
+  // How t's sync writes the data blocks of an object with `attrs`.
+  zio::WriteProps DataProps(const Attrs& attrs) const;
   // The attribute fields of a DnodePhys (a copy of `attrs` is made only
   // when the caller passes an lvalue).
   static void SetAttrs(Attrs attrs, DnodePhys* phys);

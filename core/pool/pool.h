@@ -405,6 +405,15 @@ class Pool {
   Status WriteLogArea(uint32_t vdev, uint64_t off, std::span<const uint8_t> bytes);
   Status ReadLogArea(uint32_t vdev, uint64_t off, std::span<uint8_t> bytes) const;
   Status FlushLogArea(uint32_t vdev);
+  // The data blocks an intent log's indirect write records name: written
+  // early, in an open txg, by dmu::Dnode::WriteEarly, anywhere in the
+  // pool. A pointer in the pool's format (zio::BlockPtrSize bytes); the
+  // block such a pointer names, read and verified (Corruption when the
+  // pointer does not decode or the block fails its checksum, the message
+  // starting with `where`); and every vdev's writes made durable.
+  std::string EncodeLogBlockPtr(const zio::BlockPtr& bp) const;
+  Result<std::string> ReadLogBlock(std::string_view encoded, std::string_view where);
+  Status FlushLogBlocks();
   // Makes the log area's storage exist (BlockDevice::FillHoles), so that
   // log writes overwrite it (nothing to do on a read-only import).
   Status PrepareLogArea(uint32_t vdev);

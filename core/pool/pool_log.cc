@@ -44,6 +44,27 @@ Status Pool::PrepareLogArea(uint32_t vdev) {
       .WithContext("log area of vdev " + std::to_string(vdev));
 }
 
+std::string Pool::EncodeLogBlockPtr(const zio::BlockPtr& bp) const {
+  std::string out(zio::BlockPtrSize(zio_->format()), '\0');
+  zio::EncodeBlockPtr(bp, reinterpret_cast<uint8_t*>(out.data()), zio_->format());
+  return out;
+}
+
+Result<std::string> Pool::ReadLogBlock(std::string_view encoded, std::string_view where) {
+  if (encoded.size() != zio::BlockPtrSize(zio_->format()))
+    return Status::Corruption(std::string(where) + ": a block pointer of " +
+                              std::to_string(encoded.size()) + " bytes, this pool's are " +
+                              std::to_string(zio::BlockPtrSize(zio_->format())));
+  POOLFS_ASSIGN_OR_RETURN(
+      zio::BlockPtr bp,
+      zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(encoded.data()), where, zio_->format()));
+  Result<std::string> block = zio_->Read(bp);
+  if (!block.ok()) return block.status().WithContext(where);
+  return block;
+}
+
+Status Pool::FlushLogBlocks() { return zio_->FlushAll(); }
+
 void Pool::SetLogStateSource(std::function<LogState(Txg)> state,
                              std::function<void(Txg)> durable) {
   util::MutexLock l(&log_mu_);

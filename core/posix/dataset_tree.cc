@@ -109,12 +109,25 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
   std::shared_ptr<pool::Pool> shared(std::move(pool));
   std::unique_ptr<DatasetTreeFs> fs(new DatasetTreeFs(shared, options));
   Status st = Status::Ok();
-  if (Result<uint64_t> root = shared->DatasetId(shared->name()); root.ok()) {
-    fs->root_id_ = *root;
-    st = fs->Refresh();
-  } else {
-    st = Status::Corruption("pool '" + shared->name() +
-                            "' has no root dataset: " + root.status().message());
+  // The log first: it reads the blocks its indirect writes name, which the
+  // imported space maps count as free, before anything could allocate.
+  std::unique_ptr<zil::IntentLog> log;
+  if (!options.read_only) {
+    Result<std::unique_ptr<zil::IntentLog>> opened = zil::IntentLog::Open(shared.get());
+    if (opened.ok())
+      log = std::move(*opened);
+    else
+      st = opened.status();
+  }
+  if (st.ok()) {
+    Result<uint64_t> root = shared->DatasetId(shared->name());
+    if (root.ok()) {
+      fs->root_id_ = *root;
+      st = fs->Refresh();
+    } else {
+      st = Status::Corruption("pool '" + shared->name() +
+                              "' has no root dataset: " + root.status().message());
+    }
   }
   if (st.ok() && fs->dataset_fs(0) == nullptr)
     st = Status::Corruption("pool '" + shared->name() + "' has no root dataset");
@@ -126,7 +139,7 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
       st = Status::NotFound("pool '" + shared->name() + "' has no dataset " + options.dataset +
                             (top.ok() ? "" : ": " + top.status().message()));
   }
-  if (st.ok() && !options.read_only) st = fs->OpenLog();
+  if (st.ok() && log != nullptr) st = fs->OpenLog(std::move(log));
   if (st.ok()) {
     // Destroy's last line of defence: a dataset whose files the kernel
     // holds stays (the admin detaches a dataset before it asks the pool).
@@ -146,8 +159,8 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
   return fs;
 }
 
-Status DatasetTreeFs::OpenLog() {
-  POOLFS_ASSIGN_OR_RETURN(log_, zil::IntentLog::Open(pool_.get()));
+Status DatasetTreeFs::OpenLog(std::unique_ptr<zil::IntentLog> log) {
+  log_ = std::move(log);
   log_notes_ = log_->notes();
   // The records in the order they were made, each applied by its dataset's
   // filesystem; the objects a create made are known by their new numbers
@@ -660,6 +673,8 @@ FsStatus DatasetTreeFs::GetStatus() {
       s.log.commit_ns_total = l.commit_ns_total;
       s.log.commit_ns_max = l.commit_ns_max;
       s.log.replayed = l.replayed;
+      s.log.indirect = l.indirect;
+      s.log.indirect_bytes = l.indirect_bytes;
     }
     // The scrub's errors in any dataset of the tree, each by a path in it.
     s.scrub = (*fs)->DescribeScrub([this](uint64_t id, uint64_t object) -> Result<std::string> {

@@ -237,9 +237,10 @@ class DatasetTreeFs final : public Filesystem {
   // The slot of the child dataset `name` of directory `local` of the
   // dataset in `slot` (only a root directory has them), or 0.
   uint64_t ChildAt(uint64_t slot, uint64_t local, std::string_view name) EXCLUDES(tree_lock_);
-  // Opens the intent log, replays it into the datasets and starts it
-  // (intent_log.h); the datasets record into it from then on.
-  Status OpenLog() EXCLUDES(tree_lock_);
+  // Replays the intent log `log` (opened first thing after the import,
+  // IntentLog::Open) into the datasets and starts it (intent_log.h); the
+  // datasets record into it from then on.
+  Status OpenLog(std::unique_ptr<zil::IntentLog> log) EXCLUDES(tree_lock_);
   // Ok unless `name` in `parent` is a child dataset (then `code`, saying so).
   Status NotAJoin(uint64_t parent, std::string_view name, StatusCode code) EXCLUDES(tree_lock_);
   Result<Attr> InSlot(uint64_t slot, Result<Attr> a) const;

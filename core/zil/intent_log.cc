@@ -49,9 +49,40 @@ Result<std::unique_ptr<IntentLog>> IntentLog::Open(pool::Pool* pool) {
       LogChain chain, ReadLogChain(state, pool->guid(), [&](uint64_t off, std::span<uint8_t> b) {
         return pool->ReadLogArea(state.vdev, off, b);
       }));
-  log->replay_ = std::move(chain.records);
   if (!chain.damage.empty())
     log->notes_.push_back("intent log ends at a damaged block: " + chain.damage);
+  // Indirect writes become plain ones: their blocks are read now, before
+  // anything is allocated (the import's syncs have not begun to; the
+  // replay's own would), since the space maps the pool imported do not
+  // hold them. A block that does not verify was written by a commit that
+  // never returned (the commit flushes it before it returns, and the next
+  // commit starts after that): the log ends there, as at a damaged block.
+  for (size_t i = 0; i < chain.records.size(); i++) {
+    LogRecord& r = chain.records[i].record;
+    if (r.type != RecordType::kWriteIndirect) continue;
+    const auto& b = std::get<WriteIndirectBody>(r.body);
+    const std::string where = "intent log record " + std::to_string(r.seq) +
+                              " (a write of object " + std::to_string(r.object) + ")";
+    Result<std::string> block = pool->ReadLogBlock(b.block_ptr, where);
+    Status st = block.status();
+    uint64_t start = 0;
+    if (st.ok()) {
+      start = b.offset - b.offset % block->size();
+      if (b.offset + b.length > start + block->size())
+        st = Status::Corruption(where + ": " + std::to_string(b.length) + " bytes at offset " +
+                                std::to_string(b.offset) + " pass the end of its block of " +
+                                std::to_string(block->size()));
+    }
+    if (!st.ok()) {
+      log->notes_.push_back("intent log ends at a write whose data block does not verify: " +
+                            st.message());
+      chain.records.resize(i);
+      break;
+    }
+    r.type = RecordType::kWrite;
+    r.body = WriteBody{b.offset, block->substr(b.offset - start, b.length)};
+  }
+  log->replay_ = std::move(chain.records);
   IntentLog* self = log.get();
   pool->SetLogStateSource([self](Txg t) { return self->StateFor(t); },
                           [self](Txg t) { self->Durable(t); });
@@ -173,9 +204,9 @@ uint64_t IntentLog::FreeFrom(uint64_t at) const {
   return (durable_tail_ + kArea - at) % kArea;
 }
 
-void IntentLog::SetReader(uint64_t dataset, DataReader reader) {
+void IntentLog::SetReader(uint64_t dataset, DataReader reader, EarlyWriter early) {
   util::MutexLock l(&mu_);
-  readers_[dataset] = std::move(reader);
+  readers_[dataset] = Source{std::move(reader), std::move(early)};
 }
 
 void IntentLog::RemoveReader(uint64_t dataset) {
@@ -235,8 +266,9 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
   const uint64_t start = NowNs();
   // A write's bytes, as the file holds them now.
   uint64_t max_txg = 0;
+  uint64_t indirect = 0, indirect_bytes = 0;
   {
-    std::map<uint64_t, DataReader> readers;
+    std::map<uint64_t, Source> readers;
     {
       util::MutexLock l(&mu_);
       readers = readers_;
@@ -249,7 +281,24 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
         auto reader = readers.find(p.dataset);
         if (reader == readers.end()) continue;  // its dataset is gone
         auto body = std::get_if<WriteBody>(&p.record.body);
-        Result<std::string> data = reader->second(p.record.object, body->offset, p.write_length);
+        if (p.write_length >= kMinIndirectWrite && reader->second.early) {
+          Result<EarlyBlock> early = reader->second.early(p.record.object, body->offset,
+                                                          p.write_length, p.record.txg);
+          if (!early.ok() && early.status().IsNotFound()) continue;  // removed since
+          if (early.ok() && early->length == 0) continue;            // truncated since
+          if (early.ok() && !early->block_ptr.empty()) {
+            indirect++;
+            indirect_bytes += early->length;
+            p.record.type = RecordType::kWriteIndirect;
+            p.record.body = WriteIndirectBody{body->offset, uint32_t(early->length),
+                                              std::move(early->block_ptr)};
+            kept.push_back(std::move(p));
+            continue;
+          }
+          // Not written early (its txg closed, a write error): copied.
+        }
+        Result<std::string> data =
+            reader->second.read(p.record.object, body->offset, p.write_length);
         if (!data.ok()) {
           if (data.status().IsNotFound()) continue;  // removed since: a later record says so
           return data.status().WithContext("intent log commit");
@@ -348,7 +397,8 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
       run.insert(run.end(), planned[b].bytes.begin(), planned[b].bytes.end());
     io = pool_->WriteLogArea(vdev_, offset, run);
   }
-  if (io.ok()) io = pool_->FlushLogArea(vdev_);
+  // Blocks written early may lie on any vdev.
+  if (io.ok()) io = indirect > 0 ? pool_->FlushLogBlocks() : pool_->FlushLogArea(vdev_);
   if (!io.ok()) return wait_for_sync();
   const uint64_t ns = NowNs() - start;
   util::MutexLock l(&mu_);
@@ -360,6 +410,8 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
   stats_.commits++;
   stats_.blocks += planned.size();
   stats_.records += records.size();
+  stats_.indirect += indirect;
+  stats_.indirect_bytes += indirect_bytes;
   stats_.bytes += used;
   stats_.commit_ns_total += ns;
   stats_.commit_ns_max = std::max(stats_.commit_ns_max, ns);

@@ -15,6 +15,17 @@
 // then (an object freed meanwhile drops its record: a later record removed
 // it), so data that is never fsynced is never copied.
 //
+// Indirect writes. A write record of kMinIndirectWrite bytes or more that
+// lies in one block of its file, whose txg is still open, does not copy
+// its bytes: the commit writes the file's dirty block to its place in the
+// pool (EarlyWriter, dmu::Dnode::WriteEarly) and the record names that
+// block (kWriteIndirect). The txg's sync then keeps that block instead of
+// writing it again, so the data is written once; a commit with such
+// records flushes every vdev. Open reads the blocks before the replay (the
+// imported space maps do not hold them: nothing may be allocated first)
+// and turns the records into plain writes; one whose block does not verify
+// ends the log there (on-disk-format.md, section 16.2).
+//
 // Commit batching: one commit writes at a time; a caller that finds one in
 // flight waits, and the next commit takes what every waiter added, so many
 // fsyncing threads share one block write and one flush.
@@ -74,6 +85,21 @@ struct IntentLogStats {
   uint64_t commit_ns_total = 0;  // time in commits that wrote blocks
   uint64_t commit_ns_max = 0;
   uint64_t replayed = 0;  // records replayed at this import
+  uint64_t indirect = 0;        // write records whose data went to its place (indirect)
+  uint64_t indirect_bytes = 0;  // the bytes those records name
+};
+
+// Write records of at least this many bytes, within one block of their
+// file, go to the log as kWriteIndirect when the block can be written to
+// its place at the commit (IntentLog::EarlyWriter): the data is written
+// once, where the txg's sync then leaves it, instead of into the log and
+// again by the sync.
+inline constexpr uint64_t kMinIndirectWrite = 32 * 1024;
+
+// What an EarlyWriter did with a write record's bytes.
+struct EarlyBlock {
+  uint64_t length = 0;    // the record's bytes still in the file (0: none: truncated since)
+  std::string block_ptr;  // the pool's pointer to the block holding them; empty: copy them
 };
 
 // A record for the log, with the dataset it belongs to.
@@ -104,6 +130,12 @@ class IntentLog {
   // A dataset's bytes: (object, offset, length) -> what the file holds
   // there now (shorter past its end; NotFound when the object is gone).
   using DataReader = std::function<Result<std::string>(uint64_t, uint64_t, uint64_t)>;
+  // A dataset's blocks written early: (object, offset, length, txg) ->
+  // the block holding those bytes written to its place now (as t's sync
+  // would: dmu::Dnode::WriteEarly) when it lies in txg's dirty copy of one
+  // block and txg is still open; else an empty pointer (the commit copies
+  // the bytes); NotFound when the object is gone.
+  using EarlyWriter = std::function<Result<EarlyBlock>(uint64_t, uint64_t, uint64_t, uint64_t)>;
 
   // Reads what the import found (Pool::imported_log). Fails only with the
   // pool's read errors (a block that does not verify ends the log).
@@ -127,9 +159,11 @@ class IntentLog {
   // exported (every change is in its last txg).
   void StopForExport();
 
-  // Reads `dataset`'s write data at commit time. Records of a dataset with
-  // no reader are dropped at commit (a destroyed dataset's).
-  void SetReader(uint64_t dataset, DataReader reader);
+  // Reads `dataset`'s write data at commit time, and writes its blocks
+  // early for large writes (none: every write's bytes are copied). Records
+  // of a dataset with no reader are dropped at commit (a destroyed
+  // dataset's).
+  void SetReader(uint64_t dataset, DataReader reader, EarlyWriter early = nullptr);
   void RemoveReader(uint64_t dataset);
 
   // Adds a record of `dataset` (its seq is set here; `pending.record.txg`
@@ -191,7 +225,11 @@ class IntentLog {
   Status failed_ GUARDED_BY(mu_);  // a commit's failure: every later one fails
   uint64_t inflight_first_ GUARDED_BY(mu_) = 0;  // the first seq of the commit in flight
   std::map<uint64_t, uint64_t> replayed_by_txg_ GUARDED_BY(mu_);  // txg -> last seq applied
-  std::map<uint64_t, DataReader> readers_ GUARDED_BY(mu_);
+  struct Source {
+    DataReader read;
+    EarlyWriter early;
+  };
+  std::map<uint64_t, Source> readers_ GUARDED_BY(mu_);
   pool::LogState last_state_ GUARDED_BY(mu_);  // what StateFor gave last
   IntentLogStats stats_ GUARDED_BY(mu_);
 };

@@ -286,7 +286,9 @@ struct FsStatus {
   std::vector<std::string> import_notes;
   // The intent log (fsync's): commits that wrote log blocks and those that
   // waited for a txg sync instead, what they wrote, their time, and the
-  // records replayed at this import.
+  // records replayed at this import. `indirect` of the records are writes
+  // whose `indirect_bytes` went to their place in the pool at the commit
+  // (the log names the block) instead of into the log.
   struct LogStatus {
     bool enabled = false;  // off on a read-only mount
     uint64_t commits = 0;
@@ -297,6 +299,8 @@ struct FsStatus {
     uint64_t commit_ns_total = 0;
     uint64_t commit_ns_max = 0;
     uint64_t replayed = 0;
+    uint64_t indirect = 0;
+    uint64_t indirect_bytes = 0;
   } log;
   uint64_t last_synced_txg = 0;
   uint64_t open_txg = 0;
