@@ -675,6 +675,7 @@ FsStatus DatasetTreeFs::GetStatus() {
       s.log.replayed = l.replayed;
       s.log.indirect = l.indirect;
       s.log.indirect_bytes = l.indirect_bytes;
+      s.log.replayed_indirect = l.replayed_indirect;
     }
     // The scrub's errors in any dataset of the tree, each by a path in it.
     s.scrub = (*fs)->DescribeScrub([this](uint64_t id, uint64_t object) -> Result<std::string> {

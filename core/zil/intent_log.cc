@@ -81,6 +81,8 @@ Result<std::unique_ptr<IntentLog>> IntentLog::Open(pool::Pool* pool) {
     }
     r.type = RecordType::kWrite;
     r.body = WriteBody{b.offset, block->substr(b.offset - start, b.length)};
+    util::MutexLock l(&log->mu_);
+    log->stats_.replayed_indirect++;
   }
   log->replay_ = std::move(chain.records);
   IntentLog* self = log.get();

@@ -85,6 +85,7 @@ struct IntentLogStats {
   uint64_t commit_ns_total = 0;  // time in commits that wrote blocks
   uint64_t commit_ns_max = 0;
   uint64_t replayed = 0;  // records replayed at this import
+  uint64_t replayed_indirect = 0;  // of the records to replay, indirect writes (their blocks read)
   uint64_t indirect = 0;        // write records whose data went to its place (indirect)
   uint64_t indirect_bytes = 0;  // the bytes those records name
 };

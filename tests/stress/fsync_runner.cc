@@ -119,7 +119,8 @@ Status FsyncRunner::Setup() {
 Status FsyncRunner::Verify(Filesystem* fs) {
   const FsStatus status = fs->GetStatus();
   replayed_ += status.log.replayed;
-  cycle_note_ += ", " + std::to_string(status.log.replayed) + " log records replayed";
+  cycle_note_ += ", " + std::to_string(status.log.replayed) + " log records replayed (" +
+                 std::to_string(status.log.replayed_indirect) + " indirect writes)";
   for (const std::string& note : status.import_notes)
     if (note.find("failed") != std::string::npos)
       return Status::Corruption("the mount says: " + note);

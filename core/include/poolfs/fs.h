@@ -301,6 +301,7 @@ struct FsStatus {
     uint64_t replayed = 0;
     uint64_t indirect = 0;
     uint64_t indirect_bytes = 0;
+    uint64_t replayed_indirect = 0;  // indirect writes among the records to replay
   } log;
   uint64_t last_synced_txg = 0;
   uint64_t open_txg = 0;

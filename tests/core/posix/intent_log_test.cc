@@ -216,6 +216,7 @@ TEST_CASE("A large fsynced write is written once, in its place, and the log name
     INFO("mount " << mount << " of the crashed copy");
     auto fs = MountCopy(copy, SlowSyncOptions());
     if (mount == 0) CHECK(fs->GetStatus().log.replayed >= 17);
+    if (mount == 0) CHECK(fs->GetStatus().log.replayed_indirect == 16);
     Attr big = MustLookup(*fs, kRootIno, "big");
     CHECK(big.size == data.size());
     std::string got;
