@@ -235,6 +235,16 @@ constexpr TunableInfo kTable[] = {
             "it: for other users the mount keeps the kernel's, and says so in its log.",
      POOLFS_DAEMON_FIELD(fuse_read_ahead_bytes,
                          "/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount")},
+    // ---- zil ----
+    {.name = "zil.indirect_write_bytes", .type = TunableType::kSize, .applies = Applies::kMount,
+     .min = 4 * kKiB, .max = 16 * kMiB,
+     .zero_means = "never: fsync copies every byte it makes durable into the log",
+     .doc = "A write that fsync must make durable, of at least this many bytes within one "
+            "record of its file, is written to its place in the pool at the commit and the "
+            "intent log names it, instead of being copied into the log and written again by "
+            "the txg sync: its bytes are written once. Smaller writes are copied, which costs "
+            "one write to the log where the other way costs two (the block, then the log).",
+     POOLFS_CORE_FIELD(zil, IntentLogOptions, indirect_write_bytes)},
     // ---- log ----
     {.name = "log.level", .type = TunableType::kEnum, .applies = Applies::kLive,
      .choices = kLogLevelChoices,
@@ -248,7 +258,8 @@ constexpr TunableInfo kTable[] = {
 #undef POOLFS_CORE_TOP_FIELD
 #undef POOLFS_DAEMON_FIELD
 
-constexpr std::string_view kTables[] = {"txg", "alloc", "vdev", "dmu", "arc", "fuse", "log"};
+constexpr std::string_view kTables[] = {"txg", "alloc", "vdev", "dmu",
+                                        "arc", "fuse", "zil", "log"};
 
 std::string Lower(std::string_view s) {
   std::string out(s);

@@ -161,6 +161,7 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
 
 Status DatasetTreeFs::OpenLog(std::unique_ptr<zil::IntentLog> log) {
   log_ = std::move(log);
+  log_->SetIndirectWriteBytes(opts_.tunables.zil.indirect_write_bytes);
   log_notes_ = log_->notes();
   // The records in the order they were made, each applied by its dataset's
   // filesystem; the objects a create made are known by their new numbers

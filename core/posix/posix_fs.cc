@@ -624,9 +624,10 @@ void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
     return data;
   };
   // A large write's block, written to its place at the commit, the record
-  // naming it (zil::kMinIndirectWrite): when the bytes lie in one block and
-  // the record's txg is still the open one, held open meanwhile so that
-  // its sync finds the block written. The same moment as `read`'s.
+  // naming it (IntentLog::SetIndirectWriteBytes): when the bytes lie in
+  // one block and the record's txg is still the open one, held open
+  // meanwhile so that its sync finds the block written. The same moment
+  // as `read`'s.
   auto early = [this](uint64_t object, uint64_t off, uint64_t len,
                       uint64_t txg) -> Result<zil::EarlyBlock> {
     CallGuard g;

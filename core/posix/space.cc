@@ -326,6 +326,7 @@ Status PosixFs::SetLive(const CoreTunables& t) {
   if (t.space != mounted.space) return at_mount("alloc.* (SpaceOptions)");
   if (t.vdev != mounted.vdev) return at_mount("vdev.* (VdevOptions)");
   if (t.read_ahead != mounted.read_ahead) return at_mount("dmu.prefetch_* (ReadAheadOptions)");
+  if (t.zil != mounted.zil) return at_mount("zil.* (IntentLogOptions)");
   ArcOptions arc = t.arc;
   arc.max_bytes = mounted.arc.max_bytes;  // the one live field of ArcOptions
   if (arc != mounted.arc) return at_mount("arc.* other than arc.max_bytes (ArcOptions)");

@@ -271,9 +271,11 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
   uint64_t indirect = 0, indirect_bytes = 0;
   {
     std::map<uint64_t, Source> readers;
+    uint64_t indirect_min = 0;
     {
       util::MutexLock l(&mu_);
       readers = readers_;
+      indirect_min = indirect_write_bytes_;
     }
     std::vector<PendingRecord> kept;
     kept.reserve(records.size());
@@ -283,7 +285,7 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
         auto reader = readers.find(p.dataset);
         if (reader == readers.end()) continue;  // its dataset is gone
         auto body = std::get_if<WriteBody>(&p.record.body);
-        if (p.write_length >= kMinIndirectWrite && reader->second.early) {
+        if (indirect_min != 0 && p.write_length >= indirect_min && reader->second.early) {
           Result<EarlyBlock> early = reader->second.early(p.record.object, body->offset,
                                                           p.write_length, p.record.txg);
           if (!early.ok() && early.status().IsNotFound()) continue;  // removed since

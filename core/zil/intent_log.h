@@ -15,7 +15,7 @@
 // then (an object freed meanwhile drops its record: a later record removed
 // it), so data that is never fsynced is never copied.
 //
-// Indirect writes. A write record of kMinIndirectWrite bytes or more that
+// Indirect writes. A write record of indirect_write_bytes() or more that
 // lies in one block of its file, whose txg is still open, does not copy
 // its bytes: the commit writes the file's dirty block to its place in the
 // pool (EarlyWriter, dmu::Dnode::WriteEarly) and the record names that
@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "pool/pool.h"
+#include "poolfs/options.h"
 #include "poolfs/status.h"
 #include "util/mutex.h"
 #include "zil/log_block.h"
@@ -89,13 +90,6 @@ struct IntentLogStats {
   uint64_t indirect = 0;        // write records whose data went to its place (indirect)
   uint64_t indirect_bytes = 0;  // the bytes those records name
 };
-
-// Write records of at least this many bytes, within one block of their
-// file, go to the log as kWriteIndirect when the block can be written to
-// its place at the commit (IntentLog::EarlyWriter): the data is written
-// once, where the txg's sync then leaves it, instead of into the log and
-// again by the sync.
-inline constexpr uint64_t kMinIndirectWrite = 32 * 1024;
 
 // What an EarlyWriter did with a write record's bytes.
 struct EarlyBlock {
@@ -167,6 +161,16 @@ class IntentLog {
   void SetReader(uint64_t dataset, DataReader reader, EarlyWriter early = nullptr);
   void RemoveReader(uint64_t dataset);
 
+  // Write records of at least `bytes` (0: none), within one block of
+  // their file, go to the log as kWriteIndirect when the block can be
+  // written to its place at the commit (EarlyWriter): the data is written
+  // once, where the txg's sync then leaves it, instead of into the log and
+  // again by the sync. IntentLogOptions' default until set.
+  void SetIndirectWriteBytes(uint64_t bytes) EXCLUDES(mu_) {
+    util::MutexLock l(&mu_);
+    indirect_write_bytes_ = bytes;
+  }
+
   // Adds a record of `dataset` (its seq is set here; `pending.record.txg`
   // is the txg of the change). For kWrite give the length, not the data.
   void Add(uint64_t dataset, LogRecord record, uint32_t write_length = 0);
@@ -231,6 +235,7 @@ class IntentLog {
     EarlyWriter early;
   };
   std::map<uint64_t, Source> readers_ GUARDED_BY(mu_);
+  uint64_t indirect_write_bytes_ GUARDED_BY(mu_) = IntentLogOptions().indirect_write_bytes;
   pool::LogState last_state_ GUARDED_BY(mu_);  // what StateFor gave last
   IntentLogStats stats_ GUARDED_BY(mu_);
 };

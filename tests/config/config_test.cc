@@ -157,7 +157,7 @@ TEST_CASE("An unknown table suggests the nearest known table or lists them") {
         "poolfs.toml:1: unknown table [tgx]; did you mean [txg]?");
   CHECK(Error("\n[logging]\nlevel = \"info\"") ==
         "poolfs.toml:2: unknown table [logging] (known tables: [txg] [alloc] [vdev] [dmu] [arc] "
-        "[fuse] [log])");
+        "[fuse] [zil] [log])");
   CHECK(Error("[txg.extra]\na = 1").find("unknown key txg.extra") != std::string::npos);
 }
 

@@ -125,8 +125,9 @@ TEST_CASE("Every field of the core's option structs has a row, and every row a f
   CHECK(RowsMappedTo("core: ObjectAllocOptions::") == FieldCount<ObjectAllocOptions>());
   CHECK(RowsMappedTo("core: ReadAheadOptions::") == FieldCount<ReadAheadOptions>());
   CHECK(RowsMappedTo("core: ArcOptions::") + kArcNotTunables == FieldCount<ArcOptions>());
+  CHECK(RowsMappedTo("core: IntentLogOptions::") == FieldCount<IntentLogOptions>());
   // CoreTunables: one struct per group above, and its own fields.
-  CHECK(RowsMappedTo("core: CoreTunables::") + 6 == FieldCount<CoreTunables>());
+  CHECK(RowsMappedTo("core: CoreTunables::") + 7 == FieldCount<CoreTunables>());
   CHECK(RowsMappedTo("daemon: ") == FieldCount<DaemonTunables>());
   CHECK(RowsMappedTo("core: ") + RowsMappedTo("daemon: ") == AllTunables().size());
   CHECK(FieldCount<Tunables>() == 2);

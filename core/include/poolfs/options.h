@@ -132,6 +132,17 @@ struct ArcOptions {
   bool operator==(const ArcOptions&) const = default;
 };
 
+// zil.*: the intent log (core/zil).
+struct IntentLogOptions {
+  // zil.indirect_write_bytes: a write record of at least this many bytes
+  // within one block of its file is written to its place at the commit and
+  // the log names the block (an indirect write), instead of copying its
+  // bytes into the log; 0: never. At mount only.
+  uint64_t indirect_write_bytes = 32 * 1024;
+
+  bool operator==(const IntentLogOptions&) const = default;
+};
+
 // Every core tunable, by the layer that reads it: what a mount takes
 // (MountOptions::tunables) and what Filesystem::SetLive changes.
 struct CoreTunables {
@@ -141,6 +152,7 @@ struct CoreTunables {
   ObjectAllocOptions objects;
   ReadAheadOptions read_ahead;
   ArcOptions arc;
+  IntentLogOptions zil;
   // arc.cache_whole_reads: blocks a read for a caller that keeps them
   // (kReadCallerKeeps) returns whole stay in the block cache too; false:
   // they are read once, outside it. Read by the POSIX layer. Live.

@@ -230,6 +230,26 @@ TEST_CASE("A large fsynced write is written once, in its place, and the log name
   CHECK(report->ok());
 }
 
+TEST_CASE("zil.indirect_write_bytes = 0 copies every fsynced byte into the log", "[posix][zil]") {
+  MountOptions o = SlowSyncOptions();
+  o.tunables.zil.indirect_write_bytes = 0;
+  FsFixture f(uint64_t{256} << 20, o);
+  Attr file = f.MustCreate(kRootIno, "f", 0644);
+  const std::string data = Incompressible(256 * 1024, 4);
+  f.MustWrite(file.ino, 0, data);
+  REQUIRE(f.fs->Fsync(file.ino, true).ok());
+  FsStatus s = f.fs->GetStatus();
+  CHECK(s.log.indirect == 0);
+  CHECK(s.log.bytes >= data.size());
+  const std::string copy = CrashCopy(f, "crashed");
+  f.Unmount();
+  auto fs = MountCopy(copy, o);
+  std::string got;
+  REQUIRE(fs->Read(MustLookup(*fs, kRootIno, "f").ino, 0, 1 << 20, &got).ok());
+  CHECK(got == data);
+  REQUIRE(fs->Unmount().ok());
+}
+
 TEST_CASE("A write whose block does not verify ends the replay there", "[posix][zil]") {
   FsFixture f(uint64_t{256} << 20, SlowSyncOptions());
   Attr file = f.MustCreate(kRootIno, "f", 0644);
