@@ -14,6 +14,9 @@
 #   randwrite4k the same in a dataset of recordsize=4K, on poolfs
 #               and on zfs-fuse alike (the host and tmpfs: not
 #               measured, they have no records)                -> MiB/s
+#   seqfsync    fio, 128 KiB sequential writes of one file of the same
+#               size, each followed by fsync (a log's or a
+#               checkpoint's pattern)                           -> MiB/s
 #   sqlite      sqlite3 (journal_mode DELETE, synchronous FULL: its
 #               defaults): single-row inserts, each its own
 #               transaction                                     -> transactions/s
@@ -267,6 +270,14 @@ w_randwrite() {
   python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.1f" % (j["jobs"][0]["write"]["bw_bytes"] / 1048576))' <<<"$out"
   rm -f "$1"/randwrite.*
 }
+w_seqfsync() {
+  local out
+  out=$(fio --name=seqfsync --directory="$1" --rw=write --bs=128k --size="${FIO_MIB}m" \
+    --ioengine=psync --fsync=1 --fallocate=none --output-format=json) ||
+    die "fio on $1 failed"
+  python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.1f" % (j["jobs"][0]["write"]["bw_bytes"] / 1048576))' <<<"$out"
+  rm -f "$1"/seqfsync.*
+}
 w_sqlite() {
   local t0 t1 i
   sqlite3 "$1/bench.db" 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);'
@@ -299,6 +310,7 @@ measure_side() {  # SIDE
   if [[ $side == poolfs || $side == zfs-fuse ]]; then
     v=$(w_randwrite "$("$(side_fn "$side" rec4k)")"); add "$side" randwrite4k "$v"
   fi
+  v=$(w_seqfsync "$dir"); add "$side" seqfsync "$v"
   v=$(w_sqlite "$dir"); add "$side" sqlite "$v"
   v=$(w_dbench "$dir"); add "$side" dbench "$v"
   "$(side_fn "$side" down)"
@@ -326,9 +338,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for side in "${order[@]}"; do measure_side "$side"; done
 done
 
-WORKLOADS=(createmany untar find rm randwrite randwrite4k sqlite dbench)
+WORKLOADS=(createmany untar find rm randwrite randwrite4k seqfsync sqlite dbench)
 declare -A UNIT=([createmany]=files/s [untar]=files/s [find]=files/s [rm]=files/s
-  [randwrite]=MiB/s [randwrite4k]=MiB/s [sqlite]=tx/s [dbench]=MB/s)
+  [randwrite]=MiB/s [randwrite4k]=MiB/s [seqfsync]=MiB/s [sqlite]=tx/s [dbench]=MB/s)
 declare -A TARGET=([createmany]=2.5 [untar]=2 [randwrite4k]=4 [sqlite]=1.5 [dbench]=3)
 declare -A MED
 for key in "${!SAMPLES[@]}"; do

@@ -92,16 +92,23 @@ using BlockVisitor = std::function<void(const CheckedBlock&)>;
 
 // What the intent log of the checked txg holds, as its reader says (the
 // zil layer knows the log's blocks; this one only where they lie): the
-// blocks of its chain, the records a replay would apply, and the damage
-// that ended the chain early ("" when it ended normally).
+// blocks of its chain, the records a replay would apply, the damage that
+// ended the chain early ("" when it ended normally), and why the records
+// end before an indirect write whose block does not verify ("" when none
+// does: a commit that never returned leaves one).
 struct LogSummary {
   uint64_t blocks = 0;
   uint64_t records = 0;
   std::string damage;
+  std::string unwritten;
 };
 using LogAreaRead = std::function<Status(uint64_t offset, std::span<uint8_t> bytes)>;
-using LogChecker =
-    std::function<Result<LogSummary>(const LogState&, uint64_t pool_guid, const LogAreaRead&)>;
+// Reads the block an indirect write record names (the pool's encoded
+// pointer; `where` starts the message of a failure), verified.
+using LogBlockRead =
+    std::function<Result<std::string>(std::string_view encoded, std::string_view where)>;
+using LogChecker = std::function<Result<LogSummary>(const LogState&, uint64_t pool_guid,
+                                                    const LogAreaRead&, const LogBlockRead&)>;
 
 // Checks the pool on `devs` (all its vdevs, any order; only read). `visitor`,
 // when set, sees every stored block the walk reaches (tests use it to find

@@ -72,10 +72,13 @@ Result<CheckReport> CheckPool(const std::vector<std::string>& paths, const Check
   return core::pool::CheckDevices(
       devs, nullptr, options,
       [](const core::pool::LogState& state, uint64_t pool_guid,
-         const core::pool::LogAreaRead& read) -> Result<core::pool::LogSummary> {
+         const core::pool::LogAreaRead& read,
+         const core::pool::LogBlockRead& read_block) -> Result<core::pool::LogSummary> {
         POOLFS_ASSIGN_OR_RETURN(core::zil::LogChain chain,
                                 core::zil::ReadLogChain(state, pool_guid, read));
-        return core::pool::LogSummary{chain.blocks, chain.records.size(), chain.damage};
+        core::zil::ReadIndirectWrites(&chain, read_block);
+        return core::pool::LogSummary{chain.blocks, chain.records.size(), chain.damage,
+                                      chain.unwritten};
       });
 }
 

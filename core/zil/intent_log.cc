@@ -54,35 +54,16 @@ Result<std::unique_ptr<IntentLog>> IntentLog::Open(pool::Pool* pool) {
   // Indirect writes become plain ones: their blocks are read now, before
   // anything is allocated (the import's syncs have not begun to; the
   // replay's own would), since the space maps the pool imported do not
-  // hold them. A block that does not verify was written by a commit that
-  // never returned (the commit flushes it before it returns, and the next
-  // commit starts after that): the log ends there, as at a damaged block.
-  for (size_t i = 0; i < chain.records.size(); i++) {
-    LogRecord& r = chain.records[i].record;
-    if (r.type != RecordType::kWriteIndirect) continue;
-    const auto& b = std::get<WriteIndirectBody>(r.body);
-    const std::string where = "intent log record " + std::to_string(r.seq) +
-                              " (a write of object " + std::to_string(r.object) + ")";
-    Result<std::string> block = pool->ReadLogBlock(b.block_ptr, where);
-    Status st = block.status();
-    uint64_t start = 0;
-    if (st.ok()) {
-      start = b.offset - b.offset % block->size();
-      if (b.offset + b.length > start + block->size())
-        st = Status::Corruption(where + ": " + std::to_string(b.length) + " bytes at offset " +
-                                std::to_string(b.offset) + " pass the end of its block of " +
-                                std::to_string(block->size()));
-    }
-    if (!st.ok()) {
-      log->notes_.push_back("intent log ends at a write whose data block does not verify: " +
-                            st.message());
-      chain.records.resize(i);
-      break;
-    }
-    r.type = RecordType::kWrite;
-    r.body = WriteBody{b.offset, block->substr(b.offset - start, b.length)};
+  // hold them.
+  ReadIndirectWrites(&chain, [pool](std::string_view encoded, std::string_view where) {
+    return pool->ReadLogBlock(encoded, where);
+  });
+  if (!chain.unwritten.empty())
+    log->notes_.push_back("intent log ends at a write whose data block does not verify: " +
+                          chain.unwritten);
+  {
     util::MutexLock l(&log->mu_);
-    log->stats_.replayed_indirect++;
+    log->stats_.replayed_indirect = chain.indirect;
   }
   log->replay_ = std::move(chain.records);
   IntentLog* self = log.get();
@@ -127,6 +108,36 @@ Result<LogChain> ReadLogChain(const pool::LogState& s, uint64_t pool_guid,
     seq++;
   }
   return chain;
+}
+
+void ReadIndirectWrites(LogChain* chain, const LogBlockReader& read) {
+  for (size_t i = 0; i < chain->records.size(); i++) {
+    LogRecord& r = chain->records[i].record;
+    if (r.type != RecordType::kWriteIndirect) continue;
+    const auto& b = std::get<WriteIndirectBody>(r.body);
+    const std::string where = "intent log record " + std::to_string(r.seq) +
+                              " (a write of object " + std::to_string(r.object) + ")";
+    Result<std::string> block = read(b.block_ptr, where);
+    Status st = block.status();
+    uint64_t start = 0;
+    if (st.ok() && block->empty()) {
+      st = Status::Corruption(where + ": its block pointer names no bytes");
+    } else if (st.ok()) {
+      start = b.offset - b.offset % block->size();
+      if (b.length > block->size() - (b.offset - start))
+        st = Status::Corruption(where + ": " + std::to_string(b.length) + " bytes at offset " +
+                                std::to_string(b.offset) + " pass the end of its block of " +
+                                std::to_string(block->size()));
+    }
+    if (!st.ok()) {
+      chain->unwritten = st.message();
+      chain->records.resize(i);
+      return;
+    }
+    r.type = RecordType::kWrite;
+    r.body = WriteBody{b.offset, block->substr(b.offset - start, b.length)};
+    chain->indirect++;
+  }
 }
 
 void IntentLog::NoteReplayed(uint64_t seq, Txg t) {

@@ -109,6 +109,10 @@ struct LogChain {
   std::vector<PendingRecord> records;  // what a replay applies, in order
   uint64_t blocks = 0;                 // blocks of the chain read
   std::string damage;  // why the chain ended, when not at its normal end
+  // Set by ReadIndirectWrites: why the records end at an indirect write
+  // whose block does not verify (a commit that never returned).
+  std::string unwritten;
+  uint64_t indirect = 0;  // indirect writes ReadIndirectWrites turned into writes
 };
 // Reads `bytes.size()` bytes at `offset` of the log area of the state's vdev.
 using LogAreaReader = std::function<Status(uint64_t offset, std::span<uint8_t> bytes)>;
@@ -119,6 +123,16 @@ using LogAreaReader = std::function<Status(uint64_t offset, std::span<uint8_t> b
 // replayed seq. Fails only with `read`'s errors.
 Result<LogChain> ReadLogChain(const pool::LogState& state, uint64_t pool_guid,
                               const LogAreaReader& read);
+// Reads the block an indirect write record names: (the pool's encoded
+// pointer, where for the message) -> its lsize bytes, verified.
+using LogBlockReader =
+    std::function<Result<std::string>(std::string_view encoded, std::string_view where)>;
+// Turns the chain's kWriteIndirect records into kWrite records of the bytes
+// their blocks hold (on-disk-format.md, section 16.2). A block that does
+// not verify (or does not hold the record's range) was written by a commit
+// that never returned: the records end before it, and chain->unwritten
+// says why.
+void ReadIndirectWrites(LogChain* chain, const LogBlockReader& read);
 
 class IntentLog {
  public:

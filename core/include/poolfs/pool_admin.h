@@ -66,7 +66,8 @@ struct CheckReport {
   uint64_t trial_sync_txg = 0;
   uint32_t trial_sync_passes = 0;
   // The intent log the checked txg names: the blocks of its chain, read and
-  // verified, and the records the next read-write mount replays.
+  // verified, and the records the next read-write mount replays (the
+  // blocks of its indirect writes read and verified too).
   uint64_t log_blocks = 0;
   uint64_t log_records = 0;
   // Damage, in the order found (at most kMaxListed; problems_omitted counts
@@ -75,7 +76,8 @@ struct CheckReport {
   uint64_t problems_omitted = 0;
   // Not damage, but worth saying: ring slots that do not decode (a torn
   // uberblock write after a power cut looks like this), older uberblocks
-  // whose blocks have since been reused.
+  // whose blocks have since been reused, a log that ends before an
+  // indirect write whose block a crash left unwritten.
   std::vector<CheckProblem> warnings;
 
   static constexpr size_t kMaxListed = 1000;
