@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The preamble of the benchmark scripts (bench-space.sh, bench-memory.sh,
-# bench-createmany.sh, bench-peers.sh), to be sourced by each, first thing, as
+# bench-createmany.sh, bench-peers.sh, bench-fsync.sh), to be sourced by
+# each, first thing, as
 #   source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 # It moves to the top of the checkout (where the script's paths start) and
 # sets BUILD (POOLFS_BUILD, default "build"). Then:
