@@ -607,10 +607,11 @@ void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
   // them then, up to its size (a hole reads as zeros), without moving atime.
   // Under the file's op_mu, so that the size and the bytes are of one
   // moment (a truncate between them would leave zeros nobody wrote).
-  auto read = [this](uint64_t object, uint64_t off, uint64_t len) -> Result<std::string> {
+  auto read = [this](uint64_t object, uint64_t off, uint64_t len,
+                     uint64_t txg) -> Result<std::string> {
     CallGuard g;
     POOLFS_RETURN_IF_ERROR(Enter(&g, false));
-    POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(object, false));
+    POOLFS_ASSIGN_OR_RETURN(InodeRef in, LogSubject(object, txg));
     util::MutexLock op(&in->op_mu);
     {
       util::MutexLock l(&in->mu);
@@ -632,7 +633,7 @@ void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
                       uint64_t txg) -> Result<zil::EarlyBlock> {
     CallGuard g;
     POOLFS_RETURN_IF_ERROR(Enter(&g, false));
-    POOLFS_ASSIGN_OR_RETURN(InodeRef in, Get(object, false));
+    POOLFS_ASSIGN_OR_RETURN(InodeRef in, LogSubject(object, txg));
     util::MutexLock op(&in->op_mu);
     {
       util::MutexLock l(&in->mu);
@@ -657,6 +658,23 @@ void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
     return out;
   };
   log->SetReader(dataset, std::move(read), std::move(early));
+}
+
+Result<InodeRef> PosixFs::LogSubject(uint64_t object, uint64_t txg) {
+  auto removed = [&] {
+    return Status::NotFound("object " + std::to_string(object) + " was removed after txg " +
+                            std::to_string(txg));
+  };
+  // A freed object's number comes back only in a txg after its free, which
+  // is at or after the record's: a file of a later generation is another.
+  Result<InodeRef> in = Get(object, false);
+  if (in.ok()) {
+    if ((*in)->generation > txg) return removed();
+    return in;
+  }
+  Result<dmu::ObjectInfo> info = os_->Stat(ObjectId(object));
+  if (info.status().IsNotFound() || (info.ok() && info->generation > txg)) return removed();
+  return in.status();
 }
 
 void PosixFs::Log(const dmu::Tx& tx, uint64_t object, zil::RecordType type, zil::RecordBody body,

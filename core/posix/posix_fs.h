@@ -205,6 +205,10 @@ class PosixFs final : public Filesystem {
   // The Inode of `ino`, loaded if need be: NotFound (Stale when `stale`)
   // for a free object, Corruption for one that is not a file.
   Result<InodeRef> Get(uint64_t ino, bool stale = true);
+  // The file an intent log record of txg `txg` names, at its commit:
+  // NotFound when it was removed since (its object freed, or its number
+  // taken by a file created after that txg, perhaps still being created).
+  Result<InodeRef> LogSubject(uint64_t object, uint64_t txg);
   Result<InodeRef> Load(uint64_t ino);
   // A directory's Inode: NotADirectory otherwise.
   Result<InodeRef> GetDir(uint64_t ino);

@@ -313,7 +313,7 @@ Status IntentLog::Write(std::vector<PendingRecord> records) {
           // Not written early (its txg closed, a write error): copied.
         }
         Result<std::string> data =
-            reader->second.read(p.record.object, body->offset, p.write_length);
+            reader->second.read(p.record.object, body->offset, p.write_length, p.record.txg);
         if (!data.ok()) {
           if (data.status().IsNotFound()) continue;  // removed since: a later record says so
           return data.status().WithContext("intent log commit");

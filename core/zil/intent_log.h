@@ -136,9 +136,11 @@ void ReadIndirectWrites(LogChain* chain, const LogBlockReader& read);
 
 class IntentLog {
  public:
-  // A dataset's bytes: (object, offset, length) -> what the file holds
-  // there now (shorter past its end; NotFound when the object is gone).
-  using DataReader = std::function<Result<std::string>(uint64_t, uint64_t, uint64_t)>;
+  // A dataset's bytes: (object, offset, length, txg of the record) -> what
+  // the file holds there now (shorter past its end; NotFound when the
+  // object is gone: freed, or its number taken by a file created after
+  // that txg).
+  using DataReader = std::function<Result<std::string>(uint64_t, uint64_t, uint64_t, uint64_t)>;
   // A dataset's blocks written early: (object, offset, length, txg) ->
   // the block holding those bytes written to its place now (as t's sync
   // would: dmu::Dnode::WriteEarly) when it lies in txg's dirty copy of one

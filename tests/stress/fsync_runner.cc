@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "pool/pool.h"
 #include "poolfs/pool_admin.h"
 #include "posix/dataset_tree.h"
+#include "stress/power_rail.h"
 #include "stress/stress_util.h"
 #include "vdev/fault_injecting_device.h"
 #include "vdev/file_device.h"
@@ -23,7 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using core::vdev::FaultInjectingDevice;
-using core::vdev::PowerCut;
 
 constexpr uint64_t kPoolBytes = uint64_t{256} << 20;
 constexpr unsigned kCycleAlarmSeconds = 300;
@@ -97,12 +98,16 @@ Status FsyncRunner::Setup() {
   std::error_code ec;
   std::filesystem::create_directories(options_.dir, ec);
   if (ec) return Status::IOError("cannot create " + options_.dir + ": " + ec.message());
-  path_ = options_.dir + "/vdev0";
+  // Two vdevs half the time: the log lives on the first, while the blocks
+  // an fsync writes early (indirect writes) go to either.
+  const int vdevs = 1 + int(rng_() % 2);
+  for (int i = 0; i < vdevs; i++) paths_.push_back(options_.dir + "/vdev" + std::to_string(i));
   journal_path_ = options_.dir + "/journal";
   CreatePoolOptions co;
   co.force = true;
-  POOLFS_RETURN_IF_ERROR(CreatePool({path_}, kPoolBytes, co).WithContext("creating the pool"));
-  POOLFS_ASSIGN_OR_RETURN(auto fs, Filesystem::Mount({path_}, VerifyingOptions()));
+  POOLFS_RETURN_IF_ERROR(
+      CreatePool(paths_, kPoolBytes / uint64_t(vdevs), co).WithContext("creating the pool"));
+  POOLFS_ASSIGN_OR_RETURN(auto fs, Filesystem::Mount(paths_, VerifyingOptions()));
   for (int t = 0; t < options_.threads; t++) {
     POOLFS_ASSIGN_OR_RETURN(
         Attr a, fs->Mkdir(Creds{0, 0, {}}, kRootIno, fsync::ThreadDir(uint8_t(t)), 0755));
@@ -110,9 +115,9 @@ Status FsyncRunner::Setup() {
   }
   POOLFS_RETURN_IF_ERROR(fs->Unmount());
   models_.assign(size_t(options_.threads), fsync::Tree{});
-  std::printf("poolfs-stress: pool of one %llu MiB file vdev, %d thread directories, in %s\n",
-              static_cast<unsigned long long>(kPoolBytes >> 20), options_.threads,
-              options_.dir.c_str());
+  std::printf("poolfs-stress: pool of %d x %llu MiB file vdevs, %d thread directories, in %s\n",
+              vdevs, static_cast<unsigned long long>((kPoolBytes / uint64_t(vdevs)) >> 20),
+              options_.threads, options_.dir.c_str());
   return Status::Ok();
 }
 
@@ -165,7 +170,7 @@ void FsyncRunner::Child(const MountOptions& mo, uint64_t workload_seed) {
   };
   auto journal = fsync::Journal::Open(journal_path_, false);
   if (!journal.ok()) die(journal.status(), "opening the journal");
-  auto fs = Filesystem::Mount({path_}, mo);
+  auto fs = Filesystem::Mount(paths_, mo);
   if (!fs.ok()) die(fs.status(), "mount");
   fsync::Workload work(fs->get(), journal->get(), models_, Workload(workload_seed));
   work.Start();
@@ -204,7 +209,7 @@ Status FsyncRunner::KillCycle(uint64_t cycle_seed) {
   if (exited)
     return Status(StatusCode::kAborted,
                   "the child " + DescribeWait(wstatus) + " (see its message above)");
-  POOLFS_ASSIGN_OR_RETURN(auto fs, Filesystem::Mount({path_}, VerifyingOptions()));
+  POOLFS_ASSIGN_OR_RETURN(auto fs, Filesystem::Mount(paths_, VerifyingOptions()));
   POOLFS_RETURN_IF_ERROR(Verify(fs.get()));
   return fs->Unmount().WithContext("unmount after verifying");
 }
@@ -215,35 +220,42 @@ Status FsyncRunner::PowercutCycle(uint64_t cycle_seed) {
   const int64_t run_ms = int64_t(100 + rng() % 1200);
   const uint64_t cut_after = rng() % 64;
   const uint64_t cut_seed = rng();
-  const int cut_kind = int(rng() % 3);
-  const PowerCut cut = cut_kind == 0   ? PowerCut::DropAll()
-                       : cut_kind == 1 ? PowerCut::DropRandom(cut_seed)
-                                       : PowerCut::DropRandom(cut_seed, true);
-  const char* cut_name = cut_kind == 0   ? "drop-all"
-                         : cut_kind == 1 ? "drop-random"
-                                         : "drop-random, torn sectors garbled";
-  // Not locked: a kill cycle's mount takes the file between power cuts.
-  POOLFS_ASSIGN_OR_RETURN(auto file, core::vdev::FileDevice::Open(path_, {false, false}));
-  FaultInjectingDevice dev(std::move(file), 512);
+  // The vdev files under fault-injecting devices (not locked: a kill
+  // cycle's mount takes the files between power cuts), all on one rail.
+  std::vector<std::unique_ptr<FaultInjectingDevice>> faults;
+  std::vector<FaultInjectingDevice*> fault_ptrs;
+  for (const std::string& path : paths_) {
+    POOLFS_ASSIGN_OR_RETURN(auto file, core::vdev::FileDevice::Open(path, {false, false}));
+    faults.push_back(std::make_unique<FaultInjectingDevice>(std::move(file), 512));
+    fault_ptrs.push_back(faults.back().get());
+  }
+  PowerRail rail(fault_ptrs);
+  std::vector<std::unique_ptr<RailDevice>> rail_devs;
+  std::vector<core::vdev::BlockDevice*> devs;
+  for (FaultInjectingDevice* f : fault_ptrs) {
+    rail_devs.push_back(std::make_unique<RailDevice>(&rail, f));
+    devs.push_back(rail_devs.back().get());
+  }
   {
-    POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::ImportDevices({&dev}, PoolOptionsOf(mo)));
+    POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::ImportDevices(devs, PoolOptionsOf(mo)));
     POOLFS_ASSIGN_OR_RETURN(auto fs, core::posix::DatasetTreeFs::Open(std::move(pool), mo));
     POOLFS_ASSIGN_OR_RETURN(auto journal, fsync::Journal::Open(journal_path_, true));
     fsync::WorkloadOptions wo = Workload(rng());
-    wo.crashed = [&dev] { return dev.power_is_off(); };
+    wo.crashed = [&rail] { return rail.off(); };
     fsync::Workload work(fs.get(), journal.get(), models_, wo);
     const auto start = Clock::now();
     work.Start();
     while (MsSince(start) < run_ms && work.status().ok())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    dev.CutPowerAfter(cut_after, cut);
-    while (!dev.power_is_off() && MsSince(start) < run_ms + kCutFireMs && work.status().ok())
+    rail.ArmAfter(cut_after + 1, cut_seed);
+    while (!rail.off() && MsSince(start) < run_ms + kCutFireMs && work.status().ok())
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     cycle_note_ = ": txg timeout " + std::to_string(mo.tunables.txg.timeout_ms) +
-                  " ms, power cut (" + cut_name + ") armed after " + std::to_string(run_ms) +
-                  " ms to fire before write/flush " + std::to_string(cut_after + 1) +
-                  ", fired after " + std::to_string(MsSince(start)) + " ms";
-    const bool fired = dev.power_is_off();
+                  " ms, power cut (" + PowerRail::CutKind(cut_seed) + ") armed after " +
+                  std::to_string(run_ms) + " ms to fire before write/flush " +
+                  std::to_string(cut_after + 1) + ", fired after " +
+                  std::to_string(MsSince(start)) + " ms";
+    const bool fired = rail.off();
     work.Stop();
     POOLFS_RETURN_IF_ERROR(work.status().WithContext("before the power cut"));
     if (!fired)
@@ -251,15 +263,16 @@ Status FsyncRunner::PowercutCycle(uint64_t cycle_seed) {
                                               std::to_string(kCutFireMs) + " ms: the threads hung");
     // Dropped without a clean unmount: its unmount fails, the power is off.
   }
-  dev.PowerOn();
-  POOLFS_ASSIGN_OR_RETURN(
-      auto pool, core::pool::Pool::ImportDevices({&dev}, PoolOptionsOf(VerifyingOptions())));
+  rail.On();
+  POOLFS_ASSIGN_OR_RETURN(auto pool,
+                          core::pool::Pool::ImportDevices(devs, PoolOptionsOf(VerifyingOptions())));
   POOLFS_ASSIGN_OR_RETURN(auto fs,
                           core::posix::DatasetTreeFs::Open(std::move(pool), VerifyingOptions()));
   POOLFS_RETURN_IF_ERROR(Verify(fs.get()));
   POOLFS_RETURN_IF_ERROR(fs->Unmount().WithContext("unmount after verifying"));
-  if (dev.counters().pending_writes != 0)
-    return Status::Corruption("the device has unflushed writes after a clean unmount");
+  for (FaultInjectingDevice* f : fault_ptrs)
+    if (f->counters().pending_writes != 0)
+      return Status::Corruption(f->name() + " has unflushed writes after a clean unmount");
   return Status::Ok();
 }
 
@@ -321,7 +334,7 @@ int FsyncRunner::Run() {
   std::fflush(stdout);
   if (!st.ok()) return 1;
   if (!options_.keep) {
-    std::filesystem::remove(path_);
+    for (const std::string& path : paths_) std::filesystem::remove(path);
     std::filesystem::remove(journal_path_);
   }
   return 0;

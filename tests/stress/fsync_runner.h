@@ -3,21 +3,23 @@
 // under the fsync workload (fsync_workload.h) and check what the intent
 // log's replay brings back.
 //
-// One pool of one 256 MiB file vdev lives in the run's directory, with one
-// directory per workload thread, and the model of each (its verified
-// state). A cycle:
+// One pool of 256 MiB lives in the run's directory, in one file vdev or
+// two (by the run's seed: the intent log is on the first, the blocks its
+// indirect writes name on either), with one directory per workload
+// thread, and the model of each (its verified state). A cycle:
 //   fsync-kill      a forked child mounts the pool file
 //                   (Filesystem::Mount, a txg timeout of 200-2000 ms chosen
 //                   per cycle, so that some changes sync and some are only
 //                   in the log), runs the workload with its journal, and is
 //                   SIGKILLed 150-1650 ms after the fork;
 //   fsync-powercut  in this process, the pool runs over a
-//                   FaultInjectingDevice on the file (Pool::ImportDevices,
-//                   DatasetTreeFs::Open); after 100-1300 ms a power cut is
-//                   armed to fire before one of the next 0-63 writes or
-//                   flushes (dropping every unflushed write, or a random
-//                   part of them, torn sectors garbled or not); the threads
-//                   are stopped (their calls fail), the filesystem dropped
+//                   FaultInjectingDevice on each file, all on one
+//                   PowerRail (Pool::ImportDevices, DatasetTreeFs::Open);
+//                   after 100-1300 ms a power cut is armed to fire before
+//                   one of the next 1-64 writes or flushes to any of them
+//                   (PowerRail's kinds: unflushed writes all dropped, or
+//                   each kept, lost or torn, or garbled); the threads are
+//                   stopped (their calls fail), the filesystem dropped
 //                   without a clean unmount, and the power turned on again.
 // Then the pool is mounted again (the kill: the file; the cut: over the
 // same device), which replays the log, and each thread's directory is
@@ -63,7 +65,7 @@ class FsyncRunner {
 
   const StressOptions options_;
   std::mt19937_64 rng_;
-  std::string path_;                 // the vdev file
+  std::vector<std::string> paths_;   // the vdev files: one or two (by the seed)
   std::string journal_path_;         // the workload's journal
   std::vector<fsync::Tree> models_;  // one per thread: its verified directory
   uint64_t cycle_ = 0;
