@@ -605,59 +605,58 @@ void PosixFs::SetIntentLog(zil::IntentLog* log, uint64_t dataset) {
   if (log == nullptr) return;
   // A write's bytes for its record, read at the commit: as the file holds
   // them then, up to its size (a hole reads as zeros), without moving atime.
-  // Under the file's op_mu, so that the size and the bytes are of one
-  // moment (a truncate between them would leave zeros nobody wrote).
   auto read = [this](uint64_t object, uint64_t off, uint64_t len,
                      uint64_t txg) -> Result<std::string> {
-    CallGuard g;
-    POOLFS_RETURN_IF_ERROR(Enter(&g, false));
-    POOLFS_ASSIGN_OR_RETURN(InodeRef in, LogSubject(object, txg));
-    util::MutexLock op(&in->op_mu);
-    {
-      util::MutexLock l(&in->mu);
-      if (in->freed) return Status::NotFound("inode " + std::to_string(object) + " was removed");
-    }
-    const ZnodePhys z = in->Snapshot();
-    if (!S_ISREG(z.mode) || off >= z.size) return std::string();
-    const uint64_t n = std::min(len, z.size - off);
-    POOLFS_ASSIGN_OR_RETURN(std::string data, os_->Read(ObjectId(object), off, n));
-    data.resize(n, '\0');
+    std::string data;
+    POOLFS_RETURN_IF_ERROR(WithLoggedBytes(object, off, len, txg, [&](uint64_t n) -> Status {
+      if (n == 0) return Status::Ok();
+      POOLFS_ASSIGN_OR_RETURN(data, os_->Read(ObjectId(object), off, n));
+      data.resize(n, '\0');
+      return Status::Ok();
+    }));
     return data;
   };
   // A large write's block, written to its place at the commit, the record
   // naming it (IntentLog::SetIndirectWriteBytes): when the bytes lie in
   // one block and the record's txg is still the open one, held open
-  // meanwhile so that its sync finds the block written. The same moment
-  // as `read`'s.
+  // meanwhile so that its sync finds the block written.
   auto early = [this](uint64_t object, uint64_t off, uint64_t len,
                       uint64_t txg) -> Result<zil::EarlyBlock> {
-    CallGuard g;
-    POOLFS_RETURN_IF_ERROR(Enter(&g, false));
-    POOLFS_ASSIGN_OR_RETURN(InodeRef in, LogSubject(object, txg));
-    util::MutexLock op(&in->op_mu);
-    {
-      util::MutexLock l(&in->mu);
-      if (in->freed) return Status::NotFound("inode " + std::to_string(object) + " was removed");
-    }
-    const ZnodePhys z = in->Snapshot();
     zil::EarlyBlock out;
-    if (!S_ISREG(z.mode) || off >= z.size) return out;
-    out.length = std::min(len, z.size - off);
-    POOLFS_ASSIGN_OR_RETURN(dmu::ObjectSet::DnodeRef d, os_->Hold(ObjectId(object)));
-    const uint64_t bs = d->Info().block_size;
-    if (bs == 0 || off / bs != (off + out.length - 1) / bs) return out;
-    // Holds after op_mu, as a write does (its Tx), so neither waits for
-    // the other's.
-    Result<Txg> held = pool_->txgs().Hold(0);
-    if (!held.ok()) return out;
-    if (held->value() == txg) {
-      Result<zio::BlockPtr> bp = d->WriteEarly(*held, off / bs, 0);
-      if (bp.ok()) out.block_ptr = pool_->EncodeLogBlockPtr(*bp);
-    }
-    pool_->txgs().Release(*held, 0);
+    POOLFS_RETURN_IF_ERROR(WithLoggedBytes(object, off, len, txg, [&](uint64_t n) -> Status {
+      out.length = n;
+      if (n == 0) return Status::Ok();
+      POOLFS_ASSIGN_OR_RETURN(dmu::ObjectSet::DnodeRef d, os_->Hold(ObjectId(object)));
+      const uint64_t bs = d->Info().block_size;
+      if (bs == 0 || off / bs != (off + n - 1) / bs) return Status::Ok();
+      // Holds after op_mu, as a write does (its Tx), so neither waits for
+      // the other's.
+      Result<Txg> held = pool_->txgs().Hold(0);
+      if (!held.ok()) return Status::Ok();
+      if (held->value() == txg) {
+        Result<zio::BlockPtr> bp = d->WriteEarly(*held, off / bs, 0);
+        if (bp.ok()) out.block_ptr = pool_->EncodeLogBlockPtr(*bp);
+      }
+      pool_->txgs().Release(*held, 0);
+      return Status::Ok();
+    }));
     return out;
   };
   log->SetReader(dataset, std::move(read), std::move(early));
+}
+
+Status PosixFs::WithLoggedBytes(uint64_t object, uint64_t off, uint64_t len, uint64_t txg,
+                                const std::function<Status(uint64_t n)>& fn) {
+  CallGuard g;
+  POOLFS_RETURN_IF_ERROR(Enter(&g, false));
+  POOLFS_ASSIGN_OR_RETURN(InodeRef in, LogSubject(object, txg));
+  util::MutexLock op(&in->op_mu);
+  {
+    util::MutexLock l(&in->mu);
+    if (in->freed) return Status::NotFound("inode " + std::to_string(object) + " was removed");
+  }
+  const ZnodePhys z = in->Snapshot();
+  return fn(!S_ISREG(z.mode) || off >= z.size ? 0 : std::min(len, z.size - off));
 }
 
 Result<InodeRef> PosixFs::LogSubject(uint64_t object, uint64_t txg) {

@@ -209,6 +209,14 @@ class PosixFs final : public Filesystem {
   // NotFound when it was removed since (its object freed, or its number
   // taken by a file created after that txg, perhaps still being created).
   Result<InodeRef> LogSubject(uint64_t object, uint64_t txg);
+  // For the log's commit: runs fn(n) under the file's op_mu, n being how
+  // many of the `len` bytes at `off` that a record of txg `txg` wrote the
+  // file still holds (0: none: truncated since, or not a regular file), so
+  // that the size and the bytes fn takes are of one moment (a truncate
+  // between them would leave zeros nobody wrote). NotFound when the file
+  // was removed since (LogSubject).
+  Status WithLoggedBytes(uint64_t object, uint64_t off, uint64_t len, uint64_t txg,
+                         const std::function<Status(uint64_t n)>& fn);
   Result<InodeRef> Load(uint64_t ino);
   // A directory's Inode: NotADirectory otherwise.
   Result<InodeRef> GetDir(uint64_t ino);

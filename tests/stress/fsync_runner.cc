@@ -17,7 +17,6 @@
 #include "stress/power_rail.h"
 #include "stress/stress_util.h"
 #include "vdev/fault_injecting_device.h"
-#include "vdev/file_device.h"
 
 namespace poolfs::stress {
 
@@ -220,22 +219,10 @@ Status FsyncRunner::PowercutCycle(uint64_t cycle_seed) {
   const int64_t run_ms = int64_t(100 + rng() % 1200);
   const uint64_t cut_after = rng() % 64;
   const uint64_t cut_seed = rng();
-  // The vdev files under fault-injecting devices (not locked: a kill
-  // cycle's mount takes the files between power cuts), all on one rail.
-  std::vector<std::unique_ptr<FaultInjectingDevice>> faults;
-  std::vector<FaultInjectingDevice*> fault_ptrs;
-  for (const std::string& path : paths_) {
-    POOLFS_ASSIGN_OR_RETURN(auto file, core::vdev::FileDevice::Open(path, {false, false}));
-    faults.push_back(std::make_unique<FaultInjectingDevice>(std::move(file), 512));
-    fault_ptrs.push_back(faults.back().get());
-  }
-  PowerRail rail(fault_ptrs);
-  std::vector<std::unique_ptr<RailDevice>> rail_devs;
-  std::vector<core::vdev::BlockDevice*> devs;
-  for (FaultInjectingDevice* f : fault_ptrs) {
-    rail_devs.push_back(std::make_unique<RailDevice>(&rail, f));
-    devs.push_back(rail_devs.back().get());
-  }
+  // The vdev files under fault-injecting devices, all on one rail.
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<RailedFiles> files, OpenOnRail(paths_));
+  const std::vector<core::vdev::BlockDevice*>& devs = files->devs;
+  PowerRail& rail = *files->rail;
   {
     POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::ImportDevices(devs, PoolOptionsOf(mo)));
     POOLFS_ASSIGN_OR_RETURN(auto fs, core::posix::DatasetTreeFs::Open(std::move(pool), mo));
@@ -270,7 +257,7 @@ Status FsyncRunner::PowercutCycle(uint64_t cycle_seed) {
                           core::posix::DatasetTreeFs::Open(std::move(pool), VerifyingOptions()));
   POOLFS_RETURN_IF_ERROR(Verify(fs.get()));
   POOLFS_RETURN_IF_ERROR(fs->Unmount().WithContext("unmount after verifying"));
-  for (FaultInjectingDevice* f : fault_ptrs)
+  for (FaultInjectingDevice* f : files->fault_ptrs)
     if (f->counters().pending_writes != 0)
       return Status::Corruption(f->name() + " has unflushed writes after a clean unmount");
   return Status::Ok();

@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "vdev/file_device.h"
+
 namespace poolfs::stress {
 
 namespace {
@@ -17,6 +19,21 @@ core::vdev::PowerCut CutFor(uint64_t seed, size_t dev) {
 }
 
 }  // namespace
+
+Result<std::unique_ptr<RailedFiles>> OpenOnRail(const std::vector<std::string>& paths) {
+  auto r = std::make_unique<RailedFiles>();
+  for (const std::string& path : paths) {
+    POOLFS_ASSIGN_OR_RETURN(auto file, core::vdev::FileDevice::Open(path, {false, false}));
+    r->faults.push_back(std::make_unique<core::vdev::FaultInjectingDevice>(std::move(file), 512));
+    r->fault_ptrs.push_back(r->faults.back().get());
+  }
+  r->rail = std::make_unique<PowerRail>(r->fault_ptrs);
+  for (core::vdev::FaultInjectingDevice* f : r->fault_ptrs) {
+    r->rail_devs.push_back(std::make_unique<RailDevice>(r->rail.get(), f));
+    r->devs.push_back(r->rail_devs.back().get());
+  }
+  return r;
+}
 
 const char* PowerRail::CutKind(uint64_t seed) {
   switch (seed % 5) {

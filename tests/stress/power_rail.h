@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -75,6 +76,19 @@ class RailDevice final : public core::vdev::BlockDevice {
   PowerRail* const rail_;
   core::vdev::FaultInjectingDevice* const dev_;
 };
+
+// A pool's vdev files under fault-injecting devices, all on one rail: what
+// a power-cut cycle imports (`devs`). The files are opened unlocked, so
+// that another process or the offline check may open them between cycles.
+struct RailedFiles {
+  std::vector<std::unique_ptr<core::vdev::FaultInjectingDevice>> faults;
+  std::vector<core::vdev::FaultInjectingDevice*> fault_ptrs;  // faults, in order
+  std::unique_ptr<PowerRail> rail;
+  std::vector<std::unique_ptr<RailDevice>> rail_devs;
+  std::vector<core::vdev::BlockDevice*> devs;  // rail_devs, in order
+};
+// Opens `paths` so (a FileDevice's errors).
+Result<std::unique_ptr<RailedFiles>> OpenOnRail(const std::vector<std::string>& paths);
 
 template <typename F>
 Status PowerRail::Io(bool mutation, F&& io) {

@@ -7,7 +7,6 @@
 #include "stress/runner.h"
 #include "stress/workload.h"
 #include "vdev/fault_injecting_device.h"
-#include "vdev/file_device.h"
 
 namespace poolfs::stress {
 
@@ -26,25 +25,13 @@ int64_t MsSince(Clock::time_point t) {
 Status Runner::PowercutCycle(uint64_t cycle_seed) {
   std::mt19937_64 rng(cycle_seed);
   const core::pool::PoolOptions opts = RandomPoolOptions(rng);
-  // The vdev files under fault-injecting devices (not locked, so that the
-  // offline check can open them between cycles), all on one rail.
-  std::vector<std::unique_ptr<FaultInjectingDevice>> faults;
-  std::vector<FaultInjectingDevice*> fault_ptrs;
-  for (const std::string& path : paths_) {
-    auto f = core::vdev::FileDevice::Open(path, {false, false});
-    if (!f.ok()) return f.status();
-    faults.push_back(std::make_unique<FaultInjectingDevice>(std::move(f).value(), 512));
-    fault_ptrs.push_back(faults.back().get());
-  }
+  // The vdev files under fault-injecting devices, all on one rail.
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<RailedFiles> files, OpenOnRail(paths_));
+  const std::vector<FaultInjectingDevice*>& fault_ptrs = files->fault_ptrs;
+  const std::vector<core::vdev::BlockDevice*>& devs = files->devs;
+  PowerRail& rail = *files->rail;
   POOLFS_RETURN_IF_ERROR(MaybeDamage(cycle_seed, fault_ptrs));
   damage_.workload_watched = true;
-  PowerRail rail(fault_ptrs);
-  std::vector<std::unique_ptr<RailDevice>> rail_devs;
-  std::vector<core::vdev::BlockDevice*> devs;
-  for (FaultInjectingDevice* f : fault_ptrs) {
-    rail_devs.push_back(std::make_unique<RailDevice>(&rail, f));
-    devs.push_back(rail_devs.back().get());
-  }
 
   std::vector<std::unique_ptr<core::vdev::BlockDevice>> held;  // outlives both pools
   auto pool = OpenPool(opts, devs, damage_.workload.get(), &held);
@@ -144,8 +131,7 @@ Status Runner::PowercutCycle(uint64_t cycle_seed) {
         ", " + std::to_string(pending) + " repair writes left unflushed on " + f->name();
     POOLFS_RETURN_IF_ERROR(f->Flush());
   }
-  rail_devs.clear();
-  faults.clear();
+  files.reset();
   return CheckExported();
 }
 
