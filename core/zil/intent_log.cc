@@ -29,7 +29,11 @@ uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-IntentLog::IntentLog(pool::Pool* pool) : pool_(pool), imported_(pool->imported_log()) {}
+// Until a sync asks (StateFor), the state to keep is the imported one: a
+// log dropped before it replayed (a mount that failed after opening it)
+// leaves the pool's log as it found it.
+IntentLog::IntentLog(pool::Pool* pool)
+    : pool_(pool), imported_(pool->imported_log()), last_state_(imported_) {}
 
 IntentLog::~IntentLog() {
   // Any sync after this one keeps the last state given (none once
