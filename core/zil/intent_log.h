@@ -15,7 +15,7 @@
 // then (an object freed meanwhile drops its record: a later record removed
 // it), so data that is never fsynced is never copied.
 //
-// Indirect writes. A write record of indirect_write_bytes() or more that
+// Indirect writes. A write record of SetIndirectWriteBytes() or more that
 // lies in one block of its file, whose txg is still open, does not copy
 // its bytes: the commit writes the file's dirty block to its place in the
 // pool (EarlyWriter, dmu::Dnode::WriteEarly) and the record names that
