@@ -15,7 +15,12 @@
 //     is never NotFound;
 //   - the encoding is canonical: whatever decodes, packed again by
 //     LogBlockWriter with the same identity, txg, size and next address,
-//     gives exactly the input bytes.
+//     gives exactly the input bytes;
+//   - ReadIndirectWrites over the decoded records, with blocks made up
+//     from their pointers' bytes (some unreadable, some empty, most
+//     shorter than the record's range), never crashes, leaves no indirect
+//     write behind, turns each it keeps into a write of exactly its
+//     length, and says why it stopped exactly when it dropped records.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +29,7 @@
 
 #include "util/checksum.h"
 #include "util/endian.h"
+#include "zil/intent_log.h"
 #include "zil/log_block.h"
 
 namespace {
@@ -98,5 +104,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
            added.ok() ? "does not fit" : added.status().ToString());
   }
   if (w.Finish(d->next) != block) Fail("not canonical", "re-encoding differs from the input");
+
+  LogChain chain;
+  for (const LogRecord& r : d->records) chain.records.push_back(PendingRecord{3, r, 0});
+  ReadIndirectWrites(&chain, [](std::string_view ptr, std::string_view where)
+                                 -> poolfs::Result<std::string> {
+    if (ptr.empty() || (ptr[0] & 1)) return poolfs::Status::Corruption(std::string(where));
+    return std::string(uint8_t(ptr[0]) * 16 % 4096, 'x');
+  });
+  if (chain.unwritten.empty() != (chain.records.size() == d->records.size()))
+    Fail("ReadIndirectWrites", "dropped records without saying why, or said why for none");
+  for (size_t i = 0; i < chain.records.size(); i++) {
+    const LogRecord& before = d->records[i];
+    const LogRecord& after = chain.records[i].record;
+    if (after.type == RecordType::kWriteIndirect) Fail("ReadIndirectWrites", "left one behind");
+    if (before.type != RecordType::kWriteIndirect) continue;
+    const auto* write = std::get_if<WriteBody>(&after.body);
+    if (after.type != RecordType::kWrite || write == nullptr ||
+        write->data.size() != std::get<WriteIndirectBody>(before.body).length)
+      Fail("ReadIndirectWrites", "an indirect write became something else");
+  }
   return 0;
 }
