@@ -55,10 +55,11 @@ Result<std::unique_ptr<IntentLog>> IntentLog::Open(pool::Pool* pool) {
       }));
   if (!chain.damage.empty())
     log->notes_.push_back("intent log ends at a damaged block: " + chain.damage);
-  // Indirect writes become plain ones: their blocks are read now, before
-  // anything is allocated (the import's syncs have not begun to; the
-  // replay's own would), since the space maps the pool imported do not
-  // hold them.
+  // Indirect writes become plain ones: their blocks are read now, since
+  // the space maps the pool imported do not hold them, before anything can
+  // allocate over them: the replay's changes would, and an idle pool's
+  // first sync waits a txg timeout after the import (this runs first
+  // thing after it; nothing but that timing keeps the two apart).
   ReadIndirectWrites(&chain, [pool](std::string_view encoded, std::string_view where) {
     return pool->ReadLogBlock(encoded, where);
   });
