@@ -274,17 +274,8 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       // that does not verify was cut short by a crash, not damaged (its
       // checksum error is not the pool's).
       zio::Zio log_zio(ZioVdevs(p), nullptr, p.format);
-      auto read_block = [&](std::string_view encoded,
-                            std::string_view what) -> Result<std::string> {
-        if (encoded.size() != zio::BlockPtrSize(p.format))
-          return Status::Corruption(std::string(what) + ": a block pointer of " +
-                                    std::to_string(encoded.size()) + " bytes");
-        POOLFS_ASSIGN_OR_RETURN(
-            zio::BlockPtr bp,
-            zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(encoded.data()), what, p.format));
-        Result<std::string> block = log_zio.Read(bp);
-        if (!block.ok()) return block.status().WithContext(what);
-        return block;
+      auto read_block = [&](std::string_view encoded, std::string_view what) {
+        return log_zio.ReadEncoded(encoded, what);
       };
       Result<LogSummary> summary = log(state, chosen->pool_guid, read, read_block);
       if (!summary.ok()) {

@@ -51,16 +51,7 @@ std::string Pool::EncodeLogBlockPtr(const zio::BlockPtr& bp) const {
 }
 
 Result<std::string> Pool::ReadLogBlock(std::string_view encoded, std::string_view where) {
-  if (encoded.size() != zio::BlockPtrSize(zio_->format()))
-    return Status::Corruption(std::string(where) + ": a block pointer of " +
-                              std::to_string(encoded.size()) + " bytes, this pool's are " +
-                              std::to_string(zio::BlockPtrSize(zio_->format())));
-  POOLFS_ASSIGN_OR_RETURN(
-      zio::BlockPtr bp,
-      zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(encoded.data()), where, zio_->format()));
-  Result<std::string> block = zio_->Read(bp);
-  if (!block.ok()) return block.status().WithContext(where);
-  return block;
+  return zio_->ReadEncoded(encoded, where);
 }
 
 Status Pool::FlushLogBlocks() { return zio_->FlushAll(); }

@@ -547,6 +547,18 @@ Result<std::string> Zio::Read(const BlockPtr& bp) {
   return out;
 }
 
+Result<std::string> Zio::ReadEncoded(std::string_view encoded, std::string_view where) {
+  if (encoded.size() != BlockPtrSize(format_))
+    return Status::Corruption(std::string(where) + ": a block pointer of " +
+                              std::to_string(encoded.size()) + " bytes, this pool's are " +
+                              std::to_string(BlockPtrSize(format_)));
+  POOLFS_ASSIGN_OR_RETURN(
+      BlockPtr bp, DecodeBlockPtr(reinterpret_cast<const uint8_t*>(encoded.data()), where, format_));
+  Result<std::string> block = Read(bp);
+  if (!block.ok()) return block.status().WithContext(where);
+  return block;
+}
+
 Status Zio::ReadInto(const BlockPtr& bp, uint8_t* dst) {
   POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
   if (bp.IsHole()) {

@@ -218,6 +218,11 @@ class Zio {
   // vdev, the checksum does not match, or the compressed bytes do not decode
   // to lsize bytes (counted in checksum_errors); IOError from the device.
   Result<std::string> Read(const BlockPtr& bp);
+  // Read of the block that `encoded` names: a pointer in this pipeline's
+  // format (BlockPtrSize(format()) bytes), as the intent log stores one.
+  // Corruption when it is not one, or as Read; every failure's message
+  // starts with `where`.
+  Result<std::string> ReadEncoded(std::string_view encoded, std::string_view where);
   // The same into `dst`, which has room for bp.lsize bytes (its contents are
   // unspecified on failure). An uncompressed block is read straight into
   // dst: given a buffer aligned to vdev::FileDevice::kDirectAlign (the
