@@ -191,7 +191,7 @@ Status BlockTree::Set(uint64_t blkid, const BlockPtr& bp, Txg txg) {
   POOLFS_ASSIGN_OR_RETURN(BlockPtr * slot, Slot(0, blkid));
   BlockPtr old = *slot;
   bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;
-  if (!in_place && !old.IsHole()) POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
+  if (!in_place && !old.IsHole()) POOLFS_RETURN_IF_ERROR(Drop(old, txg));
   Account(old, bp);
   *slot = bp;
   MarkPath(blkid);
@@ -202,7 +202,7 @@ Status BlockTree::FreeUnder(uint8_t level, uint64_t index, BlockPtr* slot, uint6
                             uint64_t end, Txg txg) {
   if (slot->IsHole()) return Status::Ok();
   if (level == 0) {
-    POOLFS_RETURN_IF_ERROR(zio_->Free(*slot, txg));
+    POOLFS_RETURN_IF_ERROR(Drop(*slot, txg));
     Account(*slot, BlockPtr{});
     *slot = BlockPtr{};
     return Status::Ok();
@@ -272,7 +272,7 @@ Status BlockTree::WriteDirty(Txg txg, size_t allocator) {
         POOLFS_ASSIGN_OR_RETURN(bp, WriteBlock(zio_, props, buf, old, txg, allocator));
       }
       bool in_place = !old.IsHole() && !bp.IsHole() && old.dva == bp.dva;
-      if (!in_place && !old.IsHole()) POOLFS_RETURN_IF_ERROR(zio_->Free(old, txg));
+      if (!in_place && !old.IsHole()) POOLFS_RETURN_IF_ERROR(Drop(old, txg));
       Account(old, bp);
       *slot = bp;
       ind->dirty = false;

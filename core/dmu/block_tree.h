@@ -65,6 +65,16 @@ struct SpaceCounter {
     logical.fetch_add(sign * int64_t(bp.lsize), std::memory_order_relaxed);
     physical.fetch_add(sign * int64_t(bp.psize), std::memory_order_relaxed);
   }
+
+  // Where a block the set stops referencing goes: freed (zio::Free) unless
+  // `release` is set. The pool sets it for a dataset with snapshots: a
+  // block one of them still holds goes to the dataset's deadlist instead
+  // (pool.h). Called from the sync tasks of one txg at once. Set before the
+  // set changes.
+  std::function<Status(const zio::BlockPtr&, Txg)> release;
+  Status Drop(zio::Zio* zio, const zio::BlockPtr& bp, Txg t) const {
+    return release ? release(bp, t) : zio->Free(bp, t);
+  }
 };
 
 class BlockTree {
@@ -89,6 +99,12 @@ class BlockTree {
   static constexpr size_t kMaxCachedL1 = 64;
   // Indirect blocks in memory now.
   size_t cached_indirects() const { return cache_.size(); }
+
+  // Stops referencing `bp`, a block of this tree's object set, in the sync
+  // of t: freed, or kept for a snapshot (SpaceCounter::Drop).
+  Status Drop(const zio::BlockPtr& bp, Txg t) const {
+    return counter_ != nullptr ? counter_->Drop(zio_, bp, t) : zio_->Free(bp, t);
+  }
 
   // Returns the pointer of data block `blkid` (a hole past the tree's reach).
   // Reads indirect blocks as needed: IOError or Corruption.

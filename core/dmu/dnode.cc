@@ -801,8 +801,8 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
     s.early_stale.clear();
   }
   plan.frees = frees.size();
-  for (const zio::BlockPtr& bp : stale) POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t));
   util::MutexLock l(&tree_mu_);
+  for (const zio::BlockPtr& bp : stale) POOLFS_RETURN_IF_ERROR(tree_.Drop(bp, t));
   for (const auto& [first, end] : frees) POOLFS_RETURN_IF_ERROR(tree_.FreeRange(first, end, t));
   return plan;
 }

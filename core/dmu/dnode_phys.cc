@@ -23,6 +23,7 @@ std::string_view ObjectTypeName(ObjectType t) {
     case ObjectType::kSpaceMap: return "space map";
     case ObjectType::kPoolDirectory: return "pool directory";
     case ObjectType::kZap: return "zap";
+    case ObjectType::kDeadlist: return "deadlist";
   }
   return "unknown";
 }

@@ -75,8 +75,9 @@ enum class ObjectType : uint8_t {
   kSpaceMap = 4,       // a metaslab's space map (MOS)
   kPoolDirectory = 5,  // the MOS's table of datasets and space maps
   kZap = 6,            // a generic name -> value object
+  kDeadlist = 7,       // block pointers of a deadlist bucket (MOS)
 };
-inline constexpr uint8_t kMaxObjectType = 6;
+inline constexpr uint8_t kMaxObjectType = 7;
 std::string_view ObjectTypeName(ObjectType t);
 
 // A decoded dnode.

@@ -593,7 +593,7 @@ Result<zio::BlockPtr> ObjectSet::FinishSync(Txg t, size_t allocator) {
   POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr root,
                           BlockTree::WriteBlock(zio_, props, bytes, old_root, t, allocator));
   if (!old_root.IsHole() && !(old_root.dva == root.dva))
-    POOLFS_RETURN_IF_ERROR(zio_->Free(old_root, t));
+    POOLFS_RETURN_IF_ERROR(space_.Drop(zio_, old_root, t));
   util::MutexLock l(&dirty_mu_);
   metadnode_phys_ = mphys;
   root_ = root;

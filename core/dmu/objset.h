@@ -194,6 +194,12 @@ class ObjectSet {
   // sync.
   ObjsetSpace space() const EXCLUDES(dirty_mu_);
 
+  // Where the blocks the set stops referencing go (SpaceCounter::release):
+  // `release` instead of zio::Free. Set before the set changes.
+  void SetRelease(std::function<Status(const zio::BlockPtr&, Txg)> release) {
+    space_.release = std::move(release);
+  }
+
   // Object allocation policy (dmu.metadnode_backfill, dmu.alloc_chunk;
   // both live) and its statistics (see object_allocator.h).
   void SetBackfill(BackfillMode mode) { alloc_.SetMode(mode); }

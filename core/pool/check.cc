@@ -287,8 +287,10 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
           sink.Add(where, "ends at a damaged block: " + summary->damage);
         // What a commit that never returned leaves: not damage.
         if (!summary->unwritten.empty())
-          sink.Warn(where, "ends before a write whose data block does not verify (a commit cut "
-                           "short): " + summary->unwritten);
+          sink.Warn(where,
+                    "ends before a write whose data block does not verify (a commit cut "
+                    "short): " +
+                        summary->unwritten);
       }
     }
   }
@@ -318,18 +320,98 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   report.datasets = dir.datasets.size();
   std::map<uint64_t, const DatasetEntry*> by_id;  // for full names (the decoder checked the tree)
   for (const DatasetEntry& e : dir.datasets) by_id[e.id] = &e;
+  // Each dataset's snapshots oldest first, then the dataset: a block one
+  // shares with the snapshot before it was walked there (the decoder
+  // checked that the snapshots of a dataset come in txg order).
+  std::map<uint64_t, std::vector<const SnapshotEntry*>> snaps_of;
+  for (const SnapshotEntry& e : dir.snapshots) snaps_of[e.dataset].push_back(&e);
+  std::map<uint64_t, std::string> full_names;
   for (const DatasetEntry& e : dir.datasets) {
     std::string full = e.name;
     for (uint64_t at = e.parent; at != 0; at = by_id.at(at)->parent)
       full = by_id.at(at)->name + "/" + full;
+    full_names[e.id] = full;
     if (e.created > chosen->txg)
       sink.Add("dataset '" + full + "'",
                "created in txg " + std::to_string(e.created.value()) + ", after the checked txg");
-    walker.WalkDataset(full, e.root);
+    Txg shared;
+    for (const SnapshotEntry* snap : snaps_of[e.id]) {
+      if (snap->txg > chosen->txg)
+        sink.Add("snapshot '" + full + "@" + snap->name + "'",
+                 "taken in txg " + std::to_string(snap->txg.value()) + ", after the checked txg");
+      walker.WalkDataset(full + "@" + snap->name, snap->root, shared);
+      shared = snap->txg;
+    }
+    walker.WalkDataset(full, e.root, shared);
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
   report.deferred_frees = dir.deferred_frees.size();
   std::set<uint64_t> named = {kDirectoryObject};
+  // Deadlists: each block on one is held by a snapshot walked above (it
+  // died after that snapshot was taken) and lies in its bucket's birth
+  // range; the bucket's bytes are its blocks'.
+  auto check_deadlist = [&](const std::string& owner, uint64_t dataset, const Deadlist& dl) {
+    std::vector<uint64_t> txgs;
+    for (const SnapshotEntry* snap : snaps_of[dataset]) txgs.push_back(snap->txg.value());
+    const size_t bp_size = zio::BlockPtrSize(p.format);
+    for (const auto& [key, bucket] : dl) {
+      const std::string where = owner + " deadlist bucket " + std::to_string(key);
+      auto upper = std::upper_bound(txgs.begin(), txgs.end(), key);
+      if (upper == txgs.end()) {
+        sink.Add(where, "has no later snapshot: no snapshot can hold its blocks");
+        continue;
+      }
+      uint64_t bytes = 0;
+      bool complete = true;
+      for (const DeadObject& o : bucket.objects) {
+        named.insert(o.object);
+        const std::string owhere = where + " (MOS object " + std::to_string(o.object) + ")";
+        auto it = mos.find(o.object);
+        if (it == mos.end() || it->second.type != dmu::ObjectType::kDeadlist) {
+          sink.Add(owhere, "is not a deadlist object of the MOS");
+          complete = false;
+          continue;
+        }
+        if (!it->second.complete) {
+          complete = false;  // the walk named what it could not read
+          continue;
+        }
+        const std::string& content = it->second.bytes;
+        if (content.size() != o.entries * bp_size) {
+          sink.Add(owhere, "holds " + std::to_string(content.size()) + " bytes; " +
+                               std::to_string(o.entries) + " block pointers take " +
+                               std::to_string(o.entries * bp_size));
+          complete = false;
+          continue;
+        }
+        for (uint64_t k = 0; k < o.entries; k++) {
+          const std::string ewhere = owhere + " entry " + std::to_string(k);
+          auto bp = zio::DecodeBlockPtr(
+              reinterpret_cast<const uint8_t*>(content.data()) + k * bp_size, ewhere, p.format);
+          if (!bp.ok()) {
+            sink.Add(ewhere, bp.status().message());
+            complete = false;
+            continue;
+          }
+          bytes += bp->allocated();
+          if (bp->IsHole() || bp->birth.value() <= key || bp->birth.value() > *upper)
+            sink.Add(ewhere, "born in txg " + std::to_string(bp->birth.value()) +
+                                 ", outside the bucket's (" + std::to_string(key) + ", " +
+                                 std::to_string(*upper) + "]");
+          else if (!walker.Referenced(*bp))
+            sink.Add(ewhere, "is held by no snapshot (" + bp->ToString() + ")");
+        }
+      }
+      if (complete && bytes != bucket.bytes)
+        sink.Add(where, "says its blocks take " + std::to_string(bucket.bytes) +
+                            " bytes; they take " + std::to_string(bytes));
+    }
+  };
+  for (const SnapshotEntry& e : dir.snapshots)
+    check_deadlist("snapshot '" + full_names[e.dataset] + "@" + e.name + "'", e.dataset,
+                   e.deadlist);
+  for (const auto& [id, dl] : dir.head_deadlists)
+    check_deadlist("dataset '" + full_names[id] + "'", id, dl);
   std::vector<SpaceMapInput> maps;
   for (const SpaceMapEntry& m : dir.space_maps) {
     named.insert(m.object);

@@ -142,6 +142,10 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   auto& m = refs_[vdev];
   auto next = m.lower_bound(off);
   if (next != m.end() && next->first == off && next->second.size == size) {
+    if (bp.birth <= shared_through_ && o.dataset >= 0 && next->second.origin.dataset >= 0) {
+      shared_hits_++;  // a snapshot walked before holds it too
+      return Ref::kDuplicate;
+    }
     Problem(o, bp,
             "is also referenced by " + Describe(next->second.origin) + ": one block, two pointers");
     return Ref::kDuplicate;  // the same bytes: walking them again adds nothing
@@ -175,9 +179,18 @@ void CheckWalker::ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees
   }
 }
 
-void CheckWalker::WalkDataset(const std::string& name, const zio::BlockPtr& root) {
+void CheckWalker::WalkDataset(const std::string& name, const zio::BlockPtr& root,
+                              Txg shared_through) {
   names_.push_back(name);
+  shared_through_ = shared_through;
   WalkObjset(int32_t(names_.size() - 1), root);
+  shared_through_ = Txg(0);
+}
+
+bool CheckWalker::Referenced(const zio::BlockPtr& bp) const {
+  if (bp.IsHole() || bp.dva.vdev >= refs_.size()) return false;
+  auto it = refs_[bp.dva.vdev].find(bp.dva.offset);
+  return it != refs_[bp.dva.vdev].end() && it->second.size == bp.dva.size;
 }
 
 void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
@@ -194,6 +207,7 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   // What the walk below adds up, for the object set's own total.
   const uint64_t bytes_before = report_->bytes_referenced;
   const uint64_t skipped_before = skipped_;
+  const uint64_t shared_before = shared_hits_;
   const uint64_t problems_before = report_->problems.size() + report_->problems_omitted;
   if (root.type != zio::BlockType::kObjset) {
     Problem(
@@ -289,7 +303,7 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   const uint64_t walked = report_->bytes_referenced - bytes_before;
   const bool clean = skipped_ == skipped_before &&
                      report_->problems.size() + report_->problems_omitted == problems_before;
-  if (phys->space_known && clean && walked >= root.allocated() &&
+  if (phys->space_known && clean && shared_hits_ == shared_before && walked >= root.allocated() &&
       walked - root.allocated() != phys->space.referenced)
     Problem(ro, root,
             "says its blocks take " + std::to_string(phys->space.referenced) +
@@ -305,7 +319,8 @@ void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, T
   if (ds < 0) {
     GatheredObject& obj = mos_objects_[id];
     obj.type = d.type;
-    if (d.type == dmu::ObjectType::kPoolDirectory || d.type == dmu::ObjectType::kSpaceMap) {
+    if (d.type == dmu::ObjectType::kPoolDirectory || d.type == dmu::ObjectType::kSpaceMap ||
+        d.type == dmu::ObjectType::kDeadlist) {
       if (d.length > kMaxGatheredBytes) {
         sink_->Add(Describe(w.base),
                    "is " + std::to_string(d.length) + " bytes long, implausibly long");

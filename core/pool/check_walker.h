@@ -81,11 +81,18 @@ class CheckWalker {
   // Records the blocks the pool directory lists as deferred frees: still
   // allocated in the space maps, referenced by nothing else, never read.
   void ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees);
-  // Walks dataset `name` from its root block pointer.
-  void WalkDataset(const std::string& name, const zio::BlockPtr& root);
+  // Walks dataset (or snapshot) `name` from its root block pointer. A
+  // block born at or before `shared_through` (the txg of the snapshot
+  // walked before it, of the same dataset) may be one that walk reached:
+  // shared, not walked again. A walk that shares blocks does not compare
+  // the object set's referenced bytes with what it walked.
+  void WalkDataset(const std::string& name, const zio::BlockPtr& root, Txg shared_through = Txg(0));
 
-  // Every allocated MOS object: its type and, for the pool directory and
-  // space maps, its content.
+  // Whether `bp` is a block a walk recorded, exactly (its first extent).
+  bool Referenced(const zio::BlockPtr& bp) const;
+
+  // Every allocated MOS object: its type and, for the pool directory,
+  // space maps and deadlists, its content.
   const std::map<uint64_t, GatheredObject>& mos_objects() const { return mos_objects_; }
   const RefMap& refs() const { return refs_; }
   // Subtrees not walked because their root could not be read or decoded:
@@ -143,6 +150,8 @@ class CheckWalker {
   std::vector<std::string> names_;
   std::map<uint64_t, GatheredObject> mos_objects_;
   uint64_t skipped_ = 0;
+  Txg shared_through_;        // of the walk under way (WalkDataset)
+  uint64_t shared_hits_ = 0;  // blocks found shared, in every walk
 };
 
 }  // namespace poolfs::core::pool

@@ -73,7 +73,34 @@ Status PoolDatasetAdmin::Create(std::string_view name, bool parents,
 
 Status PoolDatasetAdmin::Destroy(std::string_view name, bool recursive) {
   util::MutexLock l(&mu_);
+  if (name.find('@') != std::string_view::npos)
+    return Synced(pool_->DestroySnapshot(name, recursive));
   return Synced(pool_->DestroyDataset(name, recursive));
+}
+
+Status PoolDatasetAdmin::Snapshot(const std::vector<std::string>& names, bool recursive) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->Snapshot(names, recursive));
+}
+
+Result<std::vector<SnapshotInfo>> PoolDatasetAdmin::ListSnapshots(std::string_view root,
+                                                                  bool recursive) {
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(std::vector<SnapshotFigures> figures,
+                          pool_->ListSnapshots(root, recursive));
+  std::vector<SnapshotInfo> out;
+  for (SnapshotFigures& f : figures) {
+    SnapshotInfo i;
+    i.name = std::move(f.name);
+    i.id = f.id;
+    i.txg = f.txg.value();
+    i.creation_time = f.creation_time;
+    i.used = f.used;
+    i.referenced = f.referenced;
+    i.written = f.written;
+    out.push_back(std::move(i));
+  }
+  return out;
 }
 
 Status PoolDatasetAdmin::Rename(std::string_view from, std::string_view to) {
@@ -98,6 +125,7 @@ Result<std::vector<DatasetInfo>> PoolDatasetAdmin::List(std::string_view root, b
     i.objects = f.objects;
     i.compressratio = f.compressratio;
     i.mountpoint = std::move(f.mountpoint);
+    i.usedbysnapshots = f.usedbysnapshots;
     out.push_back(std::move(i));
   }
   return out;

@@ -23,6 +23,9 @@ class PoolDatasetAdmin final : public DatasetAdmin {
                 const std::vector<PropertyAssignment>& props) override EXCLUDES(mu_);
   Status Destroy(std::string_view name, bool recursive) override EXCLUDES(mu_);
   Status Rename(std::string_view from, std::string_view to) override EXCLUDES(mu_);
+  Status Snapshot(const std::vector<std::string>& names, bool recursive) override EXCLUDES(mu_);
+  Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root, bool recursive) override
+      EXCLUDES(mu_);
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override
       EXCLUDES(mu_);
   Result<std::vector<DatasetProperty>> Get(std::string_view name,

@@ -64,13 +64,14 @@ std::string ShowLimit(std::string_view stored) {
   return stored == "0" ? "none" : std::string(stored);
 }
 
-constexpr std::array<PropertyDef, 17> kProperties = {{
+constexpr std::array<PropertyDef, 18> kProperties = {{
     {"name", false, false, "", nullptr, nullptr},
     {"type", false, false, "", nullptr, nullptr},
     {"creation", false, false, "", nullptr, nullptr},
     {"used", false, false, "", nullptr, nullptr},
     {"available", false, false, "", nullptr, nullptr},
     {"referenced", false, false, "", nullptr, nullptr},
+    {"usedbysnapshots", false, false, "", nullptr, nullptr},
     {"compressratio", false, false, "", nullptr, nullptr},
     {"objects", false, false, "", nullptr, nullptr},
     {"mountpoint", false, false, "", nullptr, nullptr},

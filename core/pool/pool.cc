@@ -237,6 +237,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
         Status st = p->OpenAt(ub, options.rewind);
         if (!st.ok()) {
           util::MutexLock l(&p->mu_);
+          p->snapshots_.clear();
           p->datasets_.clear();
           p->maps_.clear();
           p->mos_.reset();
@@ -378,12 +379,15 @@ Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
     ds->os->UseBlockBuffers(block_buffers_.get());
     ds->os->UseCache(arc_.get(), read_ahead_.get());
     ds->os->SetDnodeLimit(object_cache_limit());
+    WatchDrops(ds.get());
     datasets_.emplace(e.id, std::move(ds));
   }
   for (auto& [id, ds] : datasets_) ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));
   dir_ = std::move(dir);
+  POOLFS_RETURN_IF_ERROR(LoadSnapshots());
   synced_roots_ = {ub.txg, payload.mos_root, {}};
   for (const DatasetEntry& e : dir_.datasets) synced_roots_.datasets.emplace_back(e.id, e.root);
+  for (const SnapshotEntry& e : dir_.snapshots) synced_roots_.datasets.emplace_back(e.id, e.root);
   std::sort(synced_roots_.datasets.begin(), synced_roots_.datasets.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   return Status::Ok();

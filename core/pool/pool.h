@@ -91,14 +91,34 @@
 // ancestor's quota. Quota and reservation are checked when set; writes are
 // not yet held to them (the POSIX layer reads DatasetProps for that).
 //
-// Snapshots, later: every block pointer carries its birth txg, so a
-// snapshot is a frozen root plus its txg. The freed-block record
-// (deadlist) belongs next to the object set's counter: a free in the sync
-// of a dataset whose newest snapshot is younger than the block's birth
-// goes to a per-dataset bpobj (a MOS object named by its directory entry,
-// keyed by birth txg) instead of zio::Free, and destroying a snapshot
-// frees the part of its successor's deadlist born after the snapshot
-// before it. Destroy then walks only what no snapshot still holds.
+// Snapshots. A snapshot of a dataset taken in txg t is the dataset's root
+// block as t's sync left it (and its referenced bytes): it shares every
+// block with the dataset, costs one directory record whatever the
+// dataset's size, and is read-only. Every block pointer carries its birth
+// txg, so when the dataset stops referencing a block in a later sync, the
+// block's birth says whether a snapshot holds it: born after the newest
+// snapshot's txg (Dataset::prev_snap), it is freed; otherwise it goes on
+// the dataset's deadlist (ZFS's): the dataset's object set routes its
+// drops here (SpaceCounter::release), its sync tasks collect them, and the
+// MOS sync of the txg appends them to deadlist objects in the MOS. A
+// deadlist is kept in buckets by birth: the bucket with key K holds blocks
+// born after K up to the next key, the keys being 0 and the txgs of the
+// dataset's snapshots. Taking a snapshot hands the dataset's deadlist to
+// the snapshot (the blocks that died between the snapshot before and this
+// one) and starts an empty one.
+//
+// Destroying snapshot S (previous P, next N: a later snapshot or the
+// dataset), in the sync of its txg: the bucket of N's deadlist keyed by
+// P's txg holds exactly the blocks born after P and dead before N, which
+// only S held: they are freed, with their objects; S's own deadlist (born
+// before P, dead before S) joins N's; and every later deadlist's bucket
+// keyed by S's txg joins the one keyed by P's. The cost is that of the
+// blocks freed and the buckets moved, not the dataset's size. The figures
+// follow from the buckets: a snapshot's `used` (what destroying it frees)
+// is that bucket's bytes; a dataset's usedbysnapshots is the bytes of
+// every deadlist of it (each block its snapshots alone hold lies on
+// exactly one), and its `used` counts them. A dataset with snapshots is not
+// destroyed (NotEmpty) until they are.
 //
 // Thread safety: dataset() and the object sets are used from any thread;
 // Export and the dataset tree changes from one thread at a time (the
@@ -201,7 +221,19 @@ struct DatasetFigures {
   uint64_t logical = 0;   // logical bytes of its blocks
   uint64_t physical = 0;  // their stored bytes
   double compressratio = 1.0;
-  std::string mountpoint;  // "/" for the root, "/home" for tank/home
+  std::string mountpoint;        // "/" for the root, "/home" for tank/home
+  uint64_t usedbysnapshots = 0;  // held by its snapshots alone (in `used`)
+};
+
+// One snapshot's figures (Pool::ListSnapshots).
+struct SnapshotFigures {
+  uint64_t id = 0;
+  std::string name;  // "tank/home@monday"
+  Txg txg;
+  int64_t creation_time = 0;
+  uint64_t used = 0;        // what destroying it would free
+  uint64_t referenced = 0;  // its tree's allocated bytes
+  uint64_t written = 0;     // of those, written since the snapshot before it
 };
 
 // A property's effective value and where it comes from.
@@ -343,6 +375,24 @@ class Pool {
   // Called with the pool's lock held: it must not call the pool. nullptr:
   // nothing is busy.
   void SetBusyCheck(std::function<bool(uint64_t id)> busy) EXCLUDES(mu_);
+  // Snapshots (see "Snapshots" above). Snapshot takes `names`
+  // ("POOL/PATH@NAME"; with `recursive`, each descendant's too) in the
+  // returned txg, all or none: AlreadyExists, NotFound, InvalidArgument
+  // (a bad name; two of one dataset). DestroySnapshot marks `name` (with
+  // `recursive`, that name of every descendant that has it) destroyed in
+  // the returned txg, whose sync frees what only it held. ListSnapshots:
+  // those of `root` (with `recursive`, of its descendants; empty: the
+  // pool), by dataset in ListDatasets order, then oldest first, as of the
+  // last sync (a snapshot not yet taken is not listed, nor found by name).
+  Result<Txg> Snapshot(const std::vector<std::string>& names, bool recursive) EXCLUDES(mu_);
+  Result<Txg> DestroySnapshot(std::string_view name, bool recursive) EXCLUDES(mu_);
+  Result<std::vector<SnapshotFigures>> ListSnapshots(std::string_view root, bool recursive) const
+      EXCLUDES(mu_);
+  // A read-only view of snapshot `name`'s object set (its state as of its
+  // txg; nothing may change it; not to be used once the snapshot is
+  // destroyed). NotFound.
+  Result<std::unique_ptr<dmu::ObjectSet>> OpenSnapshot(std::string_view name) EXCLUDES(mu_);
+
   // `root` (empty: the root dataset) and with `recursive` its descendants,
   // parents before children, children by name, with their space figures
   // as of the last sync. NotFound, InvalidArgument.
@@ -441,6 +491,21 @@ class Pool {
     // The txg that destroys it (0: live): out of the namespace, still in
     // the directories of earlier txgs.
     Txg destroyed;
+    // The txg of its newest snapshot (0: none; the sync thread changes
+    // it, between dataset syncs): a block born at or before it that the
+    // dataset stops referencing goes to `dying` (its sync tasks add at
+    // once), then to its deadlist, instead of being freed.
+    std::atomic<uint64_t> prev_snap{0};
+    util::Mutex dying_mu;
+    std::vector<zio::BlockPtr> dying GUARDED_BY(dying_mu);
+    Deadlist deadlist;  // under the pool's mu_
+  };
+  struct Snap {
+    SnapshotEntry entry;  // root a hole until the sync of entry.txg takes it
+    Txg destroyed;        // 0: live
+    // Its share of what its dataset dropped before it was taken, not yet
+    // in a deadlist bucket (the sync of its txg stores them).
+    std::vector<zio::BlockPtr> pending;
   };
   Pool() = default;
   // What a 1/fraction share of the cache's bound holds of items of
@@ -471,6 +536,31 @@ class Pool {
   // Frees the blocks of the datasets destroyed in t (their last changes
   // synced) and forgets them (pool_datasets.cc).
   Status FreeDestroyed(Txg t) EXCLUDES(mu_);
+  // Snapshots (pool_snapshots.cc). In the sync of t, after the datasets:
+  // TakeSnapshots makes the snapshots of t; StoreDeadlists puts every
+  // dropped block in its deadlist bucket; DestroySnapshots frees what the
+  // snapshots destroyed in t alone held and merges their deadlists.
+  Status TakeSnapshots(Txg t) EXCLUDES(mu_);
+  Status StoreDeadlists(dmu::Tx& tx) EXCLUDES(mu_);
+  Status DestroySnapshots(dmu::Tx& tx) EXCLUDES(mu_);
+  // Routes the blocks `ds` drops (SpaceCounter::release).
+  void WatchDrops(Dataset* ds);
+  // Adds `blocks` to deadlist `dl` of dataset `dataset`, in buckets by the
+  // txgs of its snapshots.
+  Status AddToDeadlist(dmu::Tx& tx, uint64_t dataset, std::vector<zio::BlockPtr> blocks,
+                       Deadlist* dl) REQUIRES(mu_);
+  // The live snapshots of dataset `id` already taken (their txg's sync made
+  // them), oldest first.
+  std::vector<Snap*> SnapshotsOf(uint64_t id) const REQUIRES(mu_);
+  // Whether the directory of txg t lists snapshot `s`.
+  static bool InDirectory(const Snap& s, Txg t);
+  // "tank/a@s": the live snapshot; NotFound, InvalidArgument.
+  Result<Snap*> ResolveSnapshot(std::string_view name) const REQUIRES(mu_);
+  // Loads the snapshots and deadlists of the directory just read (import).
+  Status LoadSnapshots() REQUIRES(mu_);
+  // What snapshots hold of dataset `id` that it no longer references.
+  uint64_t UsedBySnapshots(uint64_t id) const REQUIRES(mu_);
+
   // The tree (pool_datasets.cc). Resolve: the live dataset `name` names;
   // NotFound naming the first missing component, InvalidArgument.
   Result<Dataset*> Resolve(std::string_view name) const REQUIRES(mu_);
@@ -553,6 +643,9 @@ class Pool {
   std::map<uint64_t, std::unique_ptr<Dataset>> datasets_ GUARDED_BY(mu_);
   // Destroyed datasets whose blocks are freed (see above).
   std::vector<std::unique_ptr<Dataset>> destroyed_ GUARDED_BY(mu_);
+  // Every snapshot by id: the live ones, those of a txg not yet synced and
+  // those destroyed in one not yet synced.
+  std::map<uint64_t, std::unique_ptr<Snap>> snapshots_ GUARDED_BY(mu_);
   std::function<bool(uint64_t)> busy_ GUARDED_BY(mu_);
   mutable util::Mutex watch_mu_;  // after mu_, never both
   std::map<uint64_t, std::function<void(uint64_t, const DatasetProps&)>> watchers_

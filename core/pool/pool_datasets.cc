@@ -132,6 +132,7 @@ std::unique_ptr<Pool::Dataset> Pool::NewDataset(uint64_t parent, std::string com
   ds->os->UseCache(arc_.get(), read_ahead_.get());
   ds->os->SetDnodeLimit(object_cache_limit());
   ds->os->SetFirstTxg(t);
+  WatchDrops(ds.get());
   return ds;
 }
 
@@ -234,6 +235,18 @@ Result<Txg> Pool::DestroyDataset(std::string_view name, bool recursive) {
   }
   std::vector<Dataset*> all;
   Subtree(ds, &all);
+  for (Dataset* d : all) {
+    std::string snaps;
+    size_t count = 0;
+    for (const auto& [sid, s] : snapshots_)
+      if (s->entry.dataset == d->entry.id && s->destroyed == Txg(0) && count++ < 3)
+        snaps += (snaps.empty() ? "" : ", ") + Quote(FullName(*d) + "@" + s->entry.name);
+    if (count > 0)
+      return Status(StatusCode::kNotEmpty,
+                    "cannot destroy " + Quote(full) + ": dataset " + Quote(FullName(*d)) + " has " +
+                        std::to_string(count) + " snapshot" + (count > 1 ? "s" : "") + " (" +
+                        snaps + (count > 3 ? ", ..." : "") + "); destroy them first");
+  }
   for (Dataset* d : all)
     if (busy_ && busy_(d->entry.id))
       return Status::Busy("cannot destroy " + Quote(full) + ": dataset " + Quote(FullName(*d)) +
@@ -380,7 +393,7 @@ Result<Txg> Pool::SetProperty(std::string_view name, std::string_view prop,
                                        std::to_string(want) + " bytes: it uses " +
                                        std::to_string(f.used));
       // used without the reservation's unused part: what a new one covers.
-      uint64_t held = f.referenced;
+      uint64_t held = f.referenced + f.usedbysnapshots;
       for (Dataset* c : Children(ds->entry.id)) held += figures.at(c->entry.id).used;
       const uint64_t now = std::max(old, held), then = std::max(want, held);
       if (def->name == "reservation" && then > now && then - now > f.available)
@@ -443,6 +456,7 @@ std::map<uint64_t, DatasetFigures> Pool::Figures() const {
     x.physical = space.physical;
     x.compressratio = space.physical > 0 ? double(space.logical) / double(space.physical) : 1.0;
     x.objects = ds->os->live_objects();
+    x.usedbysnapshots = UsedBySnapshots(id);
     const size_t slash = x.name.find('/');
     x.mountpoint = slash == std::string::npos ? "/" : x.name.substr(slash);
     depth[id] = size_t(std::count(x.name.begin(), x.name.end(), '/'));
@@ -454,7 +468,7 @@ std::map<uint64_t, DatasetFigures> Pool::Figures() const {
   std::map<uint64_t, uint64_t> child_used;
   for (const Dataset* ds : live) {
     const uint64_t id = ds->entry.id;
-    const uint64_t own = f[id].referenced + child_used[id];
+    const uint64_t own = f[id].referenced + f[id].usedbysnapshots + child_used[id];
     const uint64_t reservation = PropsOf(*ds).reservation;
     unreserved[id] = own;
     f[id].used = std::max(own, reservation);
@@ -539,6 +553,8 @@ Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
       v.value = std::to_string(f.available);
     } else if (def->name == "referenced") {
       v.value = std::to_string(f.referenced);
+    } else if (def->name == "usedbysnapshots") {
+      v.value = std::to_string(f.usedbysnapshots);
     } else if (def->name == "objects") {
       v.value = std::to_string(f.objects);
     } else if (def->name == "compressratio") {

@@ -15,8 +15,9 @@ constexpr uint64_t kConfigMagic = 0x31464e4f43534650ull;  // "PFSCONF1"
 constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // Version 2 adds the deferred frees (their count where version 1 has a
 // reserved zero); version 3 the dataset tree (parents, creation times,
-// properties); version 4 the scrub record. Versions 1 to 3 are still read.
-constexpr uint32_t kDirVersion = 4;
+// properties); version 4 the scrub record; version 5 snapshots and
+// deadlists. Older versions are still read.
+constexpr uint32_t kDirVersion = 5;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -45,6 +46,7 @@ class Reader {
     return p;
   }
   size_t pos() const { return pos_; }
+  size_t left() const { return in_.size() - pos_; }
   bool done() const { return pos_ == in_.size(); }
   Status Bad(const std::string& why) const {
     return Status::Corruption(what_ + " at byte " + std::to_string(pos_) + ": " + why);
@@ -182,7 +184,48 @@ std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
     s.push_back(char(e.level));
     s.append(7, '\0');
   }
+  util::AppendLE32(&s, uint32_t(d.snapshots.size()));
+  util::AppendLE32(&s, uint32_t(d.head_deadlists.size()));
+  auto put_deadlist = [&s](const Deadlist& dl) {
+    util::AppendLE32(&s, uint32_t(dl.size()));
+    for (const auto& [key, bucket] : dl) {
+      util::AppendLE64(&s, key);
+      util::AppendLE64(&s, bucket.bytes);
+      util::AppendLE32(&s, uint32_t(bucket.objects.size()));
+      util::AppendLE32(&s, 0);
+      for (const DeadObject& o : bucket.objects) {
+        util::AppendLE64(&s, o.object);
+        util::AppendLE64(&s, o.entries);
+      }
+    }
+  };
+  for (const SnapshotEntry& e : d.snapshots) {
+    for (uint64_t v : {e.id, e.dataset, e.txg.value(), uint64_t(e.creation_time), e.referenced})
+      util::AppendLE64(&s, v);
+    uint8_t bp[zio::kBlockPtrSizeV2];
+    zio::EncodeBlockPtr(e.root, bp, format);
+    s.append(reinterpret_cast<char*>(bp), bp_size);
+    PutU16(&s, uint16_t(e.name.size()));
+    s += e.name;
+    put_deadlist(e.deadlist);
+  }
+  for (const auto& [id, dl] : d.head_deadlists) {
+    util::AppendLE64(&s, id);
+    put_deadlist(dl);
+  }
   return s;
+}
+
+uint64_t DeadBucket::entries() const {
+  uint64_t n = 0;
+  for (const DeadObject& o : objects) n += o.entries;
+  return n;
+}
+
+uint64_t DeadBytes(const Deadlist& d) {
+  uint64_t n = 0;
+  for (const auto& [key, bucket] : d) n += bucket.bytes;
+  return n;
 }
 
 namespace {
@@ -229,6 +272,108 @@ Status DecodeScrub(Reader& r, ScrubPhys* sc) {
   }
   if (sc->state == ScrubPhys::State::kNone && !(*sc == ScrubPhys{}))
     return r.Bad("the scrub record says no scrub ran but is not empty");
+  return Status::Ok();
+}
+
+// A deadlist of dataset `dataset` (`what` names its owner); `below`: its
+// keys must be less (a snapshot's: its own txg), `snap_txgs` the txgs of
+// the dataset's snapshots; `objects` collects every MOS object named so far.
+Status DecodeDeadlist(Reader& r, const std::string& what, const std::set<uint64_t>& snap_txgs,
+                      uint64_t below, std::set<uint64_t>* objects, Deadlist* out) {
+  uint32_t nbuckets;
+  if (!r.U32(&nbuckets)) return r.Bad(what + ": the deadlist is truncated");
+  // Each bucket takes 24 bytes and an object 16: refuse counts the bytes
+  // left cannot hold before reading on.
+  for (uint32_t b = 0; b < nbuckets; b++) {
+    const std::string bwhat = what + " deadlist bucket " + std::to_string(b);
+    uint64_t key;
+    uint32_t nobjects, pad;
+    DeadBucket bucket;
+    if (!r.U64(&key) || !r.U64(&bucket.bytes) || !r.U32(&nobjects) || !r.U32(&pad))
+      return r.Bad(bwhat + " is truncated");
+    if (pad != 0) return r.Bad(bwhat + " has nonzero reserved bytes");
+    if (!out->empty() && !(out->rbegin()->first < key))
+      return r.Bad(bwhat + " has key " + std::to_string(key) + ", not above the one before");
+    if (key >= below || (key != 0 && !snap_txgs.count(key)))
+      return r.Bad(bwhat + " has key " + std::to_string(key) +
+                   ", which is neither 0 nor the txg of an earlier snapshot of its dataset");
+    if (nobjects == 0) return r.Bad(bwhat + " is empty");
+    if (uint64_t(nobjects) * 16 > r.left()) return r.Bad(bwhat + " lists more objects than fit");
+    for (uint32_t i = 0; i < nobjects; i++) {
+      DeadObject o;
+      if (!r.U64(&o.object) || !r.U64(&o.entries)) return r.Bad(bwhat + " is truncated");
+      if (o.object <= kDirectoryObject || o.entries == 0 || !objects->insert(o.object).second)
+        return r.Bad(bwhat + " names object " + std::to_string(o.object) + " with " +
+                     std::to_string(o.entries) + " entries: not a MOS object of its own, or empty");
+      bucket.objects.push_back(o);
+    }
+    out->emplace(key, std::move(bucket));
+  }
+  return Status::Ok();
+}
+
+// The version 5 part: snapshots and head deadlists (see pool_phys.h).
+Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t, size_t>& by_id,
+                       PoolDirectory* d) {
+  const size_t bp_size = zio::BlockPtrSize(format);
+  uint32_t nsnaps, nheads;
+  if (!r.U32(&nsnaps) || !r.U32(&nheads)) return r.Bad("the snapshot counts are truncated");
+  if (uint64_t(nsnaps) * (46 + bp_size) + uint64_t(nheads) * 12 > r.left())
+    return r.Bad("snapshot counts too large");
+  std::set<uint64_t> objects;
+  for (const SpaceMapEntry& m : d->space_maps) objects.insert(m.object);
+  std::set<uint64_t> ids;
+  for (const auto& [id, index] : by_id) ids.insert(id);
+  std::map<uint64_t, std::set<uint64_t>> txgs;  // per dataset
+  std::set<std::pair<uint64_t, std::string>> names;
+  for (uint32_t i = 0; i < nsnaps; i++) {
+    SnapshotEntry e;
+    std::string what = "snapshot " + std::to_string(i);
+    uint64_t txg, ctime;
+    uint16_t name_len;
+    const uint8_t* bp;
+    if (!r.U64(&e.id) || !r.U64(&e.dataset) || !r.U64(&txg) || !r.U64(&ctime) ||
+        !r.U64(&e.referenced) || !(bp = r.Raw(bp_size)) || !r.U16(&name_len) ||
+        !r.Bytes(name_len, &e.name))
+      return r.Bad(what + " is truncated");
+    e.txg = Txg(txg);
+    e.creation_time = int64_t(ctime);
+    if (Status st = ValidateDatasetName(e.name); !st.ok())
+      return r.Bad(what + " has a bad name: " + st.message());
+    what += " ('@" + e.name + "')";
+    POOLFS_ASSIGN_OR_RETURN(e.root, zio::DecodeBlockPtr(bp, what + " root", format));
+    if (e.root.IsHole()) return r.Bad(what + " has no root block");
+    if (e.id == 0 || e.id >= d->next_dataset_id || !ids.insert(e.id).second)
+      return r.Bad(what + " has id " + std::to_string(e.id) + ": outside 1.." +
+                   std::to_string(d->next_dataset_id - 1) + " or taken");
+    auto ds = by_id.find(e.dataset);
+    if (ds == by_id.end())
+      return r.Bad(what + " belongs to dataset " + std::to_string(e.dataset) +
+                   ", which the directory does not list");
+    if (txg == 0 || txg < d->datasets[ds->second].created.value())
+      return r.Bad(what + " has txg " + std::to_string(txg) + ", before its dataset's creation");
+    std::set<uint64_t>& seen = txgs[e.dataset];
+    if (!seen.empty() && !(*seen.rbegin() < txg))
+      return r.Bad(what + " has txg " + std::to_string(txg) +
+                   ", not after the dataset's snapshot before it");
+    if (!names.emplace(e.dataset, e.name).second)
+      return r.Bad(what + " repeats a snapshot name of its dataset");
+    POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, seen, txg, &objects, &e.deadlist));
+    seen.insert(txg);
+    d->snapshots.push_back(std::move(e));
+  }
+  for (uint32_t i = 0; i < nheads; i++) {
+    uint64_t id;
+    if (!r.U64(&id)) return r.Bad("head deadlist " + std::to_string(i) + " is truncated");
+    const std::string what = "the deadlist of dataset " + std::to_string(id);
+    auto snaps = txgs.find(id);
+    if (!by_id.count(id) || snaps == txgs.end())
+      return r.Bad(what + ": no such dataset, or one without snapshots");
+    Deadlist dl;
+    POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, snaps->second, ~uint64_t{0}, &objects, &dl));
+    if (dl.empty()) return r.Bad(what + " is empty");
+    if (!d->head_deadlists.emplace(id, std::move(dl)).second) return r.Bad(what + " is repeated");
+  }
   return Status::Ok();
 }
 
@@ -352,6 +497,7 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
     d.deferred_frees.push_back(b);
   }
   if (version >= 4) POOLFS_RETURN_IF_ERROR(DecodeScrub(r, &d.scrub));
+  if (version >= 5) POOLFS_RETURN_IF_ERROR(DecodeSnapshots(r, format, by_id, &d));
   if (!r.done()) return r.Bad("trailing bytes");
   return d;
 }

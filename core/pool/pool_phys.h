@@ -37,6 +37,13 @@
 //        blocks, u64 repaired, u64 errors (>= the count), then per listed
 //        error: u64 objset, u64 object, u64 block, u8 level, 7 B reserved;
 //        state 0: everything else zero
+//     then (version 5) u32 snapshot count, u32 head deadlist count; the
+//        snapshots, each: u64 id, u64 dataset id, u64 txg, i64 creation
+//        time, u64 referenced, root block pointer, u16 name length, name
+//        bytes, deadlist; then the head deadlists, each: u64 dataset id,
+//        deadlist. A deadlist: u32 bucket count, then per bucket: u64 key,
+//        u64 bytes, u32 object count, u32 reserved (zero), then per
+//        object: u64 MOS object id, u64 entries
 //
 //   Root payload (the uberblock's 512 opaque bytes): the MOS root block
 //   pointer (64 or 128 bytes, by the pool's format), zeros to byte 128,
@@ -133,6 +140,40 @@ struct ScrubPhys {
   bool operator==(const ScrubPhys&) const = default;
 };
 
+// Deadlists (pool.h, "Snapshots"): the blocks a dataset stopped
+// referencing while one of its snapshots still held them, in buckets by
+// birth txg. The bucket with key K holds blocks born after K and at most
+// the next key (keys: 0 and txgs of the dataset's snapshots). A bucket's
+// block pointers lie in MOS objects of type kDeadlist, each an array of
+// pointers in the pool's format holding `entries` of them.
+struct DeadObject {
+  uint64_t object = 0;
+  uint64_t entries = 0;
+  bool operator==(const DeadObject&) const = default;
+};
+struct DeadBucket {
+  uint64_t bytes = 0;  // allocated bytes of its blocks
+  std::vector<DeadObject> objects;
+  uint64_t entries() const;
+  bool operator==(const DeadBucket&) const = default;
+};
+using Deadlist = std::map<uint64_t, DeadBucket>;  // by key; no empty bucket
+uint64_t DeadBytes(const Deadlist& d);
+
+// A snapshot (directory version 5): the root of its dataset as the sync of
+// `txg` left it.
+struct SnapshotEntry {
+  uint64_t id = 0;       // from the datasets' id space, never reused
+  uint64_t dataset = 0;  // the id of its dataset
+  Txg txg;
+  int64_t creation_time = 0;  // seconds since the epoch
+  uint64_t referenced = 0;    // allocated bytes of its tree, root included
+  zio::BlockPtr root;
+  std::string name;   // after the '@': a name component
+  Deadlist deadlist;  // blocks that died after the previous snapshot, up to this one
+  bool operator==(const SnapshotEntry&) const = default;
+};
+
 struct PoolDirectory {
   uint64_t next_dataset_id = 1;
   std::vector<DatasetEntry> datasets;
@@ -141,6 +182,10 @@ struct PoolDirectory {
   // allocated in the space maps, freed by the next txg's sync (pool.h).
   std::vector<zio::BlockPtr> deferred_frees;
   ScrubPhys scrub;  // version 4
+  // Version 5: every dataset's snapshots, oldest first per dataset; the
+  // deadlists of datasets that have snapshots (by dataset id, none empty).
+  std::vector<SnapshotEntry> snapshots;
+  std::map<uint64_t, Deadlist> head_deadlists;
 };
 
 // Block pointers in the directory are in the pool's format.

@@ -158,6 +158,7 @@ PoolSyncStats Pool::SyncStats() const {
 
 Status Pool::WriteDirectory(dmu::Tx& tx) {
   dir_.datasets.clear();
+  dir_.head_deadlists.clear();
   for (const auto& [name, ds] : datasets_) {
     // A dataset created after SyncDatasets listed this txg's datasets (its
     // Tx is in a later txg) has no root yet: it joins the directory of the
@@ -166,7 +167,16 @@ Status Pool::WriteDirectory(dmu::Tx& tx) {
     // this txg leaves it (pool_datasets.cc).
     if (!InDirectory(*ds, tx.txg())) continue;
     dir_.datasets.push_back(ds->entry);
+    if (!ds->deadlist.empty()) dir_.head_deadlists[ds->entry.id] = ds->deadlist;
   }
+  dir_.snapshots.clear();
+  for (const auto& [id, s] : snapshots_)
+    if (InDirectory(*s, tx.txg())) dir_.snapshots.push_back(s->entry);
+  // Oldest first per dataset (ids grow with time, txgs too).
+  std::stable_sort(dir_.snapshots.begin(), dir_.snapshots.end(),
+                   [](const SnapshotEntry& a, const SnapshotEntry& b) {
+                     return a.dataset != b.dataset ? a.dataset < b.dataset : a.txg < b.txg;
+                   });
   std::string bytes = EncodePoolDirectory(dir_, zio_->format());
   POOLFS_RETURN_IF_ERROR(mos_->Write(tx, ObjectId(kDirectoryObject), 0, bytes));
   POOLFS_ASSIGN_OR_RETURN(dmu::ObjectInfo info, mos_->Stat(ObjectId(kDirectoryObject)));
@@ -248,10 +258,15 @@ Status Pool::SyncTxg(Txg t) {
   std::vector<std::atomic<uint64_t>> busy_ns(n);
   // 1. Datasets.
   POOLFS_RETURN_IF_ERROR(SyncDatasets(t, busy_ns, &record.datasets).WithContext(txg_name));
+  dmu::Tx tx = dmu::Tx::ForSync(t);
+  // Then the snapshots of t, the blocks the datasets dropped that
+  // snapshots hold, and the snapshots and datasets destroyed in t.
+  POOLFS_RETURN_IF_ERROR(TakeSnapshots(t).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(StoreDeadlists(tx).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(DestroySnapshots(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(FreeDestroyed(t).WithContext(txg_name));
   // 2. The MOS, in passes until the space maps stop changing. First what
   // the previous txg's late passes left to free.
-  dmu::Tx tx = dmu::Tx::ForSync(t);
   std::vector<zio::BlockPtr> left;
   {
     util::MutexLock l(&mu_);
@@ -299,6 +314,7 @@ Status Pool::SyncTxg(Txg t) {
     util::MutexLock l(&mu_);
     synced_roots_ = {t, mos_root, {}};
     for (const DatasetEntry& e : dir_.datasets) synced_roots_.datasets.emplace_back(e.id, e.root);
+    for (const SnapshotEntry& e : dir_.snapshots) synced_roots_.datasets.emplace_back(e.id, e.root);
     std::sort(synced_roots_.datasets.begin(), synced_roots_.datasets.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
   }

@@ -23,6 +23,8 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     return Follow(st);
   }
   Status Destroy(std::string_view name, bool recursive) override {
+    // A snapshot is not in the mount's tree.
+    if (name.find('@') != std::string_view::npos) return inner_.Destroy(name, recursive);
     std::optional<uint64_t> slot = tree_->SlotNamed(name);
     if (!slot.has_value() || *slot == 0) return inner_.Destroy(name, recursive);
     const std::vector<uint64_t> slots = tree_->Subtree(*slot);
@@ -71,6 +73,12 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
   }
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override {
     return inner_.List(root, recursive);
+  }
+  Status Snapshot(const std::vector<std::string>& names, bool recursive) override {
+    return inner_.Snapshot(names, recursive);
+  }
+  Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root, bool recursive) override {
+    return inner_.ListSnapshots(root, recursive);
   }
   Result<std::vector<DatasetProperty>> Get(std::string_view name,
                                            const std::vector<std::string>& props) override {

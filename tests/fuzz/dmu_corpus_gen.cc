@@ -653,7 +653,7 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
     int width;
   };
   std::vector<Patch> patches = {{"magic", 0, 1, 8},
-                                {"version-5", 8, 5, 4},
+                                {"version-6", 8, 6, 4},
                                 {"version-3-with-scrub", 8, 3, 4},
                                 {"reserved", 12, 1, 4},
                                 {"next-id-1", 16, 1, 8},
@@ -709,12 +709,13 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   sc.error_list = {{0, 5, 0, 0}, {second.id, 40, 9, 1}};
   const std::string sd = pool::EncodePoolDirectory(scrubbed, f);
   Write(to + "directory-scrub", ds + sd);
-  const size_t rec = sd.size() - (8 + 11 * 8 + 2 * 32);  // where the record starts
+  // Where the record starts: before it ends, the snapshot counts (8 bytes).
+  const size_t rec = sd.size() - 8 - (8 + 11 * 8 + 2 * 32);
   Write(to + "directory-bad-scrub-state", ds + Patched(sd, rec, 9, 1));
   Write(to + "directory-bad-scrub-reserved", ds + Patched(sd, rec + 1, 1, 1));
   Write(to + "directory-bad-scrub-count", ds + Patched(sd, rec + 4, 33, 4));
   Write(to + "directory-bad-scrub-errors-below-list", ds + Patched(sd, rec + 8 + 10 * 8, 1, 8));
-  Write(to + "directory-bad-scrub-error-reserved", ds + Patched(sd, sd.size() - 1, 1, 1));
+  Write(to + "directory-bad-scrub-error-reserved", ds + Patched(sd, sd.size() - 9, 1, 1));
   Write(to + "directory-bad-scrub-truncated", ds + sd.substr(0, sd.size() - 5));
   pool::PoolDirectory none_but = two;
   none_but.scrub.examined = 1;  // state none with a counter: refused
@@ -732,8 +733,10 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   std::memcpy(d3.data() + away, "home", 4);
   Write(to + "directory-bad-name-repeated", ds + d3);
   if (!pd.space_maps.empty()) {
-    const size_t maps_at =
-        r.dir_bytes.size() - pd.deferred_frees.size() * psz - pd.space_maps.size() * 24;
+    // Before the deferred frees, the scrub record (96 bytes: none ran) and
+    // the snapshot counts (8).
+    const size_t maps_at = r.dir_bytes.size() - 8 - 96 - pd.deferred_frees.size() * psz -
+                           pd.space_maps.size() * 24;
     Write(to + "directory-bad-map-pad", ds + Patched(r.dir_bytes, maps_at + 4, 1, 1));
     Write(to + "directory-bad-map-object-0", ds + Patched(r.dir_bytes, maps_at + 16, 0, 8));
     if (pd.space_maps.size() >= 2) {
@@ -742,6 +745,46 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
       Write(to + "directory-bad-map-repeated", ds + m);
     }
   }
+  // Snapshots and deadlists (version 5): two snapshots of tank, deadlists
+  // on the second and on tank itself; then the ways they go wrong.
+  pool::PoolDirectory snapped = two;
+  const pool::DatasetEntry& root = pd.datasets.at(0);
+  for (int i = 0; i < 2; i++) {
+    pool::SnapshotEntry e;
+    e.id = snapped.next_dataset_id++;
+    e.dataset = root.id;
+    e.txg = Txg(root.created.value() + 1 + 2 * uint64_t(i));
+    e.creation_time = 1700000000 + i;
+    e.referenced = 1 << 20;
+    e.root = root.root;
+    e.name = i == 0 ? "monday" : "tuesday";
+    snapped.snapshots.push_back(e);
+  }
+  snapped.snapshots[1].deadlist[0] = pool::DeadBucket{8192, {{40, 2}}};
+  snapped.head_deadlists[root.id][0] = pool::DeadBucket{4096, {{41, 1}}};
+  snapped.head_deadlists[root.id][snapped.snapshots[0].txg.value()] =
+      pool::DeadBucket{12288, {{42, 1}, {43, 2}}};
+  const std::string sn = pool::EncodePoolDirectory(snapped, f);
+  Write(to + "directory-snapshots", ds + sn);
+  auto bad_snaps = [&](const std::string& name, auto change) {
+    pool::PoolDirectory b = snapped;
+    change(b);
+    Write(to + "directory-bad-snapshots-" + name, ds + pool::EncodePoolDirectory(b, f));
+  };
+  bad_snaps("txg-order", [](pool::PoolDirectory& b) { b.snapshots[1].txg = b.snapshots[0].txg; });
+  bad_snaps("unknown-dataset", [](pool::PoolDirectory& b) { b.snapshots[0].dataset = 77; });
+  bad_snaps("name-repeated", [](pool::PoolDirectory& b) { b.snapshots[1].name = "monday"; });
+  bad_snaps("bucket-key", [&](pool::PoolDirectory& b) {
+    b.head_deadlists[root.id][5000] = pool::DeadBucket{1, {{44, 1}}};
+  });
+  bad_snaps("object-repeated", [&](pool::PoolDirectory& b) {
+    b.head_deadlists[root.id][0].objects[0].object = 40;
+  });
+  bad_snaps("bucket-empty",
+            [&](pool::PoolDirectory& b) { b.head_deadlists[root.id][0].objects.clear(); });
+  bad_snaps("head-without-snapshots", [](pool::PoolDirectory& b) { b.snapshots.clear(); });
+  Write(to + "directory-bad-snapshots-truncated", ds + sn.substr(0, sn.size() - 3));
+  Write(to + "directory-bad-snapshots-counts", ds + Patched(d2, d2.size() - 8, 0xffffff, 4));
   Write(to + "directory-trailing", ds + d2 + "x");
   Write(to + "directory-truncated", ds + d2.substr(0, d2.size() - 1));
 

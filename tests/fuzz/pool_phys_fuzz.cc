@@ -24,7 +24,10 @@
 //     distinct under one parent, bounded properties, roots that are valid
 //     block pointers of no more copies than the format holds; space map
 //     entries with nonzero objects and distinct (vdev, metaslab); deferred
-//     frees that are valid, not holes; a root payload zero past its 64 or
+//     frees that are valid, not holes; snapshots with distinct ids, of
+//     listed datasets, in ascending txg per dataset, with stored roots, and
+//     deadlists whose buckets are keyed 0 or by an earlier snapshot's txg
+//     and name distinct objects; a root payload zero past its 64 or
 //     128 bytes but for a whole log state at bytes 128..183 (a chain, a
 //     tail sequence number, an aligned tail inside the log area).
 #include <array>
@@ -69,6 +72,7 @@ bool SameDirectory(const pool::PoolDirectory& a, const pool::PoolDirectory& b) {
       a.space_maps.size() != b.space_maps.size() ||
       a.deferred_frees.size() != b.deferred_frees.size() || !(a.scrub == b.scrub))
     return false;
+  if (!(a.snapshots == b.snapshots) || !(a.head_deadlists == b.head_deadlists)) return false;
   for (size_t i = 0; i < a.deferred_frees.size(); i++)
     if (!(a.deferred_frees[i] == b.deferred_frees[i])) return false;
   for (size_t i = 0; i < a.datasets.size(); i++)
@@ -145,13 +149,54 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
     if (bp.IsHole()) Fail("decoded deferred free", "a hole");
     CheckPointer(bp, format, "decoded deferred free");
   }
-  // A directory of an older version (1 to 3) is written back as version 4,
+  // Snapshots: ids distinct from every other id and below the next, of a
+  // listed dataset, named like a component, distinct per dataset, in
+  // strictly ascending txg per dataset, with a stored root; deadlist
+  // buckets non-empty, keyed 0 or by an earlier snapshot's txg of the same
+  // dataset, naming distinct objects above 1 with entries; head deadlists
+  // only for datasets with snapshots.
+  std::set<uint64_t> ids;
+  for (const auto& [id, parent] : parent_of) ids.insert(id);
+  std::map<uint64_t, std::set<uint64_t>> txgs;
+  std::set<std::pair<uint64_t, std::string>> snap_names;
+  std::set<uint64_t> objects;
+  for (const pool::SpaceMapEntry& m : d->space_maps) objects.insert(m.object);
+  auto check_deadlist = [&](const pool::Deadlist& dl, const std::set<uint64_t>& keys) {
+    for (const auto& [key, bucket] : dl) {
+      if (key != 0 && !keys.count(key)) Fail("decoded deadlist key", std::to_string(key));
+      if (bucket.objects.empty()) Fail("decoded deadlist bucket", "empty");
+      for (const pool::DeadObject& o : bucket.objects)
+        if (o.object <= 1 || o.entries == 0 || !objects.insert(o.object).second)
+          Fail("decoded deadlist object", std::to_string(o.object));
+    }
+  };
+  for (const pool::SnapshotEntry& e : d->snapshots) {
+    if (e.id == 0 || e.id >= d->next_dataset_id || !ids.insert(e.id).second)
+      Fail("decoded snapshot id", std::to_string(e.id));
+    if (!parent_of.count(e.dataset)) Fail("decoded snapshot dataset", std::to_string(e.dataset));
+    if (e.name.empty() || e.name.size() > 255 || e.name == "." || e.name == ".." ||
+        e.name.find_first_of(std::string("/\0@%", 4)) != std::string::npos ||
+        !snap_names.insert({e.dataset, e.name}).second)
+      Fail("decoded snapshot name", e.name);
+    if (e.root.IsHole()) Fail("decoded snapshot root", "a hole");
+    CheckPointer(e.root, format, "decoded snapshot root");
+    std::set<uint64_t>& seen = txgs[e.dataset];
+    if (!seen.empty() && *seen.rbegin() >= e.txg.value())
+      Fail("decoded snapshot txg", std::to_string(e.txg.value()));
+    check_deadlist(e.deadlist, seen);
+    seen.insert(e.txg.value());
+  }
+  for (const auto& [id, dl] : d->head_deadlists) {
+    if (!txgs.count(id) || dl.empty()) Fail("decoded head deadlist", std::to_string(id));
+    check_deadlist(dl, txgs[id]);
+  }
+  // A directory of an older version (1 to 4) is written back as version 5,
   // with the same content.
   const std::string again_bytes = pool::EncodePoolDirectory(*d, format);
   if (again_bytes != in) {
     Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes, format);
     if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 ||
-        (in[8] != 1 && in[8] != 2 && in[8] != 3))
+        (in[8] != 1 && in[8] != 2 && in[8] != 3 && in[8] != 4))
       Fail("directory re-encodes to other bytes", "");
   }
 }

@@ -21,7 +21,7 @@
 // quota and reservation are not inherited (as in ZFS); a child's source
 // for them is "default" unless set on it. Read-only properties (source
 // "-"): used, available, referenced, objects, creation, compressratio,
-// type, name. Byte values are given as plain numbers or with binary units
+// type, name, usedbysnapshots. Byte values are given as plain numbers or with binary units
 // (K, M, G, T; "1.5G"), and printed exactly (`-p`) or human-readable.
 //
 // Thread safety: a DatasetAdmin may be called from any thread; calls are
@@ -59,6 +59,22 @@ struct DatasetInfo {
   uint64_t objects = 0;        // live objects in it
   double compressratio = 1.0;  // logical / stored bytes of its data
   std::string mountpoint;      // path inside the pool's mount ("/home")
+  // Bytes its snapshots hold that it no longer references (in `used`).
+  uint64_t usedbysnapshots = 0;
+};
+
+// A snapshot, as `poolfs dataset list -t snapshot` shows it.
+struct SnapshotInfo {
+  std::string name;           // "tank/home@monday"
+  uint64_t id = 0;            // from the datasets' id space, never reused
+  uint64_t txg = 0;           // the txg whose state it keeps
+  int64_t creation_time = 0;  // seconds since the epoch
+  // Bytes only it holds: what destroying it would free.
+  uint64_t used = 0;
+  uint64_t referenced = 0;  // bytes of every block it holds
+  // Bytes it holds that were written since the snapshot before it (all it
+  // holds for the first).
+  uint64_t written = 0;
 };
 
 // A property assignment: `poolfs dataset create -o` and `set`.
@@ -79,10 +95,24 @@ class DatasetAdmin {
   virtual Status Create(std::string_view name, bool parents,
                         const std::vector<PropertyAssignment>& props) = 0;
   // Destroys `name` and frees every block it held. NotEmpty when it has
-  // children (unless `recursive`, which destroys them first), Busy when it
-  // or a descendant is in use (open files, a mount of it alone),
-  // InvalidArgument for the root dataset, NotFound.
+  // children (unless `recursive`, which destroys them first) or snapshots,
+  // Busy when it or a descendant is in use (open files, a mount of it
+  // alone), InvalidArgument for the root dataset, NotFound. A snapshot
+  // name ("POOL/PATH@NAME") destroys that snapshot: the blocks no other
+  // snapshot and not the dataset hold are freed (`recursive`: the snapshot
+  // of that name of every descendant too).
   virtual Status Destroy(std::string_view name, bool recursive) = 0;
+  // Takes snapshots `names` ("POOL/PATH@NAME"), all in one txg: each keeps
+  // its dataset as that txg left it, read-only, sharing every block. With
+  // `recursive`, every descendant of each gets a snapshot of the same
+  // name. AlreadyExists, NotFound (the dataset), InvalidArgument (a bad
+  // name, or two of one dataset). All or none; on disk once this returns.
+  virtual Status Snapshot(const std::vector<std::string>& names, bool recursive) = 0;
+  // The snapshots of `root` (with `recursive`, of its descendants too;
+  // empty: the whole pool), by dataset as List orders them, then oldest
+  // first.
+  virtual Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root,
+                                                          bool recursive) = 0;
   // Renames (and may move) a dataset within its pool; its descendants
   // follow. AlreadyExists for `to`, NotFound for `from` or to's parent,
   // InvalidArgument for the root, a different pool, or moving a dataset

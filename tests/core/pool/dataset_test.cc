@@ -14,6 +14,7 @@
 #include "pool/pool.h"
 #include "pool/pool_phys.h"
 #include "poolfs/dataset.h"
+#include "test_pool.h"
 #include "util/byte_units.h"
 
 namespace poolfs::core::pool {
@@ -23,73 +24,6 @@ using check_test::kFileSize;
 using check_test::Pattern;
 using check_test::QuietOptions;
 using check_test::TempDir;
-
-struct TestPool {
-  TempDir dir;
-  std::vector<std::string> paths{dir / "v0"};
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<PoolDatasetAdmin> admin;
-
-  TestPool() {
-    REQUIRE(Pool::Create(paths, kFileSize, CreateOptions{"tank"}).ok());
-    Import();
-  }
-  void Import() {
-    auto p = Pool::Import(paths, QuietOptions());
-    INFO(p.status().ToString());
-    REQUIRE(p.ok());
-    pool = std::move(p).value();
-    admin = std::make_unique<PoolDatasetAdmin>(pool.get());
-  }
-  void Reimport() {
-    admin.reset();
-    REQUIRE(pool->Export().ok());
-    pool.reset();
-    Import();
-  }
-  std::vector<std::string> Names(std::string_view root = "") {
-    auto l = admin->List(root, true);
-    REQUIRE(l.ok());
-    std::vector<std::string> out;
-    for (const DatasetInfo& i : *l) out.push_back(i.name);
-    return out;
-  }
-  DatasetInfo Info(std::string_view name) {
-    auto l = admin->List(name, false);
-    INFO(l.status().ToString());
-    REQUIRE(l.ok());
-    REQUIRE(l->size() == 1);
-    return (*l)[0];
-  }
-  DatasetProperty Prop(std::string_view name, const std::string& prop) {
-    auto g = admin->Get(name, {prop});
-    INFO(g.status().ToString());
-    REQUIRE(g.ok());
-    REQUIRE(g->size() == 1);
-    return (*g)[0];
-  }
-  void Write(std::string_view dataset, const std::string& data) {
-    dmu::ObjectSet* os = pool->dataset(dataset);
-    REQUIRE(os != nullptr);
-    dmu::Tx tx(pool->assigner());
-    REQUIRE(tx.Assign().ok());
-    auto id = os->Create(tx, dmu::ObjectType::kPlain);
-    REQUIRE(id.ok());
-    REQUIRE(os->Write(tx, *id, 0, data).ok());
-    tx.Commit();
-    REQUIRE(pool->WaitSynced().ok());
-  }
-  CheckReport Check() {
-    admin.reset();
-    REQUIRE(pool->Export().ok());
-    pool.reset();
-    auto r = CheckPool(paths);
-    REQUIRE(r.ok());
-    for (const CheckProblem& p : r->problems) UNSCOPED_INFO(p.where + ": " + p.what);
-    Import();
-    return *r;
-  }
-};
 
 TEST_CASE("Datasets are created with -p, listed parents first and children by name", "[dataset]") {
   TestPool t;

@@ -1,0 +1,396 @@
+// The pool's snapshots and deadlists; see "Snapshots" in pool.h.
+#include <algorithm>
+#include <ctime>
+#include <set>
+
+#include "dmu/tx.h"
+#include "pool/pool.h"
+#include "util/check.h"
+
+namespace poolfs::core::pool {
+
+namespace {
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// "tank/a@s" -> ("tank/a", "s"), the snapshot part checked.
+Result<std::pair<std::string, std::string>> SplitSnapshotName(std::string_view name) {
+  const size_t at = name.find('@');
+  if (at == std::string_view::npos)
+    return Status::InvalidArgument(Quote(name) + " is not a snapshot name (DATASET@NAME)");
+  const std::string_view snap = name.substr(at + 1);
+  if (Status st = ValidateDatasetName(snap); !st.ok())
+    return st.WithContext("snapshot name " + Quote(name));
+  return std::make_pair(std::string(name.substr(0, at)), std::string(snap));
+}
+
+// A deadlist object holds block pointers of the pool's format back to back.
+std::string EncodeBlocks(const std::vector<zio::BlockPtr>& blocks, zio::BpFormat format) {
+  const size_t size = zio::BlockPtrSize(format);
+  std::string out(blocks.size() * size, '\0');
+  for (size_t i = 0; i < blocks.size(); i++)
+    zio::EncodeBlockPtr(blocks[i], reinterpret_cast<uint8_t*>(out.data() + i * size), format);
+  return out;
+}
+
+// The key of the bucket for a block born in `birth`: the newest of `txgs`
+// (ascending) before it, or 0.
+uint64_t BucketKey(const std::vector<uint64_t>& txgs, uint64_t birth) {
+  auto it = std::lower_bound(txgs.begin(), txgs.end(), birth);
+  return it == txgs.begin() ? 0 : *std::prev(it);
+}
+
+// Moves every bucket of `from` into `to` (same keys: their objects join).
+void Merge(Deadlist&& from, Deadlist* to) {
+  for (auto& [key, bucket] : from) {
+    DeadBucket& into = (*to)[key];
+    into.bytes += bucket.bytes;
+    into.objects.insert(into.objects.end(), bucket.objects.begin(), bucket.objects.end());
+  }
+  from.clear();
+}
+
+// Moves the bucket with key `from` of `dl` into the one with key `to`.
+void Rekey(uint64_t from, uint64_t to, Deadlist* dl) {
+  auto it = dl->find(from);
+  if (it == dl->end()) return;
+  DeadBucket b = std::move(it->second);
+  dl->erase(it);
+  Deadlist one;
+  one.emplace(to, std::move(b));
+  Merge(std::move(one), dl);
+}
+
+}  // namespace
+
+bool Pool::InDirectory(const Snap& s, Txg t) {
+  if (s.entry.root.IsHole() || t < s.entry.txg) return false;
+  return s.destroyed == Txg(0) || t < s.destroyed;
+}
+
+void Pool::WatchDrops(Dataset* ds) {
+  ds->os->SetRelease([this, ds](const zio::BlockPtr& bp, Txg t) -> Status {
+    if (bp.birth.value() > ds->prev_snap.load(std::memory_order_acquire)) return zio_->Free(bp, t);
+    util::MutexLock l(&ds->dying_mu);
+    ds->dying.push_back(bp);
+    return Status::Ok();
+  });
+}
+
+std::vector<Pool::Snap*> Pool::SnapshotsOf(uint64_t id) const {
+  std::vector<Snap*> out;
+  for (const auto& [sid, s] : snapshots_)
+    if (s->entry.dataset == id && s->destroyed == Txg(0) && !s->entry.root.IsHole())
+      out.push_back(s.get());
+  std::sort(out.begin(), out.end(),
+            [](const Snap* a, const Snap* b) { return a->entry.txg < b->entry.txg; });
+  return out;
+}
+
+Result<Pool::Snap*> Pool::ResolveSnapshot(std::string_view name) const {
+  POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(name));
+  POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(parts.first));
+  for (Snap* s : SnapshotsOf(ds->entry.id))
+    if (s->entry.name == parts.second) return s;
+  return Status::NotFound("snapshot " + Quote(FullName(*ds) + "@" + parts.second) +
+                          " does not exist");
+}
+
+uint64_t Pool::UsedBySnapshots(uint64_t id) const {
+  const Dataset* ds = Find(id);
+  uint64_t n = ds != nullptr ? DeadBytes(ds->deadlist) : 0;
+  for (const Snap* s : SnapshotsOf(id)) n += DeadBytes(s->entry.deadlist);
+  return n;
+}
+
+Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive) {
+  if (names.empty()) return Status::InvalidArgument("no snapshot named");
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  const Txg t = tx.txg();
+  util::MutexLock l(&mu_);
+  // (dataset, snapshot name) of each snapshot to take.
+  std::vector<std::pair<Dataset*, std::string>> todo;
+  std::set<uint64_t> seen;
+  for (const std::string& name : names) {
+    POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(name));
+    POOLFS_ASSIGN_OR_RETURN(Dataset * top, Resolve(parts.first));
+    std::vector<Dataset*> all = {top};
+    if (recursive) {
+      all.clear();
+      Subtree(top, &all);
+    }
+    for (Dataset* ds : all) {
+      const std::string full = FullName(*ds) + "@" + parts.second;
+      if (!seen.insert(ds->entry.id).second)
+        return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": dataset " +
+                                       Quote(FullName(*ds)) +
+                                       " is named twice; one snapshot of a dataset per txg");
+      for (const auto& [sid, s] : snapshots_) {
+        if (s->entry.dataset != ds->entry.id || s->destroyed != Txg(0)) continue;
+        if (s->entry.name == parts.second)
+          return Status::AlreadyExists("snapshot " + Quote(full) + " exists");
+        if (s->entry.txg == t)
+          return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": snapshot " +
+                                         Quote(FullName(*ds) + "@" + s->entry.name) +
+                                         " is being taken in the same txg; try again");
+      }
+      todo.emplace_back(ds, parts.second);
+    }
+  }
+  const int64_t now = int64_t(std::time(nullptr));
+  for (auto& [ds, name] : todo) {
+    auto s = std::make_unique<Snap>();
+    s->entry.id = dir_.next_dataset_id++;
+    s->entry.dataset = ds->entry.id;
+    s->entry.txg = t;
+    s->entry.creation_time = now;
+    s->entry.name = std::move(name);
+    const uint64_t id = s->entry.id;
+    snapshots_.emplace(id, std::move(s));
+  }
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return t;
+}
+
+Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(name));
+  POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(name));
+  std::vector<Snap*> gone = {s};
+  if (recursive) {
+    std::vector<Dataset*> all;
+    Subtree(Find(s->entry.dataset), &all);
+    for (Dataset* ds : all) {
+      if (ds->entry.id == s->entry.dataset) continue;
+      for (Snap* other : SnapshotsOf(ds->entry.id))
+        if (other->entry.name == parts.second) gone.push_back(other);
+    }
+  }
+  for (Snap* g : gone) g->destroyed = tx.txg();
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return tx.txg();
+}
+
+Result<std::vector<SnapshotFigures>> Pool::ListSnapshots(std::string_view root,
+                                                         bool recursive) const {
+  util::MutexLock l(&mu_);
+  std::vector<Dataset*> all;
+  POOLFS_ASSIGN_OR_RETURN(Dataset * top, Resolve(root.empty() ? config_.name : root));
+  if (recursive || root.empty())
+    Subtree(top, &all);
+  else
+    all.push_back(top);
+  std::vector<SnapshotFigures> out;
+  for (Dataset* ds : all) {
+    const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id);
+    for (size_t i = 0; i < snaps.size(); i++) {
+      const SnapshotEntry& e = snaps[i]->entry;
+      SnapshotFigures f;
+      f.id = e.id;
+      f.name = FullName(*ds) + "@" + e.name;
+      f.txg = e.txg;
+      f.creation_time = e.creation_time;
+      f.referenced = e.referenced;
+      // Only it holds what its successor's deadlist has of the blocks born
+      // after the snapshot before it.
+      const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
+      const Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds->deadlist;
+      if (auto b = next.find(prev_txg); b != next.end()) f.used = b->second.bytes;
+      // It holds what the one before held, less what died between them,
+      // plus what was written since.
+      const uint64_t prev_ref = i > 0 ? snaps[i - 1]->entry.referenced : 0;
+      const uint64_t kept = prev_ref - std::min(prev_ref, DeadBytes(e.deadlist));
+      f.written = e.referenced - std::min(e.referenced, kept);
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+Result<std::unique_ptr<dmu::ObjectSet>> Pool::OpenSnapshot(std::string_view name) {
+  zio::BlockPtr root;
+  std::string full;
+  {
+    util::MutexLock l(&mu_);
+    POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(name));
+    root = s->entry.root;
+    full = FullName(*Find(s->entry.dataset)) + "@" + s->entry.name;
+  }
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os,
+                          dmu::ObjectSet::Open(zio_.get(), root, full));
+  os->UseCache(arc_.get(), read_ahead_.get());
+  return os;
+}
+
+Status Pool::TakeSnapshots(Txg t) {
+  util::MutexLock l(&mu_);
+  for (auto& [id, s] : snapshots_) {
+    if (s->entry.txg != t || !s->entry.root.IsHole()) continue;
+    Dataset* ds = Find(s->entry.dataset);
+    POOLFS_CHECK(ds != nullptr && ds->destroyed == Txg(0));  // Destroy refuses while it has one
+    // The dataset as t's sync left it; what it dropped since the snapshot
+    // before died before this one.
+    s->entry.root = ds->entry.root;
+    s->entry.referenced = ds->os->space().referenced;
+    s->entry.deadlist = std::move(ds->deadlist);
+    ds->deadlist.clear();
+    {
+      util::MutexLock d(&ds->dying_mu);
+      s->pending.swap(ds->dying);
+    }
+    ds->prev_snap.store(t.value(), std::memory_order_release);
+    dir_dirty_ = true;
+  }
+  return Status::Ok();
+}
+
+Status Pool::AddToDeadlist(dmu::Tx& tx, uint64_t dataset, std::vector<zio::BlockPtr> blocks,
+                           Deadlist* dl) {
+  if (blocks.empty()) return Status::Ok();
+  std::vector<uint64_t> txgs;
+  for (const Snap* s : SnapshotsOf(dataset)) txgs.push_back(s->entry.txg.value());
+  std::map<uint64_t, std::vector<zio::BlockPtr>> by_key;
+  for (const zio::BlockPtr& bp : blocks) by_key[BucketKey(txgs, bp.birth.value())].push_back(bp);
+  const size_t bp_size = zio::BlockPtrSize(zio_->format());
+  for (auto& [key, bps] : by_key) {
+    DeadBucket& b = (*dl)[key];
+    // A bucket's last object takes the new pointers while it is small; a
+    // merged bucket's objects stay as they are.
+    if (b.objects.empty() || b.objects.back().entries * bp_size >= kMosBlockSize * 64) {
+      POOLFS_ASSIGN_OR_RETURN(ObjectId obj,
+                              mos_->Create(tx, dmu::ObjectType::kDeadlist, kMosBlockSize));
+      b.objects.push_back({obj.value(), 0});
+    }
+    DeadObject& o = b.objects.back();
+    POOLFS_RETURN_IF_ERROR(mos_->Write(tx, ObjectId(o.object), o.entries * bp_size,
+                                       EncodeBlocks(bps, zio_->format())));
+    o.entries += bps.size();
+    for (const zio::BlockPtr& bp : bps) b.bytes += bp.allocated();
+  }
+  dir_dirty_ = true;
+  return Status::Ok();
+}
+
+Status Pool::StoreDeadlists(dmu::Tx& tx) {
+  util::MutexLock l(&mu_);
+  for (auto& [id, ds] : datasets_) {
+    std::vector<zio::BlockPtr> dying;
+    {
+      util::MutexLock d(&ds->dying_mu);
+      dying.swap(ds->dying);
+    }
+    POOLFS_RETURN_IF_ERROR(AddToDeadlist(tx, id, std::move(dying), &ds->deadlist));
+  }
+  for (auto& [id, s] : snapshots_) {
+    if (s->pending.empty()) continue;
+    POOLFS_RETURN_IF_ERROR(
+        AddToDeadlist(tx, s->entry.dataset, std::move(s->pending), &s->entry.deadlist));
+    s->pending.clear();
+  }
+  return Status::Ok();
+}
+
+Status Pool::DestroySnapshots(dmu::Tx& tx) {
+  const Txg t = tx.txg();
+  util::MutexLock l(&mu_);
+  std::vector<Snap*> gone;
+  for (auto& [id, s] : snapshots_)
+    if (s->destroyed == t) gone.push_back(s.get());
+  // Oldest first: each one's neighbours are those still live.
+  std::sort(gone.begin(), gone.end(),
+            [](const Snap* a, const Snap* b) { return a->entry.txg < b->entry.txg; });
+  const size_t bp_size = zio::BlockPtrSize(zio_->format());
+  for (Snap* s : gone) {
+    Dataset* ds = Find(s->entry.dataset);
+    POOLFS_CHECK(ds != nullptr);
+    const std::string what = "destroying snapshot " + Quote(FullName(*ds) + "@" + s->entry.name);
+    // Its neighbours among the live ones (it is marked, so take it back in).
+    s->destroyed = Txg(0);
+    std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id);
+    s->destroyed = t;
+    const size_t i = size_t(std::find(snaps.begin(), snaps.end(), s) - snaps.begin());
+    POOLFS_CHECK_LT(i, snaps.size());
+    const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
+    Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds->deadlist;
+    // 1. What died after it and was born after the snapshot before it,
+    // only it held: free it.
+    if (auto b = next.find(prev_txg); b != next.end()) {
+      for (const DeadObject& o : b->second.objects) {
+        POOLFS_ASSIGN_OR_RETURN(std::string bytes,
+                                mos_->Read(ObjectId(o.object), 0, o.entries * bp_size));
+        if (bytes.size() != o.entries * bp_size)
+          return Status::Corruption(what + ": deadlist object " + std::to_string(o.object) +
+                                    " holds " + std::to_string(bytes.size()) + " bytes, not " +
+                                    std::to_string(o.entries * bp_size));
+        for (uint64_t k = 0; k < o.entries; k++) {
+          POOLFS_ASSIGN_OR_RETURN(
+              zio::BlockPtr bp,
+              zio::DecodeBlockPtr(
+                  reinterpret_cast<const uint8_t*>(bytes.data()) + k * bp_size,
+                  "deadlist object " + std::to_string(o.object) + " entry " + std::to_string(k),
+                  zio_->format()));
+          POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t).WithContext(what));
+        }
+        POOLFS_RETURN_IF_ERROR(mos_->Free(tx, ObjectId(o.object)).WithContext(what));
+      }
+      next.erase(b);
+    }
+    // 2. What died before it (all born before the snapshot before it) dies
+    // before its successor now.
+    Merge(std::move(s->entry.deadlist), &next);
+    // 3. Blocks born after it keyed by its txg now count from the one
+    // before it, in every later deadlist.
+    for (size_t k = i + 1; k < snaps.size(); k++)
+      Rekey(s->entry.txg.value(), prev_txg, &snaps[k]->entry.deadlist);
+    Rekey(s->entry.txg.value(), prev_txg, &ds->deadlist);
+    if (i + 1 == snaps.size()) ds->prev_snap.store(prev_txg, std::memory_order_release);
+  }
+  for (Snap* s : gone) snapshots_.erase(s->entry.id);
+  if (!gone.empty()) dir_dirty_ = true;
+  return Status::Ok();
+}
+
+Status Pool::LoadSnapshots() {
+  const size_t bp_size = zio::BlockPtrSize(zio_->format());
+  auto check_objects = [&](const Deadlist& dl, const std::string& what) -> Status {
+    for (const auto& [key, b] : dl)
+      for (const DeadObject& o : b.objects) {
+        auto info = mos_->Stat(ObjectId(o.object));
+        if (!info.ok() || info->type != dmu::ObjectType::kDeadlist ||
+            info->length != o.entries * bp_size)
+          return Status::Corruption(
+              "pool directory: " + what + " names MOS object " + std::to_string(o.object) +
+              " for " + std::to_string(o.entries) + " block pointers; it " +
+              (!info.ok() ? "does not exist (" + info.status().message() + ")"
+                          : "is a " + std::string(dmu::ObjectTypeName(info->type)) + " of " +
+                                std::to_string(info->length) + " bytes"));
+      }
+    return Status::Ok();
+  };
+  for (const SnapshotEntry& e : dir_.snapshots) {
+    Dataset* ds = Find(e.dataset);
+    POOLFS_CHECK(ds != nullptr);  // the decoder checked it
+    POOLFS_RETURN_IF_ERROR(
+        check_objects(e.deadlist, "snapshot " + Quote(FullName(*ds) + "@" + e.name)));
+    auto s = std::make_unique<Snap>();
+    s->entry = e;
+    ds->prev_snap.store(std::max(ds->prev_snap.load(), e.txg.value()));
+    snapshots_.emplace(e.id, std::move(s));
+  }
+  for (const auto& [id, dl] : dir_.head_deadlists) {
+    Dataset* ds = Find(id);
+    POOLFS_CHECK(ds != nullptr);
+    POOLFS_RETURN_IF_ERROR(check_objects(dl, "the deadlist of " + Quote(FullName(*ds))));
+    ds->deadlist = dl;
+  }
+  return Status::Ok();
+}
+
+}  // namespace poolfs::core::pool

@@ -1,0 +1,260 @@
+// Snapshots: a snapshot keeps its dataset's content as of its txg while the
+// dataset changes, across reimports; its figures (used, referenced,
+// written) and the dataset's usedbysnapshots follow the deadlists;
+// destroying snapshots in any order frees exactly what only they held
+// (poolfs check finds no leak and no block freed twice); bad names and
+// destroying a dataset that has snapshots are refused; the pool
+// directory's snapshot records refuse damage.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check_test_util.h"
+#include "pool/pool_phys.h"
+#include "test_pool.h"
+
+namespace poolfs::core::pool {
+namespace {
+
+using check_test::Pattern;
+
+constexpr uint64_t kRecord = 128 * 1024;
+
+std::string ReadAll(dmu::ObjectSet& os, uint64_t id, uint64_t len) {
+  auto r = os.Read(ObjectId(id), 0, len);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::string ReadSnapshot(TestPool& t, const std::string& name, uint64_t id, uint64_t len) {
+  auto os = t.pool->OpenSnapshot(name);
+  INFO(name + ": " + os.status().ToString());
+  REQUIRE(os.ok());
+  return ReadAll(**os, id, len);
+}
+
+std::map<std::string, SnapshotInfo> Snaps(TestPool& t, std::string_view root = "") {
+  auto l = t.admin->ListSnapshots(root, true);
+  INFO(l.status().ToString());
+  REQUIRE(l.ok());
+  std::map<std::string, SnapshotInfo> out;
+  for (SnapshotInfo& i : *l) out[i.name] = i;
+  return out;
+}
+
+void RequireHealthy(TestPool& t) {
+  CheckReport r = t.Check();
+  CHECK(r.problems.empty());
+  CHECK(r.problems_omitted == 0);
+}
+
+TEST_CASE("A snapshot keeps the dataset as its txg left it, across a reimport", "[snapshot]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  const std::string v1 = Pattern(1, 4 * kRecord);
+  const uint64_t id = t.Write("tank/d", v1);
+  const uint64_t before = t.Info("tank/d").referenced;
+  REQUIRE(t.admin->Snapshot({"tank/d@one"}, false).ok());
+  // Two of four records change: the snapshot alone holds their old copies.
+  const std::string patch = Pattern(2, 2 * kRecord);
+  t.Overwrite("tank/d", id, kRecord, patch);
+  std::string v2 = v1;
+  v2.replace(kRecord, patch.size(), patch);
+
+  CHECK(ReadAll(*t.pool->dataset("tank/d"), id, v1.size()) == v2);
+  CHECK(ReadSnapshot(t, "tank/d@one", id, v1.size()) == v1);
+  auto snaps = Snaps(t);
+  REQUIRE(snaps.count("tank/d@one"));
+  const SnapshotInfo& one = snaps["tank/d@one"];
+  CHECK(one.referenced == before);
+  CHECK(one.written == before);  // the first snapshot: everything it holds
+  const DatasetInfo d = t.Info("tank/d");
+  // What it alone holds: the two old records (compressed or not), and
+  // old copies of the tree's blocks above them.
+  CHECK(one.used >= 2 * 4096);
+  CHECK(d.usedbysnapshots == one.used);
+  CHECK(d.used == d.referenced + d.usedbysnapshots);
+  CHECK(t.Prop("tank/d", "usedbysnapshots").value == std::to_string(d.usedbysnapshots));
+
+  t.Reimport();
+  CHECK(ReadSnapshot(t, "tank/d@one", id, v1.size()) == v1);
+  CHECK(ReadAll(*t.pool->dataset("tank/d"), id, v1.size()) == v2);
+  snaps = Snaps(t);
+  CHECK(snaps["tank/d@one"].used == one.used);
+  CHECK(snaps["tank/d@one"].referenced == one.referenced);
+  RequireHealthy(t);
+
+  // Destroyed, it gives back exactly what it alone held.
+  REQUIRE(t.admin->Destroy("tank/d@one", false).ok());
+  CHECK(Snaps(t).empty());
+  CHECK(t.Info("tank/d").usedbysnapshots == 0);
+  CHECK(ReadAll(*t.pool->dataset("tank/d"), id, v1.size()) == v2);
+  RequireHealthy(t);
+}
+
+TEST_CASE("Snapshots destroyed in any order free exactly what only they held", "[snapshot]") {
+  const uint64_t seed = GENERATE(1, 2, 3, 4);
+  std::mt19937_64 rng(seed);
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  constexpr uint64_t kBlocks = 12;
+  std::string content = Pattern(seed * 100, kBlocks * kRecord);
+  const uint64_t id = t.Write("tank/d", content);
+  // Five snapshots, each after rewriting a few random records.
+  std::vector<std::string> names;
+  std::map<std::string, std::string> kept;
+  for (int s = 0; s < 5; s++) {
+    const std::string name = "tank/d@s" + std::to_string(s);
+    REQUIRE(t.admin->Snapshot({name}, false).ok());
+    names.push_back(name);
+    kept[name] = content;
+    for (int k = 0; k < 3; k++) {
+      const uint64_t blk = rng() % kBlocks;
+      const std::string patch = Pattern(rng(), kRecord);
+      t.Overwrite("tank/d", id, blk * kRecord, patch);
+      content.replace(blk * kRecord, kRecord, patch);
+    }
+  }
+  // Each snapshot's `used` is what destroying it frees: the pool's
+  // allocated bytes fall by it (checked while the others stay).
+  std::shuffle(names.begin(), names.end(), rng);
+  for (size_t i = 0; i < names.size(); i++) {
+    const std::string& name = names[i];
+    const uint64_t used = Snaps(t)[name].used;
+    const uint64_t snapshots_before = t.Info("tank/d").usedbysnapshots;
+    REQUIRE(t.admin->Destroy(name, false).ok());
+    CHECK(t.Info("tank/d").usedbysnapshots + used == snapshots_before);
+    kept.erase(name);
+    for (const auto& [other, bytes] : kept)
+      CHECK(ReadSnapshot(t, other, id, bytes.size()) == bytes);
+    CHECK(ReadAll(*t.pool->dataset("tank/d"), id, content.size()) == content);
+    if (i == 1 || i + 1 == names.size()) RequireHealthy(t);
+  }
+  CHECK(t.Info("tank/d").usedbysnapshots == 0);
+}
+
+TEST_CASE("Snapshots of several datasets and of a subtree are taken in one txg", "[snapshot]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/a/b", true, {}).ok());
+  REQUIRE(t.admin->Create("tank/c", false, {}).ok());
+  t.Write("tank/a/b", Pattern(5, 10000));
+  REQUIRE(t.admin->Snapshot({"tank/a@x", "tank/c@x"}, true).ok());
+  auto snaps = Snaps(t);
+  REQUIRE(snaps.size() == 3);
+  CHECK(snaps.count("tank/a@x"));
+  CHECK(snaps.count("tank/a/b@x"));
+  CHECK(snaps.count("tank/c@x"));
+  CHECK(snaps["tank/a@x"].txg == snaps["tank/c@x"].txg);
+  CHECK(snaps["tank/a/b@x"].txg == snaps["tank/c@x"].txg);
+  CHECK(Snaps(t, "tank/c").size() == 1);
+  // Renaming the dataset renames its snapshots.
+  REQUIRE(t.admin->Rename("tank/c", "tank/e").ok());
+  CHECK(Snaps(t).count("tank/e@x"));
+  // A dataset with snapshots is not destroyed until they are.
+  Status st = t.admin->Destroy("tank/a", true);
+  CHECK(st.code() == StatusCode::kNotEmpty);
+  CHECK(st.message().find("tank/a@x") != std::string::npos);
+  REQUIRE(t.admin->Destroy("tank/a@x", true).ok());
+  CHECK(Snaps(t, "tank/a").empty());
+  REQUIRE(t.admin->Destroy("tank/a", true).ok());
+  RequireHealthy(t);
+}
+
+TEST_CASE("Bad snapshot names and missing snapshots are refused, changing nothing", "[snapshot]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  auto code = [](const Status& st) {
+    INFO(st.ToString());
+    return st.code();
+  };
+  CHECK(code(t.admin->Snapshot({"tank/d"}, false)) == StatusCode::kInvalidArgument);
+  CHECK(code(t.admin->Snapshot({"tank/d@"}, false)) == StatusCode::kInvalidArgument);
+  CHECK(code(t.admin->Snapshot({"tank/d@x@y"}, false)) == StatusCode::kInvalidArgument);
+  CHECK(code(t.admin->Snapshot({"tank/d@x/y"}, false)) == StatusCode::kInvalidArgument);
+  CHECK(code(t.admin->Snapshot({"tank/nope@x"}, false)) == StatusCode::kNotFound);
+  CHECK(code(t.admin->Snapshot({"other/d@x"}, false)) == StatusCode::kInvalidArgument);
+  CHECK(code(t.admin->Snapshot({"tank/d@a"}, false)) == StatusCode::kAlreadyExists);
+  // All or none: the second name fails, the first is not taken.
+  CHECK(code(t.admin->Snapshot({"tank@b", "tank/d@a"}, false)) == StatusCode::kAlreadyExists);
+  CHECK(code(t.admin->Snapshot({"tank/d@b", "tank/d@c"}, false)) == StatusCode::kInvalidArgument);
+  CHECK(code(t.admin->Destroy("tank/d@zz", false)) == StatusCode::kNotFound);
+  CHECK(Snaps(t).size() == 1);
+  RequireHealthy(t);
+}
+
+TEST_CASE("The pool directory's snapshot records round-trip and refuse damage", "[snapshot]") {
+  PoolDirectory d;
+  d.next_dataset_id = 10;
+  DatasetEntry root;
+  root.id = 1;
+  root.created = Txg(1);
+  root.root = zio::MakeHole(zio::BlockType::kObjset, 0, 0, Txg(0));
+  root.name = "tank";
+  d.datasets.push_back(root);
+  auto snap = [](uint64_t id, uint64_t txg, std::string name) {
+    SnapshotEntry e;
+    e.id = id;
+    e.dataset = 1;
+    e.txg = Txg(txg);
+    e.creation_time = 1700000000;
+    e.referenced = 1 << 20;
+    e.root.type = zio::BlockType::kObjset;
+    e.root.birth = Txg(txg);
+    e.root.lsize = e.root.psize = 4096;
+    e.root.dva = {0, 0x400000 + txg * 0x1000, 4096};
+    e.root.fill = 1;
+    e.name = std::move(name);
+    return e;
+  };
+  d.snapshots.push_back(snap(2, 5, "a"));
+  d.snapshots.push_back(snap(3, 9, "b"));
+  d.snapshots[1].deadlist[0] = DeadBucket{8192, {{20, 2}}};
+  d.head_deadlists[1][0] = DeadBucket{4096, {{21, 1}}};
+  d.head_deadlists[1][5] = DeadBucket{4096, {{22, 1}, {23, 3}}};
+  for (zio::BpFormat format : {zio::BpFormat::kV1, zio::BpFormat::kV2}) {
+    auto back = DecodePoolDirectory(EncodePoolDirectory(d, format), format);
+    INFO(back.status().ToString());
+    REQUIRE(back.ok());
+    CHECK(back->snapshots == d.snapshots);
+    CHECK(back->head_deadlists == d.head_deadlists);
+  }
+  auto refused = [](const PoolDirectory& bad, std::string_view why) {
+    auto r = DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2);
+    INFO(r.status().ToString());
+    CHECK(r.status().code() == StatusCode::kCorruption);
+    CHECK(r.status().message().find(why) != std::string::npos);
+  };
+  PoolDirectory bad = d;
+  bad.snapshots[1].txg = Txg(5);
+  refused(bad, "not after");
+  bad = d;
+  bad.snapshots[1].dataset = 7;
+  refused(bad, "does not list");
+  bad = d;
+  bad.snapshots[1].id = 2;
+  refused(bad, "taken");
+  bad = d;
+  bad.snapshots[1].name = "a";
+  refused(bad, "repeats");
+  bad = d;
+  bad.head_deadlists[1][6] = DeadBucket{1, {{24, 1}}};
+  refused(bad, "neither 0 nor");
+  bad = d;
+  bad.head_deadlists[1][0].objects[0].object = 20;
+  refused(bad, "not a MOS object of its own");
+  bad = d;
+  bad.head_deadlists[1][0].objects.clear();
+  refused(bad, "is empty");
+  bad = d;
+  bad.snapshots.clear();
+  refused(bad, "without snapshots");
+}
+
+}  // namespace
+}  // namespace poolfs::core::pool
