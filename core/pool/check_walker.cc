@@ -98,7 +98,7 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
                 ", after the block that points to it (txg " + std::to_string(parent_birth.value()) +
                 ")");
   const Ref r = ReferenceExtent(bp, bp.dva, o);
-  if (r != Ref::kWalk) return r;
+  if (r != Ref::kWalk && r != Ref::kShared) return r;
   // Further copies: the same bytes again, each referenced once.
   for (int i = 1; i < bp.copies(); i++)
     if (ReferenceExtent(bp, bp.copy(i), o) == Ref::kInvalid) return Ref::kInvalid;
@@ -111,7 +111,7 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
   }
   for (const space::Dva& k : *kids)
     if (ReferenceExtent(bp, k, o) == Ref::kInvalid) return Ref::kInvalid;
-  return Ref::kWalk;
+  return r;
 }
 
 CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent,
@@ -143,8 +143,8 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   auto next = m.lower_bound(off);
   if (next != m.end() && next->first == off && next->second.size == size) {
     if (bp.birth <= shared_through_ && o.dataset >= 0 && next->second.origin.dataset >= 0) {
-      shared_hits_++;  // a snapshot walked before holds it too
-      return Ref::kDuplicate;
+      objset_bytes_ += size;  // a snapshot walked before holds it too
+      return Ref::kShared;
     }
     Problem(o, bp,
             "is also referenced by " + Describe(next->second.origin) + ": one block, two pointers");
@@ -165,6 +165,7 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   }
   m.emplace_hint(next, off, RefExtent{size, o});
   report_->bytes_referenced += size;
+  objset_bytes_ += size;
   return Ref::kWalk;
 }
 
@@ -205,9 +206,8 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   Visit(root, ro);
   report_->blocks++;
   // What the walk below adds up, for the object set's own total.
-  const uint64_t bytes_before = report_->bytes_referenced;
+  const uint64_t bytes_before = objset_bytes_;
   const uint64_t skipped_before = skipped_;
-  const uint64_t shared_before = shared_hits_;
   const uint64_t problems_before = report_->problems.size() + report_->problems_omitted;
   if (root.type != zio::BlockType::kObjset) {
     Problem(
@@ -216,7 +216,7 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
     skipped_++;
     return;
   }
-  if (Ref r = Reference(root, ro, txg_); r != Ref::kWalk) {
+  if (Ref r = Reference(root, ro, txg_); r != Ref::kWalk && r != Ref::kShared) {
     if (r == Ref::kInvalid) skipped_++;
     return;
   }
@@ -300,10 +300,10 @@ void CheckWalker::WalkObjset(int32_t ds, const zio::BlockPtr& root) {
   // tree really holds, the root block excluded; only for a whole walk that
   // found nothing else wrong (a block two pointers share counts once, and
   // is reported as such).
-  const uint64_t walked = report_->bytes_referenced - bytes_before;
+  const uint64_t walked = objset_bytes_ - bytes_before;
   const bool clean = skipped_ == skipped_before &&
                      report_->problems.size() + report_->problems_omitted == problems_before;
-  if (phys->space_known && clean && shared_hits_ == shared_before && walked >= root.allocated() &&
+  if (phys->space_known && clean && walked >= root.allocated() &&
       walked - root.allocated() != phys->space.referenced)
     Problem(ro, root,
             "says its blocks take " + std::to_string(phys->space.referenced) +

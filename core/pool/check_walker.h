@@ -84,8 +84,8 @@ class CheckWalker {
   // Walks dataset (or snapshot) `name` from its root block pointer. A
   // block born at or before `shared_through` (the txg of the snapshot
   // walked before it, of the same dataset) may be one that walk reached:
-  // shared, not walked again. A walk that shares blocks does not compare
-  // the object set's referenced bytes with what it walked.
+  // shared, walked again (its objects and counts are this tree's too) but
+  // recorded once.
   void WalkDataset(const std::string& name, const zio::BlockPtr& root, Txg shared_through = Txg(0));
 
   // Whether `bp` is a block a walk recorded, exactly (its first extent).
@@ -127,6 +127,7 @@ class CheckWalker {
   enum class Ref {
     kWalk,       // recorded (or overlapping another): read and walk it
     kDuplicate,  // the very block another pointer reached: walked already
+    kShared,     // one the snapshot walked before holds too: walk, recorded
     kInvalid,    // outside the pool or misaligned: cannot be read
   };
   // Checks the pointer's birth and place and records its extent (a gang
@@ -150,8 +151,8 @@ class CheckWalker {
   std::vector<std::string> names_;
   std::map<uint64_t, GatheredObject> mos_objects_;
   uint64_t skipped_ = 0;
-  Txg shared_through_;        // of the walk under way (WalkDataset)
-  uint64_t shared_hits_ = 0;  // blocks found shared, in every walk
+  Txg shared_through_;         // of the walk under way (WalkDataset)
+  uint64_t objset_bytes_ = 0;  // extents each walk reached, shared ones too
 };
 
 }  // namespace poolfs::core::pool

@@ -1,10 +1,11 @@
 // Dataset changes survive SIGKILL. A child process creates, renames and
-// destroys datasets through the admin (which returns once the change is
-// durable) and writes into them, telling the parent each change before it
-// starts and once it returned; killed at a random moment, the pool imports
-// with every change that returned and at most the one in flight, and
-// CheckPool finds it healthy: no block of a destroyed dataset leaked, none
-// of a live one lost.
+// destroys datasets, takes and destroys snapshots through the admin (which
+// returns once the change is durable) and writes into the datasets, telling
+// the parent each change before it starts and once it returned; killed at a
+// random moment, the pool imports with every change that returned and at
+// most the one in flight, and CheckPool finds it healthy: no block of a
+// destroyed dataset or snapshot leaked, none of a live one lost, every
+// deadlist block held by a snapshot.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +32,8 @@ using check_test::TempDir;
 
 using Names = std::set<std::string>;
 
-// One change, as a line: "create NAME", "rename FROM TO", "destroy NAME".
+// One change, as a line: "create NAME", "rename FROM TO", "destroy NAME",
+// "snapshot NAME@SNAP", "unsnap NAME@SNAP" (destroys the snapshot).
 struct Change {
   std::string verb, a, b;
 };
@@ -43,11 +45,20 @@ Change Parse(const std::string& line) {
   return c;
 }
 
-// `names` after `c` (destroy and rename take the descendants along).
+// `names` (datasets and snapshots) after `c` (destroy and rename take the
+// descendants and snapshots along).
 Names Apply(Names names, const Change& c) {
   auto under = [](const std::string& n, const std::string& root) {
-    return n == root || n.starts_with(root + "/");
+    return n == root || n.starts_with(root + "/") || n.starts_with(root + "@");
   };
+  if (c.verb == "snapshot") {
+    names.insert(c.a);
+    return names;
+  }
+  if (c.verb == "unsnap") {
+    names.erase(c.a);
+    return names;
+  }
   Names out;
   for (const std::string& n : names) {
     if (c.verb == "destroy" && under(n, c.a)) continue;
@@ -78,17 +89,32 @@ Names Apply(Names names, const Change& c) {
   PoolDatasetAdmin admin(pool->get());
   std::mt19937_64 rng(seed);
   for (uint64_t i = 0;; i++) {
-    std::vector<std::string> all(names.begin(), names.end());
+    std::vector<std::string> all, snaps;  // datasets ("tank" first), snapshots
+    for (const std::string& n : names)
+      (n.find('@') == std::string::npos ? all : snaps).push_back(n);
     std::vector<std::string> children(all.begin() + 1, all.end());  // all but "tank"
+    // Those with no snapshot in their subtree: a dataset with snapshots is
+    // not destroyed.
+    std::vector<std::string> bare;
+    for (const std::string& d : children) {
+      bool held = false;
+      for (const std::string& sn : snaps)
+        held |= sn.starts_with(d + "@") || sn.starts_with(d + "/");
+      if (!held) bare.push_back(d);
+    }
     const std::string unique = std::to_string(seed % 1000) + "x" + std::to_string(i);
-    const int pick = int(rng() % 10);
+    const int pick = int(rng() % 12);
     Change c;
     if (pick < 4 || children.empty()) {
       c = {"create", all[rng() % all.size()] + "/c" + unique, ""};
     } else if (pick < 6) {
       c = {"rename", children[rng() % children.size()], "tank/r" + unique};
-    } else if (pick < 8) {
-      c = {"destroy", children[rng() % children.size()], ""};
+    } else if (pick < 7 && !bare.empty()) {
+      c = {"destroy", bare[rng() % bare.size()], ""};
+    } else if (pick < 9) {
+      c = {"snapshot", all[rng() % all.size()] + "@s" + unique, ""};
+    } else if (pick < 10 && !snaps.empty()) {
+      c = {"unsnap", snaps[rng() % snaps.size()], ""};
     } else {
       // Data in a dataset, so that destroys have blocks to free.
       dmu::ObjectSet* os = (*pool)->dataset(all[rng() % all.size()]);
@@ -102,9 +128,10 @@ Names Apply(Names names, const Change& c) {
       continue;
     }
     say("begin " + c.verb + " " + c.a + " " + c.b);
-    Status st = c.verb == "create"   ? admin.Create(c.a, false, {})
-                : c.verb == "rename" ? admin.Rename(c.a, c.b)
-                                     : admin.Destroy(c.a, true);
+    Status st = c.verb == "create"     ? admin.Create(c.a, false, {})
+                : c.verb == "rename"   ? admin.Rename(c.a, c.b)
+                : c.verb == "snapshot" ? admin.Snapshot({c.a}, false)
+                                       : admin.Destroy(c.a, true);
     if (!st.ok()) {
       say("error " + c.verb + " " + c.a + ": " + st.ToString());
       _exit(8);
@@ -114,7 +141,7 @@ Names Apply(Names names, const Change& c) {
   }
 }
 
-TEST_CASE("dataset create, rename and destroy survive SIGKILL at random moments") {
+TEST_CASE("dataset and snapshot changes survive SIGKILL at random moments") {
   TempDir dir;
   const std::vector<std::string> paths{dir / "v0"};
   REQUIRE(Pool::Create(paths, kFileSize, CreateOptions{"tank"}).ok());
@@ -156,7 +183,10 @@ TEST_CASE("dataset create, rename and destroy survive SIGKILL at random moments"
     INFO(pool.status().ToString());
     REQUIRE(pool.ok());
     const std::vector<std::string> listed = (*pool)->datasets();
-    const Names found(listed.begin(), listed.end());
+    Names found(listed.begin(), listed.end());
+    auto snapshots = (*pool)->ListSnapshots("", true);
+    REQUIRE(snapshots.ok());
+    for (const SnapshotFigures& f : *snapshots) found.insert(f.name);
     if (in_flight.has_value() && found != expect) {
       CHECK(found == Apply(expect, *in_flight));
     } else {
