@@ -89,6 +89,7 @@ std::string CheckReport::Summary() const {
                   std::to_string(txg) + "\n";
   if (!rewind.empty()) s += "  " + rewind + "\n";
   s += "  " + Plural(datasets, "dataset", "datasets") + ", " +
+       (snapshots > 0 ? Plural(snapshots, "snapshot", "snapshots") + ", " : std::string()) +
        Plural(objects, "object", "objects") + ", " + Plural(blocks, "block", "blocks") + "\n";
   s += "  referenced " + Bytes(bytes_referenced) + "\n";
   s += "  allocated by the space maps " + Bytes(bytes_allocated_by_maps);

@@ -318,6 +318,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   if (!have_dir) return finish();
 
   report.datasets = dir.datasets.size();
+  report.snapshots = dir.snapshots.size();
   std::map<uint64_t, const DatasetEntry*> by_id;  // for full names (the decoder checked the tree)
   for (const DatasetEntry& e : dir.datasets) by_id[e.id] = &e;
   // Each dataset's snapshots oldest first, then the dataset: a block one

@@ -51,6 +51,7 @@ struct CheckReport {
   // not verify: ...)", or that the newest verifies; "" otherwise.
   std::string rewind;
   size_t datasets = 0;
+  size_t snapshots = 0;
   uint64_t objects = 0;                  // allocated objects, the MOS's included
   uint64_t blocks = 0;                   // stored (non-hole) blocks reached from the uberblock
   uint64_t bytes_referenced = 0;         // their allocated sizes, summed
