@@ -1,6 +1,7 @@
 // `poolfs dataset create|destroy|rename|list|get|set|inherit`: the datasets
 // of a pool (poolfs/dataset.h says what they are and which properties they
-// have).
+// have), and their snapshots (`destroy POOL/PATH@NAME`, `list -t`; `poolfs
+// snapshot` takes them, cmd_snapshot.cc, through RunDatasetCommand).
 //
 // A command reaches the daemon that serves the pool named by the dataset's
 // first component for this user (pool_registry.h: no mount point to type),
@@ -29,6 +30,7 @@ struct DatasetArgs {
   std::vector<std::string> pool_files;  // --pool
   std::vector<std::string> options;     // -o PROP=VALUE (create) or COLUMNS (list)
   std::string props;                    // get: PROP[,PROP] | all; set: PROP=VALUE; inherit: PROP
+  std::string type;                     // list -t
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -49,8 +51,6 @@ Result<PropertyAssignment> ParseAssignment(const std::string& a) {
   return PropertyAssignment{a.substr(0, eq), a.substr(eq + 1)};
 }
 
-std::string PoolOf(const std::string& dataset) { return dataset.substr(0, dataset.find('/')); }
-
 // Fills cmd from the positional and -o arguments of each verb.
 Status Complete(DatasetArgs& a) {
   DatasetCommand& c = a.cmd;
@@ -64,6 +64,9 @@ Status Complete(DatasetArgs& a) {
     case DatasetCommand::Verb::kList:
       for (const std::string& o : a.options)
         for (std::string& col : SplitCommas(o)) c.columns.push_back(std::move(col));
+      if (!a.type.empty()) {
+        POOLFS_ASSIGN_OR_RETURN(c.type, ParseListType(a.type));
+      }
       break;
     case DatasetCommand::Verb::kGet: c.columns = SplitCommas(a.props); break;
     case DatasetCommand::Verb::kSet: {
@@ -74,24 +77,28 @@ Status Complete(DatasetArgs& a) {
     case DatasetCommand::Verb::kInherit: c.props.push_back({a.props, ""}); break;
     default: break;
   }
+  // `rename POOL/PATH@A @B`: B of the same dataset.
+  if (c.verb == DatasetCommand::Verb::kRename && c.names.size() == 2 &&
+      c.names[1].starts_with("@") && c.names[0].find('@') != std::string::npos)
+    c.names[1] = c.names[0].substr(0, c.names[0].find('@')) + c.names[1];
   if (c.verb == DatasetCommand::Verb::kRename && c.names.size() == 2 &&
       PoolOf(c.names[0]) != PoolOf(c.names[1]))
     return Status::InvalidArgument("cannot rename " + c.names[0] + " to " + c.names[1] +
                                    ": a dataset stays in its pool");
-  return ValidateDatasetCommand(c);
+  return Status::Ok();
 }
 
 // Runs the command on the pool in `files`, opened here.
-Result<DatasetResult> RunOffline(const DatasetArgs& a) {
-  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<OfflinePool> pool, OfflinePool::Open(a.pool_files));
-  for (const std::string& n : a.cmd.names) {
+Result<DatasetResult> RunOffline(const DatasetCommand& c, const std::vector<std::string>& files) {
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<OfflinePool> pool, OfflinePool::Open(files));
+  for (const std::string& n : c.names) {
     if (PoolOf(n) != pool->name()) {
       (void)pool->Close();
-      return Status::InvalidArgument("the pool in " + a.pool_files[0] + " is '" + pool->name() +
+      return Status::InvalidArgument("the pool in " + files[0] + " is '" + pool->name() +
                                      "', not '" + PoolOf(n) + "' (" + n + ")");
     }
   }
-  Result<DatasetResult> r = ExecuteDatasetCommand(pool->datasets(), a.cmd);
+  Result<DatasetResult> r = ExecuteDatasetCommand(pool->datasets(), c);
   Status closed = pool->Close();
   if (r.ok() && !closed.ok()) return closed;
   return r;
@@ -101,8 +108,10 @@ Result<DatasetResult> RunOffline(const DatasetArgs& a) {
 Result<DatasetResult> RunOnDaemon(const std::string& pool, const DatasetCommand& c) {
   POOLFS_ASSIGN_OR_RETURN(std::optional<RegisteredPool> reg, FindRegisteredPool(pool));
   if (!reg.has_value())
-    return Status::NotFound("no mounted pool named '" + pool +
-                            "' (mount it with poolfs mount, or name its files with --pool)");
+    return Status::NotFound(
+        "no mounted pool named '" + pool + "' (" +
+        (c.names.empty() || c.names[0] == pool ? "" : "for " + c.names[0] + "; ") +
+        "mount it with poolfs mount, or name its files with --pool)");
   POOLFS_ASSIGN_OR_RETURN(std::string reply,
                           ControlCall(reg->mountpoint, "dataset " + EncodeDatasetCommand(c)));
   if (reply.starts_with("error: "))
@@ -110,9 +119,8 @@ Result<DatasetResult> RunOnDaemon(const std::string& pool, const DatasetCommand&
   return DecodeDatasetResult(reply);
 }
 
-Result<DatasetResult> Run(const DatasetArgs& a) {
-  if (!a.pool_files.empty()) return RunOffline(a);
-  const DatasetCommand& c = a.cmd;
+Result<DatasetResult> Run(const DatasetCommand& c, const std::vector<std::string>& pool_files) {
+  if (!pool_files.empty()) return RunOffline(c, pool_files);
   // The pools the command names, in order; `list` of nothing: every one.
   std::vector<std::string> pools;
   std::map<std::string, std::vector<std::string>> names_of;
@@ -137,6 +145,7 @@ Result<DatasetResult> Run(const DatasetArgs& a) {
     if (c.verb == DatasetCommand::Verb::kList && c.names.empty()) part.recursive = true;
     POOLFS_ASSIGN_OR_RETURN(DatasetResult r, RunOnDaemon(p, part));
     for (DatasetInfo& d : r.datasets) all.datasets.push_back(std::move(d));
+    for (SnapshotInfo& s : r.snapshots) all.snapshots.push_back(std::move(s));
     for (DatasetProperties& dp : r.properties) all.properties.push_back(std::move(dp));
   }
   return all;
@@ -146,14 +155,23 @@ int RunDataset(DatasetArgs& a) {
   const std::string what = "dataset " + std::string(VerbName(a.cmd.verb));
   Status st = Complete(a);
   if (!st.ok()) return ReportError(what, st);
-  Result<DatasetResult> r = Run(a);
+  return RunDatasetCommand(what, a.cmd, a.pool_files);
+}
+
+}  // namespace
+
+int RunDatasetCommand(std::string_view what, const DatasetCommand& cmd,
+                      const std::vector<std::string>& pool_files) {
+  Status st = ValidateDatasetCommand(cmd);
+  if (!st.ok()) return ReportError(what, st);
+  Result<DatasetResult> r = Run(cmd, pool_files);
   if (!r.ok()) return ReportError(what, r.status());
-  std::cout << RenderDatasetResult(a.cmd, *r);
+  std::cout << RenderDatasetResult(cmd, *r);
   return kExitOk;
 }
 
-void AddPoolOption(CLI::App* app, DatasetArgs& a) {
-  app->add_option("--pool", a.pool_files,
+void AddDatasetPoolOption(CLI::App* app, std::vector<std::string>& pool_files) {
+  app->add_option("--pool", pool_files,
                   "the vdev files of an exported pool, opened by this command (no daemon); "
                   "repeat it or separate them with commas for a pool of several")
       ->expected(1)
@@ -161,8 +179,6 @@ void AddPoolOption(CLI::App* app, DatasetArgs& a) {
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
-
-}  // namespace
 
 Command AddDatasetCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
@@ -177,7 +193,7 @@ Command AddDatasetCommand(CLI::App& parent) {
     auto args = std::make_shared<DatasetArgs>();
     args->cmd.verb = v;
     CLI::App* sub = app->add_subcommand(std::string(VerbName(v)), help);
-    AddPoolOption(sub, *args);
+    AddDatasetPoolOption(sub, args->pool_files);
     verbs->push_back({sub, args});
     return std::pair(sub, args.get());
   };
@@ -192,10 +208,13 @@ Command AddDatasetCommand(CLI::App& parent) {
     sub->add_option("POOL/PATH", a->cmd.names, "the new dataset")->required()->expected(1);
   }
   {
-    auto [sub, a] =
-        add(DatasetCommand::Verb::kDestroy, "Destroy a dataset and free every block it held");
-    sub->add_flag("-r", a->cmd.recursive, "destroy its descendants too");
-    sub->add_option("POOL/PATH", a->cmd.names, "the dataset")->required()->expected(1);
+    auto [sub, a] = add(DatasetCommand::Verb::kDestroy,
+                        "Destroy a dataset or a snapshot and free the blocks only it held");
+    sub->add_flag("-r", a->cmd.recursive,
+                  "destroy its descendants too (a snapshot: that snapshot of every descendant)");
+    sub->add_option("POOL/PATH[@NAME]", a->cmd.names, "the dataset or snapshot")
+        ->required()
+        ->expected(1);
   }
   {
     auto [sub, a] = add(DatasetCommand::Verb::kRename,
@@ -203,15 +222,22 @@ Command AddDatasetCommand(CLI::App& parent) {
     sub->add_option("NAMES", a->cmd.names, "POOL/FROM POOL/TO")->required()->expected(2);
   }
   {
-    auto [sub, a] =
-        add(DatasetCommand::Verb::kList, "List datasets with their space (like zfs list)");
+    auto [sub, a] = add(DatasetCommand::Verb::kList,
+                        "List datasets or snapshots with their space (like zfs list)");
     sub->add_flag("-r", a->cmd.recursive, "with their descendants");
+    sub->add_option("-t", a->type,
+                    "what to list: filesystem (the default), snapshot, or all (each dataset "
+                    "followed by its snapshots)")
+        ->expected(1);
     sub->add_flag("-H", a->cmd.scripted, "no header, columns separated by tabs");
     sub->add_flag("-p", a->cmd.exact, "exact numbers (bytes, seconds)");
     sub->add_flag("-j,--json", a->cmd.json, "print JSON");
     sub->add_option("-o", a->options,
                     std::string("the columns, comma-separated (default ") + kDefaultListColumns +
-                        "; also objects, creation, compressratio, type and any property)")
+                        ", with -t snapshot " + kDefaultSnapshotColumns +
+                        "; also objects, creation, compressratio, type, written, usedsnap, "
+                        "usedds, any property, and space for " +
+                        kSpaceListColumns + ")")
         ->expected(1)
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -15,11 +15,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "poolfs/status.h"
 
 namespace poolfs::daemon {
+
+struct DatasetCommand;  // dataset_request.h
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -40,6 +44,15 @@ Command AddStatusCommand(CLI::App& parent);
 Command AddDatasetCommand(CLI::App& parent);
 Command AddIostatCommand(CLI::App& parent);
 Command AddScrubCommand(CLI::App& parent);
+Command AddSnapshotCommand(CLI::App& parent);
+
+// Runs a dataset command (cmd_dataset.cc) and prints what it returns: on
+// the daemon serving its pool, or on the pool in `pool_files` opened here
+// (--pool). Errors are reported as "poolfs <what>: ..."; the exit code.
+int RunDatasetCommand(std::string_view what, const DatasetCommand& cmd,
+                      const std::vector<std::string>& pool_files);
+// The --pool option of the commands that run a DatasetCommand.
+void AddDatasetPoolOption(CLI::App* app, std::vector<std::string>& pool_files);
 
 // The exit code for a failed `st` (the one mapping of Status to exit
 // code): kExitUsage for InvalidArgument, NotFound, Busy and

@@ -15,12 +15,18 @@ namespace {
 using nlohmann::json;
 
 constexpr DatasetCommand::Verb kVerbs[] = {
-    DatasetCommand::Verb::kCreate,  DatasetCommand::Verb::kDestroy, DatasetCommand::Verb::kRename,
-    DatasetCommand::Verb::kList,    DatasetCommand::Verb::kGet,     DatasetCommand::Verb::kSet,
-    DatasetCommand::Verb::kInherit,
+    DatasetCommand::Verb::kCreate,  DatasetCommand::Verb::kDestroy,  DatasetCommand::Verb::kRename,
+    DatasetCommand::Verb::kList,    DatasetCommand::Verb::kGet,      DatasetCommand::Verb::kSet,
+    DatasetCommand::Verb::kInherit, DatasetCommand::Verb::kSnapshot,
+};
+constexpr DatasetCommand::ListType kListTypes[] = {
+    DatasetCommand::ListType::kFilesystem,
+    DatasetCommand::ListType::kSnapshot,
+    DatasetCommand::ListType::kAll,
 };
 
-// The columns `list` fills from DatasetInfo; any other is a property.
+// The columns `list` fills from DatasetInfo and SnapshotInfo; any other
+// is a property.
 enum class InfoColumn : uint8_t {
   kName,
   kUsed,
@@ -30,7 +36,10 @@ enum class InfoColumn : uint8_t {
   kObjects,
   kCreation,
   kRatio,
-  kType
+  kType,
+  kWritten,
+  kUsedSnap,
+  kUsedDs
 };
 std::optional<InfoColumn> FindInfoColumn(std::string_view c) {
   static const std::map<std::string_view, InfoColumn> kColumns = {
@@ -46,6 +55,11 @@ std::optional<InfoColumn> FindInfoColumn(std::string_view c) {
       {"compressratio", InfoColumn::kRatio},
       {"ratio", InfoColumn::kRatio},
       {"type", InfoColumn::kType},
+      {"written", InfoColumn::kWritten},
+      {"usedsnap", InfoColumn::kUsedSnap},
+      {"usedbysnapshots", InfoColumn::kUsedSnap},
+      {"usedds", InfoColumn::kUsedDs},
+      {"usedbydataset", InfoColumn::kUsedDs},
   };
   auto it = kColumns.find(c);
   if (it == kColumns.end()) return std::nullopt;
@@ -55,17 +69,31 @@ std::optional<InfoColumn> FindInfoColumn(std::string_view c) {
 // The properties whose values are byte counts (printed with units unless -p).
 bool IsBytesProperty(std::string_view p) {
   return p == "used" || p == "available" || p == "referenced" || p == "quota" ||
-         p == "reservation" || p == "recordsize";
+         p == "reservation" || p == "recordsize" || p == "usedbysnapshots" || p == "written";
 }
 
-std::vector<std::string> Columns(const DatasetCommand& c) {
-  if (!c.columns.empty()) return c.columns;
-  std::vector<std::string> out;
-  std::string_view s = kDefaultListColumns;
+void AppendColumns(std::string_view s, std::vector<std::string>& out) {
   while (!s.empty()) {
     const size_t comma = s.find(',');
     out.emplace_back(s.substr(0, comma));
     s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+  }
+}
+
+// list's columns: -o's ("space" expanded), or the default of its type.
+std::vector<std::string> Columns(const DatasetCommand& c) {
+  std::vector<std::string> out;
+  if (c.columns.empty()) {
+    AppendColumns(c.type == DatasetCommand::ListType::kSnapshot ? kDefaultSnapshotColumns
+                                                                : kDefaultListColumns,
+                  out);
+    return out;
+  }
+  for (const std::string& col : c.columns) {
+    if (col == "space")
+      AppendColumns(kSpaceListColumns, out);
+    else
+      out.push_back(col);
   }
   return out;
 }
@@ -155,36 +183,159 @@ json InfoJson(const DatasetInfo& d) {
               {"available", d.available},
               {"objects", d.objects},
               {"compressratio", d.compressratio},
-              {"mountpoint", d.mountpoint}};
+              {"mountpoint", d.mountpoint},
+              {"usedbysnapshots", d.usedbysnapshots}};
+}
+
+json SnapshotJson(const SnapshotInfo& s) {
+  return json{{"name", s.name},      {"id", s.id},
+              {"txg", s.txg},        {"creation", s.creation_time},
+              {"used", s.used},      {"referenced", s.referenced},
+              {"written", s.written}};
 }
 
 json PropJson(const DatasetProperty& p) {
   return json{{"property", p.name}, {"value", p.value}, {"source", p.source}};
 }
 
+// One cell of a list row before it is printed: text, or a number to print
+// as bytes, a count, a time or a ratio; kNone where the row has no value
+// (a snapshot's mountpoint, a property of a snapshot): "-", or null in JSON.
+struct Cell {
+  enum Kind : uint8_t { kNone, kText, kBytes, kCount, kTime, kRatio } kind = kNone;
+  std::string text;
+  uint64_t n = 0;
+  int64_t time = 0;
+  double ratio = 0;
+  static Cell Text(std::string t) { return {kText, std::move(t)}; }
+  static Cell Bytes(uint64_t v) { return {kBytes, {}, v}; }
+  static Cell Count(uint64_t v) { return {kCount, {}, v}; }
+  static Cell Time(int64_t t) { return {kTime, {}, 0, t}; }
+  static Cell Ratio(double r) { return {kRatio, {}, 0, 0, r}; }
+};
+
+Cell DatasetCell(InfoColumn ic, const DatasetInfo& d) {
+  switch (ic) {
+    case InfoColumn::kName: return Cell::Text(d.name);
+    case InfoColumn::kUsed: return Cell::Bytes(d.used);
+    case InfoColumn::kAvail: return Cell::Bytes(d.available);
+    case InfoColumn::kRefer: return Cell::Bytes(d.referenced);
+    case InfoColumn::kMountpoint: return Cell::Text(d.mountpoint);
+    case InfoColumn::kObjects: return Cell::Count(d.objects);
+    case InfoColumn::kCreation: return Cell::Time(d.creation_time);
+    case InfoColumn::kRatio: return Cell::Ratio(d.compressratio);
+    case InfoColumn::kType: return Cell::Text("filesystem");
+    case InfoColumn::kWritten: return {};  // the core keeps no figure for a dataset
+    case InfoColumn::kUsedSnap: return Cell::Bytes(d.usedbysnapshots);
+    case InfoColumn::kUsedDs: return Cell::Bytes(d.referenced);
+  }
+  return {};
+}
+
+Cell SnapshotCell(InfoColumn ic, const SnapshotInfo& s) {
+  switch (ic) {
+    case InfoColumn::kName: return Cell::Text(s.name);
+    case InfoColumn::kUsed: return Cell::Bytes(s.used);
+    case InfoColumn::kRefer: return Cell::Bytes(s.referenced);
+    case InfoColumn::kCreation: return Cell::Time(s.creation_time);
+    case InfoColumn::kType: return Cell::Text("snapshot");
+    case InfoColumn::kWritten: return Cell::Bytes(s.written);
+    default: return {};  // read-only and unmounted: no avail, mountpoint, ...
+  }
+}
+
+// The JSON key of a column: the property's full name.
+std::string JsonKey(const std::string& col, std::optional<InfoColumn> ic) {
+  if (!ic) return col;
+  switch (*ic) {
+    case InfoColumn::kAvail: return "available";
+    case InfoColumn::kRefer: return "referenced";
+    case InfoColumn::kRatio: return "compressratio";
+    case InfoColumn::kUsedSnap: return "usedbysnapshots";
+    case InfoColumn::kUsedDs: return "usedbydataset";
+    default: return col;
+  }
+}
+
+std::string Header(const std::string& col, std::optional<InfoColumn> ic) {
+  if (!ic) return Upper(col);
+  switch (*ic) {
+    case InfoColumn::kAvail: return "AVAIL";
+    case InfoColumn::kRefer: return "REFER";
+    case InfoColumn::kRatio: return "RATIO";
+    case InfoColumn::kUsedSnap: return "USEDSNAP";
+    case InfoColumn::kUsedDs: return "USEDDS";
+    default: return Upper(col);
+  }
+}
+
+// The rows `list` prints, in order: its datasets, its snapshots, or (-t
+// all) each dataset followed by its snapshots, oldest first.
+struct ListRow {
+  const DatasetInfo* dataset = nullptr;
+  const SnapshotInfo* snapshot = nullptr;
+};
+std::vector<ListRow> ListRows(const DatasetCommand& c, const DatasetResult& r) {
+  std::vector<ListRow> rows;
+  switch (c.type) {
+    case DatasetCommand::ListType::kFilesystem:
+      for (const DatasetInfo& d : r.datasets) rows.push_back({&d, nullptr});
+      break;
+    case DatasetCommand::ListType::kSnapshot:
+      for (const SnapshotInfo& s : r.snapshots) rows.push_back({nullptr, &s});
+      break;
+    case DatasetCommand::ListType::kAll: {
+      std::map<std::string_view, std::vector<const SnapshotInfo*>> of;
+      for (const SnapshotInfo& s : r.snapshots)
+        of[std::string_view(s.name).substr(0, s.name.find('@'))].push_back(&s);
+      for (const DatasetInfo& d : r.datasets) {
+        rows.push_back({&d, nullptr});
+        auto it = of.find(d.name);
+        if (it == of.end()) continue;
+        for (const SnapshotInfo* s : it->second) rows.push_back({nullptr, s});
+        of.erase(it);
+      }
+      // A snapshot whose dataset was not listed (gone in between): last.
+      for (const SnapshotInfo& s : r.snapshots)
+        if (of.contains(std::string_view(s.name).substr(0, s.name.find('@'))))
+          rows.push_back({nullptr, &s});
+      break;
+    }
+  }
+  return rows;
+}
+
+// The cell of `col` in `row`; a property's value (datasets only) as the
+// daemon gave it, in `prop`.
+Cell RowCell(const DatasetResult& r, const ListRow& row, const std::string& col,
+             std::optional<InfoColumn> ic, const DatasetProperty** prop) {
+  *prop = nullptr;
+  if (row.snapshot != nullptr) return ic ? SnapshotCell(*ic, *row.snapshot) : Cell();
+  if (ic) return DatasetCell(*ic, *row.dataset);
+  *prop = FindProp(r, row.dataset->name, col);
+  return *prop != nullptr ? Cell::Text((*prop)->value) : Cell();
+}
+
 std::string RenderList(const DatasetCommand& c, const DatasetResult& r) {
   const std::vector<std::string> cols = Columns(c);
+  std::vector<std::optional<InfoColumn>> ics;
+  for (const std::string& col : cols) ics.push_back(FindInfoColumn(col));
+  const std::vector<ListRow> list = ListRows(c, r);
   if (c.json) {
     json out = json::array();
-    for (const DatasetInfo& d : r.datasets) {
+    for (const ListRow& lr : list) {
       json row = json::object();
-      for (const std::string& col : cols) {
-        std::optional<InfoColumn> ic = FindInfoColumn(col);
-        if (!ic) {
-          const DatasetProperty* p = FindProp(r, d.name, col);
-          row[col] = p != nullptr ? json(p->value) : json(nullptr);
-          continue;
-        }
-        switch (*ic) {
-          case InfoColumn::kName: row["name"] = d.name; break;
-          case InfoColumn::kUsed: row["used"] = d.used; break;
-          case InfoColumn::kAvail: row["available"] = d.available; break;
-          case InfoColumn::kRefer: row["referenced"] = d.referenced; break;
-          case InfoColumn::kMountpoint: row["mountpoint"] = d.mountpoint; break;
-          case InfoColumn::kObjects: row["objects"] = d.objects; break;
-          case InfoColumn::kCreation: row["creation"] = d.creation_time; break;
-          case InfoColumn::kRatio: row["compressratio"] = d.compressratio; break;
-          case InfoColumn::kType: row["type"] = "filesystem"; break;
+      for (size_t i = 0; i < cols.size(); i++) {
+        const DatasetProperty* prop;
+        const Cell cell = RowCell(r, lr, cols[i], ics[i], &prop);
+        json& v = row[JsonKey(cols[i], ics[i])];
+        switch (cell.kind) {
+          case Cell::kNone: v = nullptr; break;
+          case Cell::kText: v = cell.text; break;
+          case Cell::kBytes:
+          case Cell::kCount: v = cell.n; break;
+          case Cell::kTime: v = cell.time; break;
+          case Cell::kRatio: v = cell.ratio; break;
         }
       }
       out.push_back(std::move(row));
@@ -192,36 +343,26 @@ std::string RenderList(const DatasetCommand& c, const DatasetResult& r) {
     return out.dump(2) + "\n";
   }
   std::vector<std::string> header;
-  for (const std::string& col : cols) {
-    std::optional<InfoColumn> ic = FindInfoColumn(col);
-    header.push_back(ic == InfoColumn::kAvail   ? "AVAIL"
-                     : ic == InfoColumn::kRefer ? "REFER"
-                     : ic == InfoColumn::kRatio ? "RATIO"
-                                                : Upper(col));
-  }
+  for (size_t i = 0; i < cols.size(); i++) header.push_back(Header(cols[i], ics[i]));
   std::vector<std::vector<std::string>> rows;
-  auto bytes = [&](uint64_t n) { return c.exact ? std::to_string(n) : HumanBytes(n); };
-  for (const DatasetInfo& d : r.datasets) {
+  for (const ListRow& lr : list) {
     std::vector<std::string> row;
-    for (const std::string& col : cols) {
-      std::optional<InfoColumn> ic = FindInfoColumn(col);
-      if (!ic) {
-        const DatasetProperty* p = FindProp(r, d.name, col);
-        row.push_back(p != nullptr ? FormatValue(col, p->value, c.exact) : "-");
-        continue;
-      }
-      switch (*ic) {
-        case InfoColumn::kName: row.push_back(d.name); break;
-        case InfoColumn::kUsed: row.push_back(bytes(d.used)); break;
-        case InfoColumn::kAvail: row.push_back(bytes(d.available)); break;
-        case InfoColumn::kRefer: row.push_back(bytes(d.referenced)); break;
-        case InfoColumn::kMountpoint: row.push_back(d.mountpoint); break;
-        case InfoColumn::kObjects: row.push_back(std::to_string(d.objects)); break;
-        case InfoColumn::kCreation:
-          row.push_back(c.exact ? std::to_string(d.creation_time) : FormatTime(d.creation_time));
+    for (size_t i = 0; i < cols.size(); i++) {
+      const DatasetProperty* prop;
+      const Cell cell = RowCell(r, lr, cols[i], ics[i], &prop);
+      switch (cell.kind) {
+        case Cell::kNone: row.push_back("-"); break;
+        case Cell::kText:
+          row.push_back(prop != nullptr ? FormatValue(cols[i], cell.text, c.exact) : cell.text);
           break;
-        case InfoColumn::kRatio: row.push_back(FormatRatio(d.compressratio)); break;
-        case InfoColumn::kType: row.push_back("filesystem"); break;
+        case Cell::kBytes:
+          row.push_back(c.exact ? std::to_string(cell.n) : HumanBytes(cell.n));
+          break;
+        case Cell::kCount: row.push_back(std::to_string(cell.n)); break;
+        case Cell::kTime:
+          row.push_back(c.exact ? std::to_string(cell.time) : FormatTime(cell.time));
+          break;
+        case Cell::kRatio: row.push_back(FormatRatio(cell.ratio)); break;
       }
     }
     rows.push_back(std::move(row));
@@ -270,8 +411,79 @@ std::string_view VerbName(DatasetCommand::Verb v) {
     case DatasetCommand::Verb::kGet: return "get";
     case DatasetCommand::Verb::kSet: return "set";
     case DatasetCommand::Verb::kInherit: return "inherit";
+    case DatasetCommand::Verb::kSnapshot: return "snapshot";
   }
   return "?";
+}
+
+std::string_view ListTypeName(DatasetCommand::ListType t) {
+  switch (t) {
+    case DatasetCommand::ListType::kFilesystem: return "filesystem";
+    case DatasetCommand::ListType::kSnapshot: return "snapshot";
+    case DatasetCommand::ListType::kAll: return "all";
+  }
+  return "?";
+}
+
+Result<DatasetCommand::ListType> ParseListType(std::string_view s) {
+  bool fs = false, snap = false;
+  for (std::string_view rest = s;;) {
+    const size_t comma = rest.find(',');
+    const std::string_view t = rest.substr(0, comma);
+    if (t == "filesystem" || t == "fs")
+      fs = true;
+    else if (t == "snapshot" || t == "snap")
+      snap = true;
+    else if (t == "all")
+      fs = snap = true;
+    else
+      return Status::InvalidArgument("-t '" + std::string(s) + "': '" + std::string(t) +
+                                     "' is not a type (filesystem, snapshot or all)");
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (fs && snap) return DatasetCommand::ListType::kAll;
+  return snap ? DatasetCommand::ListType::kSnapshot : DatasetCommand::ListType::kFilesystem;
+}
+
+std::string PoolOf(std::string_view name) {
+  return std::string(name.substr(0, name.find_first_of("/@")));
+}
+
+Status ValidateSnapshotName(std::string_view name, bool range) {
+  const std::string quoted = "'" + std::string(name) + "'";
+  const size_t at = name.find('@');
+  if (at == std::string_view::npos)
+    return Status::InvalidArgument(quoted + " is not a snapshot name (POOL/PATH@NAME): no '@'");
+  if (Status st = ValidateDatasetPath(name.substr(0, at)); !st.ok())
+    return st.WithContext("snapshot name " + quoted);
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("snapshot name " + quoted + ": " + why);
+  };
+  // One name after '@', or with `range` FIRST%LAST (either may be empty:
+  // the oldest, the newest; "%" alone: every snapshot of the dataset).
+  std::string_view rest = name.substr(at + 1);
+  const size_t pct = range ? rest.find('%') : std::string_view::npos;
+  if (pct != std::string_view::npos && rest.find('%', pct + 1) == std::string_view::npos) {
+    for (std::string_view part : {rest.substr(0, pct), rest.substr(pct + 1)}) {
+      if (part.empty()) continue;
+      if (Status st = ValidateSnapshotName(std::string(name.substr(0, at + 1)) + std::string(part));
+          !st.ok())
+        return bad(st.message());
+    }
+    return Status::Ok();
+  }
+  const std::string_view snap = rest;
+  if (snap.empty()) return bad("nothing after '@'");
+  if (snap.size() > 255)
+    return bad("the name after '@' is " + std::to_string(snap.size()) + " bytes, more than 255");
+  if (snap == "." || snap == "..") return bad("the name after '@' may not be '.' or '..'");
+  for (char ch : snap) {
+    if (ch == '@') return bad("more than one '@'");
+    if (ch == '/') return bad("a '/' after '@'");
+    if (ch == '%' || ch == '\0') return bad("the name after '@' holds a '%' or a NUL");
+  }
+  return Status::Ok();
 }
 
 std::string HumanBytes(uint64_t n) {
@@ -301,9 +513,12 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     return Status::Ok();
   };
   switch (c.verb) {
-    case DatasetCommand::Verb::kCreate:
+    case DatasetCommand::Verb::kCreate: POOLFS_RETURN_IF_ERROR(count(1, 1, "one POOL/PATH")); break;
     case DatasetCommand::Verb::kDestroy:
-      POOLFS_RETURN_IF_ERROR(count(1, 1, "one POOL/PATH"));
+      POOLFS_RETURN_IF_ERROR(count(1, 1, "one POOL/PATH or POOL/PATH@SNAPSHOT"));
+      break;
+    case DatasetCommand::Verb::kSnapshot:
+      POOLFS_RETURN_IF_ERROR(count(1, SIZE_MAX, "one or more POOL/PATH@NAME"));
       break;
     case DatasetCommand::Verb::kRename:
       POOLFS_RETURN_IF_ERROR(count(2, 2, "two names, POOL/FROM POOL/TO"));
@@ -324,9 +539,35 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
         return Status::InvalidArgument("dataset inherit takes one PROP");
       break;
   }
+  if (c.type != DatasetCommand::ListType::kFilesystem && c.verb != DatasetCommand::Verb::kList)
+    return Status::InvalidArgument("dataset " + verb + " takes no -t");
   for (const std::string& n : c.names) {
-    Status st = ValidateDatasetPath(n);
+    // Destroy, rename and get also take snapshots ("@B" as rename's new
+    // name: the same dataset's); destroy a range of them too.
+    const bool snapshot =
+        c.verb == DatasetCommand::Verb::kSnapshot ||
+        ((c.verb == DatasetCommand::Verb::kDestroy || c.verb == DatasetCommand::Verb::kRename ||
+          c.verb == DatasetCommand::Verb::kGet) &&
+         n.find('@') != std::string::npos);
+    const std::string full = c.verb == DatasetCommand::Verb::kRename && n.starts_with("@")
+                                 ? c.names[0].substr(0, c.names[0].find('@')) + n
+                                 : n;
+    Status st = snapshot ? ValidateSnapshotName(full, c.verb == DatasetCommand::Verb::kDestroy)
+                         : ValidateDatasetPath(n);
     if (!st.ok()) return st;
+  }
+  if (c.verb == DatasetCommand::Verb::kRename && c.names.size() == 2 &&
+      (c.names[0].find('@') == std::string::npos) != (c.names[1].find('@') == std::string::npos))
+    return Status::InvalidArgument("cannot rename " + c.names[0] + " to " + c.names[1] +
+                                   ": a snapshot is renamed to a snapshot name of its dataset, "
+                                   "a dataset to a dataset name");
+  // The snapshots of one command are taken in one txg of one pool: there
+  // is no such txg across pools.
+  if (c.verb == DatasetCommand::Verb::kSnapshot) {
+    for (const std::string& n : c.names)
+      if (PoolOf(n) != PoolOf(c.names[0]))
+        return Status::InvalidArgument("snapshots of one command must be of one pool: " +
+                                       c.names[0] + " and " + n + " are not");
   }
   for (const PropertyAssignment& p : c.props)
     if (p.name.empty())
@@ -349,6 +590,9 @@ Result<DatasetResult> ExecuteDatasetCommand(DatasetAdmin& admin, const DatasetCo
     case DatasetCommand::Verb::kRename:
       POOLFS_RETURN_IF_ERROR(admin.Rename(c.names[0], c.names[1]));
       return r;
+    case DatasetCommand::Verb::kSnapshot:
+      POOLFS_RETURN_IF_ERROR(admin.Snapshot(c.names, c.recursive));
+      return r;
     case DatasetCommand::Verb::kSet:
       POOLFS_RETURN_IF_ERROR(admin.Set(c.names[0], c.props[0]));
       return r;
@@ -364,12 +608,23 @@ Result<DatasetResult> ExecuteDatasetCommand(DatasetAdmin& admin, const DatasetCo
     case DatasetCommand::Verb::kList: {
       std::vector<std::string> roots = c.names;
       if (roots.empty()) roots.push_back("");
+      const bool datasets = c.type != DatasetCommand::ListType::kSnapshot;
+      const bool snapshots = c.type != DatasetCommand::ListType::kFilesystem;
       for (const std::string& root : roots) {
-        // Without -r a named dataset lists alone; no name lists the pool.
-        POOLFS_ASSIGN_OR_RETURN(std::vector<DatasetInfo> infos,
-                                admin.List(root, c.recursive || root.empty()));
-        for (DatasetInfo& d : infos) r.datasets.push_back(std::move(d));
+        // Without -r a named dataset lists alone (with -t snapshot, its
+        // own snapshots); no name lists the pool.
+        const bool recursive = c.recursive || root.empty();
+        if (datasets) {
+          POOLFS_ASSIGN_OR_RETURN(std::vector<DatasetInfo> infos, admin.List(root, recursive));
+          for (DatasetInfo& d : infos) r.datasets.push_back(std::move(d));
+        }
+        if (snapshots) {
+          POOLFS_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> snaps,
+                                  admin.ListSnapshots(root, recursive));
+          for (SnapshotInfo& s : snaps) r.snapshots.push_back(std::move(s));
+        }
       }
+      // Property columns are the datasets' (a snapshot shows "-").
       std::vector<std::string> props;
       for (const std::string& col : Columns(c))
         if (!FindInfoColumn(col)) props.push_back(col);
@@ -392,6 +647,7 @@ std::string EncodeDatasetCommand(const DatasetCommand& c) {
               {"names", c.names},
               {"parents", c.parents},
               {"recursive", c.recursive},
+              {"type", std::string(ListTypeName(c.type))},
               {"props", props},
               {"columns", c.columns},
               {"scripted", c.scripted},
@@ -424,6 +680,19 @@ Result<DatasetCommand> DecodeDatasetCommand(std::string_view text) {
   for (const auto& p : props) {
     if (p.size() != 2) return Status::InvalidArgument("dataset request: a bad property pair");
     c.props.push_back({p[0], p[1]});
+  }
+  // "type" is optional: a client from before snapshots lists datasets.
+  if (j.contains("type")) {
+    std::string type;
+    if (!Get(j, "type", &type)) return Status::InvalidArgument("dataset request: a bad type");
+    bool found = false;
+    for (DatasetCommand::ListType t : kListTypes) {
+      if (ListTypeName(t) == type) {
+        c.type = t;
+        found = true;
+      }
+    }
+    if (!found) return Status::InvalidArgument("dataset request: unknown type '" + type + "'");
   }
   return c;
 }
@@ -479,13 +748,17 @@ std::string EncodeDatasetResult(const Result<DatasetResult>& r) {
     return json{{"code", int(r.status().code())}, {"message", r.status().message()}}.dump();
   json datasets = json::array();
   for (const DatasetInfo& d : r->datasets) datasets.push_back(InfoJson(d));
+  json snapshots = json::array();
+  for (const SnapshotInfo& s : r->snapshots) snapshots.push_back(SnapshotJson(s));
   json properties = json::array();
   for (const DatasetProperties& dp : r->properties) {
     json props = json::array();
     for (const DatasetProperty& p : dp.props) props.push_back(PropJson(p));
     properties.push_back(json{{"dataset", dp.dataset}, {"props", props}});
   }
-  return json{{"code", 0}, {"datasets", datasets}, {"properties", properties}}.dump();
+  return json{
+      {"code", 0}, {"datasets", datasets}, {"snapshots", snapshots}, {"properties", properties}}
+      .dump();
 }
 
 Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
@@ -513,7 +786,23 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
         !Get(d, "available", &info.available) || !Get(d, "objects", &info.objects) ||
         !Get(d, "compressratio", &info.compressratio) || !Get(d, "mountpoint", &info.mountpoint))
       return bad();
+    // Optional, as "snapshots" below: a daemon from before snapshots has
+    // neither.
+    if (d.contains("usedbysnapshots") && !Get(d, "usedbysnapshots", &info.usedbysnapshots))
+      return bad();
     r.datasets.push_back(std::move(info));
+  }
+  if (j.contains("snapshots")) {
+    if (!j["snapshots"].is_array()) return bad();
+    for (const json& s : j["snapshots"]) {
+      SnapshotInfo info;
+      if (!s.is_object() || !Get(s, "name", &info.name) || !Get(s, "id", &info.id) ||
+          !Get(s, "txg", &info.txg) || !Get(s, "creation", &info.creation_time) ||
+          !Get(s, "used", &info.used) || !Get(s, "referenced", &info.referenced) ||
+          !Get(s, "written", &info.written))
+        return bad();
+      r.snapshots.push_back(std::move(info));
+    }
   }
   for (const json& dp : j["properties"]) {
     DatasetProperties out;

@@ -6,9 +6,14 @@
 //
 // Over the control socket the request is "dataset " + a JSON object, and
 // the reply a JSON object: {"code": N, "message": "..."} for a failure (N
-// a poolfs::StatusCode), or {"code": 0, "datasets": [...], "properties":
-// [...]} with the data; the command renders it, so that the same table can
-// gather the datasets of several pools.
+// a poolfs::StatusCode), or {"code": 0, "datasets": [...], "snapshots":
+// [...], "properties": [...]} with the data; the command renders it, so
+// that the same table can gather the datasets of several pools.
+//
+// Snapshots ("POOL/PATH@NAME") are taken by the verb `snapshot` (`poolfs
+// snapshot`), destroyed by `destroy` and listed by `list -t snapshot|all`;
+// a snapshot row leaves "-" in the columns it has no value for
+// (available, mountpoint, properties).
 //
 // Thread safety: values and free functions.
 #pragma once
@@ -24,13 +29,18 @@
 namespace poolfs::daemon {
 
 struct DatasetCommand {
-  enum class Verb : uint8_t { kCreate, kDestroy, kRename, kList, kGet, kSet, kInherit };
+  enum class Verb : uint8_t { kCreate, kDestroy, kRename, kList, kGet, kSet, kInherit, kSnapshot };
+  // What `list -t` lists: datasets, snapshots, or both (each dataset
+  // followed by its snapshots, as `zfs list -t all` orders them).
+  enum class ListType : uint8_t { kFilesystem, kSnapshot, kAll };
   Verb verb = Verb::kList;
-  // create, destroy, set, inherit: one; rename: from and to; list: roots
-  // (none: every dataset); get: the datasets.
+  // create, set, inherit: one dataset; destroy: one dataset or snapshot;
+  // rename: from and to; list: roots (none: every dataset); get: the
+  // datasets; snapshot: the snapshots to take, all of one pool.
   std::vector<std::string> names;
-  bool parents = false;    // create -p
-  bool recursive = false;  // destroy -r, list -r
+  bool parents = false;                   // create -p
+  bool recursive = false;                 // destroy -r, list -r, snapshot -r
+  ListType type = ListType::kFilesystem;  // list -t
   // create -o and set; inherit: one with an empty value.
   std::vector<PropertyAssignment> props;
   // list -o: the columns; get: the properties ("all" for every one).
@@ -43,21 +53,41 @@ struct DatasetCommand {
 
 // The verb's name as typed ("create", ...).
 std::string_view VerbName(DatasetCommand::Verb v);
+// `list -t`'s names ("filesystem", "snapshot", "all"); ParseListType takes
+// them (and "fs", "snap") or a comma-separated pair, InvalidArgument
+// naming anything else.
+std::string_view ListTypeName(DatasetCommand::ListType t);
+Result<DatasetCommand::ListType> ParseListType(std::string_view s);
 
-// What a command returns: the datasets listed (list), or per dataset its
-// properties (get; list with property columns).
+// The pool a dataset or snapshot name belongs to: its first component
+// ("tank" for "tank/home@monday").
+std::string PoolOf(std::string_view name);
+// Checks a snapshot name, POOL/PATH@NAME: the dataset as
+// ValidateDatasetPath checks it, and NAME of 1..255 bytes without NUL,
+// '/', '@' or '%', not "." or "..". With `range`, NAME may also be
+// FIRST%LAST (either part empty: from the oldest, to the newest; "%":
+// all), as destroy takes. InvalidArgument naming the argument.
+Status ValidateSnapshotName(std::string_view name, bool range = false);
+
+// What a command returns: the datasets and snapshots listed (list), or
+// per dataset its properties (get; list with property columns).
 struct DatasetProperties {
   std::string dataset;
   std::vector<DatasetProperty> props;
 };
 struct DatasetResult {
   std::vector<DatasetInfo> datasets;
+  std::vector<SnapshotInfo> snapshots;  // list -t snapshot|all
   std::vector<DatasetProperties> properties;
 };
 
 // The columns `list` shows by default and the names it takes for them
-// (any property name is a column too).
+// (any property name is a column too; "space" stands for
+// kSpaceListColumns: usedsnap is usedbysnapshots, usedds what the dataset's
+// own blocks take, its referenced).
 inline constexpr const char* kDefaultListColumns = "name,used,avail,refer,mountpoint";
+inline constexpr const char* kDefaultSnapshotColumns = "name,used,refer,written,creation";
+inline constexpr const char* kSpaceListColumns = "name,avail,used,usedsnap,usedds";
 
 // Checks a command before it is sent (names, counts, columns):
 // InvalidArgument saying what is wrong.

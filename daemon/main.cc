@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       AddTuneCommand(app),
       AddTunablesCommand(app),
       AddDatasetCommand(app),
+      AddSnapshotCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -378,9 +378,12 @@ class Pool {
   // Snapshots (see "Snapshots" above). Snapshot takes `names`
   // ("POOL/PATH@NAME"; with `recursive`, each descendant's too) in the
   // returned txg, all or none: AlreadyExists, NotFound, InvalidArgument
-  // (a bad name; two of one dataset). DestroySnapshot marks `name` (with
-  // `recursive`, that name of every descendant that has it) destroyed in
-  // the returned txg, whose sync frees what only it held. ListSnapshots:
+  // (a bad name; two of one dataset). DestroySnapshot marks `name`
+  // ("DATASET@FIRST%LAST": the snapshots from FIRST to LAST; with
+  // `recursive`, those names of every descendant that has them) destroyed
+  // in the returned txg, whose sync frees what only they held. A snapshot
+  // is renamed by RenameDataset ("tank/a@x" to "tank/a@y" or "@y"; it stays
+  // with its dataset). ListSnapshots:
   // those of `root` (with `recursive`, of its descendants; empty: the
   // pool), by dataset in ListDatasets order, then oldest first, as of the
   // last sync (a snapshot not yet taken is not listed, nor found by name).
@@ -549,13 +552,29 @@ class Pool {
   // txgs of its snapshots.
   Status AddToDeadlist(dmu::Tx& tx, uint64_t dataset, std::vector<zio::BlockPtr> blocks,
                        Deadlist* dl) REQUIRES(mu_);
-  // The live snapshots of dataset `id` already taken (their txg's sync made
-  // them), oldest first.
-  std::vector<Snap*> SnapshotsOf(uint64_t id) const REQUIRES(mu_);
+  // The snapshots of dataset `id` already taken (their txg's sync made
+  // them), oldest first: the live ones, and with `with_doomed` those
+  // destroyed in a txg whose sync has not destroyed them yet, which the
+  // deadlists still count (bucket keys, neighbours, space).
+  std::vector<Snap*> SnapshotsOf(uint64_t id, bool with_doomed = false) const REQUIRES(mu_);
   // Whether the directory of txg t lists snapshot `s`.
   static bool InDirectory(const Snap& s, Txg t);
   // "tank/a@s": the live snapshot; NotFound, InvalidArgument.
   Result<Snap*> ResolveSnapshot(std::string_view name) const REQUIRES(mu_);
+  // The same, or for "tank/a@first%last" the snapshots from first to last
+  // (an empty end: the oldest, the newest), oldest first.
+  Result<std::vector<Snap*>> ResolveRange(std::string_view name) const REQUIRES(mu_);
+  // Bytes `ds` holds that were written since its snapshot `snap`: NotFound.
+  Result<uint64_t> WrittenSince(const Dataset& ds, std::string_view snap) const REQUIRES(mu_);
+  Result<Txg> RenameSnapshot(std::string_view from, std::string_view to) EXCLUDES(mu_);
+  // GetProperties of snapshot `name`: name, type, creation, createtxg,
+  // used, referenced, written ({"all"}: each).
+  Result<std::vector<PropertyValue>> SnapshotProperties(std::string_view name,
+                                                        const std::vector<std::string>& props) const
+      REQUIRES(mu_);
+  // The figures of snapshots[i] of `ds` (`snaps`: SnapshotsOf it).
+  SnapshotFigures FiguresOf(const Dataset& ds, const std::vector<Snap*>& snaps, size_t i) const
+      REQUIRES(mu_);
   // Loads the snapshots and deadlists of the directory just read (import).
   Status LoadSnapshots() REQUIRES(mu_);
   // What snapshots hold of dataset `id` that it no longer references.

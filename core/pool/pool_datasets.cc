@@ -286,6 +286,10 @@ Status Pool::FreeDestroyed(Txg t) {
 }
 
 Result<Txg> Pool::RenameDataset(std::string_view from, std::string_view to) {
+  if (from.find('@') != std::string_view::npos) return RenameSnapshot(from, to);
+  if (to.find('@') != std::string_view::npos)
+    return Status::InvalidArgument("cannot rename dataset " + Quote(from) + " to snapshot name " +
+                                   Quote(to));
   const std::string full_from = Expand(from), full_to = Expand(to);
   POOLFS_ASSIGN_OR_RETURN(std::vector<std::string_view> fc, Split(full_from));
   POOLFS_ASSIGN_OR_RETURN(std::vector<std::string_view> tc, Split(full_to));
@@ -522,20 +526,34 @@ std::vector<std::string> Pool::datasets() const {
 Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
                                                        const std::vector<std::string>& props) {
   std::vector<const PropertyDef*> defs;
+  std::vector<std::string> written;  // "written@SNAP" properties, in `props` order
   if (props.size() == 1 && props[0] == "all") {
     for (const PropertyDef& def : Properties()) defs.push_back(&def);
   } else {
     for (const std::string& p : props) {
+      if (p.starts_with("written@")) {
+        written.push_back(p);
+        defs.push_back(nullptr);
+        continue;
+      }
       const PropertyDef* def = FindProperty(p);
       if (def == nullptr) return Status::InvalidArgument("unknown property " + Quote(p));
       defs.push_back(def);
     }
   }
   util::MutexLock l(&mu_);
+  if (name.find('@') != std::string_view::npos) return SnapshotProperties(name, props);
   POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(name));
   const DatasetFigures f = Figures().at(ds->entry.id);
   std::vector<PropertyValue> out;
+  size_t next_written = 0;
   for (const PropertyDef* def : defs) {
+    if (def == nullptr) {
+      const std::string& p = written[next_written++];
+      POOLFS_ASSIGN_OR_RETURN(uint64_t bytes, WrittenSince(*ds, p.substr(8)));
+      out.push_back({p, std::to_string(bytes), "-"});
+      continue;
+    }
     PropertyValue v{std::string(def->name), "", "-"};
     if (def->settable) {
       auto [value, source] = Effective(*ds, *def);

@@ -77,10 +77,11 @@ void Pool::WatchDrops(Dataset* ds) {
   });
 }
 
-std::vector<Pool::Snap*> Pool::SnapshotsOf(uint64_t id) const {
+std::vector<Pool::Snap*> Pool::SnapshotsOf(uint64_t id, bool with_doomed) const {
   std::vector<Snap*> out;
   for (const auto& [sid, s] : snapshots_)
-    if (s->entry.dataset == id && s->destroyed == Txg(0) && !s->entry.root.IsHole())
+    if (s->entry.dataset == id && (with_doomed || s->destroyed == Txg(0)) &&
+        !s->entry.root.IsHole())
       out.push_back(s.get());
   std::sort(out.begin(), out.end(),
             [](const Snap* a, const Snap* b) { return a->entry.txg < b->entry.txg; });
@@ -99,7 +100,7 @@ Result<Pool::Snap*> Pool::ResolveSnapshot(std::string_view name) const {
 uint64_t Pool::UsedBySnapshots(uint64_t id) const {
   const Dataset* ds = Find(id);
   uint64_t n = ds != nullptr ? DeadBytes(ds->deadlist) : 0;
-  for (const Snap* s : SnapshotsOf(id)) n += DeadBytes(s->entry.deadlist);
+  for (const Snap* s : SnapshotsOf(id, true)) n += DeadBytes(s->entry.deadlist);
   return n;
 }
 
@@ -155,20 +156,48 @@ Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive
   return t;
 }
 
+Result<std::vector<Pool::Snap*>> Pool::ResolveRange(std::string_view name) const {
+  const size_t at = name.find('@');
+  const size_t pct = name.find('%', at == std::string_view::npos ? 0 : at);
+  if (at == std::string_view::npos || pct == std::string_view::npos) {
+    POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(name));
+    return std::vector<Snap*>{s};
+  }
+  // DATASET@FIRST%LAST: both ends included; an empty end is the oldest or
+  // the newest.
+  const std::string dataset(name.substr(0, at));
+  const std::string first(name.substr(at + 1, pct - at - 1)), last(name.substr(pct + 1));
+  POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(dataset));
+  const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id);
+  auto index = [&](const std::string& n, size_t none) -> Result<size_t> {
+    if (n.empty()) return none;
+    for (size_t i = 0; i < snaps.size(); i++)
+      if (snaps[i]->entry.name == n) return i;
+    return Status::NotFound("snapshot " + Quote(FullName(*ds) + "@" + n) + " does not exist");
+  };
+  POOLFS_ASSIGN_OR_RETURN(size_t from, index(first, 0));
+  POOLFS_ASSIGN_OR_RETURN(size_t to, index(last, snaps.empty() ? 0 : snaps.size() - 1));
+  if (snaps.empty() || from > to)
+    return Status::InvalidArgument("snapshot range " + Quote(name) +
+                                   " is empty: its first snapshot is not before its last");
+  return std::vector<Snap*>(snaps.begin() + long(from), snaps.begin() + long(to) + 1);
+}
+
 Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
   dmu::Tx tx(txgs_.get());
   POOLFS_RETURN_IF_ERROR(tx.Assign());
   util::MutexLock l(&mu_);
-  POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(name));
-  POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(name));
-  std::vector<Snap*> gone = {s};
+  POOLFS_ASSIGN_OR_RETURN(std::vector<Snap*> gone, ResolveRange(name));
   if (recursive) {
+    // The same names in every descendant that has them.
+    std::set<std::string> names;
+    for (const Snap* g : gone) names.insert(g->entry.name);
     std::vector<Dataset*> all;
-    Subtree(Find(s->entry.dataset), &all);
+    Subtree(Find(gone.front()->entry.dataset), &all);
     for (Dataset* ds : all) {
-      if (ds->entry.id == s->entry.dataset) continue;
+      if (ds->entry.id == gone.front()->entry.dataset) continue;
       for (Snap* other : SnapshotsOf(ds->entry.id))
-        if (other->entry.name == parts.second) gone.push_back(other);
+        if (names.count(other->entry.name)) gone.push_back(other);
     }
   }
   for (Snap* g : gone) g->destroyed = tx.txg();
@@ -176,6 +205,112 @@ Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
   tx.Dirtied(4096);
   tx.Commit();
   return tx.txg();
+}
+
+Result<Txg> Pool::RenameSnapshot(std::string_view from, std::string_view to) {
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(from));
+  const std::string dataset = FullName(*Find(s->entry.dataset));
+  // "tank/a@new" or "@new": a snapshot stays with its dataset.
+  const std::string full_to = to.starts_with("@") ? dataset + std::string(to) : std::string(to);
+  POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(full_to));
+  POOLFS_ASSIGN_OR_RETURN(Dataset * target, Resolve(parts.first));
+  if (target->entry.id != s->entry.dataset)
+    return Status::InvalidArgument("cannot rename " + Quote(from) + " to " + Quote(to) +
+                                   ": a snapshot stays with its dataset " + Quote(dataset));
+  for (const auto& [id, other] : snapshots_)
+    if (other->entry.dataset == s->entry.dataset && other->destroyed == Txg(0) &&
+        other->entry.name == parts.second && other.get() != s)
+      return Status::AlreadyExists("snapshot " + Quote(dataset + "@" + parts.second) + " exists");
+  s->entry.name = parts.second;
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return tx.txg();
+}
+
+Result<uint64_t> Pool::WrittenSince(const Dataset& ds, std::string_view snap) const {
+  const std::vector<Snap*> snaps = SnapshotsOf(ds.entry.id, true);
+  auto it = std::find_if(snaps.begin(), snaps.end(), [&](const Snap* s) {
+    return s->entry.name == snap && s->destroyed == Txg(0);
+  });
+  if (it == snaps.end())
+    return Status::NotFound("snapshot " + Quote(FullName(ds) + "@" + std::string(snap)) +
+                            " does not exist");
+  // What the snapshot held and the dataset still does: its bytes less
+  // those that died since (born before it, in later deadlists' buckets
+  // keyed below its txg); the rest of what the dataset holds is new.
+  const uint64_t txg = (*it)->entry.txg.value();
+  uint64_t died = 0;
+  auto count = [&](const Deadlist& dl) {
+    for (const auto& [key, bucket] : dl)
+      if (key < txg) died += bucket.bytes;
+  };
+  for (auto later = std::next(it); later != snaps.end(); ++later) count((*later)->entry.deadlist);
+  count(ds.deadlist);
+  const uint64_t ref = (*it)->entry.referenced;
+  const uint64_t kept = ref - std::min(ref, died);
+  const uint64_t head = ds.os->space().referenced;
+  return head - std::min(head, kept);
+}
+
+Result<std::vector<PropertyValue>> Pool::SnapshotProperties(
+    std::string_view name, const std::vector<std::string>& props) const {
+  POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(name));
+  const Dataset* ds = Find(s->entry.dataset);
+  const std::string full = FullName(*ds);
+  const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id, true);
+  const size_t i = size_t(std::find(snaps.begin(), snaps.end(), s) - snaps.begin());
+  const SnapshotFigures f = FiguresOf(*ds, snaps, i);
+  static const std::vector<std::string> kAll = {"name", "type",       "creation", "createtxg",
+                                                "used", "referenced", "written"};
+  std::vector<PropertyValue> out;
+  for (const std::string& p : props.size() == 1 && props[0] == "all" ? kAll : props) {
+    PropertyValue v{p, "", "-"};
+    if (p == "name")
+      v.value = f.name;
+    else if (p == "type")
+      v.value = "snapshot";
+    else if (p == "creation")
+      v.value = std::to_string(f.creation_time);
+    else if (p == "createtxg")
+      v.value = std::to_string(f.txg.value());
+    else if (p == "used")
+      v.value = std::to_string(f.used);
+    else if (p == "referenced")
+      v.value = std::to_string(f.referenced);
+    else if (p == "written")
+      v.value = std::to_string(f.written);
+    else
+      return Status::InvalidArgument("property " + Quote(p) + " is not one of a snapshot's (" +
+                                     "name, type, creation, createtxg, used, referenced, written)");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+SnapshotFigures Pool::FiguresOf(const Dataset& ds, const std::vector<Snap*>& snaps,
+                                size_t i) const {
+  const SnapshotEntry& e = snaps[i]->entry;
+  SnapshotFigures f;
+  f.id = e.id;
+  f.name = FullName(ds) + "@" + e.name;
+  f.txg = e.txg;
+  f.creation_time = e.creation_time;
+  f.referenced = e.referenced;
+  // Only it holds what its successor's deadlist has of the blocks born
+  // after the snapshot before it.
+  const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
+  const Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds.deadlist;
+  if (auto b = next.find(prev_txg); b != next.end()) f.used = b->second.bytes;
+  // It holds what the one before held, less what died between them, plus
+  // what was written since.
+  const uint64_t prev_ref = i > 0 ? snaps[i - 1]->entry.referenced : 0;
+  const uint64_t kept = prev_ref - std::min(prev_ref, DeadBytes(e.deadlist));
+  f.written = e.referenced - std::min(e.referenced, kept);
+  return f;
 }
 
 Result<std::vector<SnapshotFigures>> Pool::ListSnapshots(std::string_view root,
@@ -189,27 +324,9 @@ Result<std::vector<SnapshotFigures>> Pool::ListSnapshots(std::string_view root,
     all.push_back(top);
   std::vector<SnapshotFigures> out;
   for (Dataset* ds : all) {
-    const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id);
-    for (size_t i = 0; i < snaps.size(); i++) {
-      const SnapshotEntry& e = snaps[i]->entry;
-      SnapshotFigures f;
-      f.id = e.id;
-      f.name = FullName(*ds) + "@" + e.name;
-      f.txg = e.txg;
-      f.creation_time = e.creation_time;
-      f.referenced = e.referenced;
-      // Only it holds what its successor's deadlist has of the blocks born
-      // after the snapshot before it.
-      const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
-      const Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds->deadlist;
-      if (auto b = next.find(prev_txg); b != next.end()) f.used = b->second.bytes;
-      // It holds what the one before held, less what died between them,
-      // plus what was written since.
-      const uint64_t prev_ref = i > 0 ? snaps[i - 1]->entry.referenced : 0;
-      const uint64_t kept = prev_ref - std::min(prev_ref, DeadBytes(e.deadlist));
-      f.written = e.referenced - std::min(e.referenced, kept);
-      out.push_back(std::move(f));
-    }
+    const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id, true);
+    for (size_t i = 0; i < snaps.size(); i++)
+      if (snaps[i]->destroyed == Txg(0)) out.push_back(FiguresOf(*ds, snaps, i));
   }
   return out;
 }
@@ -255,7 +372,7 @@ Status Pool::AddToDeadlist(dmu::Tx& tx, uint64_t dataset, std::vector<zio::Block
                            Deadlist* dl) {
   if (blocks.empty()) return Status::Ok();
   std::vector<uint64_t> txgs;
-  for (const Snap* s : SnapshotsOf(dataset)) txgs.push_back(s->entry.txg.value());
+  for (const Snap* s : SnapshotsOf(dataset, true)) txgs.push_back(s->entry.txg.value());
   std::map<uint64_t, std::vector<zio::BlockPtr>> by_key;
   for (const zio::BlockPtr& bp : blocks) by_key[BucketKey(txgs, bp.birth.value())].push_back(bp);
   const size_t bp_size = zio::BlockPtrSize(zio_->format());
@@ -311,10 +428,9 @@ Status Pool::DestroySnapshots(dmu::Tx& tx) {
     Dataset* ds = Find(s->entry.dataset);
     POOLFS_CHECK(ds != nullptr);
     const std::string what = "destroying snapshot " + Quote(FullName(*ds) + "@" + s->entry.name);
-    // Its neighbours among the live ones (it is marked, so take it back in).
-    s->destroyed = Txg(0);
-    std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id);
-    s->destroyed = t;
+    // Its neighbours: those not destroyed yet, the later ones of this txg
+    // included (each is gone from snapshots_ once destroyed).
+    const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id, true);
     const size_t i = size_t(std::find(snaps.begin(), snaps.end(), s) - snaps.begin());
     POOLFS_CHECK_LT(i, snaps.size());
     const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
@@ -351,8 +467,8 @@ Status Pool::DestroySnapshots(dmu::Tx& tx) {
       Rekey(s->entry.txg.value(), prev_txg, &snaps[k]->entry.deadlist);
     Rekey(s->entry.txg.value(), prev_txg, &ds->deadlist);
     if (i + 1 == snaps.size()) ds->prev_snap.store(prev_txg, std::memory_order_release);
+    snapshots_.erase(s->entry.id);
   }
-  for (Snap* s : gone) snapshots_.erase(s->entry.id);
   if (!gone.empty()) dir_dirty_ = true;
   return Status::Ok();
 }

@@ -33,10 +33,27 @@ class FakeAdmin : public DatasetAdmin {
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override {
     calls.push_back("list " + std::string(root) + (recursive ? " -r" : ""));
     if (!next.ok()) return next;
-    DatasetInfo a{"tank", 1, 1, 0, 3 << 20, 1 << 20, 100 << 20, 5, 1.5, "/"};
+    DatasetInfo a{"tank", 1, 1, 0, 3 << 20, 1 << 20, 100 << 20, 5, 1.5, "/", 512 << 10};
     DatasetInfo b{"tank/home", 2, 7, 0, 2 << 20, 2 << 20, 100 << 20, 9, 2.0, "/home"};
     if (!recursive) return std::vector<DatasetInfo>{root == "tank/home" ? b : a};
     return std::vector<DatasetInfo>{a, b};
+  }
+  Status Snapshot(const std::vector<std::string>& names, bool recursive) override {
+    std::string c = "snapshot";
+    for (const std::string& n : names) c += " " + n;
+    calls.push_back(c + (recursive ? " -r" : ""));
+    return next;
+  }
+  // Two snapshots of tank, one of tank/home.
+  Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root, bool recursive) override {
+    calls.push_back("list-snapshots " + std::string(root) + (recursive ? " -r" : ""));
+    if (!next.ok()) return next;
+    const SnapshotInfo one{"tank@one", 3, 10, 1000, 512 << 10, 1 << 20, 1 << 20};
+    const SnapshotInfo two{"tank@two", 4, 12, 2000, 0, 1 << 20, 512 << 10};
+    const SnapshotInfo home{"tank/home@two", 5, 12, 2000, 4096, 2 << 20, 2 << 20};
+    if (root == "tank/home") return std::vector<SnapshotInfo>{home};
+    if (!recursive) return std::vector<SnapshotInfo>{one, two};
+    return std::vector<SnapshotInfo>{one, two, home};
   }
   Result<std::vector<DatasetProperty>> Get(std::string_view name,
                                            const std::vector<std::string>& props) override {
@@ -192,6 +209,208 @@ TEST_CASE("list and get print as zfs list and zfs get do") {
         std::string::npos);
   get.columns = {"bogus"};
   CHECK(ExecuteDatasetCommand(admin, get).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("snapshot commands reach the admin as given") {
+  FakeAdmin admin;
+  DatasetCommand snap = Make(DatasetCommand::Verb::kSnapshot, {"tank@a", "tank/home@b"});
+  snap.recursive = true;
+  REQUIRE(ExecuteDatasetCommand(admin, snap).ok());
+  DatasetCommand destroy = Make(DatasetCommand::Verb::kDestroy, {"tank/home@b"});
+  REQUIRE(ExecuteDatasetCommand(admin, destroy).ok());
+  CHECK(admin.calls ==
+        std::vector<std::string>{"snapshot tank@a tank/home@b -r", "destroy tank/home@b"});
+  // Nothing to print: as zfs snapshot, silent on success.
+  CHECK(RenderDatasetResult(snap, DatasetResult{}).empty());
+}
+
+TEST_CASE("bad snapshot names are refused naming the argument") {
+  for (const char* bad : {"tank", "tank@", "tank@a@b", "tank@a/b", "tank/@a", "@a", "tank@.",
+                          "tank@..", "tank@a%b"}) {
+    CAPTURE(bad);
+    Status st = ValidateDatasetCommand(Make(DatasetCommand::Verb::kSnapshot, {bad}));
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().find(std::string("'") + bad + "'") != std::string::npos);
+    if (std::string_view(bad) != "tank" && std::string_view(bad) != "tank@a%b")
+      CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kDestroy, {bad})).code() ==
+            StatusCode::kInvalidArgument);  // "tank": a dataset; "a%b": a range
+  }
+  // destroy takes ranges (either end may be left out), nothing else does.
+  for (const char* range : {"tank@a%b", "tank@%b", "tank@a%", "tank@%"})
+    CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kDestroy, {range})).ok());
+  for (const char* bad : {"tank@a%b%c", "tank@a%b/c", "tank@a%.."})
+    CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kDestroy, {bad})).code() ==
+          StatusCode::kInvalidArgument);
+  CHECK(ValidateSnapshotName("tank@" + std::string(255, 'x')).ok());
+  CHECK_FALSE(ValidateSnapshotName("tank@" + std::string(256, 'x')).ok());
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kSnapshot, {})).code() ==
+        StatusCode::kInvalidArgument);
+  // One command, one txg, one pool.
+  Status two_pools =
+      ValidateDatasetCommand(Make(DatasetCommand::Verb::kSnapshot, {"tank@a", "other@a"}));
+  CHECK(two_pools.code() == StatusCode::kInvalidArgument);
+  CHECK(two_pools.message().find("other@a") != std::string::npos);
+  // A snapshot is renamed to a snapshot name, a dataset to a dataset name;
+  // '@' is not in a dataset created or listed.
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kRename, {"tank@a", "tank@b"})).ok());
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kRename, {"tank/a", "tank@b"})).code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kRename, {"tank@a", "tank/b"})).code() ==
+        StatusCode::kInvalidArgument);
+  DatasetCommand create = Make(DatasetCommand::Verb::kCreate, {"tank/a"});
+  create.type = DatasetCommand::ListType::kSnapshot;
+  CHECK(ValidateDatasetCommand(create).code() == StatusCode::kInvalidArgument);
+  FakeAdmin admin;
+  CHECK_FALSE(
+      ExecuteDatasetCommand(admin, Make(DatasetCommand::Verb::kSnapshot, {"tank@a@b"})).ok());
+  CHECK(admin.calls.empty());
+  CHECK(PoolOf("tank/home@monday") == "tank");
+  CHECK(PoolOf("tank@monday") == "tank");
+  CHECK(PoolOf("tank") == "tank");
+}
+
+TEST_CASE("list -t takes filesystem, snapshot, all and their short forms") {
+  using T = DatasetCommand::ListType;
+  CHECK(*ParseListType("filesystem") == T::kFilesystem);
+  CHECK(*ParseListType("fs") == T::kFilesystem);
+  CHECK(*ParseListType("snapshot") == T::kSnapshot);
+  CHECK(*ParseListType("snap") == T::kSnapshot);
+  CHECK(*ParseListType("all") == T::kAll);
+  CHECK(*ParseListType("filesystem,snapshot") == T::kAll);
+  for (const char* bad : {"", "volume", "snapshot,", "fs,bogus"}) {
+    CAPTURE(bad);
+    CHECK(ParseListType(bad).status().code() == StatusCode::kInvalidArgument);
+  }
+  CHECK(ParseListType("fs,bogus").status().message().find("'bogus'") != std::string::npos);
+}
+
+TEST_CASE("snapshot commands and snapshots cross the socket intact") {
+  DatasetCommand c = Make(DatasetCommand::Verb::kList, {"tank"});
+  c.type = DatasetCommand::ListType::kAll;
+  c.recursive = true;
+  auto back = DecodeDatasetCommand(EncodeDatasetCommand(c));
+  REQUIRE(back.ok());
+  CHECK(back->type == DatasetCommand::ListType::kAll);
+  DatasetCommand snap = Make(DatasetCommand::Verb::kSnapshot, {"tank@a"});
+  back = DecodeDatasetCommand(EncodeDatasetCommand(snap));
+  REQUIRE(back.ok());
+  CHECK(back->verb == DatasetCommand::Verb::kSnapshot);
+  CHECK(back->names == snap.names);
+  // A request without "type" (a client from before snapshots) lists
+  // datasets; an unknown type is refused.
+  const std::string old =
+      "{\"verb\":\"list\",\"names\":[],\"parents\":false,\"recursive\":false,"
+      "\"props\":[],\"columns\":[],\"scripted\":false,\"exact\":false,\"json\":false";
+  back = DecodeDatasetCommand(old + "}");
+  REQUIRE(back.ok());
+  CHECK(back->type == DatasetCommand::ListType::kFilesystem);
+  CHECK(DecodeDatasetCommand(old + ",\"type\":\"volume\"}").status().code() ==
+        StatusCode::kInvalidArgument);
+
+  FakeAdmin admin;
+  auto r = DecodeDatasetResult(HandleDatasetRequest(&admin, EncodeDatasetCommand(c)));
+  REQUIRE(r.ok());
+  CHECK(admin.calls == std::vector<std::string>{"list tank -r", "list-snapshots tank -r"});
+  REQUIRE(r->datasets.size() == 2);
+  CHECK(r->datasets[0].usedbysnapshots == 512 << 10);
+  REQUIRE(r->snapshots.size() == 3);
+  CHECK(r->snapshots[2].name == "tank/home@two");
+  CHECK(r->snapshots[0].txg == 10);
+  CHECK(r->snapshots[0].creation_time == 1000);
+  CHECK(r->snapshots[0].used == 512 << 10);
+  CHECK(r->snapshots[1].written == 512 << 10);
+
+  // -t snapshot asks for snapshots only.
+  admin.calls.clear();
+  c.type = DatasetCommand::ListType::kSnapshot;
+  c.recursive = false;
+  r = ExecuteDatasetCommand(admin, c);
+  REQUIRE(r.ok());
+  CHECK(admin.calls == std::vector<std::string>{"list-snapshots tank"});
+  CHECK(r->datasets.empty());
+  CHECK(r->snapshots.size() == 2);
+
+  // A reply without snapshots (a daemon from before them) decodes.
+  auto plain = DecodeDatasetResult("{\"code\":0,\"datasets\":[],\"properties\":[]}");
+  REQUIRE(plain.ok());
+  CHECK(plain->snapshots.empty());
+  CHECK(DecodeDatasetResult("{\"code\":0,\"datasets\":[],\"snapshots\":[{\"name\":\"a@b\"}],"
+                            "\"properties\":[]}")
+            .status()
+            .code() == StatusCode::kCorruption);
+}
+
+TEST_CASE("list -t snapshot and -t all print as zfs list does") {
+  FakeAdmin admin;
+  DatasetCommand list = Make(DatasetCommand::Verb::kList, {});
+  list.type = DatasetCommand::ListType::kSnapshot;
+  list.exact = true;  // CREATION in seconds: the same in every time zone
+  auto r = ExecuteDatasetCommand(admin, list);
+  REQUIRE(r.ok());
+  CHECK(RenderDatasetResult(list, *r) ==
+        "NAME           USED    REFER    WRITTEN  CREATION\n"
+        "tank@one       524288  1048576  1048576  1000\n"
+        "tank@two       0       1048576  524288   2000\n"
+        "tank/home@two  4096    2097152  2097152  2000\n");
+  list.exact = false;
+  list.columns = {"name", "used", "refer", "written"};
+  CHECK(RenderDatasetResult(list, *r) ==
+        "NAME           USED   REFER  WRITTEN\n"
+        "tank@one       512K   1.00M  1.00M\n"
+        "tank@two       0B     1.00M  512K\n"
+        "tank/home@two  4.00K  2.00M  2.00M\n");
+
+  // -t all: each dataset, then its snapshots; "-" where a row has no value.
+  list.type = DatasetCommand::ListType::kAll;
+  list.columns.clear();
+  r = ExecuteDatasetCommand(admin, list);
+  REQUIRE(r.ok());
+  CHECK(RenderDatasetResult(list, *r) ==
+        "NAME           USED   AVAIL  REFER  MOUNTPOINT\n"
+        "tank           3.00M  100M   1.00M  /\n"
+        "tank@one       512K   -      1.00M  -\n"
+        "tank@two       0B     -      1.00M  -\n"
+        "tank/home      2.00M  100M   2.00M  /home\n"
+        "tank/home@two  4.00K  -      2.00M  -\n");
+  list.columns = {"name", "type", "quota"};
+  r = ExecuteDatasetCommand(admin, list);
+  REQUIRE(r.ok());
+  list.scripted = true;
+  CHECK(RenderDatasetResult(list, *r) ==
+        "tank\tfilesystem\t10.0G\n"
+        "tank@one\tsnapshot\t-\n"
+        "tank@two\tsnapshot\t-\n"
+        "tank/home\tfilesystem\t10.0G\n"
+        "tank/home@two\tsnapshot\t-\n");
+  list.scripted = false;
+  list.json = true;
+  const std::string j = RenderDatasetResult(list, *r);
+  CHECK(j.find("\"name\": \"tank@one\",\n    \"quota\": null,\n    \"type\": \"snapshot\"") !=
+        std::string::npos);
+
+  // -o space, and the snapshots' share of a dataset's used.
+  DatasetCommand space = Make(DatasetCommand::Verb::kList, {});
+  space.columns = {"space"};
+  r = ExecuteDatasetCommand(admin, space);
+  REQUIRE(r.ok());
+  CHECK(RenderDatasetResult(space, *r) ==
+        "NAME       AVAIL  USED   USEDSNAP  USEDDS\n"
+        "tank       100M   3.00M  512K      1.00M\n"
+        "tank/home  100M   2.00M  0B        2.00M\n");
+  space.columns = {"name", "usedbysnapshots"};
+  space.json = true;
+  CHECK(RenderDatasetResult(space, *r).find("\"usedbysnapshots\": 524288") != std::string::npos);
+}
+
+TEST_CASE("get prints usedbysnapshots and written as sizes") {
+  DatasetCommand get = Make(DatasetCommand::Verb::kGet, {"tank"});
+  get.columns = {"usedbysnapshots"};
+  DatasetResult r;
+  r.properties.push_back({"tank", {{"usedbysnapshots", "1048576", "-"}, {"written", "0", "-"}}});
+  CHECK(RenderDatasetResult(get, r) ==
+        "NAME  PROPERTY         VALUE  SOURCE\n"
+        "tank  usedbysnapshots  1.00M  -\n"
+        "tank  written          0B     -\n");
 }
 
 TEST_CASE("sizes print with binary units and three digits") {

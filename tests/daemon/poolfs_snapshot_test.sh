@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Snapshots through a mounted pool's daemon: `poolfs snapshot` (one, and
+# -r), `poolfs dataset list -t snapshot|all` with figures that follow the
+# data (the snapshot taken before an overwrite holds the old data alone),
+# a dataset with snapshots refused by destroy, `dataset destroy POOL@NAME`
+# and of a range, `dataset rename POOL@A @B`, `dataset get written@SNAP`,
+# bad names refused naming the argument, the snapshots still there offline
+# after the unmount, and `poolfs check` healthy. Runs as root (needs
+# /dev/fuse); skipped (exit 77, ctest's skip code, with the reason) when
+# FUSE is unavailable. About 10 s.
+#
+# Usage: tests/daemon/poolfs_snapshot_test.sh path/to/poolfs
+set -uo pipefail
+
+POOLFS=$(realpath "${1:?usage: $0 path/to/poolfs}")
+if [[ ! -e /dev/fuse ]] || ! command -v fusermount3 >/dev/null; then
+  echo "not run: no /dev/fuse or fusermount3"
+  exit 77
+fi
+DIR=$(mktemp -d /tmp/poolfs-snapshot-test.XXXXXX)
+chmod 755 "$DIR"
+# A registry and sockets of our own, and a pool name of our own as well.
+export XDG_STATE_HOME=$DIR/state XDG_CONFIG_HOME=$DIR/config XDG_RUNTIME_DIR=$DIR/run
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+MNT=$DIR/mnt
+POOL=snap$$
+MIB=1048576
+
+cleanup() {
+  if grep -q " $MNT " /proc/mounts; then
+    "$POOLFS" unmount "$MNT" >/dev/null 2>&1 || umount -l "$MNT" 2>/dev/null
+  fi
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+cd "$DIR" || exit 1
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run EXPECTED_EXIT "TEXT THE OUTPUT MUST HOLD" ARGS...: runs poolfs ARGS;
+# its output is left in $OUT.
+OUT=
+run() {
+  local want=$1 text=$2
+  shift 2
+  local rc
+  OUT=$(timeout 60 "$POOLFS" "$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want ]]; then
+    fail "poolfs $* exited $rc, expected $want; output:"$'\n'"$OUT"
+  elif [[ -n "$text" && "$OUT" != *"$text"* ]]; then
+    fail "poolfs $* did not say '$text'; output:"$'\n'"$OUT"
+  else
+    echo "ok: poolfs $* -> $rc"
+  fi
+}
+
+# field NAME COLUMN: column COLUMN (1-based) of NAME's row in $OUT (-H).
+field() { awk -F'\t' -v n="$1" -v c="$2" '$1 == n { print $c }' <<<"$OUT"; }
+
+# at_least WHAT VALUE MIN: VALUE is a number >= MIN.
+at_least() {
+  if [[ "$2" =~ ^[0-9]+$ ]] && (($2 >= $3)); then
+    echo "ok: $1 = $2 (>= $3)"
+  else
+    fail "$1 is '$2', expected at least $3; list:"$'\n'"$OUT"
+  fi
+}
+# at_most WHAT VALUE MAX
+at_most() {
+  if [[ "$2" =~ ^[0-9]+$ ]] && (($2 <= $3)); then
+    echo "ok: $1 = $2 (<= $3)"
+  else
+    fail "$1 is '$2', expected at most $3; list:"$'\n'"$OUT"
+  fi
+}
+
+run 0 "created" create pool.img --size 128M --name "$POOL"
+mkdir "$MNT"
+run 0 "" mount pool.img "$MNT"
+grep -q " $MNT " /proc/mounts || {
+  fail "not mounted"
+  exit 1
+}
+run 0 "" dataset create "$POOL/home"
+# Random data: compression keeps every byte of it.
+head -c $MIB /dev/urandom >"$DIR/old"
+head -c $MIB /dev/urandom >"$DIR/new"
+cp "$DIR/old" "$MNT/file"
+cp "$DIR/old" "$MNT/home/file"
+
+run 0 "" snapshot "$POOL@one"
+cp "$DIR/new" "$MNT/file" # a full overwrite: @one alone keeps the old data
+run 0 "" snapshot -r "$POOL@two"
+cmp -s "$DIR/new" "$MNT/file" || fail "the file does not read back as last written"
+
+run 0 "" dataset list -t snapshot -H -p -o name,used,refer,written
+names=$(cut -f1 <<<"$OUT" | tr '\n' ' ')
+[[ $names == "$POOL@one $POOL@two $POOL/home@two " ]] && echo "ok: snapshots listed: $names" ||
+  fail "dataset list -t snapshot named: $names"
+at_least "used of @one (the old data, held by it alone)" "$(field "$POOL@one" 2)" $MIB
+at_most "used of @one" "$(field "$POOL@one" 2)" $((2 * MIB))
+at_most "used of @two (the head holds all of it)" "$(field "$POOL@two" 2)" $((MIB / 2))
+at_least "refer of @one" "$(field "$POOL@one" 3)" $MIB
+at_least "refer of @two" "$(field "$POOL@two" 3)" $MIB
+at_least "written of @two (the overwrite)" "$(field "$POOL@two" 4)" $MIB
+at_least "refer of $POOL/home@two" "$(field "$POOL/home@two" 3)" $MIB
+run 0 "" dataset get -H -p usedbysnapshots "$POOL"
+at_least "usedbysnapshots of $POOL" "$(cut -f3 <<<"$OUT")" $MIB
+run 0 "USEDSNAP" dataset list -o space "$POOL"
+
+# -t all: each dataset followed by its snapshots.
+run 0 "" dataset list -t all -H -o name,type
+want=$(printf '%s\n' "$POOL"$'\tfilesystem' "$POOL@one"$'\tsnapshot' "$POOL@two"$'\tsnapshot' \
+  "$POOL/home"$'\tfilesystem' "$POOL/home@two"$'\tsnapshot')
+[[ $OUT == "$want" ]] && echo "ok: list -t all orders datasets and snapshots" ||
+  fail "list -t all:"$'\n'"$OUT"
+
+# A dataset with snapshots stays; its snapshot goes.
+run 1 "snapshot" dataset destroy "$POOL/home"
+run 0 "" dataset destroy "$POOL@one"
+run 0 "" dataset list -t snapshot -H -o name "$POOL"
+[[ $OUT == "$POOL@two" ]] && echo "ok: one snapshot of $POOL left" ||
+  fail "after destroying @one: $OUT"
+run 2 "$POOL@one" dataset destroy "$POOL@one"
+
+# Bad names: refused before anything is asked, naming the argument.
+run 2 "'$POOL@'" snapshot "$POOL@"
+run 2 "'$POOL@a@b'" snapshot "$POOL@a@b"
+run 2 "'$POOL'" snapshot "$POOL"
+run 2 "other$$" snapshot "other$$@x"
+run 2 "one pool" snapshot "$POOL@x" "other$$@x"
+run 1 "exists" snapshot "$POOL@two"
+# Renamed within its dataset, written@ it, and destroyed as a range.
+run 0 "" dataset rename "$POOL@two" @second
+run 0 "written@second" dataset get written@second "$POOL"
+run 0 "" snapshot "$POOL@three"
+run 0 "" dataset destroy "$POOL@second%three"
+run 0 "" dataset list -t snapshot -H -o name "$POOL"
+[[ -z $OUT ]] || fail "after destroying @second%three: $OUT"
+run 2 "'$POOL@a@b'" dataset destroy "$POOL@a@b"
+run 2 "bogus" dataset list -t bogus
+
+run 0 "" unmount "$MNT"
+# Still there, read offline from the exported pool.
+run 0 "$POOL/home@two" dataset list --pool pool.img -t snapshot
+run 0 "healthy" check pool.img
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo "all poolfs snapshot checks passed"
