@@ -511,7 +511,7 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
     int width;
   };
   std::vector<Patch> patches = {
-      {"type-7", 0, 7, 1},
+      {"type-8", 0, 8, 1},
       {"levels-0", 1, 0, 1},
       {"levels-7", 1, 7, 1},
       {"compression-3", 2, 3, 1},
