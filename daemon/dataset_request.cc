@@ -15,9 +15,11 @@ namespace {
 using nlohmann::json;
 
 constexpr DatasetCommand::Verb kVerbs[] = {
-    DatasetCommand::Verb::kCreate,  DatasetCommand::Verb::kDestroy,  DatasetCommand::Verb::kRename,
-    DatasetCommand::Verb::kList,    DatasetCommand::Verb::kGet,      DatasetCommand::Verb::kSet,
-    DatasetCommand::Verb::kInherit, DatasetCommand::Verb::kSnapshot,
+    DatasetCommand::Verb::kCreate,   DatasetCommand::Verb::kDestroy,
+    DatasetCommand::Verb::kRename,   DatasetCommand::Verb::kList,
+    DatasetCommand::Verb::kGet,      DatasetCommand::Verb::kSet,
+    DatasetCommand::Verb::kInherit,  DatasetCommand::Verb::kSnapshot,
+    DatasetCommand::Verb::kRollback,
 };
 constexpr DatasetCommand::ListType kListTypes[] = {
     DatasetCommand::ListType::kFilesystem,
@@ -412,6 +414,7 @@ std::string_view VerbName(DatasetCommand::Verb v) {
     case DatasetCommand::Verb::kSet: return "set";
     case DatasetCommand::Verb::kInherit: return "inherit";
     case DatasetCommand::Verb::kSnapshot: return "snapshot";
+    case DatasetCommand::Verb::kRollback: return "rollback";
   }
   return "?";
 }
@@ -520,6 +523,9 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     case DatasetCommand::Verb::kSnapshot:
       POOLFS_RETURN_IF_ERROR(count(1, SIZE_MAX, "one or more POOL/PATH@NAME"));
       break;
+    case DatasetCommand::Verb::kRollback:
+      POOLFS_RETURN_IF_ERROR(count(1, 1, "one POOL/PATH@NAME"));
+      break;
     case DatasetCommand::Verb::kRename:
       POOLFS_RETURN_IF_ERROR(count(2, 2, "two names, POOL/FROM POOL/TO"));
       break;
@@ -545,7 +551,7 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     // Destroy, rename and get also take snapshots ("@B" as rename's new
     // name: the same dataset's); destroy a range of them too.
     const bool snapshot =
-        c.verb == DatasetCommand::Verb::kSnapshot ||
+        c.verb == DatasetCommand::Verb::kSnapshot || c.verb == DatasetCommand::Verb::kRollback ||
         ((c.verb == DatasetCommand::Verb::kDestroy || c.verb == DatasetCommand::Verb::kRename ||
           c.verb == DatasetCommand::Verb::kGet) &&
          n.find('@') != std::string::npos);
@@ -592,6 +598,9 @@ Result<DatasetResult> ExecuteDatasetCommand(DatasetAdmin& admin, const DatasetCo
       return r;
     case DatasetCommand::Verb::kSnapshot:
       POOLFS_RETURN_IF_ERROR(admin.Snapshot(c.names, c.recursive));
+      return r;
+    case DatasetCommand::Verb::kRollback:
+      POOLFS_RETURN_IF_ERROR(admin.Rollback(c.names[0], c.recursive));
       return r;
     case DatasetCommand::Verb::kSet:
       POOLFS_RETURN_IF_ERROR(admin.Set(c.names[0], c.props[0]));

@@ -29,7 +29,17 @@
 namespace poolfs::daemon {
 
 struct DatasetCommand {
-  enum class Verb : uint8_t { kCreate, kDestroy, kRename, kList, kGet, kSet, kInherit, kSnapshot };
+  enum class Verb : uint8_t {
+    kCreate,
+    kDestroy,
+    kRename,
+    kList,
+    kGet,
+    kSet,
+    kInherit,
+    kSnapshot,
+    kRollback,
+  };
   // What `list -t` lists: datasets, snapshots, or both (each dataset
   // followed by its snapshots, as `zfs list -t all` orders them).
   enum class ListType : uint8_t { kFilesystem, kSnapshot, kAll };

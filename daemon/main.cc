@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       AddTunablesCommand(app),
       AddDatasetCommand(app),
       AddSnapshotCommand(app),
+      AddRollbackCommand(app),
   };
   try {
     app.parse(argc, argv);

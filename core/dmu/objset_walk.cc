@@ -12,8 +12,8 @@ using Leaf = std::function<Status(uint64_t blkid, const std::string& data)>;
 
 class Walker {
  public:
-  Walker(zio::Zio* zio, std::string name, const Visit& fn)
-      : zio_(zio), name_(std::move(name)), fn_(fn) {}
+  Walker(zio::Zio* zio, std::string name, const Visit& fn, Txg born_after)
+      : zio_(zio), name_(std::move(name)), fn_(fn), born_after_(born_after) {}
 
   // The tree under dnode `d` of object `id`; `leaf` gets each data block read
   // (nullptr: data blocks are visited, not read).
@@ -29,6 +29,7 @@ class Walker {
   }
 
   Status Block(uint64_t id, const BlockPtr& bp, uint8_t level, uint64_t index, const Leaf* leaf) {
+    if (bp.birth <= born_after_) return Status::Ok();  // and all below it
     if (bp.level != level)
       return Status::Corruption(Where(id, level, index) + ": pointer says level " +
                                 std::to_string(bp.level));
@@ -57,19 +58,21 @@ class Walker {
   zio::Zio* zio_;
   std::string name_;
   const Visit& fn_;
+  const Txg born_after_;
 };
 
 }  // namespace
 
-Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view name,
-                        const Visit& fn) {
+Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view name, const Visit& fn,
+                        Txg born_after) {
   if (root.IsHole() || root.type != zio::BlockType::kObjset)
     return Status::Corruption(std::string(name) + ": root pointer is not an object set block (" +
                               root.ToString() + ")");
+  if (root.birth <= born_after) return Status::Ok();
   POOLFS_RETURN_IF_ERROR(fn(root));
   POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(root));
   POOLFS_ASSIGN_OR_RETURN(ObjsetPhys phys, DecodeObjset(bytes, name, zio->format()));
-  Walker w(zio, std::string(name), fn);
+  Walker w(zio, std::string(name), fn, born_after);
   const Leaf dnodes = [&](uint64_t blkid, const std::string& data) -> Status {
     const auto* p = reinterpret_cast<const uint8_t*>(data.data());
     for (uint64_t slot = 0; slot < kDnodesPerBlock && (slot + 1) * kDnodeSize <= data.size();

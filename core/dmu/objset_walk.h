@@ -23,8 +23,12 @@ namespace poolfs::core::dmu {
 // Calls `fn` once per stored block (never a hole), parents before their
 // children; stops at fn's first failure and returns it. IOError or
 // Corruption (naming the block) for a block that cannot be read or decoded.
+// With `born_after`, only the blocks born after that txg: a block born at
+// or before it, and everything below it (no older than it), is skipped
+// unread (what a rollback frees: the tree less what the snapshot shares).
 Status WalkObjsetBlocks(zio::Zio* zio, const zio::BlockPtr& root, std::string_view name,
-                        const std::function<Status(const zio::BlockPtr&)>& fn);
+                        const std::function<Status(const zio::BlockPtr&)>& fn,
+                        Txg born_after = Txg(0));
 
 // The space totals of the blocks below `root` (the root excluded), by a walk.
 Result<ObjsetSpace> CountObjsetSpace(zio::Zio* zio, const zio::BlockPtr& root,

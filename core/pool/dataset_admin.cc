@@ -83,6 +83,11 @@ Status PoolDatasetAdmin::Snapshot(const std::vector<std::string>& names, bool re
   return Synced(pool_->Snapshot(names, recursive));
 }
 
+Status PoolDatasetAdmin::Rollback(std::string_view name, bool destroy_later) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->Rollback(name, destroy_later));
+}
+
 Result<std::vector<SnapshotInfo>> PoolDatasetAdmin::ListSnapshots(std::string_view root,
                                                                   bool recursive) {
   util::MutexLock l(&mu_);

@@ -391,6 +391,15 @@ class Pool {
   Result<Txg> DestroySnapshot(std::string_view name, bool recursive) EXCLUDES(mu_);
   Result<std::vector<SnapshotFigures>> ListSnapshots(std::string_view root, bool recursive) const
       EXCLUDES(mu_);
+  // Rolls the dataset of snapshot `name` back to it, in the returned txg:
+  // every change since is discarded (the blocks born after the snapshot
+  // are freed; those that died since are the dataset's again). The
+  // snapshot must be the dataset's newest, unless `destroy_later`, which
+  // destroys the later ones in the same txg (InvalidArgument naming them
+  // otherwise). Busy when the busy check says the dataset is in use.
+  // Once the txg syncs, dataset() gives a new object set (the old one is
+  // kept, unused, until export).
+  Result<Txg> Rollback(std::string_view name, bool destroy_later) EXCLUDES(mu_);
   // A read-only view of snapshot `name`'s object set (its state as of its
   // txg; nothing may change it; not to be used once the snapshot is
   // destroyed). NotFound.
@@ -502,6 +511,9 @@ class Pool {
     util::Mutex dying_mu;
     std::vector<zio::BlockPtr> dying GUARDED_BY(dying_mu);
     Deadlist deadlist;  // under the pool's mu_
+    // A rollback asked for (Rollback): its txg (0: none) and the snapshot.
+    Txg rollback;
+    uint64_t rollback_to = 0;
   };
   struct Snap {
     SnapshotEntry entry;  // root a hole until the sync of entry.txg takes it
@@ -546,6 +558,9 @@ class Pool {
   Status TakeSnapshots(Txg t) EXCLUDES(mu_);
   Status StoreDeadlists(dmu::Tx& tx) EXCLUDES(mu_);
   Status DestroySnapshots(dmu::Tx& tx) EXCLUDES(mu_);
+  // Then rolls back the datasets whose rollback is of t (after the later
+  // snapshots went).
+  Status RollBack(dmu::Tx& tx) EXCLUDES(mu_);
   // Routes the blocks `ds` drops (SpaceCounter::release).
   void WatchDrops(Dataset* ds);
   // Adds `blocks` to deadlist `dl` of dataset `dataset`, in buckets by the
@@ -665,6 +680,9 @@ class Pool {
   // Every snapshot by id: the live ones, those of a txg not yet synced and
   // those destroyed in one not yet synced.
   std::map<uint64_t, std::unique_ptr<Snap>> snapshots_ GUARDED_BY(mu_);
+  // Object sets a rollback replaced (with its txg, for their SyncDone):
+  // pointers to them stay valid until export.
+  std::vector<std::pair<Txg, std::unique_ptr<dmu::ObjectSet>>> rolled_back_ GUARDED_BY(mu_);
   std::function<bool(uint64_t)> busy_ GUARDED_BY(mu_);
   mutable util::Mutex watch_mu_;  // after mu_, never both
   std::map<uint64_t, std::function<void(uint64_t, const DatasetProps&)>> watchers_

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <set>
 
+#include "dmu/objset_walk.h"
 #include "dmu/tx.h"
 #include "pool/pool.h"
 #include "util/check.h"
@@ -329,6 +330,84 @@ Result<std::vector<SnapshotFigures>> Pool::ListSnapshots(std::string_view root,
       if (snaps[i]->destroyed == Txg(0)) out.push_back(FiguresOf(*ds, snaps, i));
   }
   return out;
+}
+
+Result<Txg> Pool::Rollback(std::string_view name, bool destroy_later) {
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(Snap * s, ResolveSnapshot(name));
+  Dataset* ds = Find(s->entry.dataset);
+  const std::string full = FullName(*ds) + "@" + s->entry.name;
+  std::vector<Snap*> later;
+  for (Snap* other : SnapshotsOf(ds->entry.id))
+    if (other->entry.txg > s->entry.txg) later.push_back(other);
+  // One asked for but not taken yet is later too.
+  for (const auto& [id, other] : snapshots_)
+    if (other->entry.dataset == ds->entry.id && other->entry.root.IsHole())
+      return Status::Busy("cannot roll back to " + Quote(full) + ": snapshot " +
+                          Quote(FullName(*ds) + "@" + other->entry.name) +
+                          " is being taken; try again");
+  if (!later.empty() && !destroy_later) {
+    std::string list;
+    for (const Snap* o : later) list += (list.empty() ? "" : ", ") + o->entry.name;
+    return Status::InvalidArgument("cannot roll back to " + Quote(full) +
+                                   ": later snapshots exist (" + list +
+                                   "); destroy them first, or roll back recursively");
+  }
+  if (ds->rollback != Txg(0))
+    return Status::Busy("cannot roll back " + Quote(FullName(*ds)) +
+                        ": a rollback of it is under way");
+  if (busy_ && busy_(ds->entry.id))
+    return Status::Busy("cannot roll back " + Quote(FullName(*ds)) + ": it is in use");
+  for (Snap* o : later) o->destroyed = tx.txg();
+  ds->rollback = tx.txg();
+  ds->rollback_to = s->entry.id;
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return tx.txg();
+}
+
+Status Pool::RollBack(dmu::Tx& tx) {
+  const Txg t = tx.txg();
+  util::MutexLock l(&mu_);
+  for (auto& [id, ds] : datasets_) {
+    if (ds->rollback != t) continue;
+    ds->rollback = Txg(0);
+    auto it = snapshots_.find(ds->rollback_to);
+    POOLFS_CHECK(it != snapshots_.end());  // only a rollback destroys later ones
+    const SnapshotEntry& snap = it->second->entry;
+    const std::string full = FullName(*ds);
+    const std::string what = "rolling " + Quote(full) + " back to @" + snap.name;
+    // What the dataset wrote since the snapshot (its last changes synced):
+    // the blocks born after it. The rest is the snapshot's.
+    const zio::BlockPtr root = ds->os->root();
+    if (!root.IsHole())
+      POOLFS_RETURN_IF_ERROR(dmu::WalkObjsetBlocks(
+                                 zio_.get(), root, full,
+                                 [&](const zio::BlockPtr& bp) { return zio_->Free(bp, t); },
+                                 snap.txg)
+                                 .WithContext(what));
+    // What died since is the snapshot's, so the dataset's again: off the
+    // deadlist, not freed.
+    for (const auto& [key, bucket] : ds->deadlist)
+      for (const DeadObject& o : bucket.objects)
+        POOLFS_RETURN_IF_ERROR(mos_->Free(tx, ObjectId(o.object)).WithContext(what));
+    ds->deadlist.clear();
+    POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os,
+                            dmu::ObjectSet::Open(zio_.get(), snap.root, full));
+    os->UseBlockBuffers(block_buffers_.get());
+    os->UseCache(arc_.get(), read_ahead_.get());
+    os->SetDnodeLimit(object_cache_limit());
+    rolled_back_.emplace_back(t, std::move(ds->os));
+    ds->os = std::move(os);
+    ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));
+    WatchDrops(ds.get());
+    ds->entry.root = snap.root;
+    dir_dirty_ = true;
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<dmu::ObjectSet>> Pool::OpenSnapshot(std::string_view name) {

@@ -264,6 +264,7 @@ Status Pool::SyncTxg(Txg t) {
   POOLFS_RETURN_IF_ERROR(TakeSnapshots(t).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(StoreDeadlists(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(DestroySnapshots(tx).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(RollBack(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(FreeDestroyed(t).WithContext(txg_name));
   // 2. The MOS, in passes until the space maps stop changing. First what
   // the previous txg's late passes left to free.
@@ -329,6 +330,8 @@ Status Pool::SyncTxg(Txg t) {
   {
     util::MutexLock l(&mu_);
     for (auto& [name, ds] : datasets_) sets.push_back(ds->os.get());
+    for (auto& [txg, os] : rolled_back_)
+      if (txg == t) sets.push_back(os.get());  // it synced in t before it was replaced
   }
   for (dmu::ObjectSet* os : sets) os->SyncDone(t);
   if (block_buffers_) block_buffers_->Trim();  // keep what this txg's writes needed

@@ -27,46 +27,21 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     if (name.find('@') != std::string_view::npos) return inner_.Destroy(name, recursive);
     std::optional<uint64_t> slot = tree_->SlotNamed(name);
     if (!slot.has_value() || *slot == 0) return inner_.Destroy(name, recursive);
-    const std::vector<uint64_t> slots = tree_->Subtree(*slot);
-    if (!recursive && slots.size() > 1) return inner_.Destroy(name, recursive);  // NotEmpty
-    if (std::find(slots.begin(), slots.end(), tree_->top_) != slots.end())
-      return Status::Busy("dataset " + std::string(name) + " holds the root of this mount");
-    if (auto view = tree_->ViewIn(slots))
-      return Status::Busy("dataset " + view->first + " holds the root of the mount on " +
-                          view->second);
-    // The kernel drops what it caches below the dataset; what it still
-    // holds after that is in use.
-    std::vector<std::pair<uint64_t, std::string>> joins;
-    {
-      util::ReadMostlyReader r(&tree_->tree_lock_);
-      for (uint64_t s : slots) {
-        auto it = tree_->nodes_.find(s);
-        if (it == tree_->nodes_.end()) continue;
-        const std::string& full = it->second.name;
-        joins.emplace_back(Global(it->second.parent_slot, kRootIno),
-                           full.substr(full.rfind('/') + 1));
-      }
-    }
-    tree_->Invalidate(joins);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (tree_->InUse(slots)) {
-      if (std::chrono::steady_clock::now() > deadline)
-        return Status::Busy("dataset " + std::string(name) +
-                            " is in use: files in it are open or a working directory");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    {
-      // A view opened meanwhile (OpenDatasetView registers under mu_).
-      util::MutexLock l(&tree_->mu_);
-      if (auto view = tree_->ViewIn(slots))
-        return Status::Busy("dataset " + view->first + " holds the root of the mount on " +
-                            view->second);
-      std::vector<std::pair<uint64_t, std::string>> dropped;
-      tree_->Detach(*slot, &dropped);
-    }
+    if (!recursive && tree_->Subtree(*slot).size() > 1)
+      return inner_.Destroy(name, recursive);  // NotEmpty
+    POOLFS_RETURN_IF_ERROR(TakeOut(name, *slot));
     // On failure the datasets are still in the pool: Refresh opens them
     // again.
     return Follow(inner_.Destroy(name, recursive));
+  }
+  Status Rollback(std::string_view name, bool destroy_later) override {
+    // The dataset's filesystem goes while the pool rolls it back; Refresh
+    // opens it again over what the pool then has.
+    const std::string dataset(name.substr(0, name.find('@')));
+    std::optional<uint64_t> slot = tree_->SlotNamed(dataset);
+    if (!slot.has_value()) return inner_.Rollback(name, destroy_later);  // NotFound
+    POOLFS_RETURN_IF_ERROR(TakeOut(dataset, *slot));
+    return Follow(inner_.Rollback(name, destroy_later));
   }
   Status Rename(std::string_view from, std::string_view to) override {
     return Follow(inner_.Rename(from, to));
@@ -93,6 +68,46 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
 
  private:
   // The change's own status, else the tree's trouble following it.
+  // Takes dataset `name` (at `slot`) and its descendants out of the tree,
+  // for the pool to destroy or roll back: the kernel is asked to drop what
+  // it caches below them, and what it still holds after that is in use
+  // (Busy after 2 s), as is the root of this mount or of a view.
+  Status TakeOut(std::string_view name, uint64_t slot) {
+    const std::vector<uint64_t> slots = tree_->Subtree(slot);
+    if (std::find(slots.begin(), slots.end(), tree_->top_) != slots.end())
+      return Status::Busy("dataset " + std::string(name) +
+                          " holds the root of this mount; unmount it first");
+    if (auto view = tree_->ViewIn(slots))
+      return Status::Busy("dataset " + view->first + " holds the root of the mount on " +
+                          view->second);
+    std::vector<std::pair<uint64_t, std::string>> joins;
+    {
+      util::ReadMostlyReader r(&tree_->tree_lock_);
+      for (uint64_t s : slots) {
+        auto it = tree_->nodes_.find(s);
+        if (it == tree_->nodes_.end()) continue;
+        const std::string& full = it->second.name;
+        joins.emplace_back(Global(it->second.parent_slot, kRootIno),
+                           full.substr(full.rfind('/') + 1));
+      }
+    }
+    tree_->Invalidate(joins);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (tree_->InUse(slots)) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::Busy("dataset " + std::string(name) +
+                            " is in use: files in it are open or a working directory");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // A view opened meanwhile (OpenDatasetView registers under mu_).
+    util::MutexLock l(&tree_->mu_);
+    if (auto view = tree_->ViewIn(slots))
+      return Status::Busy("dataset " + view->first + " holds the root of the mount on " +
+                          view->second);
+    std::vector<std::pair<uint64_t, std::string>> dropped;
+    tree_->Detach(slot, &dropped);
+    return Status::Ok();
+  }
   Status Follow(const Status& change) {
     Status st = tree_->Refresh();
     return change.ok() ? st : change;

@@ -38,6 +38,10 @@ class FakeAdmin : public DatasetAdmin {
     if (!recursive) return std::vector<DatasetInfo>{root == "tank/home" ? b : a};
     return std::vector<DatasetInfo>{a, b};
   }
+  Status Rollback(std::string_view name, bool destroy_later) override {
+    calls.push_back("rollback " + std::string(name) + (destroy_later ? " -r" : ""));
+    return next;
+  }
   Status Snapshot(const std::vector<std::string>& names, bool recursive) override {
     std::string c = "snapshot";
     for (const std::string& n : names) c += " " + n;
@@ -218,8 +222,16 @@ TEST_CASE("snapshot commands reach the admin as given") {
   REQUIRE(ExecuteDatasetCommand(admin, snap).ok());
   DatasetCommand destroy = Make(DatasetCommand::Verb::kDestroy, {"tank/home@b"});
   REQUIRE(ExecuteDatasetCommand(admin, destroy).ok());
-  CHECK(admin.calls ==
-        std::vector<std::string>{"snapshot tank@a tank/home@b -r", "destroy tank/home@b"});
+  DatasetCommand rollback = Make(DatasetCommand::Verb::kRollback, {"tank@a"});
+  rollback.recursive = true;
+  REQUIRE(ExecuteDatasetCommand(admin, rollback).ok());
+  CHECK(admin.calls == std::vector<std::string>{"snapshot tank@a tank/home@b -r",
+                                                "destroy tank/home@b", "rollback tank@a -r"});
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kRollback, {"tank"})).code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(
+      ValidateDatasetCommand(Make(DatasetCommand::Verb::kRollback, {"tank@a", "tank@b"})).code() ==
+      StatusCode::kInvalidArgument);
   // Nothing to print: as zfs snapshot, silent on success.
   CHECK(RenderDatasetResult(snap, DatasetResult{}).empty());
 }

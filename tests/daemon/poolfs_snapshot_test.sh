@@ -4,6 +4,7 @@
 # data (the snapshot taken before an overwrite holds the old data alone),
 # a dataset with snapshots refused by destroy, `dataset destroy POOL@NAME`
 # and of a range, `dataset rename POOL@A @B`, `dataset get written@SNAP`,
+# `poolfs rollback` of a mounted child dataset and offline (-r),
 # bad names refused naming the argument, the snapshots still there offline
 # after the unmount, and `poolfs check` healthy. Runs as root (needs
 # /dev/fuse); skipped (exit 77, ctest's skip code, with the reason) when
@@ -146,9 +147,30 @@ run 0 "" dataset list -t snapshot -H -o name "$POOL"
 run 2 "'$POOL@a@b'" dataset destroy "$POOL@a@b"
 run 2 "bogus" dataset list -t bogus
 
+# Rollback of a child dataset on the mount: its files read as they were,
+# through the same mount; the mount's own root is refused while mounted.
+cp "$DIR/new" "$MNT/home/file"
+echo extra >"$MNT/home/added"
+run 0 "" rollback "$POOL/home@two"
+cmp -s "$DIR/old" "$MNT/home/file" && echo "ok: home/file reads as at @two" ||
+  fail "home/file after the rollback differs from @two's"
+[[ ! -e $MNT/home/added ]] && echo "ok: home/added is gone" || fail "home/added survived"
+cp "$DIR/old" "$MNT/file"
+run 0 "" snapshot "$POOL@r1"
+cp "$DIR/new" "$MNT/file"
+run 0 "" snapshot "$POOL@r2"
+run 2 "root of this mount" rollback "$POOL@r2"
+run 2 "'$POOL'" rollback "$POOL"
+
 run 0 "" unmount "$MNT"
-# Still there, read offline from the exported pool.
+# Still there, read offline from the exported pool, and rolled back there.
 run 0 "$POOL/home@two" dataset list --pool pool.img -t snapshot
+run 2 "later snapshots" rollback --pool pool.img "$POOL@r1"
+run 0 "" rollback --pool pool.img -r "$POOL@r1"
+run 0 "" mount pool.img "$MNT"
+cmp -s "$DIR/old" "$MNT/file" && echo "ok: file reads as at @r1" ||
+  fail "file after the offline rollback differs from @r1's"
+run 0 "" unmount "$MNT"
 run 0 "healthy" check pool.img
 
 if [[ $failures -gt 0 ]]; then

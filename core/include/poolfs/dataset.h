@@ -108,6 +108,12 @@ class DatasetAdmin {
   // name. AlreadyExists, NotFound (the dataset), InvalidArgument (a bad
   // name, or two of one dataset). All or none; on disk once this returns.
   virtual Status Snapshot(const std::vector<std::string>& names, bool recursive) = 0;
+  // Rolls a dataset back to its snapshot `name` ("POOL/PATH@NAME"): every
+  // change made since is discarded. The snapshot must be the newest unless
+  // `destroy_later`, which destroys the later ones (InvalidArgument naming
+  // them otherwise); Busy when the dataset is in use (files of it open, or
+  // the root of a mount). On disk once this returns.
+  virtual Status Rollback(std::string_view name, bool destroy_later) = 0;
   // The snapshots of `root` (with `recursive`, of its descendants too;
   // empty: the whole pool), by dataset as List orders them, then oldest
   // first.

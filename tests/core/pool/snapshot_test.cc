@@ -165,6 +165,112 @@ TEST_CASE("Snapshots of several datasets and of a subtree are taken in one txg",
   RequireHealthy(t);
 }
 
+TEST_CASE("Snapshots are renamed within their dataset and destroyed by ranges; written@",
+          "[snapshot]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  const uint64_t id = t.Write("tank/d", Pattern(1, 4 * kRecord));
+  for (const char* n : {"a", "b", "c", "d", "e"}) {
+    REQUIRE(t.admin->Snapshot({std::string("tank/d@") + n}, false).ok());
+    t.Overwrite("tank/d", id, 0, Pattern(uint64_t(n[0]), kRecord));
+  }
+  REQUIRE(t.admin->Rename("tank/d@a", "tank/d@first").ok());
+  REQUIRE(t.admin->Rename("tank/d@e", "@last").ok());
+  CHECK(t.admin->Rename("tank/d@b", "tank@b").code() == StatusCode::kInvalidArgument);
+  CHECK(t.admin->Rename("tank/d@b", "@c").code() == StatusCode::kAlreadyExists);
+  CHECK(t.admin->Rename("tank/d", "tank/x@y").code() == StatusCode::kInvalidArgument);
+  auto snaps = Snaps(t);
+  CHECK(snaps.count("tank/d@first"));
+  CHECK(snaps.count("tank/d@last"));
+  // A snapshot's properties; written@SNAP of the dataset: one record
+  // rewritten since @last (and the tree blocks above it).
+  auto g = t.admin->Get("tank/d@b", {"all"});
+  REQUIRE(g.ok());
+  std::map<std::string, std::string> props;
+  for (const DatasetProperty& p : *g) props[p.name] = p.value;
+  CHECK(props["type"] == "snapshot");
+  CHECK(props["used"] == std::to_string(snaps["tank/d@b"].used));
+  CHECK(props["written"] == std::to_string(snaps["tank/d@b"].written));
+  auto w = t.admin->Get("tank/d", {"written@last", "written@first"});
+  INFO(w.status().ToString());
+  REQUIRE(w.ok());
+  const uint64_t since_last = std::stoull((*w)[0].value);
+  const uint64_t since_first = std::stoull((*w)[1].value);
+  CHECK(since_last >= 4096);
+  CHECK(since_last < 2 * kRecord);
+  CHECK(since_first >= since_last);
+  CHECK(t.admin->Get("tank/d", {"written@nope"}).status().code() == StatusCode::kNotFound);
+  // Ranges: b%d, then from the oldest, leaving @last.
+  CHECK(t.admin->Destroy("tank/d@d%b", false).code() == StatusCode::kInvalidArgument);
+  REQUIRE(t.admin->Destroy("tank/d@b%d", false).ok());
+  snaps = Snaps(t);
+  CHECK(snaps.size() == 2);
+  CHECK(snaps.count("tank/d@first"));
+  REQUIRE(t.admin->Destroy("tank/d@%first", false).ok());
+  snaps = Snaps(t);
+  REQUIRE(snaps.size() == 1);
+  CHECK(snaps.count("tank/d@last"));
+  RequireHealthy(t);
+}
+
+TEST_CASE("Rollback discards every change since the snapshot, and frees what they wrote",
+          "[snapshot]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  const std::string v1 = Pattern(1, 6 * kRecord);
+  const uint64_t id = t.Write("tank/d", v1);
+  const uint64_t other = t.Write("tank/d", Pattern(2, 1000));
+  const DatasetInfo at_snapshot = t.Info("tank/d");
+  REQUIRE(t.admin->Snapshot({"tank/d@one"}, false).ok());
+  // Changes: a record rewritten, an object added, one freed.
+  t.Overwrite("tank/d", id, 2 * kRecord, Pattern(3, kRecord));
+  const uint64_t added = t.Write("tank/d", Pattern(4, 3 * kRecord));
+  {
+    dmu::Tx tx(t.pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    REQUIRE(t.pool->dataset("tank/d")->Free(tx, ObjectId(other)).ok());
+    tx.Commit();
+    REQUIRE(t.pool->WaitSynced().ok());
+  }
+  REQUIRE(t.admin->Snapshot({"tank/d@two"}, false).ok());
+  t.Overwrite("tank/d", id, 0, Pattern(5, kRecord));
+
+  // Not past a later snapshot without -r; not while in use.
+  Status st = t.admin->Rollback("tank/d@one", false);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("two") != std::string::npos);
+  t.pool->SetBusyCheck([](uint64_t) { return true; });
+  CHECK(t.admin->Rollback("tank/d@two", false).code() == StatusCode::kBusy);
+  t.pool->SetBusyCheck(nullptr);
+
+  REQUIRE(t.admin->Rollback("tank/d@one", true).ok());
+  auto check_content = [&] {
+    dmu::ObjectSet* os = t.pool->dataset("tank/d");
+    REQUIRE(os != nullptr);
+    CHECK(ReadAll(*os, id, v1.size()) == v1);
+    CHECK(ReadAll(*os, other, 1000) == Pattern(2, 1000));
+    CHECK(os->Stat(ObjectId(added)).status().code() == StatusCode::kNotFound);
+  };
+  check_content();
+  auto snaps = Snaps(t);
+  CHECK(snaps.size() == 1);
+  CHECK(snaps.count("tank/d@one"));
+  const DatasetInfo now = t.Info("tank/d");
+  CHECK(now.referenced == at_snapshot.referenced);
+  CHECK(now.usedbysnapshots == 0);
+  CHECK(snaps["tank/d@one"].used == 0);
+  // The dataset goes on from there.
+  t.Overwrite("tank/d", id, kRecord, Pattern(6, kRecord));
+  CHECK(t.Info("tank/d").usedbysnapshots > 0);
+  RequireHealthy(t);
+  t.Overwrite("tank/d", id, kRecord, v1.substr(kRecord, kRecord));
+  REQUIRE(t.admin->Rollback("tank/d@one", false).ok());
+  t.Reimport();
+  check_content();
+  REQUIRE(t.admin->Destroy("tank/d@one", false).ok());
+  RequireHealthy(t);
+}
+
 TEST_CASE("Bad snapshot names and missing snapshots are refused, changing nothing", "[snapshot]") {
   TestPool t;
   REQUIRE(t.admin->Create("tank/d", false, {}).ok());
