@@ -21,8 +21,7 @@ namespace poolfs::bench {
 uint64_t LiveHeapBytes();
 
 inline double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 inline double Median(std::vector<double> v) {
@@ -81,5 +80,6 @@ int RunPoolBench(int argc, char** argv);
 int RunCreateBench(int argc, char** argv);
 int RunArcBench(int argc, char** argv);
 int RunSyncBench(int argc, char** argv);
+int RunSnapshotBench(int argc, char** argv);
 
 }  // namespace poolfs::bench

@@ -7,6 +7,8 @@
 //   poolfs-bench arc [--threads 1,2,8] [--sublists 1,0] [--json]
 //   poolfs-bench sync [--datasets 1,12] [--sync-threads 1,2] [--device memory|file] [--runs 3]
 //                     [--json]
+//   poolfs-bench snapshot [--objects N,...] [--snapshots 0,10,100] [--blocks B,...] [--runs 5]
+//                         [--quick] [--json]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,7 +17,8 @@
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: poolfs-bench space|alloc|pool|create|arc|sync [options]   (poolfs-bench SUBCOMMAND "
+      "usage: poolfs-bench space|alloc|pool|create|arc|sync|snapshot [options]   (poolfs-bench "
+      "SUBCOMMAND "
       "--help)\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   if (cmd == "create") return poolfs::bench::RunCreateBench(argc - 1, argv + 1);
   if (cmd == "arc") return poolfs::bench::RunArcBench(argc - 1, argv + 1);
   if (cmd == "sync") return poolfs::bench::RunSyncBench(argc - 1, argv + 1);
+  if (cmd == "snapshot") return poolfs::bench::RunSnapshotBench(argc - 1, argv + 1);
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(usage, stdout);
     return 0;
