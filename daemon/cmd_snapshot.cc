@@ -15,40 +15,43 @@
 
 namespace poolfs::daemon {
 
-Command AddSnapshotCommand(CLI::App& parent) {
+namespace {
+
+// A subcommand `name` of one DatasetCommand verb over snapshot names, -r
+// meaning `recursive`, sent as `poolfs dataset ...` is.
+Command AddSnapshotVerb(CLI::App& parent, DatasetCommand::Verb verb, const std::string& name,
+                        const std::string& help, const std::string& r_help,
+                        const std::string& names_help, bool one) {
   struct Args {
     DatasetCommand cmd;
     std::vector<std::string> pool_files;
   };
   auto a = std::make_shared<Args>();
-  a->cmd.verb = DatasetCommand::Verb::kSnapshot;
-  CLI::App* app = parent.add_subcommand(
-      "snapshot",
-      "Take read-only snapshots of datasets, all at one point in time (POOL/PATH@NAME...)");
-  app->add_flag("-r", a->cmd.recursive,
-                "every descendant of each dataset gets a snapshot of the same name");
+  a->cmd.verb = verb;
+  CLI::App* app = parent.add_subcommand(name, help);
+  app->add_flag("-r", a->cmd.recursive, r_help);
   AddDatasetPoolOption(app, a->pool_files);
-  app->add_option("POOL/PATH@NAME", a->cmd.names, "the snapshots to take, all of one pool")
-      ->required();
-  return {app, [a] { return RunDatasetCommand("snapshot", a->cmd, a->pool_files); }};
+  CLI::Option* names = app->add_option("POOL/PATH@NAME", a->cmd.names, names_help)->required();
+  if (one) names->expected(1);
+  return {app, [a, name] { return RunDatasetCommand(name, a->cmd, a->pool_files); }};
+}
+
+}  // namespace
+
+Command AddSnapshotCommand(CLI::App& parent) {
+  return AddSnapshotVerb(
+      parent, DatasetCommand::Verb::kSnapshot, "snapshot",
+      "Take read-only snapshots of datasets, all at one point in time (POOL/PATH@NAME...)",
+      "every descendant of each dataset gets a snapshot of the same name",
+      "the snapshots to take, all of one pool", false);
 }
 
 Command AddRollbackCommand(CLI::App& parent) {
-  struct Args {
-    DatasetCommand cmd;
-    std::vector<std::string> pool_files;
-  };
-  auto a = std::make_shared<Args>();
-  a->cmd.verb = DatasetCommand::Verb::kRollback;
-  CLI::App* app = parent.add_subcommand(
-      "rollback", "Roll a dataset back to its newest snapshot, discarding every change since");
-  app->add_flag("-r", a->cmd.recursive,
-                "roll back to an older snapshot, destroying the snapshots after it");
-  AddDatasetPoolOption(app, a->pool_files);
-  app->add_option("POOL/PATH@NAME", a->cmd.names, "the snapshot to roll back to")
-      ->required()
-      ->expected(1);
-  return {app, [a] { return RunDatasetCommand("rollback", a->cmd, a->pool_files); }};
+  return AddSnapshotVerb(
+      parent, DatasetCommand::Verb::kRollback, "rollback",
+      "Roll a dataset back to its newest snapshot, discarding every change since",
+      "roll back to an older snapshot, destroying the snapshots after it",
+      "the snapshot to roll back to", true);
 }
 
 }  // namespace poolfs::daemon

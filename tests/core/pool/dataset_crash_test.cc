@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "check_test_util.h"
+#include "kill_child.h"
 #include "pool/dataset_admin.h"
 #include "pool/pool.h"
 #include "poolfs/pool_admin.h"
@@ -74,10 +75,7 @@ Names Apply(Names names, const Change& c) {
 
 // The child: random changes until killed. Lines go to `fd`.
 [[noreturn]] void Churn(const std::vector<std::string>& paths, Names names, uint64_t seed, int fd) {
-  auto say = [fd](const std::string& line) {
-    const std::string l = line + "\n";
-    if (write(fd, l.data(), l.size()) != ssize_t(l.size())) _exit(3);
-  };
+  auto say = [fd](const std::string& line) { Say(fd, line); };
   PoolOptions o;
   o.txg.timeout_ms = 50;
   o.space.allocators = 2;
@@ -148,25 +146,12 @@ TEST_CASE("dataset and snapshot changes survive SIGKILL at random moments") {
   Names expect{"tank"};
   std::mt19937_64 rng(7);
   for (int cycle = 0; cycle < 8; cycle++) {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      close(fds[0]);
-      Churn(paths, expect, 1000 + uint64_t(cycle), fds[1]);
-    }
-    close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
-    kill(child, SIGKILL);
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    std::string lines;
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) lines.append(buf, size_t(n));
-    close(fds[0]);
+    const KilledChild run =
+        RunUntilKilled([&](int fd) { Churn(paths, expect, 1000 + uint64_t(cycle), fd); },
+                       std::chrono::milliseconds(100 + rng() % 400));
+    const std::string& lines = run.lines;
     INFO("cycle " << cycle << ", the child said:\n" << lines);
-    REQUIRE(WIFSIGNALED(status));  // it did not stop on its own (an error)
+    REQUIRE(run.killed);  // it did not stop on its own (an error)
     // What returned is in; the one in flight may or may not be.
     std::optional<Change> in_flight;
     std::istringstream in(lines);

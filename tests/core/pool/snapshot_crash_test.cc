@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "check_test_util.h"
+#include "kill_child.h"
 #include "pool/dataset_admin.h"
 #include "pool/pool.h"
 #include "poolfs/pool_admin.h"
@@ -53,10 +54,7 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
 // The child: runs until killed; lines go to `fd`.
 [[noreturn]] void Churn(const std::vector<std::string>& paths, uint64_t seed, int first_snap,
                         int fd) {
-  auto say = [fd](const std::string& line) {
-    const std::string l = line + "\n";
-    if (write(fd, l.data(), l.size()) != ssize_t(l.size())) _exit(3);
-  };
+  auto say = [fd](const std::string& line) { Say(fd, line); };
   PoolOptions o;
   o.txg.timeout_ms = 40;
   o.space.allocators = 2;
@@ -150,25 +148,12 @@ TEST_CASE("snapshots keep their content across SIGKILL amid writes, destroys and
   std::mt19937_64 rng(11);
   int next_snap = 0;
   for (int cycle = 0; cycle < 6; cycle++) {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      close(fds[0]);
-      Churn(paths, 500 + uint64_t(cycle), next_snap, fds[1]);
-    }
-    close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
-    kill(child, SIGKILL);
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    std::string lines;
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) lines.append(buf, size_t(n));
-    close(fds[0]);
+    const KilledChild run =
+        RunUntilKilled([&](int fd) { Churn(paths, 500 + uint64_t(cycle), next_snap, fd); },
+                       std::chrono::milliseconds(300 + rng() % 700));
+    const std::string& lines = run.lines;
     INFO("cycle " << cycle << ", the child said:\n" << lines);
-    REQUIRE(WIFSIGNALED(status));  // it did not stop on its own (an error)
+    REQUIRE(run.killed);  // it did not stop on its own (an error)
     // What returned is in; a destroy in flight may or may not have been.
     std::set<std::string> maybe_gone;
     std::string in_flight;

@@ -70,7 +70,7 @@ TEST_CASE("A snapshot keeps the dataset as its txg left it, across a reimport", 
   CHECK(ReadSnapshot(t, "tank/d@one", id, v1.size()) == v1);
   auto snaps = Snaps(t);
   REQUIRE(snaps.count("tank/d@one"));
-  const SnapshotInfo& one = snaps["tank/d@one"];
+  const SnapshotInfo one = snaps["tank/d@one"];
   CHECK(one.referenced == before);
   CHECK(one.written == before);  // the first snapshot: everything it holds
   const DatasetInfo d = t.Info("tank/d");
