@@ -1,6 +1,7 @@
 // DatasetTreeFs; see the theory comment in dataset_tree.h.
 #include "posix/dataset_tree.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,8 +24,16 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     return Follow(st);
   }
   Status Destroy(std::string_view name, bool recursive) override {
-    // A snapshot is not in the mount's tree.
-    if (name.find('@') != std::string_view::npos) return inner_.Destroy(name, recursive);
+    if (const size_t at = name.find('@'); at != std::string_view::npos) {
+      // A snapshot open here closes first (Busy while in use).
+      const std::string snap(name.substr(at + 1));
+      const bool range = snap.find('%') != std::string::npos;
+      if (std::optional<uint64_t> slot = tree_->SlotNamed(name.substr(0, at))) {
+        for (uint64_t s : recursive ? tree_->Subtree(*slot) : std::vector<uint64_t>{*slot})
+          POOLFS_RETURN_IF_ERROR(tree_->CloseSnapshots(s, {snap}, range));
+      }
+      return inner_.Destroy(name, recursive);
+    }
     std::optional<uint64_t> slot = tree_->SlotNamed(name);
     if (!slot.has_value() || *slot == 0) return inner_.Destroy(name, recursive);
     if (!recursive && tree_->Subtree(*slot).size() > 1)
@@ -40,6 +49,8 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     const std::string dataset(name.substr(0, name.find('@')));
     std::optional<uint64_t> slot = tree_->SlotNamed(dataset);
     if (!slot.has_value()) return inner_.Rollback(name, destroy_later);  // NotFound
+    // -r destroys the later snapshots: none may stay open.
+    POOLFS_RETURN_IF_ERROR(tree_->CloseSnapshots(*slot, {}, destroy_later));
     POOLFS_RETURN_IF_ERROR(TakeOut(dataset, *slot));
     return Follow(inner_.Rollback(name, destroy_later));
   }
@@ -50,7 +61,13 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     return inner_.List(root, recursive);
   }
   Status Snapshot(const std::vector<std::string>& names, bool recursive) override {
-    return inner_.Snapshot(names, recursive);
+    POOLFS_RETURN_IF_ERROR(inner_.Snapshot(names, recursive));
+    // No stale "no such name" in the kernel's cache of a snapshot directory.
+    std::vector<std::string> snaps;
+    for (const std::string& n : names)
+      if (const size_t at = n.find('@'); at != std::string::npos) snaps.push_back(n.substr(at + 1));
+    tree_->InvalidateSnapshotNames(snaps);
+    return Status::Ok();
   }
   Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root, bool recursive) override {
     return inner_.ListSnapshots(root, recursive);
@@ -336,6 +353,10 @@ Status DatasetTreeFs::Unmount() {
 
 Result<PosixFs*> DatasetTreeFs::Route(uint64_t ino, uint64_t* local) {
   *local = LocalOf(ino);
+  // The snapshot directories take no change (the calls that read them do
+  // not come here).
+  if (IsVirtual(ino))
+    return Status(StatusCode::kReadOnly, "the snapshot directories of a dataset are read-only");
   PosixFs* fs = slots_[SlotOf(ino)].load(std::memory_order_acquire);
   if (fs != nullptr) return fs;
   if (unmounting_.load(std::memory_order_acquire))
@@ -354,6 +375,8 @@ uint64_t DatasetTreeFs::ChildAt(uint64_t slot, uint64_t local, std::string_view 
 }
 
 Status DatasetTreeFs::NotAJoin(uint64_t parent, std::string_view name, StatusCode code) {
+  if (name == kCtlDirName && LocalOf(parent) == kRootIno)
+    return Status(code, "'" + std::string(name) + "' is where the dataset's snapshots are");
   const uint64_t child = ChildAt(SlotOf(parent), LocalOf(parent), name);
   if (child == 0) return Status::Ok();
   std::string dataset;
@@ -373,9 +396,20 @@ Result<Attr> DatasetTreeFs::InSlot(uint64_t slot, Result<Attr> a) const {
 
 Result<Attr> DatasetTreeFs::Lookup(const Creds& c, uint64_t parent, std::string_view name) {
   parent = In(parent);
+  if (IsVirtual(parent)) return LookupVirtual(c, parent, name);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(parent, &local));
   const uint64_t slot = SlotOf(parent);
+  // A dataset root's hidden ".poolfs"; the ".." of a snapshot's root is
+  // the snapshot directory it appears in.
+  if (local == kRootIno && (name == kCtlDirName || name == "..")) {
+    if (std::optional<uint64_t> owner = SnapshotOwner(slot)) {
+      if (name == "..") return VirtualAttr(Global(*owner, kSnapDirIno));
+    } else if (name == kCtlDirName) {
+      POOLFS_RETURN_IF_ERROR(fs->Access(c, local, X_OK));
+      return VirtualAttr(Global(slot, kCtlDirIno));
+    }
+  }
   // ".." of a child dataset's root is its parent's root, where it appears,
   // as a listing says (the kernel asks it to connect a directory it found
   // by a file handle); the mount's root is its own parent.
@@ -407,6 +441,7 @@ void DatasetTreeFs::Forget(uint64_t ino, uint64_t nlookup) {
 
 Result<Attr> DatasetTreeFs::GetAttr(uint64_t ino) {
   ino = In(ino);
+  if (IsVirtual(ino)) return VirtualAttr(ino);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return InSlot(SlotOf(ino), fs->GetAttr(local));
@@ -510,6 +545,7 @@ Status DatasetTreeFs::Rename(const Creds& c, uint64_t parent, std::string_view n
 
 Status DatasetTreeFs::Open(const Creds& c, uint64_t ino, int flags) {
   ino = In(ino);
+  if (IsVirtual(ino) && (flags & O_ACCMODE) == O_RDONLY) return Status::Ok();
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Open(c, local, flags);
@@ -517,6 +553,7 @@ Status DatasetTreeFs::Open(const Creds& c, uint64_t ino, int flags) {
 
 Status DatasetTreeFs::Access(const Creds& c, uint64_t ino, int mask) {
   ino = In(ino);
+  if (IsVirtual(ino) && (mask & W_OK) == 0) return Status::Ok();
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Access(c, local, mask);
@@ -568,6 +605,7 @@ Result<uint64_t> DatasetTreeFs::Seek(uint64_t ino, uint64_t off, bool hole) {
 
 Status DatasetTreeFs::Fsync(uint64_t ino, bool datasync) {
   ino = In(ino);
+  if (IsVirtual(ino)) return Status::Ok();  // nothing to make durable
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->Fsync(local, datasync);
@@ -576,6 +614,7 @@ Status DatasetTreeFs::Fsync(uint64_t ino, bool datasync) {
 Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                               const std::function<bool(const DirEntry&)>& emit) {
   ino = In(ino);
+  if (IsVirtual(ino)) return ReadVirtualDir(ino, cookie, plus, emit);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   const uint64_t slot = SlotOf(ino);
@@ -645,6 +684,8 @@ Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, boo
 
 Result<std::string> DatasetTreeFs::GetXattr(const Creds& c, uint64_t ino, std::string_view name) {
   ino = In(ino);
+  if (IsVirtual(ino))
+    return Status(StatusCode::kNoData, "no extended attribute '" + std::string(name) + "'");
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->GetXattr(c, local, name);
@@ -660,6 +701,7 @@ Status DatasetTreeFs::SetXattr(const Creds& c, uint64_t ino, std::string_view na
 
 Result<std::vector<std::string>> DatasetTreeFs::ListXattr(const Creds& c, uint64_t ino) {
   ino = In(ino);
+  if (IsVirtual(ino)) return std::vector<std::string>{};
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->ListXattr(c, local);
@@ -674,6 +716,7 @@ Status DatasetTreeFs::RemoveXattr(const Creds& c, uint64_t ino, std::string_view
 
 Result<FsStats> DatasetTreeFs::StatFs(uint64_t ino) {
   ino = In(ino);
+  if (IsVirtual(ino)) ino = Global(SlotOf(ino), kRootIno);
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(ino, &local));
   return fs->StatFs(local);

@@ -42,6 +42,19 @@
 // before the pool destroys them, so nothing can write to a dataset that is
 // going.
 //
+// Snapshots (snapshot_dir.cc). Every dataset's root directory has a
+// hidden ".poolfs" directory (not listed; reachable by name, as ZFS's
+// ".zfs" with snapdir=hidden) holding "snapshot", which lists the
+// dataset's snapshots as the pool has them now. Both are read-only and
+// have inode numbers of their own in the dataset's slot (kCtlDirIno,
+// kSnapDirIno: object ids never reached). Looking up a snapshot there
+// opens it read-only (Pool::OpenSnapshot, a PosixFs with read_only) in the
+// slot of the snapshot's id, which no dataset has (ids are never reused):
+// its files are read as the snapshot keeps them, any change is ReadOnly.
+// A snapshot taken or destroyed through the admin is invalidated in the
+// kernel's cache, so it appears and goes at once; one open in the mount is
+// closed before its destroy (Busy while the kernel holds files of it).
+//
 // Views. OpenDatasetView opens a second filesystem over the tree
 // (DatasetViewFs, dataset_view.h) for a second mount of one dataset: its
 // calls come here, so both mounts share each dataset's PosixFs. The tree
@@ -148,6 +161,16 @@ class DatasetTreeFs final : public Filesystem {
                                                       const DatasetViewOptions& options) override
       EXCLUDES(mu_, views_mu_, tree_lock_);
 
+  // The local inode numbers of a dataset's ".poolfs" and
+  // ".poolfs/snapshot" directories (see above).
+  static constexpr uint64_t kCtlDirIno = kLocalMask - 1;
+  static constexpr uint64_t kSnapDirIno = kLocalMask - 2;
+  static constexpr std::string_view kCtlDirName = ".poolfs";
+  static constexpr std::string_view kSnapDirName = "snapshot";
+  static bool IsVirtual(uint64_t ino) {
+    return LocalOf(ino) == kCtlDirIno || LocalOf(ino) == kSnapDirIno;
+  }
+
   // For tests: the filesystem of the dataset in `slot` (nullptr: none).
   PosixFs* dataset_fs(uint64_t slot) { return slots_[slot].load(std::memory_order_acquire); }
 
@@ -241,6 +264,29 @@ class DatasetTreeFs final : public Filesystem {
   // IntentLog::Open) into the datasets and starts it (intent_log.h); the
   // datasets record into it from then on.
   Status OpenLog(std::unique_ptr<zil::IntentLog> log) EXCLUDES(tree_lock_);
+  // Snapshot browsing (snapshot_dir.cc). The attributes of a virtual
+  // directory `ino` (global); Lookup in one; its listing; the slot of a
+  // snapshot of the dataset in `slot`, opened if need be (NotFound,
+  // NotSupported past the slots); whether `slot` holds a snapshot, and
+  // the dataset slot it belongs to.
+  Result<Attr> VirtualAttr(uint64_t ino);
+  Result<Attr> LookupVirtual(const Creds& c, uint64_t parent, std::string_view name);
+  Status ReadVirtualDir(uint64_t ino, uint64_t cookie, bool plus,
+                        const std::function<bool(const DirEntry&)>& emit);
+  Result<uint64_t> OpenSnapshot(uint64_t slot, std::string_view name) EXCLUDES(mu_, snap_mu_);
+  std::optional<uint64_t> SnapshotOwner(uint64_t slot) EXCLUDES(snap_mu_);
+  // Closes the open snapshots of the dataset in `slot` (all, or those
+  // named) that the kernel no longer holds after being asked to drop them;
+  // Busy naming one it still holds among `must` (all when `must` is
+  // empty and `all_must` is set).
+  Status CloseSnapshots(uint64_t slot, const std::set<std::string>& must, bool all_must)
+      EXCLUDES(mu_, snap_mu_);
+  // Asks the kernel to drop `names` in the snapshot directory of every
+  // dataset in the tree (a snapshot taken: no stale negative entry).
+  void InvalidateSnapshotNames(const std::vector<std::string>& names) EXCLUDES(tree_lock_);
+  // Asks the kernel to drop what it caches of directories `dirs` (global):
+  // their attributes and listings.
+  void InvalidateListings(const std::vector<uint64_t>& dirs) EXCLUDES(invalidate_mu_);
   // Ok unless `name` in `parent` is a child dataset (then `code`, saying so).
   Status NotAJoin(uint64_t parent, std::string_view name, StatusCode code) EXCLUDES(tree_lock_);
   Result<Attr> InSlot(uint64_t slot, Result<Attr> a) const;
@@ -284,6 +330,17 @@ class DatasetTreeFs final : public Filesystem {
   // filesystems record into it, so that it outlives them.
   std::unique_ptr<zil::IntentLog> log_;
   std::vector<std::string> log_notes_;  // what its replay said (import notes)
+
+  // The open snapshots (OpenSnapshot), by slot: their dataset's slot and
+  // name; their object sets live as long as the mount, after the
+  // filesystems over them (all_, below).
+  struct OpenSnap {
+    uint64_t dataset_slot = 0;
+    std::string name;
+  };
+  util::Mutex snap_mu_;  // after mu_
+  std::map<uint64_t, OpenSnap> snaps_ GUARDED_BY(snap_mu_);
+  std::vector<std::unique_ptr<dmu::ObjectSet>> snap_sets_ GUARDED_BY(snap_mu_);
 
   util::Mutex mu_;                                             // membership changes; unmount
   std::vector<std::unique_ptr<PosixFs>> all_ GUARDED_BY(mu_);  // every one opened, kept

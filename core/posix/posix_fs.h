@@ -160,6 +160,9 @@ class PosixFs final : public Filesystem {
 
   // Whether the kernel holds a lookup on any file here but the root.
   bool InUse() { return table_.kernel_inodes() > (table_.Lookups(kRootIno) > 0 ? 1 : 0); }
+  // Whether it holds one on any file here, the root included (a working
+  // directory there).
+  bool Held() { return table_.kernel_inodes() > 0; }
 
   // For tests: inodes in memory, and the lookup count of one (0 if absent).
   uint64_t cached_inodes() { return table_.size(); }

@@ -4,7 +4,8 @@
 # data (the snapshot taken before an overwrite holds the old data alone),
 # a dataset with snapshots refused by destroy, `dataset destroy POOL@NAME`
 # and of a range, `dataset rename POOL@A @B`, `dataset get written@SNAP`,
-# `poolfs rollback` of a mounted child dataset and offline (-r),
+# `poolfs rollback` of a mounted child dataset and offline (-r), browsing
+# MNT/.poolfs/snapshot (hidden, read-only, live, busy while in use),
 # bad names refused naming the argument, the snapshots still there offline
 # after the unmount, and `poolfs check` healthy. Runs as root (needs
 # /dev/fuse); skipped (exit 77, ctest's skip code, with the reason) when
@@ -121,6 +122,34 @@ want=$(printf '%s\n' "$POOL"$'\tfilesystem' "$POOL@one"$'\tsnapshot' "$POOL@two"
   "$POOL/home"$'\tfilesystem' "$POOL/home@two"$'\tsnapshot')
 [[ $OUT == "$want" ]] && echo "ok: list -t all orders datasets and snapshots" ||
   fail "list -t all:"$'\n'"$OUT"
+
+# Browsing: MNT/.poolfs/snapshot/NAME, hidden from the root's listing,
+# read-only, the snapshot's content; a new snapshot appears at once; one in
+# use (a working directory in it) is not destroyed.
+[[ $(ls -a "$MNT") != *.poolfs* ]] && echo "ok: .poolfs is hidden" || fail "ls -a shows .poolfs"
+snaps=$(ls "$MNT/.poolfs/snapshot" | tr '\n' ' ')
+[[ $snaps == "one two " ]] && echo "ok: .poolfs/snapshot lists: $snaps" ||
+  fail ".poolfs/snapshot lists '$snaps'"
+cmp -s "$DIR/old" "$MNT/.poolfs/snapshot/one/file" && echo "ok: @one's file reads as it was" ||
+  fail "@one's file differs from what was written before it"
+cmp -s "$DIR/old" "$MNT/home/.poolfs/snapshot/two/file" &&
+  echo "ok: $POOL/home@two's file reads as it was" || fail "$POOL/home@two's file differs"
+if echo x 2>/dev/null >"$MNT/.poolfs/snapshot/one/file" || touch "$MNT/.poolfs/snapshot/x" 2>/dev/null ||
+  mkdir "$MNT/.poolfs/y" 2>/dev/null; then
+  fail "a snapshot or its directory took a change"
+else
+  echo "ok: snapshots and their directories are read-only"
+fi
+run 0 "" snapshot "$POOL@browse"
+[[ -d $MNT/.poolfs/snapshot/browse ]] && echo "ok: @browse appears at once" ||
+  fail "@browse is not in .poolfs/snapshot"
+(cd "$MNT/.poolfs/snapshot/browse" && sleep 4) &
+sleep 0.5
+run 2 "in use" dataset destroy "$POOL@browse"
+wait
+run 0 "" dataset destroy "$POOL@browse"
+[[ ! -e $MNT/.poolfs/snapshot/browse ]] && echo "ok: @browse is gone" ||
+  fail "@browse is still in .poolfs/snapshot"
 
 # A dataset with snapshots stays; its snapshot goes.
 run 1 "snapshot" dataset destroy "$POOL/home"
