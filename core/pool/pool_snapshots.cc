@@ -170,11 +170,12 @@ Result<std::vector<Pool::Snap*>> Pool::ResolveRange(std::string_view name) const
   const std::string first(name.substr(at + 1, pct - at - 1)), last(name.substr(pct + 1));
   POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(dataset));
   const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id);
+  const std::string full = FullName(*ds);
   auto index = [&](const std::string& n, size_t none) -> Result<size_t> {
     if (n.empty()) return none;
     for (size_t i = 0; i < snaps.size(); i++)
       if (snaps[i]->entry.name == n) return i;
-    return Status::NotFound("snapshot " + Quote(FullName(*ds) + "@" + n) + " does not exist");
+    return Status::NotFound("snapshot " + Quote(full + "@" + n) + " does not exist");
   };
   POOLFS_ASSIGN_OR_RETURN(size_t from, index(first, 0));
   POOLFS_ASSIGN_OR_RETURN(size_t to, index(last, snaps.empty() ? 0 : snaps.size() - 1));
