@@ -41,6 +41,7 @@ Result<std::string> ParseCopies(std::string_view v) { return OneOf(v, {"1", "2",
 Result<std::string> ParseSync(std::string_view v) {
   return OneOf(v, {"standard", "always", "disabled"});
 }
+Result<std::string> ParseSnapdir(std::string_view v) { return OneOf(v, {"hidden", "visible"}); }
 
 Result<std::string> ParseRecordsize(std::string_view v) {
   auto bytes = util::ParseBytes(v);
@@ -64,7 +65,7 @@ std::string ShowLimit(std::string_view stored) {
   return stored == "0" ? "none" : std::string(stored);
 }
 
-constexpr std::array<PropertyDef, 18> kProperties = {{
+constexpr std::array<PropertyDef, 19> kProperties = {{
     {"name", false, false, "", nullptr, nullptr},
     {"type", false, false, "", nullptr, nullptr},
     {"creation", false, false, "", nullptr, nullptr},
@@ -83,6 +84,7 @@ constexpr std::array<PropertyDef, 18> kProperties = {{
     {"reservation", true, false, "0", ParseLimit, ShowLimit},
     {"copies", true, true, "1", ParseCopies, nullptr},
     {"sync", true, true, "standard", ParseSync, nullptr},
+    {"snapdir", true, true, "hidden", ParseSnapdir, nullptr},
 }};
 
 }  // namespace
@@ -135,6 +137,7 @@ DatasetProps DecodeProps(const std::map<std::string, std::string, std::less<>>& 
   d.sync = sync == "always"     ? SyncMode::kAlways
            : sync == "disabled" ? SyncMode::kDisabled
                                 : SyncMode::kStandard;
+  d.snapdir_visible = get("snapdir") == "visible";
   return d;
 }
 

@@ -72,6 +72,9 @@ struct DatasetProps {
   uint64_t reservation = 0;  // 0: none
   uint32_t copies = 1;
   SyncMode sync = SyncMode::kStandard;
+  // Whether .poolfs (the snapshots) is listed in the dataset's root
+  // directory (snapdir=visible), or only reachable by name (hidden).
+  bool snapdir_visible = false;
   bool operator==(const DatasetProps&) const = default;
 };
 

@@ -185,11 +185,17 @@ Result<std::unique_ptr<DatasetTreeFs>> DatasetTreeFs::Open(std::unique_ptr<pool:
     // holds stays (the admin detaches a dataset before it asks the pool).
     DatasetTreeFs* self = fs.get();
     shared->SetBusyCheck([self](uint64_t id) { return self->InUse({self->SlotFor(id)}); });
-    fs->props_watch_ = shared->WatchProperties([self](uint64_t, const pool::DatasetProps&) {
+    fs->props_watch_ = shared->WatchProperties([self](uint64_t id, const pool::DatasetProps& p) {
       // A quota binds the descendants too, and a reservation every
       // other dataset (neither is inherited, so the pool names only the
       // dataset it is set on): all of them look again.
+      const uint64_t slot = self->SlotFor(id);
+      PosixFs* before = self->slots_[slot].load(std::memory_order_acquire);
+      const bool listed = before != nullptr && before->snapdir_visible();
       self->ApplyAll();
+      // snapdir changes what the root's listing holds.
+      if (before != nullptr && listed != p.snapdir_visible)
+        self->InvalidateListings({Global(slot, kRootIno)});
     });
   }
   if (!st.ok()) {
@@ -656,6 +662,22 @@ Status DatasetTreeFs::ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, boo
     }));
     if (full) return Status::Ok();
     cookie = kChildCookieBase;
+  }
+  // .poolfs, where the snapshots are, when the dataset lists it
+  // (snapdir=visible), at the cookie no child dataset has (slot 0's).
+  if (local == kRootIno && cookie <= kChildCookieBase && fs->snapdir_visible() &&
+      !SnapshotOwner(slot)) {
+    DirEntry d;
+    d.name = std::string(kCtlDirName);
+    d.ino = Global(slot, kCtlDirIno);
+    d.type = S_IFDIR;
+    d.next_cookie = kChildCookieBase + 1;
+    if (plus) {
+      Result<Attr> a = VirtualAttr(d.ino);
+      if (a.ok()) d.attr = *a;
+    }
+    if (!emit(d)) return Status::Ok();
+    cookie = kChildCookieBase + 1;
   }
   // The child datasets, by slot (their cookies' order).
   std::vector<std::pair<uint64_t, std::string>> by_slot;

@@ -340,6 +340,7 @@ void PosixFs::SetProps(const pool::DatasetProps& props, const std::string& name,
   props_compression_.store(uint8_t(props.compression), std::memory_order_relaxed);
   props_copies_.store(uint8_t(props.copies), std::memory_order_relaxed);
   props_sync_.store(uint8_t(props.sync), std::memory_order_relaxed);
+  props_snapdir_visible_.store(props.snapdir_visible, std::memory_order_relaxed);
   {
     util::MutexLock l(&props_mu_);
     dataset_name_ = name;

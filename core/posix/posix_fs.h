@@ -163,6 +163,8 @@ class PosixFs final : public Filesystem {
   // Whether it holds one on any file here, the root included (a working
   // directory there).
   bool Held() { return table_.kernel_inodes() > 0; }
+  // The dataset's snapdir property: .poolfs listed in its root.
+  bool snapdir_visible() const { return props_snapdir_visible_.load(std::memory_order_relaxed); }
 
   // For tests: inodes in memory, and the lookup count of one (0 if absent).
   uint64_t cached_inodes() { return table_.size(); }
@@ -398,7 +400,7 @@ class PosixFs final : public Filesystem {
   util::Mutex unlinked_mu_;
   std::unique_ptr<zap::Zap> unlinked_ PT_GUARDED_BY(unlinked_mu_);
   std::atomic<uint64_t> newest_txg_{0};  // newest change of any inode (Fsync fallback)
-  zil::IntentLog* log_ = nullptr;  // SetIntentLog
+  zil::IntentLog* log_ = nullptr;        // SetIntentLog
   uint64_t log_dataset_ = 0;
   // The live tunables the calls read (opts_.tunables keeps the mount's).
   std::atomic<bool> cache_whole_reads_{false};  // CoreTunables::cache_whole_reads
@@ -418,9 +420,10 @@ class PosixFs final : public Filesystem {
   std::atomic<uint8_t> props_compression_{uint8_t(util::Compression::kLz4)};
   std::atomic<uint8_t> props_copies_{1};
   std::atomic<uint8_t> props_sync_{uint8_t(pool::SyncMode::kStandard)};
+  std::atomic<bool> props_snapdir_visible_{false};
   std::atomic<bool> quota_bound_{false};
   std::atomic<bool> figures_bound_{false};  // quota_bound_ or a reservation elsewhere
-  std::atomic<uint64_t> quota_room_{0};  // available at the last sync seen
+  std::atomic<uint64_t> quota_room_{0};     // available at the last sync seen
   std::atomic<uint64_t> quota_referenced_{0};
   // What changes have asked for since, by the txg they may land in (the
   // txg after the one open when they asked: a change counts until that txg

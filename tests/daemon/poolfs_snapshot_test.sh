@@ -140,6 +140,12 @@ if echo x 2>/dev/null >"$MNT/.poolfs/snapshot/one/file" || touch "$MNT/.poolfs/s
 else
   echo "ok: snapshots and their directories are read-only"
 fi
+# snapdir=visible lists it (inherited by the children), hidden again not.
+run 0 "" dataset set snapdir=visible "$POOL"
+[[ $(ls -a "$MNT") == *.poolfs* && $(ls -a "$MNT/home") == *.poolfs* ]] &&
+  echo "ok: snapdir=visible lists .poolfs" || fail "snapdir=visible: ls -a does not show .poolfs"
+run 0 "" dataset inherit snapdir "$POOL"
+[[ $(ls -a "$MNT") != *.poolfs* ]] && echo "ok: hidden again" || fail "still listed"
 run 0 "" snapshot "$POOL@browse"
 [[ -d $MNT/.poolfs/snapshot/browse ]] && echo "ok: @browse appears at once" ||
   fail "@browse is not in .poolfs/snapshot"

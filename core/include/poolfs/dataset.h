@@ -17,6 +17,9 @@
 //   quota        bytes, or none (0)                    (default none)
 //   reservation  bytes, or none (0)                    (default none)
 //   copies       1 | 2 | 3                             (default 1)
+//   snapdir      hidden | visible: .poolfs (the snapshots) listed in the
+//                dataset's root directory, or only reachable by name
+//                                                      (default hidden)
 //   mountpoint   (read-only here: where the dataset appears in a mount)
 // quota and reservation are not inherited (as in ZFS); a child's source
 // for them is "default" unless set on it. Read-only properties (source

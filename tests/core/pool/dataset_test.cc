@@ -160,6 +160,7 @@ TEST_CASE("Bad property names and values are refused, naming them, and change no
                                          {"readonly", "1", "on, off"},
                                          {"copies", "4", "1, 2, 3"},
                                          {"sync", "sometimes", "standard, always, disabled"},
+                                         {"snapdir", "shown", "hidden, visible"},
                                          {"quota", "-1", "quota"},
                                          {"quota", "lots", "quota"},
                                          {"used", "1", "read-only"},
