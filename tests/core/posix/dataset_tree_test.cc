@@ -3,7 +3,8 @@
 // and stable across remounts; rename and link between datasets give
 // CrossDevice; the join cannot be created over, removed or renamed; a
 // destroy is refused while a dataset's files are held and frees it
-// otherwise; a listing resumes across the joined entries.
+// otherwise; a listing resumes across the joined entries; snapshots read
+// under .poolfs/snapshot, read-only and live.
 #include "posix/dataset_tree.h"
 
 #include <atomic>
@@ -358,6 +359,58 @@ TEST_CASE("a reservation is held back from every other dataset") {
   const Attr b = f.MustCreate(db, "b");
   for (int i = 0; i < 16; i++) f.MustWrite(b.ino, uint64_t(i) << 20, mib);
   REQUIRE(f.fs->datasets()->Inherit("pool/db", "reservation").ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::posix
+
+namespace poolfs::core::posix {
+namespace {
+
+TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going live") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const Attr file = f.MustCreate(home, "f");
+  f.MustWrite(file.ino, 0, "before");
+  DatasetAdmin* admin = f.fs->datasets();
+  REQUIRE(admin->Snapshot({"pool/home@one"}, false).ok());
+  f.MustWrite(file.ino, 0, "after!");
+
+  // Hidden from the listing, found by name.
+  CHECK(f.List(home) == std::vector<std::string>{"f"});
+  const uint64_t ctl = MustLookup(f, home, ".poolfs");
+  const uint64_t dir = MustLookup(f, ctl, "snapshot");
+  CHECK(f.List(ctl) == std::vector<std::string>{"snapshot"});
+  CHECK(f.List(dir) == std::vector<std::string>{"one"});
+  const uint64_t one = MustLookup(f, dir, "one");
+  CHECK(DatasetTreeFs::SlotOf(one) != DatasetTreeFs::SlotOf(home));
+  const uint64_t old_file = MustLookup(f, one, "f");
+  CHECK(f.MustRead(old_file, 0, 6) == "before");
+  CHECK(f.MustRead(file.ino, 0, 6) == "after!");
+  CHECK(MustLookup(f, one, "..") == dir);
+  CHECK(MustLookup(f, dir, "..") == ctl);
+  CHECK(MustLookup(f, ctl, "..") == home);
+  // Nothing there takes a change.
+  CHECK(f.fs->Write(RootCreds(), old_file, 0, "x").status().code() == StatusCode::kReadOnly);
+  CHECK(f.fs->Create(RootCreds(), one, "new", 0644).status().code() == StatusCode::kReadOnly);
+  CHECK(f.fs->Create(RootCreds(), dir, "new", 0644).status().code() == StatusCode::kReadOnly);
+  CHECK(f.fs->Mkdir(RootCreds(), ctl, "x", 0755).status().code() == StatusCode::kReadOnly);
+  CHECK(f.fs->Create(RootCreds(), home, ".poolfs", 0644).status().code() ==
+        StatusCode::kAlreadyExists);
+  // A new snapshot is there at once; one held is not destroyed, one let go
+  // is, and goes from the listing.
+  REQUIRE(admin->Snapshot({"pool/home@two"}, false).ok());
+  CHECK(f.List(dir) == std::vector<std::string>{"one", "two"});
+  CHECK(admin->Destroy("pool/home@one", false).code() == StatusCode::kBusy);
+  f.fs->Forget(old_file, 1);
+  f.fs->Forget(one, 1);
+  REQUIRE(admin->Destroy("pool/home@one", false).ok());
+  CHECK(f.List(dir) == std::vector<std::string>{"two"});
+  CHECK(f.fs->Lookup(RootCreds(), dir, "one").status().code() == StatusCode::kNotFound);
+  // snapdir=visible lists it.
+  REQUIRE(admin->Set("pool/home", {"snapdir", "visible"}).ok());
+  CHECK(f.List(home) == std::vector<std::string>{".poolfs", "f"});
 }
 
 }  // namespace
