@@ -124,6 +124,11 @@ Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive
     }
     for (Dataset* ds : all) {
       const std::string full = FullName(*ds) + "@" + parts.second;
+      // Taken before a rollback of the same txg, it would hold blocks the
+      // rollback frees.
+      if (ds->rollback != Txg(0))
+        return Status::Busy("cannot snapshot " + Quote(full) + ": a rollback of " +
+                            Quote(FullName(*ds)) + " is under way; try again");
       if (!seen.insert(ds->entry.id).second)
         return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": dataset " +
                                        Quote(FullName(*ds)) +
@@ -201,6 +206,12 @@ Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
       for (Snap* other : SnapshotsOf(ds->entry.id))
         if (names.count(other->entry.name)) gone.push_back(other);
     }
+  }
+  for (Snap* g : gone) {
+    const Dataset* ds = Find(g->entry.dataset);
+    if (ds->rollback != Txg(0) && ds->rollback_to == g->entry.id)
+      return Status::Busy("cannot destroy " + Quote(FullName(*ds) + "@" + g->entry.name) +
+                          ": a rollback to it is under way");
   }
   for (Snap* g : gone) g->destroyed = tx.txg();
   dir_dirty_ = true;
