@@ -275,6 +275,8 @@ class DatasetTreeFs final : public Filesystem {
                         const std::function<bool(const DirEntry&)>& emit);
   Result<uint64_t> OpenSnapshot(uint64_t slot, std::string_view name) EXCLUDES(mu_, snap_mu_);
   std::optional<uint64_t> SnapshotOwner(uint64_t slot) EXCLUDES(snap_mu_);
+  // The full name of the dataset in `slot`: Stale when it is gone.
+  Result<std::string> DatasetNameOf(uint64_t slot) EXCLUDES(tree_lock_);
   // Closes the open snapshots of the dataset in `slot` (all, or those
   // named) that the kernel no longer holds after being asked to drop them;
   // Busy naming one it still holds among `must` (all when `must` is

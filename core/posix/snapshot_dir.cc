@@ -8,6 +8,14 @@
 
 namespace poolfs::core::posix {
 
+Result<std::string> DatasetTreeFs::DatasetNameOf(uint64_t slot) {
+  util::ReadMostlyReader r(&tree_lock_);
+  auto it = nodes_.find(slot);
+  if (it == nodes_.end())
+    return Status(StatusCode::kStale, "dataset slot " + std::to_string(slot) + " is gone");
+  return it->second.name;
+}
+
 std::optional<uint64_t> DatasetTreeFs::SnapshotOwner(uint64_t slot) {
   util::MutexLock l(&snap_mu_);
   auto it = snaps_.find(slot);
@@ -32,14 +40,7 @@ Result<Attr> DatasetTreeFs::VirtualAttr(uint64_t ino) {
 }
 
 Result<uint64_t> DatasetTreeFs::OpenSnapshot(uint64_t slot, std::string_view name) {
-  std::string dataset;
-  {
-    util::ReadMostlyReader r(&tree_lock_);
-    auto it = nodes_.find(slot);
-    if (it == nodes_.end())
-      return Status(StatusCode::kStale, "dataset slot " + std::to_string(slot) + " is gone");
-    dataset = it->second.name;
-  }
+  POOLFS_ASSIGN_OR_RETURN(const std::string dataset, DatasetNameOf(slot));
   const std::string full = dataset + "@" + std::string(name);
   if (name.empty() || name.find_first_of("/@%") != std::string_view::npos)
     return Status::NotFound("no snapshot " + full);
@@ -117,14 +118,7 @@ Status DatasetTreeFs::ReadVirtualDir(uint64_t ino, uint64_t cookie, bool plus,
     add(std::string(kSnapDirName), Global(slot, kSnapDirIno), Kind::kVirtual);
   } else {
     add("..", Global(slot, kCtlDirIno), Kind::kVirtual);
-    std::string dataset;
-    {
-      util::ReadMostlyReader r(&tree_lock_);
-      auto it = nodes_.find(slot);
-      if (it == nodes_.end())
-        return Status(StatusCode::kStale, "dataset slot " + std::to_string(slot) + " is gone");
-      dataset = it->second.name;
-    }
+    POOLFS_ASSIGN_OR_RETURN(const std::string dataset, DatasetNameOf(slot));
     POOLFS_ASSIGN_OR_RETURN(std::vector<pool::SnapshotFigures> snaps,
                             pool_->ListSnapshots(dataset, /*recursive=*/false));
     for (const pool::SnapshotFigures& f : snaps)

@@ -76,15 +76,8 @@ Names Apply(Names names, const Change& c) {
 // The child: random changes until killed. Lines go to `fd`.
 [[noreturn]] void Churn(const std::vector<std::string>& paths, Names names, uint64_t seed, int fd) {
   auto say = [fd](const std::string& line) { Say(fd, line); };
-  PoolOptions o;
-  o.txg.timeout_ms = 50;
-  o.space.allocators = 2;
-  auto pool = Pool::Import(paths, o);
-  if (!pool.ok()) {
-    say("error " + pool.status().ToString());
-    _exit(2);
-  }
-  PoolDatasetAdmin admin(pool->get());
+  std::unique_ptr<Pool> pool = ImportInChild(paths, 50, fd);
+  PoolDatasetAdmin admin(pool.get());
   std::mt19937_64 rng(seed);
   for (uint64_t i = 0;; i++) {
     std::vector<std::string> all, snaps;  // datasets ("tank" first), snapshots
@@ -115,9 +108,9 @@ Names Apply(Names names, const Change& c) {
       c = {"unsnap", snaps[rng() % snaps.size()], ""};
     } else {
       // Data in a dataset, so that destroys have blocks to free.
-      dmu::ObjectSet* os = (*pool)->dataset(all[rng() % all.size()]);
+      dmu::ObjectSet* os = pool->dataset(all[rng() % all.size()]);
       if (os == nullptr) _exit(4);
-      dmu::Tx tx((*pool)->assigner());
+      dmu::Tx tx(pool->assigner());
       if (!tx.Assign(1 << 20).ok()) _exit(5);
       auto obj = os->Create(tx, dmu::ObjectType::kPlain);
       if (!obj.ok()) _exit(6);

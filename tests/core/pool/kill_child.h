@@ -10,8 +10,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "pool/pool.h"
 
 namespace poolfs::core::pool {
 
@@ -50,6 +54,21 @@ inline KilledChild RunUntilKilled(const std::function<void(int fd)>& body,
   close(fds[0]);
   out.killed = WIFSIGNALED(status);
   return out;
+}
+
+// The child's pool: imported with txgs of `timeout_ms`; on failure it says
+// why and exits 2.
+inline std::unique_ptr<Pool> ImportInChild(const std::vector<std::string>& paths,
+                                           uint32_t timeout_ms, int fd) {
+  PoolOptions o;
+  o.txg.timeout_ms = timeout_ms;
+  o.space.allocators = 2;
+  auto pool = Pool::Import(paths, o);
+  if (!pool.ok()) {
+    Say(fd, "error " + pool.status().ToString());
+    _exit(2);
+  }
+  return std::move(pool).value();
 }
 
 }  // namespace poolfs::core::pool

@@ -32,8 +32,7 @@ std::vector<uint8_t> Bytes(size_t n, uint8_t seed) {
   return b;
 }
 
-TEST_CASE("Pool log areas hold what is written there across export and import",
-          "[pool][log]") {
+TEST_CASE("Pool log areas hold what is written there across export and import", "[pool][log]") {
   vdev::MemoryDevice a(kLogDevSize, "a"), b(kLogDevSize, "b");
   REQUIRE(Pool::CreateOnDevices({&a, &b}, {"a", "b"}, CreateOptions{"tank"}).ok());
   const auto first = Bytes(8192, 1), last = Bytes(4096, 9);
@@ -140,8 +139,8 @@ TEST_CASE("Pool log writes survive a power cut once flushed", "[pool][log]") {
 }
 
 TEST_CASE("Pool::PrepareLogArea leaves no hole in a pool file's log areas", "[pool][log]") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("poolfs-logarea-" + std::to_string(getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("poolfs-logarea-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::vector<std::string> paths = {dir / "v0", dir / "v1"};
   REQUIRE(Pool::Create(paths, kLogDevSize, CreateOptions{"tank"}).ok());
@@ -186,8 +185,7 @@ TEST_CASE("Pool refuses log writes on a read-only import", "[pool][log]") {
   REQUIRE((*p)->Export().ok());
 }
 
-TEST_CASE("The uberblock's log state decodes back, and a damaged one is refused",
-          "[pool][log]") {
+TEST_CASE("The uberblock's log state decodes back, and a damaged one is refused", "[pool][log]") {
   const zio::BlockPtr root;  // a hole: the payload's pointer is not what is tested
   for (zio::BpFormat format : {zio::BpFormat::kV1, zio::BpFormat::kV2}) {
     const LogState state{0, 0x1234, 41, 12288, 9, 17};
@@ -213,9 +211,9 @@ TEST_CASE("The uberblock's log state decodes back, and a damaged one is refused"
     for (size_t i = 144; i < 152; i++) bytes[i] = 0;  // chain 0
     refused(144, 0, "chain id 0");
     bytes = EncodeRootPayload(root, format, state);
-    refused(160, 1, "tail offset");        // 12289: not a 4 KiB step
-    refused(166, 0x7f, "tail offset");     // past the area
-    refused(190, 1, "nonzero reserved");   // past the log state
+    refused(160, 1, "tail offset");       // 12289: not a 4 KiB step
+    refused(166, 0x7f, "tail offset");    // past the area
+    refused(190, 1, "nonzero reserved");  // past the log state
   }
 }
 

@@ -1,6 +1,6 @@
 // The MOS sync's passes: they converge in a handful on any pool state, and
 // the blocks they defer to the next txg are neither lost nor leaked.
-#include "core/pool/check_test_util.h"  
+#include "core/pool/check_test_util.h"
 
 namespace poolfs::core::pool::check_test {
 namespace {

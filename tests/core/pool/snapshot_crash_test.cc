@@ -55,17 +55,10 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
 [[noreturn]] void Churn(const std::vector<std::string>& paths, uint64_t seed, int first_snap,
                         int fd) {
   auto say = [fd](const std::string& line) { Say(fd, line); };
-  PoolOptions o;
-  o.txg.timeout_ms = 40;
-  o.space.allocators = 2;
-  auto pool = Pool::Import(paths, o);
-  if (!pool.ok()) {
-    say("error " + pool.status().ToString());
-    _exit(2);
-  }
-  PoolDatasetAdmin admin(pool->get());
+  std::unique_ptr<Pool> pool = ImportInChild(paths, 40, fd);
+  PoolDatasetAdmin admin(pool.get());
   std::mt19937_64 rng(seed);
-  dmu::ObjectSet* os = (*pool)->dataset("tank/d");
+  dmu::ObjectSet* os = pool->dataset("tank/d");
   if (os == nullptr) _exit(4);
   // The model: what the dataset holds now (read back after the crash).
   std::string model;
@@ -78,7 +71,7 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
       const uint64_t len = 1 + rng() % (64 * 1024);
       const uint64_t off = rng() % (kObjectBytes - len);
       const std::string data = Pattern(rng(), len);
-      dmu::Tx tx((*pool)->assigner());
+      dmu::Tx tx(pool->assigner());
       if (!tx.Assign(1 << 20).ok()) _exit(5);
       if (!os->Write(tx, ObjectId(id), off, data).ok()) _exit(6);
       tx.Commit();
@@ -86,7 +79,7 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
     } else if (pick < 13) {
       const std::string name = "tank/d@s" + std::to_string(i);
       if (!admin.Snapshot({name}, false).ok()) _exit(7);
-      auto snap = (*pool)->OpenSnapshot(name);
+      auto snap = pool->OpenSnapshot(name);
       std::string got;
       if (!snap.ok() || HashOf(**snap, &got) == 0 || got != model) {
         say("error snapshot " + name + " does not read as the data was");
@@ -95,7 +88,7 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
       kept[name] = model;
       say("snap " + name + " " + std::to_string(std::hash<std::string>{}(got)));
     } else if (pick < 15) {
-      auto list = (*pool)->ListSnapshots("tank/d", false);
+      auto list = pool->ListSnapshots("tank/d", false);
       if (!list.ok()) _exit(9);
       if (list->empty()) continue;
       const std::string name = (*list)[rng() % list->size()].name;
@@ -104,13 +97,13 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
       kept.erase(name);
       say("done");
     } else {
-      auto list = (*pool)->ListSnapshots("tank/d", false);
+      auto list = pool->ListSnapshots("tank/d", false);
       if (!list.ok()) _exit(11);
       if (list->empty() || !kept.count(list->back().name)) continue;
       const std::string name = list->back().name;
       say("begin rollback " + name);
       if (!admin.Rollback(name, false).ok()) _exit(12);
-      os = (*pool)->dataset("tank/d");
+      os = pool->dataset("tank/d");
       model = kept[name];
       std::string now;
       if (os == nullptr || HashOf(*os, &now) == 0 || now != model) {
