@@ -55,6 +55,21 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     return Follow(inner_.Rollback(name, destroy_later));
   }
   Status Rename(std::string_view from, std::string_view to) override {
+    if (const size_t at = from.find('@'); at != std::string_view::npos) {
+      // A snapshot: open here, it stays open under its new name; both names
+      // leave the kernel's cache of the snapshot directories.
+      POOLFS_RETURN_IF_ERROR(inner_.Rename(from, to));
+      const size_t to_at = to.find('@');
+      const std::string old_name(from.substr(at + 1));
+      const std::string new_name(to_at == std::string_view::npos ? to : to.substr(to_at + 1));
+      if (std::optional<uint64_t> slot = tree_->SlotNamed(from.substr(0, at))) {
+        util::MutexLock l(&tree_->snap_mu_);
+        for (auto& [s, open] : tree_->snaps_)
+          if (open.dataset_slot == *slot && open.name == old_name) open.name = new_name;
+      }
+      tree_->InvalidateSnapshotNames({old_name, new_name});
+      return Status::Ok();
+    }
     return Follow(inner_.Rename(from, to));
   }
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override {

@@ -61,6 +61,14 @@ Result<uint64_t> DatasetTreeFs::OpenSnapshot(uint64_t slot, std::string_view nam
     return Status::NotSupported("snapshot " + full + " has id " + std::to_string(id) +
                                 ": a mount numbers at most " + std::to_string(kSlots - 1) +
                                 " datasets and snapshots");
+  {
+    // Open already under the name it had before a rename.
+    util::MutexLock s(&snap_mu_);
+    if (auto it = snaps_.find(id); it != snaps_.end()) {
+      it->second.name = std::string(name);
+      return id;
+    }
+  }
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os, pool_->OpenSnapshot(full));
   MountOptions o = opts_;
   o.read_only = true;

@@ -408,6 +408,12 @@ TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going
   REQUIRE(admin->Destroy("pool/home@one", false).ok());
   CHECK(f.List(dir) == std::vector<std::string>{"two"});
   CHECK(f.fs->Lookup(RootCreds(), dir, "one").status().code() == StatusCode::kNotFound);
+  // A rename shows at once; the snapshot stays open under its new name.
+  const uint64_t two = MustLookup(f, dir, "two");
+  REQUIRE(admin->Rename("pool/home@two", "@deux").ok());
+  CHECK(f.List(dir) == std::vector<std::string>{"deux"});
+  CHECK(MustLookup(f, dir, "deux") == two);
+  CHECK(f.fs->Lookup(RootCreds(), dir, "two").status().code() == StatusCode::kNotFound);
   // snapdir=visible lists it.
   REQUIRE(admin->Set("pool/home", {"snapdir", "visible"}).ok());
   CHECK(f.List(home) == std::vector<std::string>{".poolfs", "f"});
