@@ -11,9 +11,10 @@
 // that the same table can gather the datasets of several pools.
 //
 // Snapshots ("POOL/PATH@NAME") are taken by the verb `snapshot` (`poolfs
-// snapshot`), destroyed by `destroy` and listed by `list -t snapshot|all`;
-// a snapshot row leaves "-" in the columns it has no value for
-// (available, mountpoint, properties).
+// snapshot`), rolled back to by `rollback` (`poolfs rollback`), destroyed
+// by `destroy` (one, or a range @FIRST%LAST), renamed by `rename`, read by
+// `get` and listed by `list -t snapshot|all`; a snapshot row leaves "-" in
+// the columns it has no value for (available, mountpoint, properties).
 //
 // Thread safety: values and free functions.
 #pragma once
@@ -44,12 +45,14 @@ struct DatasetCommand {
   // followed by its snapshots, as `zfs list -t all` orders them).
   enum class ListType : uint8_t { kFilesystem, kSnapshot, kAll };
   Verb verb = Verb::kList;
-  // create, set, inherit: one dataset; destroy: one dataset or snapshot;
-  // rename: from and to; list: roots (none: every dataset); get: the
-  // datasets; snapshot: the snapshots to take, all of one pool.
+  // create, set, inherit: one dataset; destroy: one dataset, snapshot or
+  // range of snapshots; rename: from and to (two datasets, or two
+  // snapshots of one); list: roots (none: every dataset); get: the
+  // datasets or snapshots; snapshot: the snapshots to take, all of one
+  // pool; rollback: the snapshot.
   std::vector<std::string> names;
   bool parents = false;                   // create -p
-  bool recursive = false;                 // destroy -r, list -r, snapshot -r
+  bool recursive = false;                 // destroy -r, list -r, snapshot -r, rollback -r
   ListType type = ListType::kFilesystem;  // list -t
   // create -o and set; inherit: one with an empty value.
   std::vector<PropertyAssignment> props;
