@@ -340,10 +340,10 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       if (snap->txg > chosen->txg)
         sink.Add("snapshot '" + full + "@" + snap->name + "'",
                  "taken in txg " + std::to_string(snap->txg.value()) + ", after the checked txg");
-      walker.WalkDataset(full + "@" + snap->name, snap->root, shared);
+      walker.WalkDataset(full + "@" + snap->name, snap->root, shared, e.id);
       shared = snap->txg;
     }
-    walker.WalkDataset(full, e.root, shared);
+    walker.WalkDataset(full, e.root, shared, e.id);
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
   report.deferred_frees = dir.deferred_frees.size();

@@ -142,7 +142,8 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   auto& m = refs_[vdev];
   auto next = m.lower_bound(off);
   if (next != m.end() && next->first == off && next->second.size == size) {
-    if (bp.birth <= shared_through_ && o.dataset >= 0 && next->second.origin.dataset >= 0) {
+    if (bp.birth <= shared_through_ && o.dataset >= 0 && next->second.origin.dataset >= 0 &&
+        lineage_[size_t(next->second.origin.dataset)] == lineage_[size_t(o.dataset)]) {
       objset_bytes_ += size;  // a snapshot walked before holds it too
       return Ref::kShared;
     }
@@ -181,8 +182,9 @@ void CheckWalker::ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees
 }
 
 void CheckWalker::WalkDataset(const std::string& name, const zio::BlockPtr& root,
-                              Txg shared_through) {
+                              Txg shared_through, uint64_t lineage) {
   names_.push_back(name);
+  lineage_.push_back(lineage);
   shared_through_ = shared_through;
   WalkObjset(int32_t(names_.size() - 1), root);
   shared_through_ = Txg(0);

@@ -86,7 +86,11 @@ class CheckWalker {
   // walked before it, of the same dataset) may be one that walk reached:
   // shared, walked again (its objects and counts are this tree's too) but
   // recorded once.
-  void WalkDataset(const std::string& name, const zio::BlockPtr& root, Txg shared_through = Txg(0));
+  // `lineage` names the dataset whose tree it is (its snapshots share
+  // it): only a block an earlier walk of the same lineage recorded is
+  // taken as shared.
+  void WalkDataset(const std::string& name, const zio::BlockPtr& root, Txg shared_through = Txg(0),
+                   uint64_t lineage = 0);
 
   // Whether `bp` is a block a walk recorded, exactly (its first extent).
   bool Referenced(const zio::BlockPtr& bp) const;
@@ -151,8 +155,9 @@ class CheckWalker {
   std::vector<std::string> names_;
   std::map<uint64_t, GatheredObject> mos_objects_;
   uint64_t skipped_ = 0;
-  Txg shared_through_;         // of the walk under way (WalkDataset)
-  uint64_t objset_bytes_ = 0;  // extents each walk reached, shared ones too
+  Txg shared_through_;             // of the walk under way (WalkDataset)
+  std::vector<uint64_t> lineage_;  // per walk (names_ index): its lineage
+  uint64_t objset_bytes_ = 0;      // extents each walk reached, shared ones too
 };
 
 }  // namespace poolfs::core::pool

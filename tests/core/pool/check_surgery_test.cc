@@ -312,6 +312,45 @@ TEST_CASE("Check names a leaked extent: allocated in a space map, referenced by 
   REQUIRE(r.bytes_allocated_by_maps == r.bytes_referenced + sector);
 }
 
+TEST_CASE("A block another dataset holds is not taken for one a snapshot shares",
+          "[check][snapshot]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  Known k = ChurnPool(paths);
+  // Dataset b gets an object and a snapshot: its walk may share blocks
+  // born before that snapshot, but only with the snapshot.
+  uint64_t obj = 0;
+  {
+    auto p = Pool::Import(paths, QuietOptions());
+    REQUIRE(p.ok());
+    dmu::ObjectSet* b = (*p)->dataset("b");
+    REQUIRE(b != nullptr);
+    dmu::Tx tx((*p)->assigner());
+    REQUIRE(tx.Assign().ok());
+    auto id = b->Create(tx, dmu::ObjectType::kPlain);
+    REQUIRE(id.ok());
+    obj = id->value();
+    REQUIRE(b->Write(tx, *id, 0, Pattern(9, 5000)).ok());
+    tx.Commit();
+    REQUIRE((*p)->WaitSynced().ok());
+    REQUIRE((*p)->Snapshot({"tank/b@s"}, false).ok());
+    REQUIRE((*p)->WaitSynced().ok());
+    REQUIRE((*p)->Export().ok());
+  }
+  Surgeon s(paths);
+  Surgeon::Objset a = s.Dataset("a"), b = s.Dataset("b");
+  // b's object now names a's block x, born before b's snapshot.
+  s.SetDnode(b, obj, s.GetDnode(a, k.x));
+  s.SetDatasetRoot("b", b.root);
+  s.Commit();
+
+  CheckReport r = Check(paths);
+  INFO(Listing(r));
+  REQUIRE_FALSE(r.ok());
+  CHECK(HasProblem(r, "dataset 'tank/b' object " + std::to_string(obj),
+                   "is also referenced by dataset 'tank/a' object " + std::to_string(k.x)));
+}
+
 TEST_CASE("Check names a block two pointers share, and the block the second one dropped",
           "[check]") {
   TempDir dir;
