@@ -120,6 +120,13 @@
 // exactly one), and its `used` counts them. A dataset with snapshots is not
 // destroyed (NotEmpty) until they are.
 //
+// Rolling a dataset back to its newest snapshot S, in the sync of the
+// rollback's txg (after the later snapshots, with -r, are destroyed): the
+// blocks born after S are freed by a walk that skips every older subtree
+// (S holds those); the deadlist's blocks are S's, so the dataset's again
+// (their objects are freed, not they); and the dataset gets a new object
+// set over S's root, the old one kept unused until export.
+//
 // Thread safety: dataset() and the object sets are used from any thread;
 // Export and the dataset tree changes from one thread at a time (the
 // changes also take mu_, so readers see a consistent tree).
