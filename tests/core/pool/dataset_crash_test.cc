@@ -172,11 +172,9 @@ TEST_CASE("dataset and snapshot changes survive SIGKILL at random moments") {
     }
     expect = found;
     REQUIRE((*pool)->Export().ok());
-    auto report = CheckPool(paths);
-    REQUIRE(report.ok());
-    INFO(report->Summary());
-    for (const CheckProblem& p : report->problems) UNSCOPED_INFO(p.where << ": " << p.what);
-    CHECK(report->ok());
+    const CheckReport report = check_test::Check(paths);
+    INFO(check_test::Listing(report));
+    CHECK(report.ok());
   }
 }
 

@@ -191,11 +191,9 @@ TEST_CASE("snapshots keep their content across SIGKILL amid writes, destroys and
     for (auto it = expect.begin(); it != expect.end();)
       it = found.count(it->first) ? std::next(it) : expect.erase(it);
     REQUIRE((*pool)->Export().ok());
-    auto report = CheckPool(paths);
-    REQUIRE(report.ok());
-    INFO(report->Summary());
-    for (const CheckProblem& p : report->problems) UNSCOPED_INFO(p.where << ": " << p.what);
-    CHECK(report->ok());
+    const CheckReport report = check_test::Check(paths);
+    INFO(check_test::Listing(report));
+    CHECK(report.ok());
   }
 }
 
