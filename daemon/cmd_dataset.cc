@@ -44,20 +44,13 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   }
 }
 
-Result<PropertyAssignment> ParseAssignment(const std::string& a) {
-  const size_t eq = a.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Status::InvalidArgument("'" + a + "' is not PROP=VALUE");
-  return PropertyAssignment{a.substr(0, eq), a.substr(eq + 1)};
-}
-
 // Fills cmd from the positional and -o arguments of each verb.
 Status Complete(DatasetArgs& a) {
   DatasetCommand& c = a.cmd;
   switch (c.verb) {
     case DatasetCommand::Verb::kCreate:
       for (const std::string& o : a.options) {
-        POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParseAssignment(o));
+        POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParsePropertyAssignment(o));
         c.props.push_back(std::move(p));
       }
       break;
@@ -70,7 +63,7 @@ Status Complete(DatasetArgs& a) {
       break;
     case DatasetCommand::Verb::kGet: c.columns = SplitCommas(a.props); break;
     case DatasetCommand::Verb::kSet: {
-      POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParseAssignment(a.props));
+      POOLFS_ASSIGN_OR_RETURN(PropertyAssignment p, ParsePropertyAssignment(a.props));
       c.props.push_back(std::move(p));
       break;
     }

@@ -6,6 +6,11 @@
 // (cmd_dataset.cc): to the daemon serving the pool, or run here on the
 // pool's files with --pool. `poolfs dataset list -t snapshot` lists
 // snapshots, `poolfs dataset destroy POOL/PATH@NAME` destroys one.
+//
+// `poolfs clone [-o PROP=VALUE]... POOL/PATH@NAME POOL/NEW` makes a
+// writable dataset from a snapshot (DatasetAdmin::Clone), and `poolfs
+// promote POOL/NEW` makes a clone the owner of its origin
+// (DatasetAdmin::Promote).
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +57,51 @@ Command AddRollbackCommand(CLI::App& parent) {
       "Roll a dataset back to its newest snapshot, discarding every change since",
       "roll back to an older snapshot, destroying the snapshots after it",
       "the snapshot to roll back to", true);
+}
+
+Command AddCloneCommand(CLI::App& parent) {
+  struct Args {
+    DatasetCommand cmd;
+    std::vector<std::string> pool_files;
+    std::vector<std::string> options;
+  };
+  auto a = std::make_shared<Args>();
+  a->cmd.verb = DatasetCommand::Verb::kClone;
+  CLI::App* app = parent.add_subcommand(
+      "clone", "Make a writable dataset from a snapshot; it shares every block with it");
+  app->add_option("-o", a->options, "set a property of the clone, PROP=VALUE (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddDatasetPoolOption(app, a->pool_files);
+  app->add_option("POOL/PATH@NAME", a->cmd.names, "the snapshot")->required()->expected(1);
+  app->add_option("POOL/NEW", a->cmd.names, "the new dataset (its parent exists)")
+      ->required()
+      ->expected(1);
+  return {app, [a] {
+            for (const std::string& o : a->options) {
+              Result<PropertyAssignment> p = ParsePropertyAssignment(o);
+              if (!p.ok()) return ReportError("clone", p.status());
+              a->cmd.props.push_back(*p);
+            }
+            return RunDatasetCommand("clone", a->cmd, a->pool_files);
+          }};
+}
+
+Command AddPromoteCommand(CLI::App& parent) {
+  struct Args {
+    DatasetCommand cmd;
+    std::vector<std::string> pool_files;
+  };
+  auto a = std::make_shared<Args>();
+  a->cmd.verb = DatasetCommand::Verb::kPromote;
+  CLI::App* app = parent.add_subcommand(
+      "promote",
+      "Make a clone the owner of its origin snapshot and the ones before it, so that the "
+      "dataset it was cloned from can be destroyed");
+  AddDatasetPoolOption(app, a->pool_files);
+  app->add_option("POOL/PATH", a->cmd.names, "the clone")->required()->expected(1);
+  return {app, [a] { return RunDatasetCommand("promote", a->cmd, a->pool_files); }};
 }
 
 }  // namespace poolfs::daemon

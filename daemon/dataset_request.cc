@@ -19,7 +19,8 @@ constexpr DatasetCommand::Verb kVerbs[] = {
     DatasetCommand::Verb::kRename,   DatasetCommand::Verb::kList,
     DatasetCommand::Verb::kGet,      DatasetCommand::Verb::kSet,
     DatasetCommand::Verb::kInherit,  DatasetCommand::Verb::kSnapshot,
-    DatasetCommand::Verb::kRollback,
+    DatasetCommand::Verb::kRollback, DatasetCommand::Verb::kClone,
+    DatasetCommand::Verb::kPromote,
 };
 constexpr DatasetCommand::ListType kListTypes[] = {
     DatasetCommand::ListType::kFilesystem,
@@ -186,7 +187,9 @@ json InfoJson(const DatasetInfo& d) {
               {"objects", d.objects},
               {"compressratio", d.compressratio},
               {"mountpoint", d.mountpoint},
-              {"usedbysnapshots", d.usedbysnapshots}};
+              {"usedbysnapshots", d.usedbysnapshots},
+              {"usedbydataset", d.usedbydataset},
+              {"origin", d.origin}};
 }
 
 json SnapshotJson(const SnapshotInfo& s) {
@@ -229,7 +232,7 @@ Cell DatasetCell(InfoColumn ic, const DatasetInfo& d) {
     case InfoColumn::kType: return Cell::Text("filesystem");
     case InfoColumn::kWritten: return {};  // the core keeps no figure for a dataset
     case InfoColumn::kUsedSnap: return Cell::Bytes(d.usedbysnapshots);
-    case InfoColumn::kUsedDs: return Cell::Bytes(d.referenced);
+    case InfoColumn::kUsedDs: return Cell::Bytes(d.usedbydataset);
   }
   return {};
 }
@@ -415,6 +418,8 @@ std::string_view VerbName(DatasetCommand::Verb v) {
     case DatasetCommand::Verb::kInherit: return "inherit";
     case DatasetCommand::Verb::kSnapshot: return "snapshot";
     case DatasetCommand::Verb::kRollback: return "rollback";
+    case DatasetCommand::Verb::kClone: return "clone";
+    case DatasetCommand::Verb::kPromote: return "promote";
   }
   return "?";
 }
@@ -447,6 +452,13 @@ Result<DatasetCommand::ListType> ParseListType(std::string_view s) {
   }
   if (fs && snap) return DatasetCommand::ListType::kAll;
   return snap ? DatasetCommand::ListType::kSnapshot : DatasetCommand::ListType::kFilesystem;
+}
+
+Result<PropertyAssignment> ParsePropertyAssignment(std::string_view a) {
+  const size_t eq = a.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    return Status::InvalidArgument("'" + std::string(a) + "' is not PROP=VALUE");
+  return PropertyAssignment{std::string(a.substr(0, eq)), std::string(a.substr(eq + 1))};
 }
 
 std::string PoolOf(std::string_view name) {
@@ -526,6 +538,17 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     case DatasetCommand::Verb::kRollback:
       POOLFS_RETURN_IF_ERROR(count(1, 1, "one POOL/PATH@NAME"));
       break;
+    case DatasetCommand::Verb::kClone:
+      POOLFS_RETURN_IF_ERROR(count(2, 2, "a snapshot POOL/PATH@NAME and a new POOL/PATH"));
+      POOLFS_RETURN_IF_ERROR(ValidateSnapshotName(c.names[0]));
+      POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(c.names[1]));
+      if (PoolOf(c.names[0]) != PoolOf(c.names[1]))
+        return Status::InvalidArgument("cannot clone " + c.names[0] + " to " + c.names[1] +
+                                       ": a clone is made in the pool of its snapshot");
+      break;
+    case DatasetCommand::Verb::kPromote:
+      POOLFS_RETURN_IF_ERROR(count(1, 1, "one POOL/PATH, a clone"));
+      break;
     case DatasetCommand::Verb::kRename:
       POOLFS_RETURN_IF_ERROR(count(2, 2, "two names, POOL/FROM POOL/TO"));
       break;
@@ -548,6 +571,7 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
   if (c.type != DatasetCommand::ListType::kFilesystem && c.verb != DatasetCommand::Verb::kList)
     return Status::InvalidArgument("dataset " + verb + " takes no -t");
   for (const std::string& n : c.names) {
+    if (c.verb == DatasetCommand::Verb::kClone) break;  // checked above
     // Destroy, rename and get also take snapshots ("@B" as rename's new
     // name: the same dataset's); destroy a range of them too.
     const bool snapshot =
@@ -601,6 +625,12 @@ Result<DatasetResult> ExecuteDatasetCommand(DatasetAdmin& admin, const DatasetCo
       return r;
     case DatasetCommand::Verb::kRollback:
       POOLFS_RETURN_IF_ERROR(admin.Rollback(c.names[0], c.recursive));
+      return r;
+    case DatasetCommand::Verb::kClone:
+      POOLFS_RETURN_IF_ERROR(admin.Clone(c.names[0], c.names[1], c.props));
+      return r;
+    case DatasetCommand::Verb::kPromote:
+      POOLFS_RETURN_IF_ERROR(admin.Promote(c.names[0]));
       return r;
     case DatasetCommand::Verb::kSet:
       POOLFS_RETURN_IF_ERROR(admin.Set(c.names[0], c.props[0]));
@@ -798,6 +828,12 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
     // Optional, as "snapshots" below: a daemon from before snapshots has
     // neither.
     if (d.contains("usedbysnapshots") && !Get(d, "usedbysnapshots", &info.usedbysnapshots))
+      return bad();
+    // Optional too (a daemon from before clones): its own bytes were its
+    // referenced ones.
+    info.usedbydataset = info.referenced;
+    if ((d.contains("usedbydataset") && !Get(d, "usedbydataset", &info.usedbydataset)) ||
+        (d.contains("origin") && !Get(d, "origin", &info.origin)))
       return bad();
     r.datasets.push_back(std::move(info));
   }

@@ -15,6 +15,8 @@
 // by `destroy` (one, or a range @FIRST%LAST), renamed by `rename`, read by
 // `get` and listed by `list -t snapshot|all`; a snapshot row leaves "-" in
 // the columns it has no value for (available, mountpoint, properties).
+// A clone of a snapshot is made by the verb `clone` (`poolfs clone`) and
+// promoted by `promote` (`poolfs promote`).
 //
 // Thread safety: values and free functions.
 #pragma once
@@ -40,6 +42,8 @@ struct DatasetCommand {
     kInherit,
     kSnapshot,
     kRollback,
+    kClone,
+    kPromote,
   };
   // What `list -t` lists: datasets, snapshots, or both (each dataset
   // followed by its snapshots, as `zfs list -t all` orders them).
@@ -49,12 +53,13 @@ struct DatasetCommand {
   // range of snapshots; rename: from and to (two datasets, or two
   // snapshots of one); list: roots (none: every dataset); get: the
   // datasets or snapshots; snapshot: the snapshots to take, all of one
-  // pool; rollback: the snapshot.
+  // pool; rollback: the snapshot; clone: the snapshot and the new dataset,
+  // of one pool; promote: the clone.
   std::vector<std::string> names;
   bool parents = false;                   // create -p
   bool recursive = false;                 // destroy -r, list -r, snapshot -r, rollback -r
   ListType type = ListType::kFilesystem;  // list -t
-  // create -o and set; inherit: one with an empty value.
+  // create -o, clone -o and set; inherit: one with an empty value.
   std::vector<PropertyAssignment> props;
   // list -o: the columns; get: the properties ("all" for every one).
   std::vector<std::string> columns;
@@ -71,6 +76,9 @@ std::string_view VerbName(DatasetCommand::Verb v);
 // naming anything else.
 std::string_view ListTypeName(DatasetCommand::ListType t);
 Result<DatasetCommand::ListType> ParseListType(std::string_view s);
+
+// "PROP=VALUE" as -o and `set` take it: InvalidArgument otherwise.
+Result<PropertyAssignment> ParsePropertyAssignment(std::string_view a);
 
 // The pool a dataset or snapshot name belongs to: its first component
 // ("tank" for "tank/home@monday").
@@ -97,7 +105,8 @@ struct DatasetResult {
 // The columns `list` shows by default and the names it takes for them
 // (any property name is a column too; "space" stands for
 // kSpaceListColumns: usedsnap is usedbysnapshots, usedds what the dataset's
-// own blocks take, its referenced).
+// own blocks take: its referenced, less for a clone what it shares with its
+// origin).
 inline constexpr const char* kDefaultListColumns = "name,used,avail,refer,mountpoint";
 inline constexpr const char* kDefaultSnapshotColumns = "name,used,refer,written,creation";
 inline constexpr const char* kSpaceListColumns = "name,avail,used,usedsnap,usedds";

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
       AddDatasetCommand(app),
       AddSnapshotCommand(app),
       AddRollbackCommand(app),
+      AddCloneCommand(app),
+      AddPromoteCommand(app),
   };
   try {
     app.parse(argc, argv);

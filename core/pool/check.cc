@@ -3,6 +3,7 @@
 #include "pool/check.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -323,27 +324,57 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   for (const DatasetEntry& e : dir.datasets) by_id[e.id] = &e;
   // Each dataset's snapshots oldest first, then the dataset: a block one
   // shares with the snapshot before it was walked there (the decoder
-  // checked that the snapshots of a dataset come in txg order).
+  // checked that the snapshots of a dataset come in txg order). A clone
+  // comes after its origin, whose lineage's blocks up to the origin's txg
+  // it shares too (and so on up its origin's origins; the decoder checked
+  // they end).
   std::map<uint64_t, std::vector<const SnapshotEntry*>> snaps_of;
-  for (const SnapshotEntry& e : dir.snapshots) snaps_of[e.dataset].push_back(&e);
+  std::map<uint64_t, const SnapshotEntry*> snap_by_id;
+  for (const SnapshotEntry& e : dir.snapshots) {
+    snaps_of[e.dataset].push_back(&e);
+    snap_by_id[e.id] = &e;
+  }
   std::map<uint64_t, std::string> full_names;
   for (const DatasetEntry& e : dir.datasets) {
     std::string full = e.name;
     for (uint64_t at = e.parent; at != 0; at = by_id.at(at)->parent)
       full = by_id.at(at)->name + "/" + full;
     full_names[e.id] = full;
-    if (e.created > chosen->txg)
+  }
+  // The txg of each dataset's origin (0: no clone), and the walk order.
+  std::map<uint64_t, uint64_t> base;
+  std::vector<const DatasetEntry*> order;
+  std::set<uint64_t> placed;
+  std::function<void(const DatasetEntry&)> place = [&](const DatasetEntry& e) {
+    if (!placed.insert(e.id).second) return;
+    if (e.origin != 0) {
+      const SnapshotEntry* o = snap_by_id.at(e.origin);
+      base[e.id] = o->txg.value();
+      place(*by_id.at(o->dataset));
+    }
+    order.push_back(&e);
+  };
+  for (const DatasetEntry& e : dir.datasets) place(e);
+  for (const DatasetEntry* e : order) {
+    const std::string& full = full_names[e->id];
+    if (e->created > chosen->txg)
       sink.Add("dataset '" + full + "'",
-               "created in txg " + std::to_string(e.created.value()) + ", after the checked txg");
-    Txg shared;
-    for (const SnapshotEntry* snap : snaps_of[e.id]) {
+               "created in txg " + std::to_string(e->created.value()) + ", after the checked txg");
+    std::vector<CheckWalker::Share> shares;
+    for (uint64_t origin = e->origin; origin != 0;) {
+      const SnapshotEntry* o = snap_by_id.at(origin);
+      shares.push_back({o->dataset, o->txg});
+      origin = by_id.at(o->dataset)->origin;
+    }
+    shares.push_back({e->id, Txg(0)});
+    for (const SnapshotEntry* snap : snaps_of[e->id]) {
       if (snap->txg > chosen->txg)
         sink.Add("snapshot '" + full + "@" + snap->name + "'",
                  "taken in txg " + std::to_string(snap->txg.value()) + ", after the checked txg");
-      walker.WalkDataset(full + "@" + snap->name, snap->root, shared, e.id);
-      shared = snap->txg;
+      walker.WalkDataset(full + "@" + snap->name, snap->root, shares, e->id);
+      shares.back().through = snap->txg;
     }
-    walker.WalkDataset(full, e.root, shared, e.id);
+    walker.WalkDataset(full, e->root, shares, e->id);
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
   report.deferred_frees = dir.deferred_frees.size();
@@ -352,7 +383,8 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   // died after that snapshot was taken) and lies in its bucket's birth
   // range; the bucket's bytes are its blocks'.
   auto check_deadlist = [&](const std::string& owner, uint64_t dataset, const Deadlist& dl) {
-    std::vector<uint64_t> txgs;
+    std::vector<uint64_t> txgs;  // the keys after 0: a clone's origin's txg, then the snapshots'
+    if (base[dataset] != 0) txgs.push_back(base[dataset]);
     for (const SnapshotEntry* snap : snaps_of[dataset]) txgs.push_back(snap->txg.value());
     const size_t bp_size = zio::BlockPtrSize(p.format);
     for (const auto& [key, bucket] : dl) {

@@ -142,10 +142,13 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   auto& m = refs_[vdev];
   auto next = m.lower_bound(off);
   if (next != m.end() && next->first == off && next->second.size == size) {
-    if (bp.birth <= shared_through_ && o.dataset >= 0 && next->second.origin.dataset >= 0 &&
-        lineage_[size_t(next->second.origin.dataset)] == lineage_[size_t(o.dataset)]) {
-      objset_bytes_ += size;  // a snapshot walked before holds it too
-      return Ref::kShared;
+    if (o.dataset >= 0 && next->second.origin.dataset >= 0) {
+      const uint64_t by = lineage_[size_t(next->second.origin.dataset)];
+      for (const Share& sh : shares_)
+        if (sh.lineage == by && bp.birth <= sh.through) {
+          objset_bytes_ += size;  // a snapshot walked before holds it too
+          return Ref::kShared;
+        }
     }
     Problem(o, bp,
             "is also referenced by " + Describe(next->second.origin) + ": one block, two pointers");
@@ -182,12 +185,12 @@ void CheckWalker::ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees
 }
 
 void CheckWalker::WalkDataset(const std::string& name, const zio::BlockPtr& root,
-                              Txg shared_through, uint64_t lineage) {
+                              std::vector<Share> shares, uint64_t lineage) {
   names_.push_back(name);
   lineage_.push_back(lineage);
-  shared_through_ = shared_through;
+  shares_ = std::move(shares);
   WalkObjset(int32_t(names_.size() - 1), root);
-  shared_through_ = Txg(0);
+  shares_.clear();
 }
 
 bool CheckWalker::Referenced(const zio::BlockPtr& bp) const {

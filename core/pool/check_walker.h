@@ -81,16 +81,20 @@ class CheckWalker {
   // Records the blocks the pool directory lists as deferred frees: still
   // allocated in the space maps, referenced by nothing else, never read.
   void ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees);
-  // Walks dataset (or snapshot) `name` from its root block pointer. A
-  // block born at or before `shared_through` (the txg of the snapshot
-  // walked before it, of the same dataset) may be one that walk reached:
-  // shared, walked again (its objects and counts are this tree's too) but
-  // recorded once.
+  // Walks dataset (or snapshot) `name` from its root block pointer.
   // `lineage` names the dataset whose tree it is (its snapshots share
-  // it): only a block an earlier walk of the same lineage recorded is
-  // taken as shared.
-  void WalkDataset(const std::string& name, const zio::BlockPtr& root, Txg shared_through = Txg(0),
-                   uint64_t lineage = 0);
+  // it). A block an earlier walk reached may be shared with it: when that
+  // walk's lineage is one of `shares` and the block was born at or before
+  // the txg given with it (the txg of the snapshot walked before, for the
+  // same lineage; a clone's origin's, for the lineage of the origin), it
+  // is walked again (its objects and counts are this tree's too) but
+  // recorded once.
+  struct Share {
+    uint64_t lineage = 0;
+    Txg through;
+  };
+  void WalkDataset(const std::string& name, const zio::BlockPtr& root,
+                   std::vector<Share> shares = {}, uint64_t lineage = 0);
 
   // Whether `bp` is a block a walk recorded, exactly (its first extent).
   bool Referenced(const zio::BlockPtr& bp) const;
@@ -155,7 +159,7 @@ class CheckWalker {
   std::vector<std::string> names_;
   std::map<uint64_t, GatheredObject> mos_objects_;
   uint64_t skipped_ = 0;
-  Txg shared_through_;             // of the walk under way (WalkDataset)
+  std::vector<Share> shares_;      // of the walk under way (WalkDataset)
   std::vector<uint64_t> lineage_;  // per walk (names_ index): its lineage
   uint64_t objset_bytes_ = 0;      // extents each walk reached, shared ones too
 };

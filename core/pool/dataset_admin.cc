@@ -88,6 +88,19 @@ Status PoolDatasetAdmin::Rollback(std::string_view name, bool destroy_later) {
   return Synced(pool_->Rollback(name, destroy_later));
 }
 
+Status PoolDatasetAdmin::Clone(std::string_view origin, std::string_view name,
+                               const std::vector<PropertyAssignment>& props) {
+  util::MutexLock l(&mu_);
+  std::vector<std::pair<std::string, std::string>> assignments;
+  for (const PropertyAssignment& p : props) assignments.emplace_back(p.name, p.value);
+  return Synced(pool_->Clone(origin, name, assignments));
+}
+
+Status PoolDatasetAdmin::Promote(std::string_view name) {
+  util::MutexLock l(&mu_);
+  return Synced(pool_->Promote(name));
+}
+
 Result<std::vector<SnapshotInfo>> PoolDatasetAdmin::ListSnapshots(std::string_view root,
                                                                   bool recursive) {
   util::MutexLock l(&mu_);
@@ -131,6 +144,8 @@ Result<std::vector<DatasetInfo>> PoolDatasetAdmin::List(std::string_view root, b
     i.compressratio = f.compressratio;
     i.mountpoint = std::move(f.mountpoint);
     i.usedbysnapshots = f.usedbysnapshots;
+    i.usedbydataset = f.usedbydataset;
+    i.origin = std::move(f.origin);
     out.push_back(std::move(i));
   }
   return out;

@@ -25,6 +25,9 @@ class PoolDatasetAdmin final : public DatasetAdmin {
   Status Rename(std::string_view from, std::string_view to) override EXCLUDES(mu_);
   Status Snapshot(const std::vector<std::string>& names, bool recursive) override EXCLUDES(mu_);
   Status Rollback(std::string_view name, bool destroy_later) override EXCLUDES(mu_);
+  Status Clone(std::string_view origin, std::string_view name,
+               const std::vector<PropertyAssignment>& props) override EXCLUDES(mu_);
+  Status Promote(std::string_view name) override EXCLUDES(mu_);
   Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root, bool recursive) override
       EXCLUDES(mu_);
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override

@@ -65,7 +65,7 @@ std::string ShowLimit(std::string_view stored) {
   return stored == "0" ? "none" : std::string(stored);
 }
 
-constexpr std::array<PropertyDef, 19> kProperties = {{
+constexpr std::array<PropertyDef, 21> kProperties = {{
     {"name", false, false, "", nullptr, nullptr},
     {"type", false, false, "", nullptr, nullptr},
     {"creation", false, false, "", nullptr, nullptr},
@@ -73,9 +73,11 @@ constexpr std::array<PropertyDef, 19> kProperties = {{
     {"available", false, false, "", nullptr, nullptr},
     {"referenced", false, false, "", nullptr, nullptr},
     {"usedbysnapshots", false, false, "", nullptr, nullptr},
+    {"usedbydataset", false, false, "", nullptr, nullptr},
     {"compressratio", false, false, "", nullptr, nullptr},
     {"objects", false, false, "", nullptr, nullptr},
     {"mountpoint", false, false, "", nullptr, nullptr},
+    {"origin", false, false, "", nullptr, nullptr},
     {"compression", true, true, "lz4", ParseCompression, nullptr},
     {"recordsize", true, true, "131072", ParseRecordsize, nullptr},
     {"atime", true, true, "relatime", ParseAtime, nullptr},

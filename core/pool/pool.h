@@ -127,6 +127,30 @@
 // (their objects are freed, not they); and the dataset gets a new object
 // set over S's root, the old one kept unused until export.
 //
+// Clones. A clone of snapshot O (of dataset D, taken in txg T) is a new
+// dataset whose object set starts at O's root: it shares every block with
+// O, and its entry names O as its origin, which cannot be destroyed while
+// the clone exists. A block the clone holds that was born at or before T
+// is O's: the clone never frees one. Its deadlists take such a block when
+// the clone drops it, in the bucket with key 0, and count from T otherwise
+// (T is a bucket key of the clone's lineage, as the txg of the snapshot
+// before its first one), so the clone's snapshots work as any dataset's
+// and the bytes of its bucket 0 are O's, not the clone's: its usedbydataset
+// is what it references less the part of O it still shares, and its
+// usedbysnapshots leaves bucket 0 out. Destroying a clone frees only the
+// blocks born after T (the walk skips the older subtrees) and drops its
+// deadlists' objects.
+//
+// Promoting clone C (origin O of D) swaps the roles, in the sync of its
+// txg: O and the snapshots of D before it move to C (the lineage up to O
+// becomes C's), C takes D's origin (if D is a clone itself) and D becomes
+// a clone of O. The deadlists follow: D's buckets keyed below T (blocks
+// born at or before T: now O's) merge into its bucket 0, and C's buckets 0
+// (blocks of O's lineage that C dropped) are read and spread over the
+// moved snapshots' keys; the moved snapshots' own deadlists stay as they
+// are. Nothing else moves, and no block is freed or written but the
+// deadlists' pointers.
+//
 // Thread safety: dataset() and the object sets are used from any thread;
 // Export and the dataset tree changes from one thread at a time (the
 // changes also take mu_, so readers see a consistent tree).
@@ -230,6 +254,10 @@ struct DatasetFigures {
   double compressratio = 1.0;
   std::string mountpoint;        // "/" for the root, "/home" for tank/home
   uint64_t usedbysnapshots = 0;  // held by its snapshots alone (in `used`)
+  // What it references of its own: `referenced`, less for a clone what it
+  // still shares with its origin (in `used`).
+  uint64_t usedbydataset = 0;
+  std::string origin;  // a clone's: "tank/a@s"; else empty
 };
 
 // One snapshot's figures (Pool::ListSnapshots).
@@ -407,6 +435,17 @@ class Pool {
   // Once the txg syncs, dataset() gives a new object set (the old one is
   // kept, unused, until export).
   Result<Txg> Rollback(std::string_view name, bool destroy_later) EXCLUDES(mu_);
+  // Clones (see "Clones" above). Clone makes dataset `name` (its parent
+  // exists) from snapshot `origin`, with `props` set locally, in the
+  // returned txg: NotFound, AlreadyExists, InvalidArgument (a bad name or
+  // property; another pool). Promote makes clone `name` the owner of its
+  // origin and the snapshots before it, and its origin's dataset a clone:
+  // InvalidArgument when it is no clone, AlreadyExists when one of the
+  // snapshots to move has the name of one of its own, Busy while another
+  // change of either is pending.
+  Result<Txg> Clone(std::string_view origin, std::string_view name,
+                    const std::vector<std::pair<std::string, std::string>>& props) EXCLUDES(mu_);
+  Result<Txg> Promote(std::string_view name) EXCLUDES(mu_);
   // A read-only view of snapshot `name`'s object set (its state as of its
   // txg; nothing may change it; not to be used once the snapshot is
   // destroyed). NotFound.
@@ -521,6 +560,8 @@ class Pool {
     // A rollback asked for (Rollback): its txg (0: none) and the snapshot.
     Txg rollback;
     uint64_t rollback_to = 0;
+    // A promote asked for (Promote): its txg (0: none).
+    Txg promote;
   };
   struct Snap {
     SnapshotEntry entry;  // root a hole until the sync of entry.txg takes it
@@ -555,9 +596,9 @@ class Pool {
   // Whether the directory of txg t lists `ds`: its root is written and it
   // is not destroyed by t.
   static bool InDirectory(const Dataset& ds, Txg t);
-  // Frees the blocks of the datasets destroyed in t (their last changes
-  // synced) and forgets them (pool_datasets.cc).
-  Status FreeDestroyed(Txg t) EXCLUDES(mu_);
+  // Frees the blocks of the datasets destroyed in tx's txg (their last
+  // changes synced) and forgets them (pool_datasets.cc).
+  Status FreeDestroyed(dmu::Tx& tx) EXCLUDES(mu_);
   // Snapshots (pool_snapshots.cc). In the sync of t, after the datasets:
   // TakeSnapshots makes the snapshots of t; StoreDeadlists puts every
   // dropped block in its deadlist bucket; DestroySnapshots frees what the
@@ -566,8 +607,23 @@ class Pool {
   Status StoreDeadlists(dmu::Tx& tx) EXCLUDES(mu_);
   Status DestroySnapshots(dmu::Tx& tx) EXCLUDES(mu_);
   // Then rolls back the datasets whose rollback is of t (after the later
-  // snapshots went).
+  // snapshots went), and promotes the clones whose promote is of t.
   Status RollBack(dmu::Tx& tx) EXCLUDES(mu_);
+  Status PromoteClones(dmu::Tx& tx) EXCLUDES(mu_);
+  // The txg of the origin of `ds` (0: it is no clone): the key its
+  // deadlists count from, after 0.
+  uint64_t BaseTxg(const Dataset& ds) const REQUIRES(mu_);
+  // The bucket keys of dataset `id`'s deadlists after 0, ascending: its
+  // base and the txgs of its snapshots (doomed ones too).
+  std::vector<uint64_t> BucketKeys(uint64_t id) const REQUIRES(mu_);
+  // The full names of the live clones of snapshot `snap`, sorted.
+  std::vector<std::string> ClonesOf(uint64_t snap) const REQUIRES(mu_);
+  // Busy when a promote of `ds`, or of a clone of one of its snapshots, is
+  // pending: `what` is what is refused.
+  Status NotPromoting(const Dataset& ds, const std::string& what) const REQUIRES(mu_);
+  // Reads the block pointers of deadlist bucket `b` (`what`: for errors).
+  Result<std::vector<zio::BlockPtr>> ReadBucket(const DeadBucket& b, const std::string& what)
+      REQUIRES(mu_);
   // Routes the blocks `ds` drops (SpaceCounter::release).
   void WatchDrops(Dataset* ds);
   // Adds `blocks` to deadlist `dl` of dataset `dataset`, in buckets by the
@@ -590,7 +646,7 @@ class Pool {
   Result<uint64_t> WrittenSince(const Dataset& ds, std::string_view snap) const REQUIRES(mu_);
   Result<Txg> RenameSnapshot(std::string_view from, std::string_view to) EXCLUDES(mu_);
   // GetProperties of snapshot `name`: name, type, creation, createtxg,
-  // used, referenced, written ({"all"}: each).
+  // used, referenced, written, clones ({"all"}: each).
   Result<std::vector<PropertyValue>> SnapshotProperties(std::string_view name,
                                                         const std::vector<std::string>& props) const
       REQUIRES(mu_);
@@ -610,6 +666,10 @@ class Pool {
   std::vector<Dataset*> Children(uint64_t id) const REQUIRES(mu_);  // by name
   // `ds` and its descendants, parents before children, children by name.
   void Subtree(Dataset* ds, std::vector<Dataset*>* out) const REQUIRES(mu_);
+  // Properties to set locally, parsed (canonical values): InvalidArgument
+  // naming a bad one or one given twice.
+  Result<std::map<std::string, std::string, std::less<>>> ParseLocal(
+      const std::vector<std::pair<std::string, std::string>>& props) const;
   // The full name `name` stands for (expands the single-component form).
   std::string Expand(std::string_view name) const;
   // A new dataset object under `parent`, in `t`, unlisted.

@@ -55,8 +55,21 @@ Result<std::pair<const PropertyDef*, std::string>> ParseProperty(std::string_vie
 
 }  // namespace
 
+Result<std::map<std::string, std::string, std::less<>>> Pool::ParseLocal(
+    const std::vector<std::pair<std::string, std::string>>& props) const {
+  std::map<std::string, std::string, std::less<>> local;
+  for (const auto& [key, value] : props) {
+    POOLFS_ASSIGN_OR_RETURN(auto parsed, ParseProperty(key, value));
+    POOLFS_RETURN_IF_ERROR(CheckFormatHolds(*parsed.first, parsed.second));
+    if (!local.emplace(key, std::move(parsed.second)).second)
+      return Status::InvalidArgument("property " + Quote(key) + " is given twice");
+  }
+  return local;
+}
+
 bool Pool::InDirectory(const Dataset& ds, Txg t) {
-  if (ds.entry.root.IsHole()) return false;
+  // (A clone has a root from the start: its origin's.)
+  if (ds.entry.root.IsHole() || t < ds.entry.created) return false;
   return ds.destroyed == Txg(0) || t < ds.destroyed;
 }
 
@@ -169,13 +182,7 @@ Result<Txg> Pool::CreateDataset(std::string_view name,
   if (comps[0] != config_.name)
     return Status::InvalidArgument("dataset " + Quote(full) + " is not in pool " +
                                    Quote(config_.name));
-  std::map<std::string, std::string, std::less<>> local;
-  for (const auto& [key, value] : props) {
-    POOLFS_ASSIGN_OR_RETURN(auto parsed, ParseProperty(key, value));
-    POOLFS_RETURN_IF_ERROR(CheckFormatHolds(*parsed.first, parsed.second));
-    if (!local.emplace(key, std::move(parsed.second)).second)
-      return Status::InvalidArgument("property " + Quote(key) + " is given twice");
-  }
+  POOLFS_ASSIGN_OR_RETURN(auto local, ParseLocal(props));
   dmu::Tx tx(txgs_.get());
   POOLFS_RETURN_IF_ERROR(tx.Assign());
   util::MutexLock l(&mu_);
@@ -217,6 +224,58 @@ Result<Txg> Pool::CreateDataset(std::string_view name,
   return tx.txg();
 }
 
+Result<Txg> Pool::Clone(std::string_view origin, std::string_view name,
+                        const std::vector<std::pair<std::string, std::string>>& props) {
+  const std::string full = Expand(name);
+  POOLFS_ASSIGN_OR_RETURN(std::vector<std::string_view> comps, Split(full));
+  if (comps[0] != config_.name)
+    return Status::InvalidArgument("cannot clone to " + Quote(full) + ": it is not in pool " +
+                                   Quote(config_.name));
+  if (comps.size() == 1)
+    return Status::InvalidArgument("cannot clone to " + Quote(full) +
+                                   ": that is the pool's root dataset");
+  POOLFS_ASSIGN_OR_RETURN(auto local, ParseLocal(props));
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(Snap * snap, ResolveSnapshot(origin));
+  const std::string snap_name = FullName(*Find(snap->entry.dataset)) + "@" + snap->entry.name;
+  const std::string what = "cannot clone " + Quote(snap_name) + " to " + Quote(full);
+  const std::string parent_name = Join(comps, comps.size() - 1);
+  auto parent = Resolve(parent_name);
+  if (!parent.ok()) return parent.status().WithContext(what);
+  if (Resolve(full).ok()) return Status::AlreadyExists(what + ": " + Quote(full) + " exists");
+  if (auto it = local.find("reservation"); it != local.end()) {
+    const uint64_t want = std::stoull(it->second);
+    const uint64_t avail = Figures().at((*parent)->entry.id).available;
+    if (want > avail)
+      return Status::NoSpace(what + " with a reservation of " + std::to_string(want) +
+                             " bytes: " + std::to_string(avail) + " are available");
+  }
+  // The clone's object set starts at the snapshot's root; what it drops
+  // of it is the snapshot's (prev_snap).
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os,
+                          dmu::ObjectSet::Open(zio_.get(), snap->entry.root, full));
+  auto ds = NewDataset((*parent)->entry.id, std::string(comps.back()), tx.txg(), full);
+  ds->os = std::move(os);
+  ds->os->UseBlockBuffers(block_buffers_.get());
+  ds->os->UseCache(arc_.get(), read_ahead_.get());
+  ds->os->SetDnodeLimit(object_cache_limit());
+  ds->os->SetFirstTxg(tx.txg());
+  WatchDrops(ds.get());
+  ds->entry.root = snap->entry.root;
+  ds->entry.origin = snap->entry.id;
+  ds->entry.props = std::move(local);
+  ds->prev_snap.store(snap->entry.txg.value(), std::memory_order_release);
+  Dataset* d = ds.get();
+  datasets_.emplace(d->entry.id, std::move(ds));
+  d->os->SetCopies(uint8_t(PropsOf(*d).copies));
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return tx.txg();
+}
+
 Result<Txg> Pool::DestroyDataset(std::string_view name, bool recursive) {
   dmu::Tx tx(txgs_.get());
   POOLFS_RETURN_IF_ERROR(tx.Assign());
@@ -247,10 +306,12 @@ Result<Txg> Pool::DestroyDataset(std::string_view name, bool recursive) {
                         std::to_string(count) + " snapshot" + (count > 1 ? "s" : "") + " (" +
                         snaps + (count > 3 ? ", ..." : "") + "); destroy them first");
   }
-  for (Dataset* d : all)
+  for (Dataset* d : all) {
     if (busy_ && busy_(d->entry.id))
       return Status::Busy("cannot destroy " + Quote(full) + ": dataset " + Quote(FullName(*d)) +
                           " is in use");
+    POOLFS_RETURN_IF_ERROR(NotPromoting(*d, "cannot destroy " + Quote(full)));
+  }
   for (Dataset* d : all) d->destroyed = tx.txg();
   dir_dirty_ = true;
   tx.Dirtied(4096);
@@ -258,25 +319,36 @@ Result<Txg> Pool::DestroyDataset(std::string_view name, bool recursive) {
   return tx.txg();
 }
 
-Status Pool::FreeDestroyed(Txg t) {
-  std::vector<Dataset*> gone;
+Status Pool::FreeDestroyed(dmu::Tx& tx) {
+  const Txg t = tx.txg();
+  // Each with the txg through which its blocks are its origin's (0: none).
+  std::vector<std::pair<Dataset*, uint64_t>> gone;
   {
     util::MutexLock l(&mu_);
     for (auto& [id, ds] : datasets_)
-      if (ds->destroyed == t) gone.push_back(ds.get());
+      if (ds->destroyed == t) gone.emplace_back(ds.get(), BaseTxg(*ds));
   }
   if (gone.empty()) return Status::Ok();
-  // SyncDatasets wrote their last changes: each root names the whole tree.
-  for (Dataset* ds : gone) {
+  // SyncDatasets wrote their last changes: each root names the whole tree,
+  // but for a clone's subtrees born up to its origin's txg (the origin's).
+  for (const auto& [ds, base] : gone) {
     const zio::BlockPtr root = ds->os->root();
     if (root.IsHole()) continue;
-    POOLFS_RETURN_IF_ERROR(
-        dmu::WalkObjsetBlocks(zio_.get(), root, ds->os->name(), [&](const zio::BlockPtr& bp) {
-          return zio_->Free(bp, t);
-        }).WithContext("destroying dataset " + Quote(ds->os->name())));
+    POOLFS_RETURN_IF_ERROR(dmu::WalkObjsetBlocks(
+                               zio_.get(), root, ds->os->name(),
+                               [&](const zio::BlockPtr& bp) { return zio_->Free(bp, t); },
+                               Txg(base))
+                               .WithContext("destroying dataset " + Quote(ds->os->name())));
   }
   util::MutexLock l(&mu_);
-  for (Dataset* ds : gone) {
+  for (const auto& [ds, base] : gone) {
+    // A clone's deadlist holds blocks of its origin it dropped: they stay,
+    // their list goes.
+    for (const auto& [key, bucket] : ds->deadlist)
+      for (const DeadObject& o : bucket.objects)
+        POOLFS_RETURN_IF_ERROR(mos_->Free(tx, ObjectId(o.object))
+                                   .WithContext("destroying dataset " + Quote(ds->os->name())));
+    ds->deadlist.clear();
     auto it = datasets_.find(ds->entry.id);
     destroyed_.push_back(std::move(it->second));
     datasets_.erase(it);
@@ -397,7 +469,7 @@ Result<Txg> Pool::SetProperty(std::string_view name, std::string_view prop,
                                        std::to_string(want) + " bytes: it uses " +
                                        std::to_string(f.used));
       // used without the reservation's unused part: what a new one covers.
-      uint64_t held = f.referenced + f.usedbysnapshots;
+      uint64_t held = f.usedbydataset + f.usedbysnapshots;
       for (Dataset* c : Children(ds->entry.id)) held += figures.at(c->entry.id).used;
       const uint64_t now = std::max(old, held), then = std::max(want, held);
       if (def->name == "reservation" && then > now && then - now > f.available)
@@ -461,6 +533,21 @@ std::map<uint64_t, DatasetFigures> Pool::Figures() const {
     x.compressratio = space.physical > 0 ? double(space.logical) / double(space.physical) : 1.0;
     x.objects = ds->os->live_objects();
     x.usedbysnapshots = UsedBySnapshots(id);
+    x.usedbydataset = x.referenced;
+    if (ds->entry.origin != 0) {
+      // What it still shares with its origin: the origin's bytes less those
+      // it dropped (its deadlists' buckets 0).
+      const Snap& origin = *snapshots_.at(ds->entry.origin);
+      uint64_t dropped = 0;
+      auto count = [&dropped](const Deadlist& dl) {
+        if (auto b = dl.find(0); b != dl.end()) dropped += b->second.bytes;
+      };
+      count(ds->deadlist);
+      for (const Snap* s : SnapshotsOf(id, true)) count(s->entry.deadlist);
+      const uint64_t shared = origin.entry.referenced - std::min(origin.entry.referenced, dropped);
+      x.usedbydataset -= std::min(x.usedbydataset, shared);
+      x.origin = FullName(*Find(origin.entry.dataset)) + "@" + origin.entry.name;
+    }
     const size_t slash = x.name.find('/');
     x.mountpoint = slash == std::string::npos ? "/" : x.name.substr(slash);
     depth[id] = size_t(std::count(x.name.begin(), x.name.end(), '/'));
@@ -472,7 +559,7 @@ std::map<uint64_t, DatasetFigures> Pool::Figures() const {
   std::map<uint64_t, uint64_t> child_used;
   for (const Dataset* ds : live) {
     const uint64_t id = ds->entry.id;
-    const uint64_t own = f[id].referenced + f[id].usedbysnapshots + child_used[id];
+    const uint64_t own = f[id].usedbydataset + f[id].usedbysnapshots + child_used[id];
     const uint64_t reservation = PropsOf(*ds).reservation;
     unreserved[id] = own;
     f[id].used = std::max(own, reservation);
@@ -525,6 +612,10 @@ std::vector<std::string> Pool::datasets() const {
 
 Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
                                                        const std::vector<std::string>& props) {
+  if (name.find('@') != std::string_view::npos) {
+    util::MutexLock l(&mu_);
+    return SnapshotProperties(name, props);
+  }
   std::vector<const PropertyDef*> defs;
   std::vector<std::string> written;  // "written@SNAP" properties, in `props` order
   if (props.size() == 1 && props[0] == "all") {
@@ -542,7 +633,6 @@ Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
     }
   }
   util::MutexLock l(&mu_);
-  if (name.find('@') != std::string_view::npos) return SnapshotProperties(name, props);
   POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(name));
   const DatasetFigures f = Figures().at(ds->entry.id);
   std::vector<PropertyValue> out;
@@ -573,6 +663,10 @@ Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
       v.value = std::to_string(f.referenced);
     } else if (def->name == "usedbysnapshots") {
       v.value = std::to_string(f.usedbysnapshots);
+    } else if (def->name == "usedbydataset") {
+      v.value = std::to_string(f.usedbydataset);
+    } else if (def->name == "origin") {
+      v.value = f.origin.empty() ? "-" : f.origin;
     } else if (def->name == "objects") {
       v.value = std::to_string(f.objects);
     } else if (def->name == "compressratio") {

@@ -1,5 +1,6 @@
 #include "pool/pool_phys.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -16,8 +17,9 @@ constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // Version 2 adds the deferred frees (their count where version 1 has a
 // reserved zero); version 3 the dataset tree (parents, creation times,
 // properties); version 4 the scrub record; version 5 snapshots and
-// deadlists. Older versions are still read.
-constexpr uint32_t kDirVersion = 5;
+// deadlists; version 6 the origins of clones. Older versions are still
+// read.
+constexpr uint32_t kDirVersion = 6;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -213,6 +215,15 @@ std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
     util::AppendLE64(&s, id);
     put_deadlist(dl);
   }
+  std::vector<std::pair<uint64_t, uint64_t>> clones;
+  for (const DatasetEntry& e : d.datasets)
+    if (e.origin != 0) clones.emplace_back(e.id, e.origin);
+  std::sort(clones.begin(), clones.end());
+  util::AppendLE32(&s, uint32_t(clones.size()));
+  for (const auto& [id, origin] : clones) {
+    util::AppendLE64(&s, id);
+    util::AppendLE64(&s, origin);
+  }
   return s;
 }
 
@@ -275,11 +286,11 @@ Status DecodeScrub(Reader& r, ScrubPhys* sc) {
   return Status::Ok();
 }
 
-// A deadlist of dataset `dataset` (`what` names its owner); `below`: its
-// keys must be less (a snapshot's: its own txg), `snap_txgs` the txgs of
-// the dataset's snapshots; `objects` collects every MOS object named so far.
-Status DecodeDeadlist(Reader& r, const std::string& what, const std::set<uint64_t>& snap_txgs,
-                      uint64_t below, std::set<uint64_t>* objects, Deadlist* out) {
+// A deadlist (`what` names its owner); its keys ascend, and are checked
+// against its dataset's snapshots and origin once those are all known
+// (CheckDeadlistKeys); `objects` collects every MOS object named so far.
+Status DecodeDeadlist(Reader& r, const std::string& what, std::set<uint64_t>* objects,
+                      Deadlist* out) {
   uint32_t nbuckets;
   if (!r.U32(&nbuckets)) return r.Bad(what + ": the deadlist is truncated");
   // Each bucket takes 24 bytes and an object 16: refuse counts the bytes
@@ -294,9 +305,6 @@ Status DecodeDeadlist(Reader& r, const std::string& what, const std::set<uint64_
     if (pad != 0) return r.Bad(bwhat + " has nonzero reserved bytes");
     if (!out->empty() && !(out->rbegin()->first < key))
       return r.Bad(bwhat + " has key " + std::to_string(key) + ", not above the one before");
-    if (key >= below || (key != 0 && !snap_txgs.count(key)))
-      return r.Bad(bwhat + " has key " + std::to_string(key) +
-                   ", which is neither 0 nor the txg of an earlier snapshot of its dataset");
     if (nobjects == 0) return r.Bad(bwhat + " is empty");
     if (uint64_t(nobjects) * 16 > r.left()) return r.Bad(bwhat + " lists more objects than fit");
     for (uint32_t i = 0; i < nobjects; i++) {
@@ -350,15 +358,16 @@ Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t,
     if (ds == by_id.end())
       return r.Bad(what + " belongs to dataset " + std::to_string(e.dataset) +
                    ", which the directory does not list");
-    if (txg == 0 || txg < d->datasets[ds->second].created.value())
-      return r.Bad(what + " has txg " + std::to_string(txg) + ", before its dataset's creation");
+    // (A promoted clone holds snapshots older than itself: no bound by its
+    // creation.)
+    if (txg == 0) return r.Bad(what + " has txg 0");
     std::set<uint64_t>& seen = txgs[e.dataset];
     if (!seen.empty() && !(*seen.rbegin() < txg))
       return r.Bad(what + " has txg " + std::to_string(txg) +
                    ", not after the dataset's snapshot before it");
     if (!names.emplace(e.dataset, e.name).second)
       return r.Bad(what + " repeats a snapshot name of its dataset");
-    POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, seen, txg, &objects, &e.deadlist));
+    POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, &objects, &e.deadlist));
     seen.insert(txg);
     d->snapshots.push_back(std::move(e));
   }
@@ -366,13 +375,95 @@ Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t,
     uint64_t id;
     if (!r.U64(&id)) return r.Bad("head deadlist " + std::to_string(i) + " is truncated");
     const std::string what = "the deadlist of dataset " + std::to_string(id);
-    auto snaps = txgs.find(id);
-    if (!by_id.count(id) || snaps == txgs.end())
-      return r.Bad(what + ": no such dataset, or one without snapshots");
+    if (!by_id.count(id)) return r.Bad(what + ": no such dataset");
     Deadlist dl;
-    POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, snaps->second, ~uint64_t{0}, &objects, &dl));
+    POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, &objects, &dl));
     if (dl.empty()) return r.Bad(what + " is empty");
     if (!d->head_deadlists.emplace(id, std::move(dl)).second) return r.Bad(what + " is repeated");
+  }
+  return Status::Ok();
+}
+
+// The version 6 part: the origins of clones (see pool_phys.h).
+Status DecodeClones(Reader& r, const std::map<uint64_t, size_t>& by_id, PoolDirectory* d) {
+  uint32_t n;
+  if (!r.U32(&n)) return r.Bad("the clone count is truncated");
+  if (uint64_t(n) * 16 > r.left()) return r.Bad("clone count too large");
+  std::map<uint64_t, const SnapshotEntry*> snaps;
+  for (const SnapshotEntry& e : d->snapshots) snaps.emplace(e.id, &e);
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t id, origin;
+    if (!r.U64(&id) || !r.U64(&origin)) return r.Bad("clone " + std::to_string(i) + " is truncated");
+    const std::string what = "clone " + std::to_string(i) + " (dataset " + std::to_string(id) + ")";
+    auto ds = by_id.find(id);
+    if (ds == by_id.end() || id <= last)
+      return r.Bad(what + ": no such dataset, or not in ascending order");
+    last = id;
+    auto snap = snaps.find(origin);
+    if (snap == snaps.end())
+      return r.Bad(what + " has origin " + std::to_string(origin) + ", which is no snapshot");
+    if (snap->second->dataset == id)
+      return r.Bad(what + " has origin " + std::to_string(origin) + ", a snapshot of its own");
+    d->datasets[ds->second].origin = origin;
+  }
+  // No dataset is its own origin's origin, however far back: each walk
+  // stops at a dataset that is no clone, or one known to reach one.
+  std::set<uint64_t> reaches_end;
+  for (const DatasetEntry& e : d->datasets) {
+    std::set<uint64_t> path = {e.id};
+    for (uint64_t origin = e.origin; origin != 0;) {
+      const uint64_t next = snaps.at(origin)->dataset;
+      if (reaches_end.count(next)) break;
+      if (!path.insert(next).second)
+        return r.Bad("dataset " + std::to_string(e.id) + " is a clone of a clone of itself");
+      origin = d->datasets[by_id.at(next)].origin;
+    }
+    reaches_end.insert(path.begin(), path.end());
+  }
+  return Status::Ok();
+}
+
+// Every deadlist's keys: 0, a clone's origin's txg, or the txg of a
+// snapshot of its dataset (for a snapshot's, an earlier one); and every
+// snapshot of a clone is later than its origin. A head deadlist belongs
+// to a dataset with snapshots, or to a clone (the blocks of its origin it
+// dropped).
+Status CheckDeadlistKeys(Reader& r, const std::map<uint64_t, size_t>& by_id,
+                         const PoolDirectory& d) {
+  std::map<uint64_t, uint64_t> snap_txg;  // by snapshot id
+  std::map<uint64_t, std::set<uint64_t>> txgs;  // per dataset
+  for (const SnapshotEntry& e : d.snapshots) {
+    snap_txg[e.id] = e.txg.value();
+    txgs[e.dataset].insert(e.txg.value());
+  }
+  auto base_of = [&](uint64_t dataset) -> uint64_t {
+    const uint64_t origin = d.datasets[by_id.at(dataset)].origin;
+    return origin == 0 ? 0 : snap_txg.at(origin);
+  };
+  auto check = [&](const std::string& what, uint64_t dataset, const Deadlist& dl,
+                   uint64_t below) -> Status {
+    const uint64_t base = base_of(dataset);
+    const std::set<uint64_t>& own = txgs[dataset];
+    for (const auto& [key, bucket] : dl)
+      if (key >= below || (key != 0 && key != base && !own.count(key)))
+        return r.Bad(what + " has a bucket with key " + std::to_string(key) +
+                     ", which is neither 0 nor the txg of an earlier snapshot of its dataset" +
+                     (base != 0 ? " nor of its origin" : ""));
+    return Status::Ok();
+  };
+  for (const SnapshotEntry& e : d.snapshots) {
+    const std::string what = "snapshot '@" + e.name + "' of dataset " + std::to_string(e.dataset);
+    if (e.txg.value() <= base_of(e.dataset))
+      return r.Bad(what + " has txg " + std::to_string(e.txg.value()) +
+                   ", not after its dataset's origin");
+    POOLFS_RETURN_IF_ERROR(check(what, e.dataset, e.deadlist, e.txg.value()));
+  }
+  for (const auto& [id, dl] : d.head_deadlists) {
+    const std::string what = "the deadlist of dataset " + std::to_string(id);
+    if (txgs[id].empty() && base_of(id) == 0)
+      return r.Bad(what + ": the dataset has no snapshots and is no clone");
+    POOLFS_RETURN_IF_ERROR(check(what, id, dl, ~uint64_t{0}));
   }
   return Status::Ok();
 }
@@ -498,6 +589,8 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
   }
   if (version >= 4) POOLFS_RETURN_IF_ERROR(DecodeScrub(r, &d.scrub));
   if (version >= 5) POOLFS_RETURN_IF_ERROR(DecodeSnapshots(r, format, by_id, &d));
+  if (version >= 6) POOLFS_RETURN_IF_ERROR(DecodeClones(r, by_id, &d));
+  if (version >= 5) POOLFS_RETURN_IF_ERROR(CheckDeadlistKeys(r, by_id, d));
   if (!r.done()) return r.Bad("trailing bytes");
   return d;
 }

@@ -8,7 +8,7 @@
 //        informational)
 //
 //   PoolDirectory (the data of MOS object 1, inside checksummed blocks)
-//     0  u64 magic "PFSPDIR1"   8 u32 version (4; 1 to 3 are read too)
+//     0  u64 magic "PFSPDIR1"   8 u32 version (6; 1 to 5 are read too)
 //     12 u32 deferred free count (version 1: reserved, zero)
 //     16 u64 next dataset id    24 u32 dataset count   28 u32 space map count
 //     32 datasets, each (version 3):
@@ -44,6 +44,11 @@
 //        deadlist. A deadlist: u32 bucket count, then per bucket: u64 key,
 //        u64 bytes, u32 object count, u32 reserved (zero), then per
 //        object: u64 MOS object id, u64 entries
+//     then (version 6) u32 clone count, then per clone (a dataset made
+//        from a snapshot, pool.h "Clones"), ascending by dataset id: u64
+//        dataset id, u64 origin snapshot id. A bucket key of a clone's
+//        deadlists may also be its origin's txg, and a clone may have a
+//        head deadlist without snapshots (the origin's blocks it dropped)
 //
 //   Root payload (the uberblock's 512 opaque bytes): the MOS root block
 //   pointer (64 or 128 bytes, by the pool's format), zeros to byte 128,
@@ -103,6 +108,8 @@ struct DatasetEntry {
   std::string name;  // its own component ("home" of "tank/home")
   // Properties set on it, canonical values (dataset_props.h).
   std::map<std::string, std::string, std::less<>> props;
+  // A clone's origin: the id of the snapshot it was made from (0: none).
+  uint64_t origin = 0;
   bool operator==(const DatasetEntry&) const = default;
 };
 
@@ -143,9 +150,10 @@ struct ScrubPhys {
 // Deadlists (pool.h, "Snapshots"): the blocks a dataset stopped
 // referencing while one of its snapshots still held them, in buckets by
 // birth txg. The bucket with key K holds blocks born after K and at most
-// the next key (keys: 0 and txgs of the dataset's snapshots). A bucket's
-// block pointers lie in MOS objects of type kDeadlist, each an array of
-// pointers in the pool's format holding `entries` of them.
+// the next key (keys: 0, the txgs of the dataset's snapshots and, for a
+// clone, its origin's txg). A bucket's block pointers lie in MOS objects
+// of type kDeadlist, each an array of pointers in the pool's format
+// holding `entries` of them.
 struct DeadObject {
   uint64_t object = 0;
   uint64_t entries = 0;

@@ -14,6 +14,12 @@ namespace {
 
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+std::string QuoteList(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + Quote(n);
+  return list;
+}
+
 // "tank/a@s" -> ("tank/a", "s"), the snapshot part checked.
 Result<std::pair<std::string, std::string>> SplitSnapshotName(std::string_view name) {
   const size_t at = name.find('@');
@@ -100,9 +106,75 @@ Result<Pool::Snap*> Pool::ResolveSnapshot(std::string_view name) const {
 
 uint64_t Pool::UsedBySnapshots(uint64_t id) const {
   const Dataset* ds = Find(id);
-  uint64_t n = ds != nullptr ? DeadBytes(ds->deadlist) : 0;
-  for (const Snap* s : SnapshotsOf(id, true)) n += DeadBytes(s->entry.deadlist);
+  if (ds == nullptr) return 0;
+  // A clone's bucket 0 holds blocks of its origin: not its own.
+  const bool clone = ds->entry.origin != 0;
+  auto own = [clone](const Deadlist& dl) {
+    uint64_t n = DeadBytes(dl);
+    if (auto b = dl.find(0); clone && b != dl.end()) n -= b->second.bytes;
+    return n;
+  };
+  uint64_t n = own(ds->deadlist);
+  for (const Snap* s : SnapshotsOf(id, true)) n += own(s->entry.deadlist);
   return n;
+}
+
+uint64_t Pool::BaseTxg(const Dataset& ds) const {
+  if (ds.entry.origin == 0) return 0;
+  auto it = snapshots_.find(ds.entry.origin);
+  POOLFS_CHECK(it != snapshots_.end());  // an origin is not destroyed while it has clones
+  return it->second->entry.txg.value();
+}
+
+std::vector<uint64_t> Pool::BucketKeys(uint64_t id) const {
+  std::vector<uint64_t> keys;
+  if (const Dataset* ds = Find(id); ds != nullptr && ds->entry.origin != 0)
+    keys.push_back(BaseTxg(*ds));
+  for (const Snap* s : SnapshotsOf(id, true)) keys.push_back(s->entry.txg.value());
+  return keys;
+}
+
+std::vector<std::string> Pool::ClonesOf(uint64_t snap) const {
+  std::vector<std::string> names;
+  for (const auto& [id, ds] : datasets_)
+    if (ds->entry.origin == snap && ds->destroyed == Txg(0)) names.push_back(FullName(*ds));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status Pool::NotPromoting(const Dataset& ds, const std::string& what) const {
+  for (const auto& [id, other] : datasets_) {
+    if (other->promote == Txg(0)) continue;
+    auto origin = snapshots_.find(other->entry.origin);
+    if (other.get() == &ds ||
+        (origin != snapshots_.end() && origin->second->entry.dataset == ds.entry.id))
+      return Status::Busy(what + ": a promote of " + Quote(FullName(*other)) +
+                          " is under way; try again");
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<zio::BlockPtr>> Pool::ReadBucket(const DeadBucket& b, const std::string& what) {
+  const size_t bp_size = zio::BlockPtrSize(zio_->format());
+  std::vector<zio::BlockPtr> out;
+  for (const DeadObject& o : b.objects) {
+    POOLFS_ASSIGN_OR_RETURN(std::string bytes,
+                            mos_->Read(ObjectId(o.object), 0, o.entries * bp_size));
+    if (bytes.size() != o.entries * bp_size)
+      return Status::Corruption(what + ": deadlist object " + std::to_string(o.object) +
+                                " holds " + std::to_string(bytes.size()) + " bytes, not " +
+                                std::to_string(o.entries * bp_size));
+    for (uint64_t k = 0; k < o.entries; k++) {
+      POOLFS_ASSIGN_OR_RETURN(
+          zio::BlockPtr bp,
+          zio::DecodeBlockPtr(
+              reinterpret_cast<const uint8_t*>(bytes.data()) + k * bp_size,
+              "deadlist object " + std::to_string(o.object) + " entry " + std::to_string(k),
+              zio_->format()));
+      out.push_back(bp);
+    }
+  }
+  return out;
 }
 
 Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive) {
@@ -129,6 +201,7 @@ Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive
       if (ds->rollback != Txg(0))
         return Status::Busy("cannot snapshot " + Quote(full) + ": a rollback of " +
                             Quote(FullName(*ds)) + " is under way; try again");
+      POOLFS_RETURN_IF_ERROR(NotPromoting(*ds, "cannot snapshot " + Quote(full)));
       if (!seen.insert(ds->entry.id).second)
         return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": dataset " +
                                        Quote(FullName(*ds)) +
@@ -209,9 +282,13 @@ Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
   }
   for (Snap* g : gone) {
     const Dataset* ds = Find(g->entry.dataset);
+    const std::string full = FullName(*ds) + "@" + g->entry.name;
     if (ds->rollback != Txg(0) && ds->rollback_to == g->entry.id)
-      return Status::Busy("cannot destroy " + Quote(FullName(*ds) + "@" + g->entry.name) +
-                          ": a rollback to it is under way");
+      return Status::Busy("cannot destroy " + Quote(full) + ": a rollback to it is under way");
+    if (const std::vector<std::string> clones = ClonesOf(g->entry.id); !clones.empty())
+      return Status(StatusCode::kNotEmpty,
+                    "cannot destroy " + Quote(full) + ": it is the origin of " +
+                        QuoteList(clones) + "; destroy them first, or promote them");
   }
   for (Snap* g : gone) g->destroyed = tx.txg();
   dir_dirty_ = true;
@@ -233,6 +310,7 @@ Result<Txg> Pool::RenameSnapshot(std::string_view from, std::string_view to) {
   if (target->entry.id != s->entry.dataset)
     return Status::InvalidArgument("cannot rename " + Quote(from) + " to " + Quote(to) +
                                    ": a snapshot stays with its dataset " + Quote(dataset));
+  POOLFS_RETURN_IF_ERROR(NotPromoting(*target, "cannot rename " + Quote(from)));
   for (const auto& [id, other] : snapshots_)
     if (other->entry.dataset == s->entry.dataset && other->destroyed == Txg(0) &&
         other->entry.name == parts.second && other.get() != s)
@@ -277,8 +355,8 @@ Result<std::vector<PropertyValue>> Pool::SnapshotProperties(
   const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id, true);
   const size_t i = size_t(std::find(snaps.begin(), snaps.end(), s) - snaps.begin());
   const SnapshotFigures f = FiguresOf(*ds, snaps, i);
-  static const std::vector<std::string> kAll = {"name", "type",       "creation", "createtxg",
-                                                "used", "referenced", "written"};
+  static const std::vector<std::string> kAll = {
+      "name", "type", "creation", "createtxg", "used", "referenced", "written", "clones"};
   std::vector<PropertyValue> out;
   for (const std::string& p : props.size() == 1 && props[0] == "all" ? kAll : props) {
     PropertyValue v{p, "", "-"};
@@ -296,9 +374,14 @@ Result<std::vector<PropertyValue>> Pool::SnapshotProperties(
       v.value = std::to_string(f.referenced);
     else if (p == "written")
       v.value = std::to_string(f.written);
-    else
-      return Status::InvalidArgument("property " + Quote(p) + " is not one of a snapshot's (" +
-                                     "name, type, creation, createtxg, used, referenced, written)");
+    else if (p == "clones") {
+      for (const std::string& c : ClonesOf(s->entry.id))
+        v.value += (v.value.empty() ? "" : ",") + c;
+      if (v.value.empty()) v.value = "-";
+    } else
+      return Status::InvalidArgument(
+          "property " + Quote(p) + " is not one of a snapshot's (" +
+          "name, type, creation, createtxg, used, referenced, written, clones)");
     out.push_back(std::move(v));
   }
   return out;
@@ -315,12 +398,17 @@ SnapshotFigures Pool::FiguresOf(const Dataset& ds, const std::vector<Snap*>& sna
   f.referenced = e.referenced;
   // Only it holds what its successor's deadlist has of the blocks born
   // after the snapshot before it.
-  const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
+  // (A clone's first snapshot: its origin before it.)
+  const Snap* origin =
+      ds.entry.origin != 0 ? snapshots_.at(ds.entry.origin).get() : nullptr;
+  const uint64_t prev_txg =
+      i > 0 ? snaps[i - 1]->entry.txg.value() : (origin ? origin->entry.txg.value() : 0);
   const Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds.deadlist;
   if (auto b = next.find(prev_txg); b != next.end()) f.used = b->second.bytes;
   // It holds what the one before held, less what died between them, plus
   // what was written since.
-  const uint64_t prev_ref = i > 0 ? snaps[i - 1]->entry.referenced : 0;
+  const uint64_t prev_ref =
+      i > 0 ? snaps[i - 1]->entry.referenced : (origin ? origin->entry.referenced : 0);
   const uint64_t kept = prev_ref - std::min(prev_ref, DeadBytes(e.deadlist));
   f.written = e.referenced - std::min(e.referenced, kept);
   return f;
@@ -367,6 +455,12 @@ Result<Txg> Pool::Rollback(std::string_view name, bool destroy_later) {
                                    ": later snapshots exist (" + list +
                                    "); destroy them first, or roll back recursively");
   }
+  for (const Snap* o : later)
+    if (const std::vector<std::string> clones = ClonesOf(o->entry.id); !clones.empty())
+      return Status(StatusCode::kNotEmpty,
+                    "cannot roll back to " + Quote(full) + ": the later snapshot " +
+                        Quote(FullName(*ds) + "@" + o->entry.name) + " is the origin of " +
+                        QuoteList(clones) + "; destroy them first, or promote them");
   if (ds->rollback != Txg(0))
     return Status::Busy("cannot roll back " + Quote(FullName(*ds)) +
                         ": a rollback of it is under way");
@@ -422,6 +516,96 @@ Status Pool::RollBack(dmu::Tx& tx) {
   return Status::Ok();
 }
 
+Result<Txg> Pool::Promote(std::string_view name) {
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  POOLFS_ASSIGN_OR_RETURN(Dataset * c, Resolve(name));
+  const std::string full = FullName(*c);
+  const std::string what = "cannot promote " + Quote(full);
+  if (c->entry.origin == 0) return Status::InvalidArgument(what + ": it is not a clone");
+  const Snap* o = snapshots_.at(c->entry.origin).get();
+  Dataset* d = Find(o->entry.dataset);
+  POOLFS_RETURN_IF_ERROR(NotPromoting(*c, what));
+  POOLFS_RETURN_IF_ERROR(NotPromoting(*d, what));
+  for (const Dataset* x : {c, d}) {
+    if (x->rollback != Txg(0))
+      return Status::Busy(what + ": a rollback of " + Quote(FullName(*x)) +
+                          " is under way; try again");
+    for (const auto& [id, s] : snapshots_)
+      if (s->entry.dataset == x->entry.id && s->entry.root.IsHole())
+        return Status::Busy(what + ": snapshot " + Quote(FullName(*x) + "@" + s->entry.name) +
+                            " is being taken; try again");
+  }
+  // The snapshots that move keep their names: none may be one of C's.
+  const std::vector<Snap*> own = SnapshotsOf(c->entry.id);
+  for (const Snap* m : SnapshotsOf(d->entry.id)) {
+    if (m->entry.txg > o->entry.txg) continue;
+    for (const Snap* s : own)
+      if (s->entry.name == m->entry.name)
+        return Status::AlreadyExists(
+            what + ": snapshot " + Quote(FullName(*d) + "@" + m->entry.name) + " would move to " +
+            Quote(full) + ", which has one of that name; rename one of them first");
+  }
+  c->promote = tx.txg();
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return tx.txg();
+}
+
+Status Pool::PromoteClones(dmu::Tx& tx) {
+  util::MutexLock l(&mu_);
+  for (auto& [id, entry] : datasets_) {
+    Dataset* c = entry.get();
+    if (c->promote != tx.txg()) continue;
+    c->promote = Txg(0);
+    Snap* o = snapshots_.at(c->entry.origin).get();
+    Dataset* d = Find(o->entry.dataset);
+    POOLFS_CHECK(d != nullptr);  // it has a snapshot
+    const uint64_t txg = o->entry.txg.value();
+    const std::string what = "promoting " + Quote(FullName(*c));
+    // C's buckets 0: blocks of the lineage up to O that C dropped. Taken
+    // out now, spread over the moved snapshots' keys below.
+    std::vector<std::pair<Deadlist*, std::vector<zio::BlockPtr>>> respread;
+    std::vector<Deadlist*> lists = {&c->deadlist};
+    for (Snap* s : SnapshotsOf(c->entry.id, true)) lists.push_back(&s->entry.deadlist);
+    for (Deadlist* dl : lists) {
+      auto b = dl->find(0);
+      if (b == dl->end()) continue;
+      POOLFS_ASSIGN_OR_RETURN(std::vector<zio::BlockPtr> blocks, ReadBucket(b->second, what));
+      for (const DeadObject& obj : b->second.objects)
+        POOLFS_RETURN_IF_ERROR(mos_->Free(tx, ObjectId(obj.object)).WithContext(what));
+      dl->erase(b);
+      respread.emplace_back(dl, std::move(blocks));
+    }
+    // The lineage up to O is C's; D is a clone of O.
+    std::vector<Snap*> kept;
+    for (Snap* s : SnapshotsOf(d->entry.id, true)) {
+      if (s->entry.txg.value() <= txg)
+        s->entry.dataset = c->entry.id;
+      else
+        kept.push_back(s);
+    }
+    c->entry.origin = d->entry.origin;
+    d->entry.origin = o->entry.id;
+    // D's blocks born up to O's txg are O's now: its buckets keyed below
+    // it join bucket 0.
+    lists = {&d->deadlist};
+    for (Snap* s : kept) lists.push_back(&s->entry.deadlist);
+    for (Deadlist* dl : lists) {
+      std::vector<uint64_t> keys;
+      for (const auto& [key, bucket] : *dl)
+        if (key != 0 && key < txg) keys.push_back(key);
+      for (uint64_t key : keys) Rekey(key, 0, dl);
+    }
+    for (auto& [dl, blocks] : respread)
+      POOLFS_RETURN_IF_ERROR(AddToDeadlist(tx, c->entry.id, std::move(blocks), dl));
+    dir_dirty_ = true;
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<dmu::ObjectSet>> Pool::OpenSnapshot(std::string_view name) {
   zio::BlockPtr root;
   std::string full;
@@ -462,8 +646,7 @@ Status Pool::TakeSnapshots(Txg t) {
 Status Pool::AddToDeadlist(dmu::Tx& tx, uint64_t dataset, std::vector<zio::BlockPtr> blocks,
                            Deadlist* dl) {
   if (blocks.empty()) return Status::Ok();
-  std::vector<uint64_t> txgs;
-  for (const Snap* s : SnapshotsOf(dataset, true)) txgs.push_back(s->entry.txg.value());
+  const std::vector<uint64_t> txgs = BucketKeys(dataset);
   std::map<uint64_t, std::vector<zio::BlockPtr>> by_key;
   for (const zio::BlockPtr& bp : blocks) by_key[BucketKey(txgs, bp.birth.value())].push_back(bp);
   const size_t bp_size = zio::BlockPtrSize(zio_->format());
@@ -514,7 +697,6 @@ Status Pool::DestroySnapshots(dmu::Tx& tx) {
   // Oldest first: each one's neighbours are those still live.
   std::sort(gone.begin(), gone.end(),
             [](const Snap* a, const Snap* b) { return a->entry.txg < b->entry.txg; });
-  const size_t bp_size = zio::BlockPtrSize(zio_->format());
   for (Snap* s : gone) {
     Dataset* ds = Find(s->entry.dataset);
     POOLFS_CHECK(ds != nullptr);
@@ -524,29 +706,17 @@ Status Pool::DestroySnapshots(dmu::Tx& tx) {
     const std::vector<Snap*> snaps = SnapshotsOf(ds->entry.id, true);
     const size_t i = size_t(std::find(snaps.begin(), snaps.end(), s) - snaps.begin());
     POOLFS_CHECK_LT(i, snaps.size());
-    const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : 0;
+    // Before its first snapshot, a clone's lineage is its origin's.
+    const uint64_t prev_txg = i > 0 ? snaps[i - 1]->entry.txg.value() : BaseTxg(*ds);
     Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds->deadlist;
     // 1. What died after it and was born after the snapshot before it,
     // only it held: free it.
     if (auto b = next.find(prev_txg); b != next.end()) {
-      for (const DeadObject& o : b->second.objects) {
-        POOLFS_ASSIGN_OR_RETURN(std::string bytes,
-                                mos_->Read(ObjectId(o.object), 0, o.entries * bp_size));
-        if (bytes.size() != o.entries * bp_size)
-          return Status::Corruption(what + ": deadlist object " + std::to_string(o.object) +
-                                    " holds " + std::to_string(bytes.size()) + " bytes, not " +
-                                    std::to_string(o.entries * bp_size));
-        for (uint64_t k = 0; k < o.entries; k++) {
-          POOLFS_ASSIGN_OR_RETURN(
-              zio::BlockPtr bp,
-              zio::DecodeBlockPtr(
-                  reinterpret_cast<const uint8_t*>(bytes.data()) + k * bp_size,
-                  "deadlist object " + std::to_string(o.object) + " entry " + std::to_string(k),
-                  zio_->format()));
-          POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t).WithContext(what));
-        }
+      POOLFS_ASSIGN_OR_RETURN(std::vector<zio::BlockPtr> blocks, ReadBucket(b->second, what));
+      for (const zio::BlockPtr& bp : blocks)
+        POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t).WithContext(what));
+      for (const DeadObject& o : b->second.objects)
         POOLFS_RETURN_IF_ERROR(mos_->Free(tx, ObjectId(o.object)).WithContext(what));
-      }
       next.erase(b);
     }
     // 2. What died before it (all born before the snapshot before it) dies
@@ -597,6 +767,11 @@ Status Pool::LoadSnapshots() {
     POOLFS_RETURN_IF_ERROR(check_objects(dl, "the deadlist of " + Quote(FullName(*ds))));
     ds->deadlist = dl;
   }
+  // A clone keeps what it has of its origin: blocks born up to the
+  // origin's txg are never its to free.
+  for (auto& [id, ds] : datasets_)
+    if (ds->entry.origin != 0)
+      ds->prev_snap.store(std::max(ds->prev_snap.load(), BaseTxg(*ds)));
   return Status::Ok();
 }
 

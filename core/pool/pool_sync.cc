@@ -265,7 +265,8 @@ Status Pool::SyncTxg(Txg t) {
   POOLFS_RETURN_IF_ERROR(StoreDeadlists(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(DestroySnapshots(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(RollBack(tx).WithContext(txg_name));
-  POOLFS_RETURN_IF_ERROR(FreeDestroyed(t).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(PromoteClones(tx).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(FreeDestroyed(tx).WithContext(txg_name));
   // 2. The MOS, in passes until the space maps stop changing. First what
   // the previous txg's late passes left to free.
   std::vector<zio::BlockPtr> left;

@@ -54,6 +54,33 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
     POOLFS_RETURN_IF_ERROR(TakeOut(dataset, *slot));
     return Follow(inner_.Rollback(name, destroy_later));
   }
+  Status Clone(std::string_view origin, std::string_view name,
+               const std::vector<PropertyAssignment>& props) override {
+    return Follow(inner_.Clone(origin, name, props));
+  }
+  Status Promote(std::string_view name) override {
+    // Snapshots of the origin's dataset move to the clone: none may stay
+    // open under the old one (Busy while in use), and the names leave the
+    // kernel's cache of both snapshot directories.
+    std::vector<std::string> moved;
+    POOLFS_ASSIGN_OR_RETURN(std::vector<DatasetProperty> origin, inner_.Get(name, {"origin"}));
+    const std::string& from = origin.front().value;
+    if (const size_t at = from.find('@'); at != std::string::npos) {
+      POOLFS_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> snaps,
+                              inner_.ListSnapshots(from.substr(0, at), false));
+      uint64_t txg = 0;
+      for (const SnapshotInfo& s : snaps)
+        if (s.name == from) txg = s.txg;
+      for (const SnapshotInfo& s : snaps)
+        if (s.txg <= txg) moved.push_back(s.name.substr(s.name.find('@') + 1));
+      if (std::optional<uint64_t> slot = tree_->SlotNamed(from.substr(0, at)))
+        POOLFS_RETURN_IF_ERROR(
+            tree_->CloseSnapshots(*slot, std::set<std::string>(moved.begin(), moved.end()), false));
+    }
+    POOLFS_RETURN_IF_ERROR(inner_.Promote(name));
+    tree_->InvalidateSnapshotNames(moved);
+    return Status::Ok();
+  }
   Status Rename(std::string_view from, std::string_view to) override {
     if (const size_t at = from.find('@'); at != std::string_view::npos) {
       // A snapshot: open here, it stays open under its new name; both names

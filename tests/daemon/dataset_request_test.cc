@@ -33,13 +33,25 @@ class FakeAdmin : public DatasetAdmin {
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override {
     calls.push_back("list " + std::string(root) + (recursive ? " -r" : ""));
     if (!next.ok()) return next;
-    DatasetInfo a{"tank", 1, 1, 0, 3 << 20, 1 << 20, 100 << 20, 5, 1.5, "/", 512 << 10};
-    DatasetInfo b{"tank/home", 2, 7, 0, 2 << 20, 2 << 20, 100 << 20, 9, 2.0, "/home"};
+    DatasetInfo a{"tank", 1, 1, 0, 3 << 20, 1 << 20, 100 << 20, 5, 1.5, "/", 512 << 10, 1 << 20, ""};
+    DatasetInfo b{"tank/home", 2, 7, 0, 2 << 20, 2 << 20, 100 << 20, 9, 2.0, "/home", 0, 2 << 20,
+                  ""};
     if (!recursive) return std::vector<DatasetInfo>{root == "tank/home" ? b : a};
     return std::vector<DatasetInfo>{a, b};
   }
   Status Rollback(std::string_view name, bool destroy_later) override {
     calls.push_back("rollback " + std::string(name) + (destroy_later ? " -r" : ""));
+    return next;
+  }
+  Status Clone(std::string_view origin, std::string_view name,
+               const std::vector<PropertyAssignment>& props) override {
+    std::string c = "clone " + std::string(origin) + " " + std::string(name);
+    for (const auto& p : props) c += " " + p.name + "=" + p.value;
+    calls.push_back(c);
+    return next;
+  }
+  Status Promote(std::string_view name) override {
+    calls.push_back("promote " + std::string(name));
     return next;
   }
   Status Snapshot(const std::vector<std::string>& names, bool recursive) override {

@@ -24,8 +24,16 @@
 // quota and reservation are not inherited (as in ZFS); a child's source
 // for them is "default" unless set on it. Read-only properties (source
 // "-"): used, available, referenced, objects, creation, compressratio,
-// type, name, usedbysnapshots. Byte values are given as plain numbers or with binary units
-// (K, M, G, T; "1.5G"), and printed exactly (`-p`) or human-readable.
+// type, name, usedbysnapshots, usedbydataset, origin. Byte values are
+// given as plain numbers or with binary units (K, M, G, T; "1.5G"), and
+// printed exactly (`-p`) or human-readable.
+//
+// Clones. A clone is a writable dataset made from a snapshot (its
+// `origin`): it starts as the snapshot and shares every block with it, so
+// it costs nothing until it is written to. The origin cannot be destroyed
+// while the clone exists; promoting the clone makes it the owner of the
+// origin and the snapshots before it, and the origin's dataset a clone of
+// the origin, so that the old dataset can then be destroyed.
 //
 // Thread safety: a DatasetAdmin may be called from any thread; calls are
 // serialized inside.
@@ -64,6 +72,10 @@ struct DatasetInfo {
   std::string mountpoint;      // path inside the pool's mount ("/home")
   // Bytes its snapshots hold that it no longer references (in `used`).
   uint64_t usedbysnapshots = 0;
+  // Bytes it references of its own (in `used`): `referenced`, less for a
+  // clone what it still shares with its origin.
+  uint64_t usedbydataset = 0;
+  std::string origin;  // a clone's origin ("tank/a@monday"); else empty
 };
 
 // A snapshot, as `poolfs dataset list -t snapshot` shows it.
@@ -140,6 +152,19 @@ class DatasetAdmin {
   virtual Status Set(std::string_view name, const PropertyAssignment& prop) = 0;
   // Removes a local setting: the property inherits again.
   virtual Status Inherit(std::string_view name, std::string_view prop) = 0;
+  // Makes dataset `name` a clone of snapshot `origin` ("POOL/PATH@NAME"),
+  // with `props` set locally; its parent must exist. NotFound,
+  // AlreadyExists, InvalidArgument (a bad name or property, another pool).
+  // On disk once this returns.
+  virtual Status Clone(std::string_view origin, std::string_view name,
+                       const std::vector<PropertyAssignment>& props) = 0;
+  // Promotes clone `name`: it takes its origin and the snapshots of the
+  // origin's dataset up to it, and that dataset becomes a clone of the
+  // origin. InvalidArgument when `name` is no clone, AlreadyExists when a
+  // snapshot to move has the name of one of the clone's (rename it
+  // first), Busy while a moved snapshot is in use or another change of
+  // either dataset is under way. On disk once this returns.
+  virtual Status Promote(std::string_view name) = 0;
 };
 
 // A pool opened for administration without a mount (`--pool FILE...`):

@@ -359,7 +359,7 @@ TEST_CASE("The pool directory's snapshot records round-trip and refuse damage", 
   refused(bad, "is empty");
   bad = d;
   bad.snapshots.clear();
-  refused(bad, "without snapshots");
+  refused(bad, "has no snapshots");
 }
 
 }  // namespace
