@@ -7,7 +7,10 @@
 # `poolfs rollback` of a mounted child dataset and offline (-r), browsing
 # MNT/.poolfs/snapshot (hidden, read-only, live, busy while in use),
 # bad names refused naming the argument, the snapshots still there offline
-# after the unmount, and `poolfs check` healthy. Runs as root (needs
+# after the unmount, `poolfs clone` and `poolfs promote` through the mount
+# (the clone reads as its snapshot and changes apart; the origin stays
+# while the clone exists; after the promote the old dataset is a clone and
+# goes), and `poolfs check` healthy. Runs as root (needs
 # /dev/fuse); skipped (exit 77, ctest's skip code, with the reason) when
 # FUSE is unavailable. About 10 s.
 #
@@ -205,6 +208,39 @@ run 0 "" rollback --pool pool.img -r "$POOL@r1"
 run 0 "" mount pool.img "$MNT"
 cmp -s "$DIR/old" "$MNT/file" && echo "ok: file reads as at @r1" ||
   fail "file after the offline rollback differs from @r1's"
+
+# Clones: a writable dataset from a snapshot, joined to the mount at once.
+run 0 "" clone -o compression=off "$POOL/home@two" "$POOL/work"
+cmp -s "$DIR/old" "$MNT/work/file" && echo "ok: the clone reads as its snapshot" ||
+  fail "work/file differs from home@two's"
+cp "$DIR/new" "$MNT/work/file"
+cmp -s "$DIR/old" "$MNT/home/file" && echo "ok: the origin's dataset is unchanged" ||
+  fail "home/file changed with the clone"
+run 0 "$POOL/home@two" dataset get -H origin "$POOL/work"
+run 0 "$POOL/work" dataset get -H clones "$POOL/home@two"
+# (A snapshot of the clone: its txg, with the overwrite, is synced when
+# it returns, and the figures are the last synced txg's.)
+run 0 "" snapshot "$POOL/work@w"
+run 0 "" dataset list -H -p -o name,usedds,refer "$POOL/work"
+at_least "usedds of the clone (its overwrite)" "$(field "$POOL/work" 2)" $MIB
+at_most "usedds of the clone" "$(field "$POOL/work" 2)" $((2 * MIB))
+run 1 "origin of" dataset destroy "$POOL/home@two"
+run 2 "not a clone" promote "$POOL/home"
+run 2 "does not exist" clone "$POOL/home@nope" "$POOL/w2"
+run 2 "pool of its snapshot" clone "$POOL/home@two" "other$$/w2"
+# Promoted, the clone owns the snapshot, and the old dataset is a clone
+# that can go.
+run 0 "" promote "$POOL/work"
+run 0 "" dataset list -t snapshot -H -o name "$POOL/work"
+[[ $OUT == "$POOL/work@two"$'\n'"$POOL/work@w" ]] && echo "ok: @two moved to the clone" ||
+  fail "after promote: $OUT"
+[[ -d $MNT/work/.poolfs/snapshot/two ]] && echo "ok: work/.poolfs/snapshot/two appears" ||
+  fail "@two is not browsable under the clone"
+run 0 "$POOL/work@two" dataset get -H origin "$POOL/home"
+run 0 "" dataset destroy "$POOL/home"
+[[ ! -e $MNT/home ]] && echo "ok: home is gone" || fail "home is still in the mount"
+cmp -s "$DIR/new" "$MNT/work/file" && echo "ok: the clone keeps its data" ||
+  fail "work/file changed"
 run 0 "" unmount "$MNT"
 run 0 "healthy" check pool.img
 

@@ -784,7 +784,45 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
             [&](pool::PoolDirectory& b) { b.head_deadlists[root.id][0].objects.clear(); });
   bad_snaps("head-without-snapshots", [](pool::PoolDirectory& b) { b.snapshots.clear(); });
   Write(to + "directory-bad-snapshots-truncated", ds + sn.substr(0, sn.size() - 3));
-  Write(to + "directory-bad-snapshots-counts", ds + Patched(d2, d2.size() - 8, 0xffffff, 4));
+  Write(to + "directory-bad-snapshots-counts", ds + Patched(d2, d2.size() - 12, 0xffffff, 4));
+  // Clones (version 6): the second dataset a clone of tank@monday, with a
+  // head deadlist of its origin's blocks; then the ways they go wrong.
+  pool::PoolDirectory cloned = snapped;
+  const uint64_t clone_id = cloned.datasets.at(1).id;
+  cloned.datasets.at(1).origin = cloned.snapshots[0].id;
+  cloned.head_deadlists[clone_id][0] = pool::DeadBucket{4096, {{45, 1}}};
+  const std::string cl = pool::EncodePoolDirectory(cloned, f);
+  Write(to + "directory-clone", ds + cl);
+  auto bad_clone = [&](const std::string& name, auto change) {
+    pool::PoolDirectory b = cloned;
+    change(b);
+    Write(to + "directory-bad-clone-" + name, ds + pool::EncodePoolDirectory(b, f));
+  };
+  bad_clone("unknown-origin", [](pool::PoolDirectory& b) { b.datasets.at(1).origin = 99; });
+  bad_clone("own-origin", [](pool::PoolDirectory& b) {
+    pool::SnapshotEntry own = b.snapshots[1];
+    own.id = b.next_dataset_id++;
+    own.dataset = b.datasets.at(1).id;
+    own.name = "own";
+    own.deadlist.clear();
+    b.snapshots.push_back(own);
+    b.datasets.at(1).origin = own.id;
+  });
+  bad_clone("cycle", [](pool::PoolDirectory& b) {
+    pool::SnapshotEntry s = b.snapshots[1];
+    s.id = b.next_dataset_id++;
+    s.dataset = b.datasets.at(1).id;
+    s.txg = Txg(s.txg.value() + 10);
+    s.name = "c";
+    s.deadlist.clear();
+    b.snapshots.push_back(s);
+    b.datasets.at(0).origin = s.id;
+  });
+  bad_clone("bucket-key", [&](pool::PoolDirectory& b) {
+    b.head_deadlists[clone_id][4000] = pool::DeadBucket{1, {{46, 1}}};
+  });
+  Write(to + "directory-bad-clone-dataset", ds + Patched(cl, cl.size() - 16, 0xff, 1));
+  Write(to + "directory-bad-clone-truncated", ds + cl.substr(0, cl.size() - 4));
   Write(to + "directory-trailing", ds + d2 + "x");
   Write(to + "directory-truncated", ds + d2.substr(0, d2.size() - 1));
 

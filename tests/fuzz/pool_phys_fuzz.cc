@@ -153,17 +153,41 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
   // listed dataset, named like a component, distinct per dataset, in
   // strictly ascending txg per dataset, with a stored root; deadlist
   // buckets non-empty, keyed 0 or by an earlier snapshot's txg of the same
-  // dataset, naming distinct objects above 1 with entries; head deadlists
-  // only for datasets with snapshots.
+  // dataset (or by its origin's, for a clone), naming distinct objects
+  // above 1 with entries; head deadlists only for datasets with snapshots
+  // or clones. A clone's origin is a snapshot of another dataset, older
+  // than the clone's snapshots, and origins lead to a dataset that is no
+  // clone.
+  std::map<uint64_t, const pool::SnapshotEntry*> snap_by_id;
+  for (const pool::SnapshotEntry& e : d->snapshots) snap_by_id[e.id] = &e;
+  std::map<uint64_t, uint64_t> base;  // a clone's origin's txg
+  for (const pool::DatasetEntry& e : d->datasets) {
+    if (e.origin == 0) continue;
+    auto o = snap_by_id.find(e.origin);
+    if (o == snap_by_id.end() || o->second->dataset == e.id)
+      Fail("decoded clone origin", std::to_string(e.origin));
+    base[e.id] = o->second->txg.value();
+    std::set<uint64_t> path = {e.id};
+    for (uint64_t at = o->second->dataset;;) {
+      if (!path.insert(at).second) Fail("decoded clone origins", "a cycle");
+      uint64_t next = 0;
+      for (const pool::DatasetEntry& x : d->datasets)
+        if (x.id == at) next = x.origin;
+      if (next == 0) break;
+      at = snap_by_id.at(next)->dataset;
+    }
+  }
   std::set<uint64_t> ids;
   for (const auto& [id, parent] : parent_of) ids.insert(id);
   std::map<uint64_t, std::set<uint64_t>> txgs;
   std::set<std::pair<uint64_t, std::string>> snap_names;
   std::set<uint64_t> objects;
   for (const pool::SpaceMapEntry& m : d->space_maps) objects.insert(m.object);
-  auto check_deadlist = [&](const pool::Deadlist& dl, const std::set<uint64_t>& keys) {
+  auto check_deadlist = [&](const pool::Deadlist& dl, const std::set<uint64_t>& keys,
+                            uint64_t dataset) {
     for (const auto& [key, bucket] : dl) {
-      if (key != 0 && !keys.count(key)) Fail("decoded deadlist key", std::to_string(key));
+      if (key != 0 && !keys.count(key) && key != base[dataset])
+        Fail("decoded deadlist key", std::to_string(key));
       if (bucket.objects.empty()) Fail("decoded deadlist bucket", "empty");
       for (const pool::DeadObject& o : bucket.objects)
         if (o.object <= 1 || o.entries == 0 || !objects.insert(o.object).second)
@@ -181,22 +205,23 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
     if (e.root.IsHole()) Fail("decoded snapshot root", "a hole");
     CheckPointer(e.root, format, "decoded snapshot root");
     std::set<uint64_t>& seen = txgs[e.dataset];
-    if (!seen.empty() && *seen.rbegin() >= e.txg.value())
+    if ((!seen.empty() && *seen.rbegin() >= e.txg.value()) || e.txg.value() <= base[e.dataset])
       Fail("decoded snapshot txg", std::to_string(e.txg.value()));
-    check_deadlist(e.deadlist, seen);
+    check_deadlist(e.deadlist, seen, e.dataset);
     seen.insert(e.txg.value());
   }
   for (const auto& [id, dl] : d->head_deadlists) {
-    if (!txgs.count(id) || dl.empty()) Fail("decoded head deadlist", std::to_string(id));
-    check_deadlist(dl, txgs[id]);
+    if ((!txgs.count(id) && !base.count(id)) || dl.empty())
+      Fail("decoded head deadlist", std::to_string(id));
+    check_deadlist(dl, txgs[id], id);
   }
-  // A directory of an older version (1 to 4) is written back as version 5,
+  // A directory of an older version (1 to 5) is written back as version 6,
   // with the same content.
   const std::string again_bytes = pool::EncodePoolDirectory(*d, format);
   if (again_bytes != in) {
     Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes, format);
     if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 ||
-        (in[8] != 1 && in[8] != 2 && in[8] != 3 && in[8] != 4))
+        (in[8] != 1 && in[8] != 2 && in[8] != 3 && in[8] != 4 && in[8] != 5))
       Fail("directory re-encodes to other bytes", "");
   }
 }

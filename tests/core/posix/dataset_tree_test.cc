@@ -4,7 +4,8 @@
 // CrossDevice; the join cannot be created over, removed or renamed; a
 // destroy is refused while a dataset's files are held and frees it
 // otherwise; a listing resumes across the joined entries; snapshots read
-// under .poolfs/snapshot, read-only and live.
+// under .poolfs/snapshot, read-only and live; clones join the tree, and a
+// promote moves snapshots between the snapshot directories.
 #include "posix/dataset_tree.h"
 
 #include <atomic>
@@ -417,6 +418,41 @@ TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going
   // snapdir=visible lists it.
   REQUIRE(admin->Set("pool/home", {"snapdir", "visible"}).ok());
   CHECK(f.List(home) == std::vector<std::string>{".poolfs", "f"});
+}
+
+TEST_CASE("a clone appears as a dataset of the mount; promote moves the snapshots it takes") {
+  FsFixture f;
+  REQUIRE(Create(f, "pool/home").ok());
+  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const Attr file = f.MustCreate(home, "f");
+  f.MustWrite(file.ino, 0, "origin");
+  DatasetAdmin* admin = f.fs->datasets();
+  REQUIRE(admin->Snapshot({"pool/home@one"}, false).ok());
+  REQUIRE(admin->Snapshot({"pool/home@two"}, false).ok());
+  REQUIRE(admin->Clone("pool/home@one", "pool/work", {}).ok());
+  // The clone is a dataset of the mount at once, with the snapshot's files.
+  const uint64_t work = MustLookup(f, kRootIno, "work");
+  CHECK(DatasetTreeFs::SlotOf(work) != DatasetTreeFs::SlotOf(home));
+  const uint64_t copy = MustLookup(f, work, "f");
+  CHECK(f.MustRead(copy, 0, 6) == "origin");
+  f.MustWrite(copy, 0, "clone!");
+  CHECK(f.MustRead(copy, 0, 6) == "clone!");
+  CHECK(f.MustRead(file.ino, 0, 6) == "origin");
+  CHECK(admin->Destroy("pool/home@one", false).code() == StatusCode::kNotEmpty);
+  // A moved snapshot held open under the old dataset keeps the promote
+  // back; let go, it moves, and shows under the clone.
+  const uint64_t dir = MustLookup(f, MustLookup(f, home, ".poolfs"), "snapshot");
+  const uint64_t one = MustLookup(f, dir, "one");
+  CHECK(admin->Promote("pool/work").code() == StatusCode::kBusy);
+  f.fs->Forget(one, 1);
+  REQUIRE(admin->Promote("pool/work").ok());
+  CHECK(f.List(dir) == std::vector<std::string>{"two"});
+  const uint64_t work_dir = MustLookup(f, MustLookup(f, work, ".poolfs"), "snapshot");
+  CHECK(f.List(work_dir) == std::vector<std::string>{"one"});
+  CHECK(f.MustRead(MustLookup(f, MustLookup(f, work_dir, "one"), "f"), 0, 6) == "origin");
+  auto origin = admin->Get("pool/home", {"origin"});
+  REQUIRE(origin.ok());
+  CHECK((*origin)[0].value == "pool/work@one");
 }
 
 }  // namespace
