@@ -64,6 +64,7 @@ Command AddCloneCommand(CLI::App& parent) {
     DatasetCommand cmd;
     std::vector<std::string> pool_files;
     std::vector<std::string> options;
+    std::string origin, name;
   };
   auto a = std::make_shared<Args>();
   a->cmd.verb = DatasetCommand::Verb::kClone;
@@ -74,11 +75,10 @@ Command AddCloneCommand(CLI::App& parent) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   AddDatasetPoolOption(app, a->pool_files);
-  app->add_option("POOL/PATH@NAME", a->cmd.names, "the snapshot")->required()->expected(1);
-  app->add_option("POOL/NEW", a->cmd.names, "the new dataset (its parent exists)")
-      ->required()
-      ->expected(1);
+  app->add_option("POOL/PATH@NAME", a->origin, "the snapshot")->required();
+  app->add_option("POOL/NEW", a->name, "the new dataset (its parent exists)")->required();
   return {app, [a] {
+            a->cmd.names = {a->origin, a->name};
             for (const std::string& o : a->options) {
               Result<PropertyAssignment> p = ParsePropertyAssignment(o);
               if (!p.ok()) return ReportError("clone", p.status());
