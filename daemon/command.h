@@ -46,6 +46,7 @@ Command AddIostatCommand(CLI::App& parent);
 Command AddScrubCommand(CLI::App& parent);
 Command AddSnapshotCommand(CLI::App& parent);
 Command AddRollbackCommand(CLI::App& parent);
+Command AddDiffCommand(CLI::App& parent);
 
 // Runs a dataset command (cmd_dataset.cc) and prints what it returns: on
 // the daemon serving its pool, or on the pool in `pool_files` opened here

@@ -15,6 +15,9 @@
 // by `destroy` (one, or a range @FIRST%LAST), renamed by `rename`, read by
 // `get` and listed by `list -t snapshot|all`; a snapshot row leaves "-" in
 // the columns it has no value for (available, mountpoint, properties).
+// `diff` (`poolfs diff`) lists what changed since a snapshot: the reply's
+// "diffs" are {"type": "M"|"+"|"-"|"R", "path": ..., "new_path": ...},
+// printed one line each, as `zfs diff` prints them.
 //
 // Thread safety: values and free functions.
 #pragma once
@@ -40,6 +43,7 @@ struct DatasetCommand {
     kInherit,
     kSnapshot,
     kRollback,
+    kDiff,
   };
   // What `list -t` lists: datasets, snapshots, or both (each dataset
   // followed by its snapshots, as `zfs list -t all` orders them).
@@ -49,7 +53,8 @@ struct DatasetCommand {
   // range of snapshots; rename: from and to (two datasets, or two
   // snapshots of one); list: roots (none: every dataset); get: the
   // datasets or snapshots; snapshot: the snapshots to take, all of one
-  // pool; rollback: the snapshot.
+  // pool; rollback: the snapshot; diff: the snapshot and what to compare
+  // it with (a later snapshot or the dataset; none: the dataset).
   std::vector<std::string> names;
   bool parents = false;                   // create -p
   bool recursive = false;                 // destroy -r, list -r, snapshot -r, rollback -r
@@ -92,6 +97,7 @@ struct DatasetResult {
   std::vector<DatasetInfo> datasets;
   std::vector<SnapshotInfo> snapshots;  // list -t snapshot|all
   std::vector<DatasetProperties> properties;
+  std::vector<DiffEntry> diffs;  // diff
 };
 
 // The columns `list` shows by default and the names it takes for them

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
       AddDatasetCommand(app),
       AddSnapshotCommand(app),
       AddRollbackCommand(app),
+      AddDiffCommand(app),
   };
   try {
     app.parse(argc, argv);
