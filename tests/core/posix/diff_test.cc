@@ -3,6 +3,8 @@
 // refusals, and that it reads only what changed.
 #include "posix/diff.h"
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,50 @@ TEST_CASE("diff refuses bad names, two datasets, a later snapshot first and miss
   CHECK(r.status().message().find("older") != std::string::npos);
 }
 
+// The pool of `f`'s file, imported here (the mount is gone).
+std::unique_ptr<pool::Pool> MustImport(FsFixture& f) {
+  f.Unmount();
+  auto p = pool::Pool::Import({f.path}, pool::PoolOptions{});
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  return std::move(*p);
+}
+
+TEST_CASE("diff finds a file its parent no longer holds, and refuses a damaged znode") {
+  FsFixture f;
+  DatasetAdmin* admin = f.fs->datasets();
+  const uint64_t d1 = f.MustMkdir(kRootIno, "d1").ino;
+  const uint64_t d2 = f.MustMkdir(kRootIno, "d2").ino;
+  const uint64_t file = f.MustCreate(d1, "orig").ino;
+  const uint64_t other = f.MustCreate(d1, "other").ino;
+  MustSnapshot(admin, "pool@a");
+  // Its only name left is in d2, while its parent stays d1 (a link does
+  // not move it).
+  REQUIRE(f.fs->Link(RootCreds(), file, d2, "alias").ok());
+  REQUIRE(f.fs->Unlink(RootCreds(), d1, "orig").ok());
+  std::unique_ptr<pool::Pool> pool = MustImport(f);
+  DiffStats st;
+  auto r = DiffDatasets(*pool, "pool@a", "pool", &st);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CHECK(Lines(*r) == std::vector<std::string>{"M /d1", "R /d1/orig -> /d2/alias", "M /d2"});
+  CHECK(st.full_walk);
+
+  // A znode that does not decode: Corruption naming the object.
+  dmu::ObjectSet* os = pool->root_dataset();
+  REQUIRE(os != nullptr);
+  {
+    dmu::Tx tx(pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    REQUIRE(os->SetBonus(tx, ObjectId(other), kZnodeBonus, std::string(kZnodeSize, '\x7f')).ok());
+    tx.Commit();
+  }
+  r = DiffDatasets(*pool, "pool@a", "pool");
+  CHECK(r.status().code() == StatusCode::kCorruption);
+  CHECK(r.status().message().find("object " + std::to_string(other)) != std::string::npos);
+  REQUIRE(pool->Export().ok());
+}
+
 TEST_CASE("diff of a large tree reads only the blocks that changed", "[single-threaded]") {
   constexpr int kDirs = 100, kFiles = 200;  // 20,000 files
   FsFixture f;
@@ -176,13 +222,8 @@ TEST_CASE("diff of a large tree reads only the blocks that changed", "[single-th
   }
   MustSnapshot(admin, "pool@full");
   f.MustWrite(target, 0, "one change");
-  f.Unmount();
-
-  pool::PoolOptions options;
-  auto p = pool::Pool::Import({f.path}, options);
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
-  pool::Pool& pool = **p;
+  std::unique_ptr<pool::Pool> imported = MustImport(f);
+  pool::Pool& pool = *imported;
   const uint64_t reads_before = pool.SyncStats().blocks_read;
   DiffStats st;
   auto r = DiffDatasets(pool, "pool@full", "pool", &st);
