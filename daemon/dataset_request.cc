@@ -784,8 +784,8 @@ std::string EncodeDatasetResult(const Result<DatasetResult>& r) {
   }
   json diffs = json::array();
   for (const DiffEntry& d : r->diffs)
-    diffs.push_back(json{
-        {"type", std::string(1, char(d.type))}, {"path", d.path}, {"new_path", d.new_path}});
+    diffs.push_back(
+        json{{"type", std::string(1, char(d.type))}, {"path", d.path}, {"new_path", d.new_path}});
   return json{{"code", 0},
               {"datasets", datasets},
               {"snapshots", snapshots},

@@ -65,7 +65,6 @@ class Walker {
   const Txg born_after_;
 };
 
-
 // The two trees of WalkChangedDnodes, side by side. A node is a pointer
 // standing at a level of the taller tree; a pointer whose own level is
 // lower stands for the top of the shorter tree, which covers the first
@@ -153,10 +152,8 @@ class DnodeDiffer {
     const zio::BpFormat format = zio_->format();
     for (uint64_t slot = 0; slot < kDnodesPerBlock; slot++) {
       const size_t at = slot * kDnodeSize;
-      const uint8_t* ob =
-          at < o.size() ? reinterpret_cast<const uint8_t*>(o.data()) + at : kFree;
-      const uint8_t* nb =
-          at < n.size() ? reinterpret_cast<const uint8_t*>(n.data()) + at : kFree;
+      const uint8_t* ob = at < o.size() ? reinterpret_cast<const uint8_t*>(o.data()) + at : kFree;
+      const uint8_t* nb = at < n.size() ? reinterpret_cast<const uint8_t*>(n.data()) + at : kFree;
       if (std::memcmp(ob, nb, kDnodeSize) == 0) continue;
       const uint64_t id = index * kDnodesPerBlock + slot;
       if (id == 0) continue;  // the metadnode's own slot
@@ -238,9 +235,8 @@ Status WalkChangedDnodes(zio::Zio* zio, const BlockPtr& older_root, Txg older_tx
                               std::to_string(std::max(o.nlevels, n.nlevels)) + " levels");
   for (const DnodePhys* m : {&o, &n})
     if (!m->bp.IsHole() && m->bp.level != m->nlevels - 1)
-      return Status::Corruption(std::string(name) + ": metadnode of " +
-                                std::to_string(m->nlevels) + " levels points at level " +
-                                std::to_string(m->bp.level));
+      return Status::Corruption(std::string(name) + ": metadnode of " + std::to_string(m->nlevels) +
+                                " levels points at level " + std::to_string(m->bp.level));
   DnodeDiffer d(zio, std::string(name), older_txg, fn, stats);
   return d.Visit(uint8_t(std::max(o.nlevels, n.nlevels) - 1), 0, o.bp, n.bp);
 }

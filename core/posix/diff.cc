@@ -21,9 +21,9 @@ namespace poolfs::core::posix {
 
 namespace {
 
-constexpr int kMaxDepth = 2048;       // directories above a file, at most
-constexpr size_t kListBatch = 1024;   // entries per Iterate call
-constexpr int kHeadAttempts = 4;      // diffs against a dataset that keeps changing
+constexpr int kMaxDepth = 2048;      // directories above a file, at most
+constexpr size_t kListBatch = 1024;  // entries per Iterate call
+constexpr int kHeadAttempts = 4;     // diffs against a dataset that keeps changing
 
 std::string Join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
@@ -205,8 +205,7 @@ Result<std::pair<std::string, std::string>> SplitSnapshot(std::string_view name)
   std::string snap(name.substr(at + 1));
   if (snap.empty() || snap.size() > 255 || snap == "." || snap == ".." ||
       snap.find_first_of(std::string("/@%\0", 4)) != std::string::npos)
-    return Status::InvalidArgument("'" + std::string(name) + "': bad snapshot name '" + snap +
-                                   "'");
+    return Status::InvalidArgument("'" + std::string(name) + "': bad snapshot name '" + snap + "'");
   return std::make_pair(std::string(name.substr(0, at)), std::move(snap));
 }
 
@@ -315,8 +314,8 @@ Result<std::vector<DiffEntry>> DiffDatasets(pool::Pool& pool, std::string_view f
                             pool.OpenSyncedDataset(snap_to.first));
     if (stats != nullptr) *stats = DiffStats{};
     Result<std::vector<DiffEntry>> r = DiffObjectSets(*older, txg_from, *head, stats);
-    const bool damage = r.status().code() == StatusCode::kCorruption ||
-                        r.status().code() == StatusCode::kIOError;
+    const bool damage =
+        r.status().code() == StatusCode::kCorruption || r.status().code() == StatusCode::kIOError;
     if (r.ok() || !damage || attempt == kHeadAttempts) return r;
     // Blocks the dataset dropped since, reused: try its newer root.
     POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> now,

@@ -28,8 +28,7 @@ std::vector<std::string> Lines(const std::vector<DiffEntry>& entries) {
   return out;
 }
 
-std::vector<std::string> MustDiff(DatasetAdmin* admin, std::string_view from,
-                                  std::string_view to) {
+std::vector<std::string> MustDiff(DatasetAdmin* admin, std::string_view from, std::string_view to) {
   auto r = admin->Diff(from, to);
   INFO(std::string(from) << " .. " << std::string(to) << ": " << r.status().ToString());
   REQUIRE(r.ok());
@@ -74,18 +73,9 @@ TEST_CASE("diff lists the files created, removed, renamed and modified since a s
   REQUIRE(f.fs->Link(RootCreds(), ino["linked"], d2, "hard").ok());
   f.MustRead(ino["keep"], 0, 4);  // atime alone is no change
   const std::vector<std::string> expected = {
-      "M /",
-      "M /d1",
-      "R /d1/across -> /d2/moved",
-      "M /d1/chm",
-      "- /d1/gone",
-      "M /d1/linked",
-      "M /d1/mod",
-      "R /d1/same -> /d1/same2",
-      "M /d2",
-      "+ /d2/new",
-      "+ /d3",
-      "+ /d3/inner",
+      "M /",          "M /d1",       "R /d1/across -> /d2/moved", "M /d1/chm", "- /d1/gone",
+      "M /d1/linked", "M /d1/mod",   "R /d1/same -> /d1/same2",   "M /d2",     "+ /d2/new",
+      "+ /d3",        "+ /d3/inner",
   };
   CHECK(MustDiff(admin, "pool@a", "pool") == expected);
   MustSnapshot(admin, "pool@b");
