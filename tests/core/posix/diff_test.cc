@@ -54,7 +54,7 @@ TEST_CASE("diff lists the files created, removed, renamed and modified since a s
   const uint64_t d1 = f.MustMkdir(kRootIno, "d1").ino;
   const uint64_t d2 = f.MustMkdir(kRootIno, "d2").ino;
   std::map<std::string, uint64_t> ino;
-  for (const char* name : {"keep", "mod", "chm", "gone", "same", "across", "linked"}) {
+  for (const char* name : {"keep", "mod", "chm", "gone", "same", "across", "linked", "xattr"}) {
     ino[name] = f.MustCreate(d1, name).ino;
     f.MustWrite(ino[name], 0, std::string("data of ") + name);
   }
@@ -71,12 +71,25 @@ TEST_CASE("diff lists the files created, removed, renamed and modified since a s
   f.MustWrite(ino["mod"], 3, "more");
   f.Chmod(ino["chm"], 0600);
   REQUIRE(f.fs->Link(RootCreds(), ino["linked"], d2, "hard").ok());
+  REQUIRE(f.fs->SetXattr(RootCreds(), ino["xattr"], "user.note", "v", 0).ok());
   f.MustRead(ino["keep"], 0, 4);  // atime alone is no change
+  // clang-format off
   const std::vector<std::string> expected = {
-      "M /",          "M /d1",       "R /d1/across -> /d2/moved", "M /d1/chm", "- /d1/gone",
-      "M /d1/linked", "M /d1/mod",   "R /d1/same -> /d1/same2",   "M /d2",     "+ /d2/new",
-      "+ /d3",        "+ /d3/inner",
+      "M /",
+      "M /d1",
+      "R /d1/across -> /d2/moved",
+      "M /d1/chm",
+      "- /d1/gone",
+      "M /d1/linked",
+      "M /d1/mod",
+      "R /d1/same -> /d1/same2",
+      "M /d1/xattr",
+      "M /d2",
+      "+ /d2/new",
+      "+ /d3",
+      "+ /d3/inner",
   };
+  // clang-format on
   CHECK(MustDiff(admin, "pool@a", "pool") == expected);
   MustSnapshot(admin, "pool@b");
   CHECK(MustDiff(admin, "pool@a", "pool@b") == expected);
