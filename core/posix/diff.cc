@@ -172,8 +172,13 @@ class Side {
     while (!todo.empty()) {
       const uint64_t dir = todo.front();
       todo.pop_front();
-      POOLFS_ASSIGN_OR_RETURN(const Listing* listing, List(dir));
-      for (const auto& [object, name] : *listing) {
+      Result<const Listing*> listing = List(dir);
+      if (!listing.ok()) {
+        if (!listing.status().IsNotFound()) return listing.status();
+        return Status::Corruption(os_->name() + ": object " + std::to_string(dir) +
+                                  " is named as a directory but is not one");
+      }
+      for (const auto& [object, name] : **listing) {
         everywhere_.try_emplace(object, dir, name.name);
         if (name.dir && seen.insert(object).second) todo.push_back(object);
       }

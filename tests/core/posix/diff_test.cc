@@ -10,6 +10,7 @@
 
 #include "pool/pool.h"
 #include "posix_fixture.h"
+#include "zap/zap.h"
 
 namespace poolfs::core::posix {
 namespace {
@@ -195,9 +196,29 @@ TEST_CASE("diff finds a file its parent no longer holds, and refuses a damaged z
   CHECK(Lines(*r) == std::vector<std::string>{"M /d1", "R /d1/orig -> /d2/alias", "M /d2"});
   CHECK(st.full_walk);
 
-  // A znode that does not decode: Corruption naming the object.
+  // A directory entry naming a plain file as a directory, met by that
+  // walk: Corruption naming the object.
   dmu::ObjectSet* os = pool->root_dataset();
   REQUIRE(os != nullptr);
+  auto root = zap::Zap::Open(os, ObjectId(kRootIno));
+  REQUIRE(root.ok());
+  auto change_root = [&](bool add) {
+    dmu::Tx tx(pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    if (add)
+      REQUIRE((*root)->Add(tx, "fake", zap::Value{other, S_IFDIR}).ok());
+    else
+      REQUIRE((*root)->Remove(tx, "fake").ok());
+    tx.Commit();
+  };
+  change_root(true);
+  r = DiffDatasets(*pool, "pool@a", "pool");
+  CHECK(r.status().code() == StatusCode::kCorruption);
+  CHECK(r.status().message().find("object " + std::to_string(other) + " is named as a directory") !=
+        std::string::npos);
+  change_root(false);
+
+  // A znode that does not decode: Corruption naming the object.
   {
     dmu::Tx tx(pool->assigner());
     REQUIRE(tx.Assign().ok());
