@@ -402,6 +402,24 @@ bool Get(const json& j, const char* key, T* out) {
   return true;
 }
 
+// A path as `diff` prints it: control characters and backslashes as a
+// backslash and three octal digits, so that each change stays one line of
+// tab-separated fields.
+std::string EscapePath(std::string_view path) {
+  std::string out;
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view VerbName(DatasetCommand::Verb v) {
@@ -883,8 +901,8 @@ std::string RenderDatasetResult(const DatasetCommand& c, const DatasetResult& r)
     case DatasetCommand::Verb::kDiff: {
       std::string out;
       for (const DiffEntry& d : r.diffs) {
-        out += std::string(1, char(d.type)) + "\t" + d.path;
-        if (d.type == DiffEntry::Type::kRenamed) out += " -> " + d.new_path;
+        out += std::string(1, char(d.type)) + "\t" + EscapePath(d.path);
+        if (d.type == DiffEntry::Type::kRenamed) out += " -> " + EscapePath(d.new_path);
         out += "\n";
       }
       return out;

@@ -303,6 +303,10 @@ TEST_CASE("diff reaches the admin, crosses the socket and prints as zfs diff doe
   REQUIRE(r->diffs.size() == 4);
   CHECK(r->diffs[2] == DiffEntry{DiffEntry::Type::kRenamed, "/c", "/d/e"});
   CHECK(RenderDatasetResult(later, *r) == "M\t/\n+\t/a b\nR\t/c -> /d/e\n-\t/f\n");
+  // A name with a newline, tab or backslash stays on its line.
+  DatasetResult odd;
+  odd.diffs = {{DiffEntry::Type::kCreated, "/a\nb\tc\\d", ""}};
+  CHECK(RenderDatasetResult(later, odd) == "+\t/a\\012b\\011c\\134d\n");
   // The admin's refusal crosses with its code and message.
   admin.next = Status::NotFound("no snapshot tank/home@a");
   r = DecodeDatasetResult(HandleDatasetRequest(&admin, EncodeDatasetCommand(now)));
