@@ -140,6 +140,7 @@ Result<DatasetResult> Run(const DatasetCommand& c, const std::vector<std::string
     for (DatasetInfo& d : r.datasets) all.datasets.push_back(std::move(d));
     for (SnapshotInfo& s : r.snapshots) all.snapshots.push_back(std::move(s));
     for (DatasetProperties& dp : r.properties) all.properties.push_back(std::move(dp));
+    for (DiffEntry& d : r.diffs) all.diffs.push_back(std::move(d));
   }
   return all;
 }

@@ -48,6 +48,7 @@ Command AddSnapshotCommand(CLI::App& parent);
 Command AddRollbackCommand(CLI::App& parent);
 Command AddCloneCommand(CLI::App& parent);
 Command AddPromoteCommand(CLI::App& parent);
+Command AddDiffCommand(CLI::App& parent);
 
 // Runs a dataset command (cmd_dataset.cc) and prints what it returns: on
 // the daemon serving its pool, or on the pool in `pool_files` opened here

@@ -20,7 +20,7 @@ constexpr DatasetCommand::Verb kVerbs[] = {
     DatasetCommand::Verb::kGet,      DatasetCommand::Verb::kSet,
     DatasetCommand::Verb::kInherit,  DatasetCommand::Verb::kSnapshot,
     DatasetCommand::Verb::kRollback, DatasetCommand::Verb::kClone,
-    DatasetCommand::Verb::kPromote,
+    DatasetCommand::Verb::kPromote,  DatasetCommand::Verb::kDiff,
 };
 constexpr DatasetCommand::ListType kListTypes[] = {
     DatasetCommand::ListType::kFilesystem,
@@ -405,6 +405,24 @@ bool Get(const json& j, const char* key, T* out) {
   return true;
 }
 
+// A path as `diff` prints it: control characters and backslashes as a
+// backslash and three octal digits, so that each change stays one line of
+// tab-separated fields.
+std::string EscapePath(std::string_view path) {
+  std::string out;
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view VerbName(DatasetCommand::Verb v) {
@@ -420,6 +438,7 @@ std::string_view VerbName(DatasetCommand::Verb v) {
     case DatasetCommand::Verb::kRollback: return "rollback";
     case DatasetCommand::Verb::kClone: return "clone";
     case DatasetCommand::Verb::kPromote: return "promote";
+    case DatasetCommand::Verb::kDiff: return "diff";
   }
   return "?";
 }
@@ -552,6 +571,10 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     case DatasetCommand::Verb::kRename:
       POOLFS_RETURN_IF_ERROR(count(2, 2, "two names, POOL/FROM POOL/TO"));
       break;
+    case DatasetCommand::Verb::kDiff:
+      POOLFS_RETURN_IF_ERROR(
+          count(1, 2, "a snapshot POOL/PATH@A and a later POOL/PATH@B or the dataset POOL/PATH"));
+      break;
     case DatasetCommand::Verb::kList: break;
     case DatasetCommand::Verb::kGet:
       POOLFS_RETURN_IF_ERROR(count(1, SIZE_MAX, "one or more POOL/PATH"));
@@ -576,8 +599,9 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     // name: the same dataset's); destroy a range of them too.
     const bool snapshot =
         c.verb == DatasetCommand::Verb::kSnapshot || c.verb == DatasetCommand::Verb::kRollback ||
+        (c.verb == DatasetCommand::Verb::kDiff && &n == &c.names[0]) ||
         ((c.verb == DatasetCommand::Verb::kDestroy || c.verb == DatasetCommand::Verb::kRename ||
-          c.verb == DatasetCommand::Verb::kGet) &&
+          c.verb == DatasetCommand::Verb::kGet || c.verb == DatasetCommand::Verb::kDiff) &&
          n.find('@') != std::string::npos);
     const std::string full = c.verb == DatasetCommand::Verb::kRename && n.starts_with("@")
                                  ? c.names[0].substr(0, c.names[0].find('@')) + n
@@ -591,6 +615,11 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     return Status::InvalidArgument("cannot rename " + c.names[0] + " to " + c.names[1] +
                                    ": a snapshot is renamed to a snapshot name of its dataset, "
                                    "a dataset to a dataset name");
+  // A diff compares two states of one dataset.
+  if (c.verb == DatasetCommand::Verb::kDiff && c.names.size() == 2 &&
+      c.names[0].substr(0, c.names[0].find('@')) != c.names[1].substr(0, c.names[1].find('@')))
+    return Status::InvalidArgument("cannot diff " + c.names[0] + " and " + c.names[1] +
+                                   ": they are of different datasets");
   // The snapshots of one command are taken in one txg of one pool: there
   // is no such txg across pools.
   if (c.verb == DatasetCommand::Verb::kSnapshot) {
@@ -632,6 +661,12 @@ Result<DatasetResult> ExecuteDatasetCommand(DatasetAdmin& admin, const DatasetCo
     case DatasetCommand::Verb::kPromote:
       POOLFS_RETURN_IF_ERROR(admin.Promote(c.names[0]));
       return r;
+    case DatasetCommand::Verb::kDiff: {
+      const std::string to =
+          c.names.size() == 2 ? c.names[1] : c.names[0].substr(0, c.names[0].find('@'));
+      POOLFS_ASSIGN_OR_RETURN(r.diffs, admin.Diff(c.names[0], to));
+      return r;
+    }
     case DatasetCommand::Verb::kSet:
       POOLFS_RETURN_IF_ERROR(admin.Set(c.names[0], c.props[0]));
       return r;
@@ -795,8 +830,15 @@ std::string EncodeDatasetResult(const Result<DatasetResult>& r) {
     for (const DatasetProperty& p : dp.props) props.push_back(PropJson(p));
     properties.push_back(json{{"dataset", dp.dataset}, {"props", props}});
   }
-  return json{
-      {"code", 0}, {"datasets", datasets}, {"snapshots", snapshots}, {"properties", properties}}
+  json diffs = json::array();
+  for (const DiffEntry& d : r->diffs)
+    diffs.push_back(
+        json{{"type", std::string(1, char(d.type))}, {"path", d.path}, {"new_path", d.new_path}});
+  return json{{"code", 0},
+              {"datasets", datasets},
+              {"snapshots", snapshots},
+              {"properties", properties},
+              {"diffs", diffs}}
       .dump();
 }
 
@@ -849,6 +891,20 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
       r.snapshots.push_back(std::move(info));
     }
   }
+  // Optional: a daemon from before diff sends none.
+  if (j.contains("diffs")) {
+    if (!j["diffs"].is_array()) return bad();
+    for (const json& d : j["diffs"]) {
+      DiffEntry e;
+      std::string type;
+      if (!d.is_object() || !Get(d, "type", &type) || !Get(d, "path", &e.path) ||
+          !Get(d, "new_path", &e.new_path) || type.size() != 1 ||
+          std::string_view("M+-R").find(type[0]) == std::string_view::npos)
+        return bad();
+      e.type = static_cast<DiffEntry::Type>(type[0]);
+      r.diffs.push_back(std::move(e));
+    }
+  }
   for (const json& dp : j["properties"]) {
     DatasetProperties out;
     if (!dp.is_object() || !Get(dp, "dataset", &out.dataset) || !dp.contains("props") ||
@@ -878,6 +934,15 @@ std::string RenderDatasetResult(const DatasetCommand& c, const DatasetResult& r)
   switch (c.verb) {
     case DatasetCommand::Verb::kList: return RenderList(c, r);
     case DatasetCommand::Verb::kGet: return RenderGet(c, r);
+    case DatasetCommand::Verb::kDiff: {
+      std::string out;
+      for (const DiffEntry& d : r.diffs) {
+        out += std::string(1, char(d.type)) + "\t" + EscapePath(d.path);
+        if (d.type == DiffEntry::Type::kRenamed) out += " -> " + EscapePath(d.new_path);
+        out += "\n";
+      }
+      return out;
+    }
     default: return "";
   }
 }

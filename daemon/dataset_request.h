@@ -17,6 +17,9 @@
 // the columns it has no value for (available, mountpoint, properties).
 // A clone of a snapshot is made by the verb `clone` (`poolfs clone`) and
 // promoted by `promote` (`poolfs promote`).
+// `diff` (`poolfs diff`) lists what changed since a snapshot: the reply's
+// "diffs" are {"type": "M"|"+"|"-"|"R", "path": ..., "new_path": ...},
+// printed one line each, as `zfs diff` prints them.
 //
 // Thread safety: values and free functions.
 #pragma once
@@ -44,6 +47,7 @@ struct DatasetCommand {
     kRollback,
     kClone,
     kPromote,
+    kDiff,
   };
   // What `list -t` lists: datasets, snapshots, or both (each dataset
   // followed by its snapshots, as `zfs list -t all` orders them).
@@ -54,7 +58,8 @@ struct DatasetCommand {
   // snapshots of one); list: roots (none: every dataset); get: the
   // datasets or snapshots; snapshot: the snapshots to take, all of one
   // pool; rollback: the snapshot; clone: the snapshot and the new dataset,
-  // of one pool; promote: the clone.
+  // of one pool; promote: the clone; diff: the snapshot and what to
+  // compare it with (a later snapshot or the dataset; none: the dataset).
   std::vector<std::string> names;
   bool parents = false;                   // create -p
   bool recursive = false;                 // destroy -r, list -r, snapshot -r, rollback -r
@@ -100,6 +105,7 @@ struct DatasetResult {
   std::vector<DatasetInfo> datasets;
   std::vector<SnapshotInfo> snapshots;  // list -t snapshot|all
   std::vector<DatasetProperties> properties;
+  std::vector<DiffEntry> diffs;  // diff
 };
 
 // The columns `list` shows by default and the names it takes for them

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       AddRollbackCommand(app),
       AddCloneCommand(app),
       AddPromoteCommand(app),
+      AddDiffCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -424,6 +424,11 @@ Result<ObjectInfo> ObjectSet::Stat(ObjectId id) {
   return d->Info();
 }
 
+Status ObjectSet::ChangedDnodes(const ObjectSet& older, Txg older_txg, const ChangedDnodeFn& fn,
+                                DnodeDiffStats* stats) const {
+  return WalkChangedDnodes(zio_, older.root(), older_txg, root(), name_, fn, stats);
+}
+
 Result<zio::BlockPtr> ObjectSet::BlockPointer(ObjectId id, uint64_t blkid) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->BlockPointer(blkid);

@@ -79,6 +79,7 @@
 #include "dmu/dnode.h"
 #include "dmu/dnode_phys.h"
 #include "dmu/object_allocator.h"
+#include "dmu/objset_walk.h"
 #include "dmu/shared_block.h"
 #include "dmu/tx.h"
 #include "poolfs/status.h"
@@ -176,6 +177,13 @@ class ObjectSet {
   // The pointer to data block `blkid` of an object as of the last sync (a
   // hole when there is none); for tools and tests.
   Result<zio::BlockPtr> BlockPointer(ObjectId id, uint64_t blkid);
+  // The objects whose dnodes differ between `older`, an earlier state of
+  // this set (a snapshot of it, taken in txg `older_txg`), and this one, as
+  // of both sets' last synced root blocks (objset_walk.h, WalkChangedDnodes:
+  // only the metadnode blocks born after older_txg are read). Both must be
+  // of one pool.
+  Status ChangedDnodes(const ObjectSet& older, Txg older_txg, const ChangedDnodeFn& fn,
+                       DnodeDiffStats* stats = nullptr) const;
 
   // Sync context (see the theory comment).
   bool Dirty(Txg t) const EXCLUDES(dirty_mu_);

@@ -1,6 +1,10 @@
 #include "dmu/objset_walk.h"
 
+#include <algorithm>
+#include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace poolfs::core::dmu {
 
@@ -61,6 +65,113 @@ class Walker {
   const Txg born_after_;
 };
 
+// The two trees of WalkChangedDnodes, side by side. A node is a pointer
+// standing at a level of the taller tree; a pointer whose own level is
+// lower stands for the top of the shorter tree, which covers the first
+// child of every level above it.
+class DnodeDiffer {
+ public:
+  DnodeDiffer(zio::Zio* zio, std::string name, Txg older_txg, const ChangedDnodeFn& fn,
+              DnodeDiffStats* stats)
+      : zio_(zio), name_(std::move(name)), older_txg_(older_txg), fn_(fn), stats_(stats) {}
+
+  Status Visit(uint8_t level, uint64_t index, const BlockPtr& older, const BlockPtr& newer) {
+    if (older.IsHole() && newer.IsHole()) return Status::Ok();
+    // Shared by both trees, with all below it.
+    if (!newer.IsHole() && (newer.birth <= older_txg_ || newer == older)) return Status::Ok();
+    if (level == 0) return Leaves(index, older, newer);
+    std::vector<BlockPtr> older_children, newer_children;
+    POOLFS_RETURN_IF_ERROR(Children(older, level, index, &older_children));
+    POOLFS_RETURN_IF_ERROR(Children(newer, level, index, &newer_children));
+    static const BlockPtr kHole;
+    for (uint64_t i = 0; i < kFanout; i++) {
+      const BlockPtr& o = older_children.empty() ? kHole : older_children[i];
+      const BlockPtr& n = newer_children.empty() ? kHole : newer_children[i];
+      POOLFS_RETURN_IF_ERROR(Visit(uint8_t(level - 1), index * kFanout + i, o, n));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string Where(uint8_t level, uint64_t index) const {
+    return name_ + " metadnode L" + std::to_string(level) + " block " + std::to_string(index);
+  }
+
+  Result<std::string> Read(const BlockPtr& bp) {
+    if (stats_ != nullptr) stats_->blocks_read++;
+    return zio_->Read(bp);
+  }
+
+  // The children of `bp` standing at `level`: none (empty) under a hole.
+  Status Children(const BlockPtr& bp, uint8_t level, uint64_t index, std::vector<BlockPtr>* out) {
+    if (bp.IsHole()) return Status::Ok();
+    if (bp.level > level)
+      return Status::Corruption(Where(level, index) + ": pointer says level " +
+                                std::to_string(bp.level));
+    out->assign(kFanout, BlockPtr());
+    if (bp.level < level) {  // the top of the shorter tree, always first
+      if (index != 0)
+        return Status::Corruption(Where(level, index) + ": pointer says level " +
+                                  std::to_string(bp.level));
+      (*out)[0] = bp;
+      return Status::Ok();
+    }
+    POOLFS_ASSIGN_OR_RETURN(std::string data, Read(bp));
+    const zio::BpFormat format = zio_->format();
+    if (data.size() != IndirectBlockSize(format))
+      return Status::Corruption(Where(level, index) + ": indirect block of " +
+                                std::to_string(data.size()) + " bytes");
+    const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    for (uint64_t i = 0; i < kFanout; i++) {
+      auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
+      if (!child.ok())
+        return child.status().WithContext(Where(level, index) + " slot " + std::to_string(i));
+      (*out)[i] = *child;
+    }
+    return Status::Ok();
+  }
+
+  // The dnode block `index` of each tree (empty under a hole).
+  Result<std::string> Leaf(const BlockPtr& bp, uint64_t index) {
+    if (bp.IsHole()) return std::string();
+    if (bp.level != 0)
+      return Status::Corruption(Where(0, index) + ": pointer says level " +
+                                std::to_string(bp.level));
+    POOLFS_ASSIGN_OR_RETURN(std::string data, Read(bp));
+    if (data.size() > kDnodeBlockSize || data.size() % kDnodeSize != 0)
+      return Status::Corruption(Where(0, index) + ": dnode block of " +
+                                std::to_string(data.size()) + " bytes");
+    return data;
+  }
+
+  Status Leaves(uint64_t index, const BlockPtr& older, const BlockPtr& newer) {
+    if (stats_ != nullptr) stats_->dnode_blocks++;
+    POOLFS_ASSIGN_OR_RETURN(std::string o, Leaf(older, index));
+    POOLFS_ASSIGN_OR_RETURN(std::string n, Leaf(newer, index));
+    static const uint8_t kFree[kDnodeSize] = {};
+    const zio::BpFormat format = zio_->format();
+    for (uint64_t slot = 0; slot < kDnodesPerBlock; slot++) {
+      const size_t at = slot * kDnodeSize;
+      const uint8_t* ob = at < o.size() ? reinterpret_cast<const uint8_t*>(o.data()) + at : kFree;
+      const uint8_t* nb = at < n.size() ? reinterpret_cast<const uint8_t*>(n.data()) + at : kFree;
+      if (std::memcmp(ob, nb, kDnodeSize) == 0) continue;
+      const uint64_t id = index * kDnodesPerBlock + slot;
+      if (id == 0) continue;  // the metadnode's own slot
+      const std::string object = name_ + " object " + std::to_string(id);
+      POOLFS_ASSIGN_OR_RETURN(DnodePhys od, DecodeDnode(ob, object, format));
+      POOLFS_ASSIGN_OR_RETURN(DnodePhys nd, DecodeDnode(nb, object, format));
+      POOLFS_RETURN_IF_ERROR(fn_(ObjectId(id), od, nd));
+    }
+    return Status::Ok();
+  }
+
+  zio::Zio* zio_;
+  std::string name_;
+  const Txg older_txg_;
+  const ChangedDnodeFn& fn_;
+  DnodeDiffStats* stats_;
+};
+
 }  // namespace
 
 Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view name, const Visit& fn,
@@ -100,6 +211,34 @@ Result<ObjsetSpace> CountObjsetSpace(zio::Zio* zio, const BlockPtr& root, std::s
     return Status::Ok();
   }));
   return s;
+}
+
+Status WalkChangedDnodes(zio::Zio* zio, const BlockPtr& older_root, Txg older_txg,
+                         const BlockPtr& newer_root, std::string_view name,
+                         const ChangedDnodeFn& fn, DnodeDiffStats* stats) {
+  for (const BlockPtr* root : {&older_root, &newer_root})
+    if (root->IsHole() || root->type != zio::BlockType::kObjset)
+      return Status::Corruption(std::string(name) + ": root pointer is not an object set block (" +
+                                root->ToString() + ")");
+  if (newer_root == older_root || newer_root.birth <= older_txg) return Status::Ok();
+  ObjsetPhys phys[2];
+  const BlockPtr* roots[2] = {&older_root, &newer_root};
+  for (int i = 0; i < 2; i++) {
+    if (stats != nullptr) stats->blocks_read++;
+    POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(*roots[i]));
+    POOLFS_ASSIGN_OR_RETURN(phys[i], DecodeObjset(bytes, name, zio->format()));
+  }
+  const DnodePhys& o = phys[0].metadnode;
+  const DnodePhys& n = phys[1].metadnode;
+  if (o.nlevels < 1 || n.nlevels < 1 || o.nlevels > kMaxLevels || n.nlevels > kMaxLevels)
+    return Status::Corruption(std::string(name) + ": metadnode of " +
+                              std::to_string(std::max(o.nlevels, n.nlevels)) + " levels");
+  for (const DnodePhys* m : {&o, &n})
+    if (!m->bp.IsHole() && m->bp.level != m->nlevels - 1)
+      return Status::Corruption(std::string(name) + ": metadnode of " + std::to_string(m->nlevels) +
+                                " levels points at level " + std::to_string(m->bp.level));
+  DnodeDiffer d(zio, std::string(name), older_txg, fn, stats);
+  return d.Visit(uint8_t(std::max(o.nlevels, n.nlevels) - 1), 0, o.bp, n.bp);
 }
 
 }  // namespace poolfs::core::dmu

@@ -8,7 +8,19 @@
 // Data blocks are never read; indirect and dnode blocks are, through zio
 // (not the cache), verified as every read is.
 //
-// Thread safety: a function; the object set must not change meanwhile (a
+// WalkChangedDnodes: the objects whose dnodes differ between two synced
+// states of one object set (a snapshot and a later snapshot or head), for a
+// diff. Every block pointer carries the txg it was born in, and a block
+// born at or before the older state's txg is shared by both trees, with
+// everything below it. So the walk descends the newer metadnode tree only
+// through blocks born after that txg, and beside each one the older tree's
+// block at the same place: the cost is that of the changed dnode blocks
+// (and the indirect blocks above them), whatever the set's size. The two
+// trees may differ in height (the metadnode grows levels as ids grow): the
+// shorter one stands at the bottom left of the taller, under pointers that
+// are absent above its top.
+//
+// Thread safety: functions; the object sets must not change meanwhile (a
 // synced tree: each level's blocks are those its parent names on disk).
 #pragma once
 
@@ -29,6 +41,27 @@ namespace poolfs::core::dmu {
 Status WalkObjsetBlocks(zio::Zio* zio, const zio::BlockPtr& root, std::string_view name,
                         const std::function<Status(const zio::BlockPtr&)>& fn,
                         Txg born_after = Txg(0));
+
+// What WalkChangedDnodes read.
+struct DnodeDiffStats {
+  uint64_t blocks_read = 0;   // root, indirect and dnode blocks, both trees
+  uint64_t dnode_blocks = 0;  // dnode block positions compared
+};
+
+// Called with each object whose 512 dnode bytes differ between the older
+// and the newer tree; either dnode may be free (type kNone).
+using ChangedDnodeFn =
+    std::function<Status(ObjectId id, const DnodePhys& older, const DnodePhys& newer)>;
+
+// Calls `fn` for every object whose dnode differs between the object set
+// whose root block is `older_root` (its state as of txg `older_txg`) and
+// the later state of the same set at `newer_root`, in id order; stops at
+// fn's first failure and returns it. IOError or Corruption (naming the
+// set, `name`, and the block or object) for a block that cannot be read or
+// a dnode that does not decode. `stats` (may be null) gets what was read.
+Status WalkChangedDnodes(zio::Zio* zio, const zio::BlockPtr& older_root, Txg older_txg,
+                         const zio::BlockPtr& newer_root, std::string_view name,
+                         const ChangedDnodeFn& fn, DnodeDiffStats* stats = nullptr);
 
 // The space totals of the blocks below `root` (the root excluded), by a walk.
 Result<ObjsetSpace> CountObjsetSpace(zio::Zio* zio, const zio::BlockPtr& root,

@@ -1,5 +1,6 @@
-// PoolDatasetAdmin, OfflinePool::Open and ValidateDatasetPath (the public
-// dataset API, poolfs/dataset.h).
+// PoolDatasetAdmin and ValidateDatasetPath (the public dataset API,
+// poolfs/dataset.h; OfflinePool::Open is the POSIX layer's, which gives
+// its admin Diff).
 #include "pool/dataset_admin.h"
 
 #include "pool/pool_phys.h"
@@ -19,38 +20,6 @@ Status ValidateDatasetPath(std::string_view name) {
     if (slash == std::string_view::npos) return Status::Ok();
     start = slash + 1;
   }
-}
-
-namespace {
-
-class PoolOffline final : public OfflinePool {
- public:
-  explicit PoolOffline(std::unique_ptr<core::pool::Pool> pool)
-      : pool_(std::move(pool)), admin_(pool_.get()) {}
-  ~PoolOffline() override { Close().ok(); }
-  const std::string& name() const override { return pool_->name(); }
-  DatasetAdmin& datasets() override { return admin_; }
-  Status Close() override {
-    if (!closed_) {
-      closed_ = true;
-      status_ = pool_->Export();
-    }
-    return status_;
-  }
-
- private:
-  std::unique_ptr<core::pool::Pool> pool_;
-  core::pool::PoolDatasetAdmin admin_;
-  bool closed_ = false;
-  Status status_;
-};
-
-}  // namespace
-
-Result<std::unique_ptr<OfflinePool>> OfflinePool::Open(const std::vector<std::string>& paths) {
-  core::pool::PoolOptions options;
-  POOLFS_ASSIGN_OR_RETURN(auto pool, core::pool::Pool::Import(paths, options));
-  return std::unique_ptr<OfflinePool>(new PoolOffline(std::move(pool)));
 }
 
 }  // namespace poolfs
@@ -169,6 +138,12 @@ Status PoolDatasetAdmin::Set(std::string_view name, const PropertyAssignment& pr
 Status PoolDatasetAdmin::Inherit(std::string_view name, std::string_view prop) {
   util::MutexLock l(&mu_);
   return Synced(pool_->InheritProperty(name, prop));
+}
+
+Result<std::vector<DiffEntry>> PoolDatasetAdmin::Diff(std::string_view from, std::string_view to) {
+  util::MutexLock l(&mu_);
+  if (!differ_) return Status::NotSupported("diff needs the POSIX layer's view of the files");
+  return differ_(*pool_, from, to);
 }
 
 }  // namespace poolfs::core::pool

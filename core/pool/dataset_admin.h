@@ -5,9 +5,16 @@
 // "Datasets") and, for a change, waits for the txg holding it to sync
 // before returning: a change is on disk once its call returns.
 //
+// Diff compares files and directories, which this layer does not know:
+// the POSIX layer, above it, gives the function that does (posix/diff.h)
+// to the admins it makes; an admin made without one refuses Diff
+// (NotSupported).
+//
 // Thread safety: any thread; calls are serialized by mu_. The Pool must
 // outlive the admin.
 #pragma once
+
+#include <functional>
 
 #include "pool/pool.h"
 #include "poolfs/dataset.h"
@@ -17,7 +24,12 @@ namespace poolfs::core::pool {
 
 class PoolDatasetAdmin final : public DatasetAdmin {
  public:
-  explicit PoolDatasetAdmin(Pool* pool) : pool_(pool) {}
+  // What Diff runs (see above), on the pool, with the admin's lock held.
+  using Differ = std::function<Result<std::vector<DiffEntry>>(Pool& pool, std::string_view from,
+                                                              std::string_view to)>;
+
+  explicit PoolDatasetAdmin(Pool* pool, Differ differ = nullptr)
+      : pool_(pool), differ_(std::move(differ)) {}
 
   Status Create(std::string_view name, bool parents,
                 const std::vector<PropertyAssignment>& props) override EXCLUDES(mu_);
@@ -37,12 +49,15 @@ class PoolDatasetAdmin final : public DatasetAdmin {
       EXCLUDES(mu_);
   Status Set(std::string_view name, const PropertyAssignment& prop) override EXCLUDES(mu_);
   Status Inherit(std::string_view name, std::string_view prop) override EXCLUDES(mu_);
+  Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) override
+      EXCLUDES(mu_);
 
  private:
   // Waits for `t` to sync (Txg(0): nothing changed).
   Status Synced(Result<Txg> t);
 
   Pool* const pool_;
+  const Differ differ_;
   util::Mutex mu_;
 };
 

@@ -458,6 +458,13 @@ class Pool {
       EXCLUDES(mu_);
   // Every live dataset's full name, in ListDatasets order.
   std::vector<std::string> datasets() const EXCLUDES(mu_);
+  // A read-only view of dataset `name` as its last synced txg left it (its
+  // root block then, as a snapshot would keep it; changes not yet synced
+  // are not in it). Nothing holds its blocks: once the dataset changes,
+  // the blocks it drops may be reused after TXG_DEFER_SIZE txgs, so use it
+  // briefly, and expect Corruption if the dataset changed meanwhile.
+  // NotFound, InvalidArgument.
+  Result<std::unique_ptr<dmu::ObjectSet>> OpenSyncedDataset(std::string_view name) EXCLUDES(mu_);
 
   dmu::TxAssigner* assigner() { return txgs_.get(); }
   txg::TxgManager& txgs() { return *txgs_; }

@@ -621,6 +621,22 @@ Result<std::unique_ptr<dmu::ObjectSet>> Pool::OpenSnapshot(std::string_view name
   return os;
 }
 
+Result<std::unique_ptr<dmu::ObjectSet>> Pool::OpenSyncedDataset(std::string_view name) {
+  zio::BlockPtr root;
+  std::string full;
+  {
+    util::MutexLock l(&mu_);
+    POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(name));
+    root = ds->os->root();
+    full = FullName(*ds);
+  }
+  if (root.IsHole()) return Status::NotFound("dataset " + full + " has not been synced yet");
+  POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os,
+                          dmu::ObjectSet::Open(zio_.get(), root, full));
+  os->UseCache(arc_.get(), read_ahead_.get());
+  return os;
+}
+
 Status Pool::TakeSnapshots(Txg t) {
   util::MutexLock l(&mu_);
   for (auto& [id, s] : snapshots_) {

@@ -10,13 +10,18 @@
 #include <thread>
 
 #include "pool/dataset_admin.h"
+#include "posix/diff.h"
 
 namespace poolfs::core::posix {
 
 // The pool's admin, with the mount following its changes.
 class DatasetTreeFs::Admin final : public DatasetAdmin {
  public:
-  explicit Admin(DatasetTreeFs* tree) : tree_(tree), inner_(tree->pool_.get()) {}
+  explicit Admin(DatasetTreeFs* tree)
+      : tree_(tree),
+        inner_(tree->pool_.get(), [](pool::Pool& p, std::string_view from, std::string_view to) {
+          return DiffDatasets(p, from, to);
+        }) {}
 
   Status Create(std::string_view name, bool parents,
                 const std::vector<PropertyAssignment>& props) override {
@@ -123,6 +128,9 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
   }
   Status Inherit(std::string_view name, std::string_view prop) override {
     return inner_.Inherit(name, prop);
+  }
+  Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) override {
+    return inner_.Diff(from, to);
   }
 
  private:

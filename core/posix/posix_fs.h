@@ -20,6 +20,7 @@
 #include "pool/dataset_admin.h"
 #include "pool/pool.h"
 #include "poolfs/fs.h"
+#include "posix/diff.h"
 #include "posix/inode_table.h"
 #include "posix/znode_phys.h"
 #include "util/read_mostly_lock.h"
@@ -384,7 +385,11 @@ class PosixFs final : public Filesystem {
                           bool write) const;
 
   std::shared_ptr<pool::Pool> pool_;
-  pool::PoolDatasetAdmin dataset_admin_{pool_.get()};  // after pool_, which it uses
+  // After pool_, which it uses.
+  pool::PoolDatasetAdmin dataset_admin_{
+      pool_.get(), [](pool::Pool& p, std::string_view from, std::string_view to) {
+        return DiffDatasets(p, from, to);
+      }};
   dmu::ObjectSet* const os_;
   const bool exports_;  // Unmount exports pool_
   MountOptions opts_;

@@ -177,8 +177,10 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
     if (exchange) {
       POOLFS_RETURN_IF_ERROR(p1.dir->Update(tx, name, zap::Value{dst->ino, dz.mode & S_IFMT}));
       POOLFS_RETURN_IF_ERROR(p2.dir->Update(tx, new_name, zap::Value{src.ino, stype}));
-      if (src_dir) sz.parent = p2.ino;
-      if (dst_dir) dz.parent = p1.ino;
+      // Every file's parent is the directory that last named it (a
+      // directory's "..", any other file's way back to a path).
+      sz.parent = p2.ino;
+      dz.parent = p1.ino;
       dz.ctime = now;
       POOLFS_RETURN_IF_ERROR(SaveZnode(tx, *dst, dz));
     } else {
@@ -188,7 +190,7 @@ Status PosixFs::RenameLocked(const Creds& c, Inode& p1, std::string_view name, I
         POOLFS_RETURN_IF_ERROR(p2.dir->Add(tx, new_name, zap::Value{src.ino, stype}));
       }
       POOLFS_RETURN_IF_ERROR(p1.dir->Remove(tx, name));
-      if (src_dir) sz.parent = p2.ino;
+      sz.parent = p2.ino;
       if (dst) POOLFS_RETURN_IF_ERROR(DropLink(tx, *dst, dz, dst_dir));
     }
     sz.ctime = now;

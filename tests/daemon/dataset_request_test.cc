@@ -94,6 +94,14 @@ class FakeAdmin : public DatasetAdmin {
     calls.push_back("inherit " + std::string(name) + " " + std::string(prop));
     return next;
   }
+  Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) override {
+    calls.push_back("diff " + std::string(from) + " " + std::string(to));
+    if (!next.ok()) return next;
+    return std::vector<DiffEntry>{{DiffEntry::Type::kModified, "/", ""},
+                                  {DiffEntry::Type::kCreated, "/a b", ""},
+                                  {DiffEntry::Type::kRenamed, "/c", "/d/e"},
+                                  {DiffEntry::Type::kRemoved, "/f", ""}};
+  }
 };
 
 DatasetCommand Make(DatasetCommand::Verb v, std::vector<std::string> names) {
@@ -291,6 +299,58 @@ TEST_CASE("bad snapshot names are refused naming the argument") {
   CHECK(PoolOf("tank/home@monday") == "tank");
   CHECK(PoolOf("tank@monday") == "tank");
   CHECK(PoolOf("tank") == "tank");
+}
+
+TEST_CASE("diff reaches the admin, crosses the socket and prints as zfs diff does") {
+  FakeAdmin admin;
+  // One name: the snapshot against its dataset as it is now.
+  DatasetCommand now = Make(DatasetCommand::Verb::kDiff, {"tank/home@a"});
+  DatasetCommand later = Make(DatasetCommand::Verb::kDiff, {"tank/home@a", "tank/home@b"});
+  REQUIRE(ExecuteDatasetCommand(admin, now).ok());
+  auto r = DecodeDatasetResult(HandleDatasetRequest(&admin, EncodeDatasetCommand(later)));
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CHECK(admin.calls ==
+        std::vector<std::string>{"diff tank/home@a tank/home", "diff tank/home@a tank/home@b"});
+  REQUIRE(r->diffs.size() == 4);
+  CHECK(r->diffs[2] == DiffEntry{DiffEntry::Type::kRenamed, "/c", "/d/e"});
+  CHECK(RenderDatasetResult(later, *r) == "M\t/\n+\t/a b\nR\t/c -> /d/e\n-\t/f\n");
+  // A name with a newline, tab or backslash stays on its line.
+  DatasetResult odd;
+  odd.diffs = {{DiffEntry::Type::kCreated, "/a\nb\tc\\d", ""}};
+  CHECK(RenderDatasetResult(later, odd) == "+\t/a\\012b\\011c\\134d\n");
+  // The admin's refusal crosses with its code and message.
+  admin.next = Status::NotFound("no snapshot tank/home@a");
+  r = DecodeDatasetResult(HandleDatasetRequest(&admin, EncodeDatasetCommand(now)));
+  CHECK(r.status().code() == StatusCode::kNotFound);
+  CHECK(r.status().message() == "no snapshot tank/home@a");
+  // A reply with a bad entry is refused.
+  CHECK(DecodeDatasetResult("{\"code\":0,\"datasets\":[],\"properties\":[],\"diffs\":"
+                            "[{\"type\":\"X\",\"path\":\"/\",\"new_path\":\"\"}]}")
+            .status()
+            .code() == StatusCode::kCorruption);
+}
+
+TEST_CASE("diff refuses a first name that is no snapshot, two datasets and three names") {
+  auto refused = [](std::vector<std::string> names) {
+    Status st = ValidateDatasetCommand(Make(DatasetCommand::Verb::kDiff, std::move(names)));
+    INFO(st.ToString());
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    return st.message();
+  };
+  CHECK(refused({"tank/home"}).find("'tank/home'") != std::string::npos);
+  CHECK(refused({"tank/home", "tank/home@b"}).find("'tank/home'") != std::string::npos);
+  CHECK(refused({}).find("diff") != std::string::npos);
+  CHECK(refused({"tank@a", "tank@b", "tank"}).find("diff") != std::string::npos);
+  CHECK(refused({"tank@a@b"}).find("'tank@a@b'") != std::string::npos);
+  CHECK(refused({"tank@a", "tank/home"}).find("different datasets") != std::string::npos);
+  CHECK(refused({"tank@a", "tank/home@a"}).find("different datasets") != std::string::npos);
+  CHECK(refused({"tank@a", "other@b"}).find("different datasets") != std::string::npos);
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kDiff, {"tank@a", "tank"})).ok());
+  CHECK(ValidateDatasetCommand(Make(DatasetCommand::Verb::kDiff, {"tank@a", "tank@b"})).ok());
+  FakeAdmin admin;
+  CHECK_FALSE(ExecuteDatasetCommand(admin, Make(DatasetCommand::Verb::kDiff, {"tank"})).ok());
+  CHECK(admin.calls.empty());
 }
 
 TEST_CASE("list -t takes filesystem, snapshot, all and their short forms") {

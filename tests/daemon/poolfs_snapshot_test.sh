@@ -6,11 +6,13 @@
 # and of a range, `dataset rename POOL@A @B`, `dataset get written@SNAP`,
 # `poolfs rollback` of a mounted child dataset and offline (-r), browsing
 # MNT/.poolfs/snapshot (hidden, read-only, live, busy while in use),
-# bad names refused naming the argument, the snapshots still there offline
-# after the unmount, `poolfs clone` and `poolfs promote` through the mount
-# (the clone reads as its snapshot and changes apart; the origin stays
-# while the clone exists; after the promote the old dataset is a clone and
-# goes), and `poolfs check` healthy. Runs as root (needs
+# bad names refused naming the argument, `poolfs diff` of a child dataset
+# (against the dataset and a later snapshot, offline too, and its
+# refusals), the snapshots still there offline after the unmount,
+# `poolfs clone` and `poolfs promote` through the mount (the clone reads
+# as its snapshot and changes apart; the origin stays while the clone
+# exists; after the promote the old dataset is a clone and goes), and
+# `poolfs check` healthy. Runs as root (needs
 # /dev/fuse); skipped (exit 77, ctest's skip code, with the reason) when
 # FUSE is unavailable. About 10 s.
 #
@@ -200,7 +202,33 @@ run 0 "" snapshot "$POOL@r2"
 run 2 "root of this mount" rollback "$POOL@r2"
 run 2 "'$POOL'" rollback "$POOL"
 
+# diff: what changed in a child dataset since its snapshot, against the
+# dataset now and against a later snapshot, through the mount; refusals.
+mkdir "$MNT/home/d"
+echo a >"$MNT/home/d/keep"
+echo b >"$MNT/home/d/old"
+echo c >"$MNT/home/d/gone"
+run 0 "" snapshot "$POOL/home@d1"
+echo more >>"$MNT/home/d/keep"
+mv "$MNT/home/d/old" "$MNT/home/d/new"
+rm "$MNT/home/d/gone"
+echo x >"$MNT/home/added2"
+want=$(printf '%s\n' $'M\t/' $'+\t/added2' $'M\t/d' $'-\t/d/gone' $'M\t/d/keep' \
+  $'R\t/d/old -> /d/new')
+run 0 "" diff "$POOL/home@d1"
+[[ $OUT == "$want" ]] && echo "ok: diff lists the changes since @d1" || fail "diff @d1:"$'\n'"$OUT"
+run 0 "" snapshot "$POOL/home@d2"
+run 0 "" diff "$POOL/home@d1" "$POOL/home@d2"
+[[ $OUT == "$want" ]] && echo "ok: diff @d1 @d2 lists the same" || fail "diff @d1 @d2:"$'\n'"$OUT"
+run 0 "" diff "$POOL/home@d2" "$POOL/home"
+[[ -z $OUT ]] && echo "ok: nothing changed since @d2" || fail "diff @d2:"$'\n'"$OUT"
+run 2 "older" diff "$POOL/home@d2" "$POOL/home@d1"
+run 2 "different datasets" diff "$POOL/home@d1" "$POOL"
+run 2 "no snapshot $POOL/home@nope" diff "$POOL/home@nope"
+run 2 "'$POOL/home'" diff "$POOL/home"
+
 run 0 "" unmount "$MNT"
+run 0 $'R\t/d/old -> /d/new' diff --pool pool.img "$POOL/home@d1" "$POOL/home@d2"
 # Still there, read offline from the exported pool, and rolled back there.
 run 0 "$POOL/home@two" dataset list --pool pool.img -t snapshot
 run 2 "later snapshots" rollback --pool pool.img "$POOL@r1"
@@ -237,6 +265,7 @@ run 0 "" dataset list -t snapshot -H -o name "$POOL/work"
 [[ -d $MNT/work/.poolfs/snapshot/two ]] && echo "ok: work/.poolfs/snapshot/two appears" ||
   fail "@two is not browsable under the clone"
 run 0 "$POOL/work@two" dataset get -H origin "$POOL/home"
+run 0 "" dataset destroy "$POOL/home@%" # its snapshots after @two stayed with it
 run 0 "" dataset destroy "$POOL/home"
 [[ ! -e $MNT/home ]] && echo "ok: home is gone" || fail "home is still in the mount"
 cmp -s "$DIR/new" "$MNT/work/file" && echo "ok: the clone keeps its data" ||

@@ -92,6 +92,24 @@ struct SnapshotInfo {
   uint64_t written = 0;
 };
 
+// One change between a snapshot and a later state of its dataset, as
+// `poolfs diff` shows it (DatasetAdmin::Diff).
+struct DiffEntry {
+  enum class Type : char {
+    kModified = 'M',  // contents or attributes changed (a directory: its entries)
+    kCreated = '+',
+    kRemoved = '-',
+    kRenamed = 'R',  // the same file under another name or directory
+  };
+  Type type = Type::kModified;
+  // From the dataset's root ("/dir/file"; the root itself is "/"): where
+  // the file is in the later state, or was in the earlier one (removed,
+  // and the old name of a renamed file).
+  std::string path;
+  std::string new_path;  // kRenamed: where it is now
+  bool operator==(const DiffEntry&) const = default;
+};
+
 // A property assignment: `poolfs dataset create -o` and `set`.
 struct PropertyAssignment {
   std::string name;
@@ -165,6 +183,18 @@ class DatasetAdmin {
   // first), Busy while a moved snapshot is in use or another change of
   // either dataset is under way. On disk once this returns.
   virtual Status Promote(std::string_view name) = 0;
+  // The files created, removed, renamed and modified between snapshot
+  // `from` ("POOL/PATH@A") and `to`: a later snapshot of the same dataset
+  // ("POOL/PATH@B"), or the dataset itself ("POOL/PATH": its state now,
+  // once the changes made so far are synced). Sorted by path, then type.
+  // Found from the blocks' birth txgs: only the parts of the dataset
+  // written since `from` are read. A directory whose entries changed is
+  // modified itself; a file reached only through a renamed directory is
+  // not listed. A file's extended attributes changing shows as the file
+  // modified (its change time moves). InvalidArgument for a bad name,
+  // snapshots of two datasets, or `to` older than `from`; NotFound for a
+  // missing dataset or snapshot; Corruption naming the object for damage.
+  virtual Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) = 0;
 };
 
 // A pool opened for administration without a mount (`--pool FILE...`):
