@@ -1,12 +1,16 @@
 // Snapshots keep their content across SIGKILL. A child process writes at
 // random into a few objects of a dataset and, between its writes, takes
 // snapshots (reading each back at once against its own model of the data),
-// destroys some and rolls back to the newest now and then, telling the
-// parent each snapshot's content hash once the snapshot returned, and each
-// destroy and rollback before it starts and once it returned. Killed at a
-// random moment, the pool imports with every snapshot that returned and was
-// not destroyed (or whose destroy was in flight), each reading exactly as
-// it did when taken; and CheckPool finds the pool healthy.
+// destroys some and rolls back to the newest now and then, makes clones of
+// its snapshots (each read back against the snapshot, then written to),
+// promotes a clone and promotes the dataset back (the snapshots move to
+// the clone and back), and destroys clones, telling the parent each
+// snapshot's content hash once the snapshot returned, and each destroy and
+// rollback before it starts and once it returned. Killed at a random
+// moment, the pool imports with every snapshot that returned and was not
+// destroyed (or whose destroy was in flight), each reading exactly as it
+// did when taken (under the clone's name if the kill fell between the two
+// promotes); and CheckPool finds the pool healthy.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,8 +68,9 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
   std::string model;
   HashOf(*os, &model);
   std::map<std::string, std::string> kept;  // snapshots this run took, by name
+  std::vector<std::string> clones;          // this run's
   for (int i = first_snap;; i++) {
-    const int pick = int(rng() % 16);
+    const int pick = int(rng() % 20);
     if (pick < 11) {
       const uint64_t id = 1 + rng() % kObjects;
       const uint64_t len = 1 + rng() % (64 * 1024);
@@ -92,10 +97,43 @@ uint64_t HashOf(dmu::ObjectSet& os, std::string* all = nullptr) {
       if (!list.ok()) _exit(9);
       if (list->empty()) continue;
       const std::string name = (*list)[rng() % list->size()].name;
+      auto props = admin.Get(name, {"clones"});
+      if (!props.ok()) _exit(14);
+      if ((*props)[0].value != "-") continue;  // an origin stays while its clones do
       say("begin destroy " + name);
       if (!admin.Destroy(name, false).ok()) _exit(10);
       kept.erase(name);
       say("done");
+    } else if (pick < 17) {
+      // A clone of one of this run's snapshots reads as it, then changes.
+      if (kept.empty()) continue;
+      auto it = kept.begin();
+      std::advance(it, rng() % kept.size());
+      const std::string name = "tank/c" + std::to_string(i);
+      if (!admin.Clone(it->first, name, {}).ok()) _exit(15);
+      dmu::ObjectSet* c = pool->dataset(name);
+      std::string got;
+      if (c == nullptr || HashOf(*c, &got) == 0 || got != it->second) {
+        say("error clone " + name + " does not read as " + it->first);
+        _exit(16);
+      }
+      dmu::Tx tx(pool->assigner());
+      if (!tx.Assign(1 << 20).ok()) _exit(17);
+      if (!c->Write(tx, ObjectId(1 + rng() % kObjects), 0, Pattern(rng(), 8192)).ok()) _exit(18);
+      tx.Commit();
+      clones.push_back(name);
+    } else if (pick == 17) {
+      // Promoted, and the dataset promoted back: the snapshots up to the
+      // origin go to the clone and return.
+      if (clones.empty()) continue;
+      const std::string name = clones[rng() % clones.size()];
+      if (!admin.Promote(name).ok()) _exit(19);
+      if (!admin.Promote("tank/d").ok()) _exit(20);
+    } else if (pick == 18) {
+      if (clones.empty()) continue;
+      const size_t k = rng() % clones.size();
+      if (!admin.Destroy(clones[k], false).ok()) _exit(21);
+      clones.erase(clones.begin() + ptrdiff_t(k));
     } else {
       auto list = pool->ListSnapshots("tank/d", false);
       if (!list.ok()) _exit(11);
@@ -173,16 +211,21 @@ TEST_CASE("snapshots keep their content across SIGKILL amid writes, destroys and
     auto pool = Pool::Import(paths, check_test::QuietOptions());
     INFO(pool.status().ToString());
     REQUIRE(pool.ok());
-    auto listed = (*pool)->ListSnapshots("tank/d", false);
+    // Every snapshot of the pool, by its name after the '@' (a kill
+    // between two promotes leaves some under a clone).
+    auto listed = (*pool)->ListSnapshots("", true);
     REQUIRE(listed.ok());
+    std::map<std::string, std::string> full;
+    for (const SnapshotFigures& f : *listed)
+      full["tank/d" + f.name.substr(f.name.find('@'))] = f.name;
     std::set<std::string> found;
-    for (const SnapshotFigures& f : *listed) found.insert(f.name);
+    for (const auto& [name, at] : full) found.insert(name);
     for (const auto& [name, hash] : expect) {
       if (!found.count(name)) {
         CHECK(maybe_gone.count(name));
         continue;
       }
-      auto snap = (*pool)->OpenSnapshot(name);
+      auto snap = (*pool)->OpenSnapshot(full.at(name));
       REQUIRE(snap.ok());
       CHECK(HashOf(**snap) == hash);
     }
