@@ -625,6 +625,9 @@ class Pool {
   std::vector<uint64_t> BucketKeys(uint64_t id) const REQUIRES(mu_);
   // The full names of the live clones of snapshot `snap`, sorted.
   std::vector<std::string> ClonesOf(uint64_t snap) const REQUIRES(mu_);
+  // Ok unless snapshot `s` has clones: NotEmpty naming the live ones, Busy
+  // for one being destroyed (`what`: what is refused).
+  Status NoClones(const Snap& s, const std::string& what) const REQUIRES(mu_);
   // Busy when a promote of `ds`, or of a clone of one of its snapshots, is
   // pending: `what` is what is refused.
   Status NotPromoting(const Dataset& ds, const std::string& what) const REQUIRES(mu_);

@@ -142,6 +142,22 @@ std::vector<std::string> Pool::ClonesOf(uint64_t snap) const {
   return names;
 }
 
+Status Pool::NoClones(const Snap& s, const std::string& what) const {
+  if (const std::vector<std::string> clones = ClonesOf(s.entry.id); !clones.empty())
+    return Status(StatusCode::kNotEmpty, what + ": " +
+                                             Quote(FullName(*Find(s.entry.dataset)) + "@" +
+                                                   s.entry.name) +
+                                             " is the origin of " + QuoteList(clones) +
+                                             "; destroy them first, or promote them");
+  // A clone destroyed in a txg not synced yet still needs its origin's
+  // txg when that sync frees its blocks.
+  for (const auto& [id, ds] : datasets_)
+    if (ds->entry.origin == s.entry.id)
+      return Status::Busy(what + ": its clone " + Quote(FullName(*ds)) +
+                          " is being destroyed; try again");
+  return Status::Ok();
+}
+
 Status Pool::NotPromoting(const Dataset& ds, const std::string& what) const {
   for (const auto& [id, other] : datasets_) {
     if (other->promote == Txg(0)) continue;
@@ -285,10 +301,7 @@ Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
     const std::string full = FullName(*ds) + "@" + g->entry.name;
     if (ds->rollback != Txg(0) && ds->rollback_to == g->entry.id)
       return Status::Busy("cannot destroy " + Quote(full) + ": a rollback to it is under way");
-    if (const std::vector<std::string> clones = ClonesOf(g->entry.id); !clones.empty())
-      return Status(StatusCode::kNotEmpty,
-                    "cannot destroy " + Quote(full) + ": it is the origin of " +
-                        QuoteList(clones) + "; destroy them first, or promote them");
+    POOLFS_RETURN_IF_ERROR(NoClones(*g, "cannot destroy " + Quote(full)));
   }
   for (Snap* g : gone) g->destroyed = tx.txg();
   dir_dirty_ = true;
@@ -456,11 +469,7 @@ Result<Txg> Pool::Rollback(std::string_view name, bool destroy_later) {
                                    "); destroy them first, or roll back recursively");
   }
   for (const Snap* o : later)
-    if (const std::vector<std::string> clones = ClonesOf(o->entry.id); !clones.empty())
-      return Status(StatusCode::kNotEmpty,
-                    "cannot roll back to " + Quote(full) + ": the later snapshot " +
-                        Quote(FullName(*ds) + "@" + o->entry.name) + " is the origin of " +
-                        QuoteList(clones) + "; destroy them first, or promote them");
+    POOLFS_RETURN_IF_ERROR(NoClones(*o, "cannot roll back to " + Quote(full)));
   if (ds->rollback != Txg(0))
     return Status::Busy("cannot roll back " + Quote(FullName(*ds)) +
                         ": a rollback of it is under way");

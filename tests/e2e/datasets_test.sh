@@ -6,7 +6,10 @@
 # cannot be removed; inode numbers are unique across datasets and the same
 # after a remount; a second pool of the same name is refused naming the
 # first; status and unmount take the pool's name; --pool works offline on
-# the exported pool; `poolfs check` is clean after a destroy.
+# the exported pool; snapshots read under .poolfs/snapshot, read-only; a
+# clone joins the mount with its snapshot's files and changes apart, and
+# after a promote the dataset it came from goes; `poolfs check` is clean
+# after a destroy.
 #
 # Usage: tests/e2e/datasets_test.sh path/to/poolfs root|user
 # Exit 77 (skipped) when not root.
@@ -70,6 +73,28 @@ must pf dataset rename "$NAME/home/alice" "$NAME/alice"
   fail "after rename: $(u ls "$M" "$M/alice" 2>&1)"
 u test -e "$M/home/alice" && fail "$M/home/alice still there after the rename"
 [[ $(u stat -c %i "$M/alice/f") == "$ino_alice_f" ]] || fail "a rename changed inode numbers"
+
+# Snapshots and clones, by the mount's user.
+must pf dataset create "$NAME/src"
+as "$U" sh -c "echo one >'$M/src/x'" || fail "write src/x"
+must pf snapshot "$NAME/src@s1"
+as "$U" sh -c "echo two >'$M/src/x'" || fail "rewrite src/x"
+[[ $(u cat "$M/src/.poolfs/snapshot/s1/x" 2>&1) == one ]] && ok "a snapshot reads as it was" ||
+  fail "src@s1's x: $(u cat "$M/src/.poolfs/snapshot/s1/x" 2>&1)"
+out=$(as "$U" sh -c "echo no >'$M/src/.poolfs/snapshot/s1/x'" 2>&1) && fail "wrote into a snapshot"
+[[ $out == *"Read-only"* ]] && ok "a snapshot is read-only: EROFS" || fail "write into s1: $out"
+must pf clone "$NAME/src@s1" "$NAME/cl"
+[[ $(u cat "$M/cl/x" 2>&1) == one ]] && ok "a clone joins the mount with its snapshot's files" ||
+  fail "cl/x: $(u cat "$M/cl/x" 2>&1)"
+as "$U" sh -c "echo three >'$M/cl/x'" || fail "write cl/x"
+[[ $(u cat "$M/src/x") == two ]] && ok "the clone changes apart from its origin" ||
+  fail "src/x after writing cl/x: $(u cat "$M/src/x")"
+must pf promote "$NAME/cl"
+u test -e "$M/cl/.poolfs/snapshot/s1/x" && ok "promote moves the snapshot to the clone" ||
+  fail "no cl/.poolfs/snapshot/s1 after the promote"
+must pf dataset destroy "$NAME/src"
+u test -e "$M/src" && fail "$M/src still there after destroy"
+[[ $(u cat "$M/cl/x") == three ]] || fail "cl/x after src went: $(u cat "$M/cl/x")"
 
 # A second pool of the same name, mounted by the same user: refused
 # (in the foreground: it must exit at once, with the first one named).

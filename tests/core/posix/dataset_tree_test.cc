@@ -26,13 +26,6 @@ Status Create(FsFixture& f, const std::string& name, bool parents = false) {
   return f.fs->datasets()->Create(name, parents, {});
 }
 
-uint64_t MustLookup(FsFixture& f, uint64_t parent, const std::string& name) {
-  auto r = f.fs->Lookup(RootCreds(), parent, name);
-  INFO(name << ": " << r.status().ToString());
-  REQUIRE(r.ok());
-  return r->ino;
-}
-
 // The inode a listing of `dir` gives for "..".
 uint64_t DotDot(FsFixture& f, uint64_t dir) {
   uint64_t dotdot = 0;
@@ -51,11 +44,11 @@ TEST_CASE("child datasets appear in their parent's root, live and after a remoun
   REQUIRE(Create(f, "pool/home/alice").ok());
   REQUIRE(Create(f, "pool/a/b/c", /*parents=*/true).ok());
   CHECK(f.List(kRootIno) == std::vector<std::string>{"a", "home"});
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   CHECK(DatasetTreeFs::SlotOf(home) != 0);
   CHECK(DatasetTreeFs::LocalOf(home) == kRootIno);
   CHECK(f.List(home) == std::vector<std::string>{"alice"});
-  const uint64_t alice = MustLookup(f, home, "alice");
+  const uint64_t alice = f.MustLookup(home, "alice");
   const Attr file = f.MustCreate(alice, "f");
   f.MustWrite(file.ino, 0, "hello");
   const Attr top = f.MustCreate(kRootIno, "f");
@@ -66,18 +59,18 @@ TEST_CASE("child datasets appear in their parent's root, live and after a remoun
   CHECK(DotDot(f, alice) == home);
 
   f.Remount();
-  CHECK(MustLookup(f, kRootIno, "home") == home);
-  CHECK(MustLookup(f, home, "alice") == alice);
-  CHECK(MustLookup(f, alice, "f") == file.ino);
+  CHECK(f.MustLookup(kRootIno, "home") == home);
+  CHECK(f.MustLookup(home, "alice") == alice);
+  CHECK(f.MustLookup(alice, "f") == file.ino);
   CHECK(f.MustRead(file.ino, 0, 5) == "hello");
-  uint64_t c = MustLookup(f, MustLookup(f, MustLookup(f, kRootIno, "a"), "b"), "c");
+  uint64_t c = f.MustLookup(f.MustLookup(f.MustLookup(kRootIno, "a"), "b"), "c");
   CHECK(f.List(c).empty());
 }
 
 TEST_CASE("rename and link between datasets give CrossDevice; joins are not files") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   const Attr a = f.MustCreate(kRootIno, "a");
   const Attr b = f.MustCreate(home, "b");
   CHECK(f.fs->Rename(RootCreds(), kRootIno, "a", home, "a", 0).code() == StatusCode::kCrossDevice);
@@ -98,19 +91,19 @@ TEST_CASE("a dataset created over a directory hides it until it goes") {
   const Attr dir = f.MustMkdir(kRootIno, "data");
   f.MustCreate(dir.ino, "under");
   REQUIRE(Create(f, "pool/data").ok());
-  const uint64_t data = MustLookup(f, kRootIno, "data");
+  const uint64_t data = f.MustLookup(kRootIno, "data");
   CHECK(data != dir.ino);
   CHECK(f.List(data).empty());
   CHECK(f.List(kRootIno) == std::vector<std::string>{"data"});  // once
   REQUIRE(f.fs->datasets()->Destroy("pool/data", false).ok());
-  CHECK(MustLookup(f, kRootIno, "data") == dir.ino);
+  CHECK(f.MustLookup(kRootIno, "data") == dir.ino);
   CHECK(f.List(dir.ino) == std::vector<std::string>{"under"});
 }
 
 TEST_CASE("destroy waits for a dataset's files to be let go, then removes it") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   const Attr file = f.MustCreate(home, "f");
   f.MustWrite(file.ino, 0, std::string(100000, 'x'));
   // The create took a lookup reference: the file is held.
@@ -129,13 +122,13 @@ TEST_CASE("a dataset rename moves its join and keeps its inode numbers") {
   FsFixture f;
   REQUIRE(Create(f, "pool/a").ok());
   REQUIRE(Create(f, "pool/b").ok());
-  const uint64_t a = MustLookup(f, kRootIno, "a");
+  const uint64_t a = f.MustLookup(kRootIno, "a");
   const Attr file = f.MustCreate(a, "f");
   REQUIRE(f.fs->datasets()->Rename("pool/a", "pool/b/a2").ok());
   CHECK(f.fs->Lookup(RootCreds(), kRootIno, "a").status().code() == StatusCode::kNotFound);
-  const uint64_t b = MustLookup(f, kRootIno, "b");
-  CHECK(MustLookup(f, b, "a2") == a);
-  CHECK(MustLookup(f, a, "f") == file.ino);
+  const uint64_t b = f.MustLookup(kRootIno, "b");
+  CHECK(f.MustLookup(b, "a2") == a);
+  CHECK(f.MustLookup(a, "f") == file.ino);
 }
 
 TEST_CASE("a listing of a root resumes across its child datasets") {
@@ -178,7 +171,7 @@ TEST_CASE("A quota is never passed by writes the open txgs still hold") {
   o.tunables.txg.timeout_ms = 5;
   FsFixture f(uint64_t{256} << 20, o);
   REQUIRE(Create(f, "pool/q").ok());
-  const uint64_t q = MustLookup(f, kRootIno, "q");
+  const uint64_t q = f.MustLookup(kRootIno, "q");
   constexpr uint64_t kQuota = uint64_t{8} << 20;
   REQUIRE(f.fs->datasets()->Set("pool/q", {"quota", std::to_string(kQuota)}).ok());
   std::vector<uint64_t> files;
@@ -223,15 +216,15 @@ TEST_CASE("sync=always makes each change durable before it returns, sync=disable
   REQUIRE(admin->Set("pool/always", {"sync", "always"}).ok());
   REQUIRE(admin->Set("pool/off", {"sync", "disabled"}).ok());
   CHECK(admin->Set("pool/off", {"sync", "sometimes"}).code() == StatusCode::kInvalidArgument);
-  const uint64_t always = MustLookup(f, kRootIno, "always");
-  const uint64_t off = MustLookup(f, kRootIno, "off");
+  const uint64_t always = f.MustLookup(kRootIno, "always");
+  const uint64_t off = f.MustLookup(kRootIno, "off");
 
   // always: a create, a write, a rename are each committed to the log
   // when they return.
   for (int step = 0; step < 3; step++) {
     const uint64_t commits = f.fs->GetStatus().log.commits;
     if (step == 0) f.MustCreate(always, "f");
-    if (step == 1) f.MustWrite(MustLookup(f, always, "f"), 0, "durable");
+    if (step == 1) f.MustWrite(f.MustLookup(always, "f"), 0, "durable");
     if (step == 2) REQUIRE(f.fs->Rename(RootCreds(), always, "f", always, "g", 0).ok());
     INFO("step " << step);
     CHECK(f.fs->GetStatus().log.commits > commits);
@@ -263,8 +256,8 @@ TEST_CASE("readonly, quota and atime apply live to the dataset they are set on")
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
   REQUIRE(Create(f, "pool/home/alice").ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
-  const uint64_t alice = MustLookup(f, home, "alice");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
+  const uint64_t alice = f.MustLookup(home, "alice");
   const Attr file = f.MustCreate(alice, "f");
   DatasetAdmin* admin = f.fs->datasets();
 
@@ -316,14 +309,14 @@ TEST_CASE("a mount of one dataset shows its tree at the root") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
   REQUIRE(Create(f, "pool/home/alice").ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   f.MustCreate(home, "in-home");
   f.MustCreate(kRootIno, "in-root");
   f.Unmount();
   f.options.dataset = "pool/home";
   f.Mount();
   CHECK(f.List(kRootIno) == std::vector<std::string>{"alice", "in-home"});
-  const uint64_t alice = MustLookup(f, kRootIno, "alice");
+  const uint64_t alice = f.MustLookup(kRootIno, "alice");
   CHECK(DotDot(f, kRootIno) == kRootIno);  // the mount's root is its own parent
   CHECK(f.MustGetAttr(kRootIno).ino == kRootIno);
   f.MustCreate(alice, "x");
@@ -340,8 +333,8 @@ TEST_CASE("a reservation is held back from every other dataset") {
   FsFixture f(uint64_t{128} << 20);
   REQUIRE(Create(f, "pool/db").ok());
   REQUIRE(Create(f, "pool/other").ok());
-  const uint64_t other = MustLookup(f, kRootIno, "other");
-  const uint64_t db = MustLookup(f, kRootIno, "db");
+  const uint64_t other = f.MustLookup(kRootIno, "other");
+  const uint64_t db = f.MustLookup(kRootIno, "db");
   auto before = f.fs->StatFs(other);
   REQUIRE(before.ok());
   const uint64_t free_bytes = before->blocks_available * before->block_size;
@@ -371,7 +364,7 @@ namespace {
 TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going live") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   const Attr file = f.MustCreate(home, "f");
   f.MustWrite(file.ino, 0, "before");
   DatasetAdmin* admin = f.fs->datasets();
@@ -380,18 +373,18 @@ TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going
 
   // Hidden from the listing, found by name.
   CHECK(f.List(home) == std::vector<std::string>{"f"});
-  const uint64_t ctl = MustLookup(f, home, ".poolfs");
-  const uint64_t dir = MustLookup(f, ctl, "snapshot");
+  const uint64_t ctl = f.MustLookup(home, ".poolfs");
+  const uint64_t dir = f.MustLookup(ctl, "snapshot");
   CHECK(f.List(ctl) == std::vector<std::string>{"snapshot"});
   CHECK(f.List(dir) == std::vector<std::string>{"one"});
-  const uint64_t one = MustLookup(f, dir, "one");
+  const uint64_t one = f.MustLookup(dir, "one");
   CHECK(DatasetTreeFs::SlotOf(one) != DatasetTreeFs::SlotOf(home));
-  const uint64_t old_file = MustLookup(f, one, "f");
+  const uint64_t old_file = f.MustLookup(one, "f");
   CHECK(f.MustRead(old_file, 0, 6) == "before");
   CHECK(f.MustRead(file.ino, 0, 6) == "after!");
-  CHECK(MustLookup(f, one, "..") == dir);
-  CHECK(MustLookup(f, dir, "..") == ctl);
-  CHECK(MustLookup(f, ctl, "..") == home);
+  CHECK(f.MustLookup(one, "..") == dir);
+  CHECK(f.MustLookup(dir, "..") == ctl);
+  CHECK(f.MustLookup(ctl, "..") == home);
   // Nothing there takes a change.
   CHECK(f.fs->Write(RootCreds(), old_file, 0, "x").status().code() == StatusCode::kReadOnly);
   CHECK(f.fs->Create(RootCreds(), one, "new", 0644).status().code() == StatusCode::kReadOnly);
@@ -410,10 +403,10 @@ TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going
   CHECK(f.List(dir) == std::vector<std::string>{"two"});
   CHECK(f.fs->Lookup(RootCreds(), dir, "one").status().code() == StatusCode::kNotFound);
   // A rename shows at once; the snapshot stays open under its new name.
-  const uint64_t two = MustLookup(f, dir, "two");
+  const uint64_t two = f.MustLookup(dir, "two");
   REQUIRE(admin->Rename("pool/home@two", "@deux").ok());
   CHECK(f.List(dir) == std::vector<std::string>{"deux"});
-  CHECK(MustLookup(f, dir, "deux") == two);
+  CHECK(f.MustLookup(dir, "deux") == two);
   CHECK(f.fs->Lookup(RootCreds(), dir, "two").status().code() == StatusCode::kNotFound);
   // snapdir=visible lists it.
   REQUIRE(admin->Set("pool/home", {"snapdir", "visible"}).ok());
@@ -423,7 +416,7 @@ TEST_CASE("snapshots read under .poolfs/snapshot, read-only, appearing and going
 TEST_CASE("a clone appears as a dataset of the mount; promote moves the snapshots it takes") {
   FsFixture f;
   REQUIRE(Create(f, "pool/home").ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   const Attr file = f.MustCreate(home, "f");
   f.MustWrite(file.ino, 0, "origin");
   DatasetAdmin* admin = f.fs->datasets();
@@ -431,9 +424,9 @@ TEST_CASE("a clone appears as a dataset of the mount; promote moves the snapshot
   REQUIRE(admin->Snapshot({"pool/home@two"}, false).ok());
   REQUIRE(admin->Clone("pool/home@one", "pool/work", {}).ok());
   // The clone is a dataset of the mount at once, with the snapshot's files.
-  const uint64_t work = MustLookup(f, kRootIno, "work");
+  const uint64_t work = f.MustLookup(kRootIno, "work");
   CHECK(DatasetTreeFs::SlotOf(work) != DatasetTreeFs::SlotOf(home));
-  const uint64_t copy = MustLookup(f, work, "f");
+  const uint64_t copy = f.MustLookup(work, "f");
   CHECK(f.MustRead(copy, 0, 6) == "origin");
   f.MustWrite(copy, 0, "clone!");
   CHECK(f.MustRead(copy, 0, 6) == "clone!");
@@ -441,15 +434,15 @@ TEST_CASE("a clone appears as a dataset of the mount; promote moves the snapshot
   CHECK(admin->Destroy("pool/home@one", false).code() == StatusCode::kNotEmpty);
   // A moved snapshot held open under the old dataset keeps the promote
   // back; let go, it moves, and shows under the clone.
-  const uint64_t dir = MustLookup(f, MustLookup(f, home, ".poolfs"), "snapshot");
-  const uint64_t one = MustLookup(f, dir, "one");
+  const uint64_t dir = f.MustLookup(f.MustLookup(home, ".poolfs"), "snapshot");
+  const uint64_t one = f.MustLookup(dir, "one");
   CHECK(admin->Promote("pool/work").code() == StatusCode::kBusy);
   f.fs->Forget(one, 1);
   REQUIRE(admin->Promote("pool/work").ok());
   CHECK(f.List(dir) == std::vector<std::string>{"two"});
-  const uint64_t work_dir = MustLookup(f, MustLookup(f, work, ".poolfs"), "snapshot");
+  const uint64_t work_dir = f.MustLookup(f.MustLookup(work, ".poolfs"), "snapshot");
   CHECK(f.List(work_dir) == std::vector<std::string>{"one"});
-  CHECK(f.MustRead(MustLookup(f, MustLookup(f, work_dir, "one"), "f"), 0, 6) == "origin");
+  CHECK(f.MustRead(f.MustLookup(f.MustLookup(work_dir, "one"), "f"), 0, 6) == "origin");
   auto origin = admin->Get("pool/home", {"origin"});
   REQUIRE(origin.ok());
   CHECK((*origin)[0].value == "pool/work@one");

@@ -42,13 +42,6 @@ void MustSnapshot(DatasetAdmin* admin, const std::string& name) {
   REQUIRE(st.ok());
 }
 
-uint64_t MustLookup(FsFixture& f, uint64_t parent, const std::string& name) {
-  auto a = f.fs->Lookup(RootCreds(), parent, name);
-  INFO(name << ": " << a.status().ToString());
-  REQUIRE(a.ok());
-  return a->ino;
-}
-
 TEST_CASE("diff lists the files created, removed, renamed and modified since a snapshot") {
   FsFixture f;
   DatasetAdmin* admin = f.fs->datasets();
@@ -129,7 +122,7 @@ TEST_CASE("diff of a child dataset names paths from its own root") {
   FsFixture f;
   DatasetAdmin* admin = f.fs->datasets();
   REQUIRE(admin->Create("pool/home", false, {}).ok());
-  const uint64_t home = MustLookup(f, kRootIno, "home");
+  const uint64_t home = f.MustLookup(kRootIno, "home");
   const uint64_t dir = f.MustMkdir(home, "docs").ino;
   const uint64_t file = f.MustCreate(dir, "letter").ino;
   MustSnapshot(admin, "pool/home@monday");

@@ -110,6 +110,13 @@ struct FsFixture {
     REQUIRE(r.ok());
     return *r;
   }
+  // The inode `name` in `parent` names.
+  uint64_t MustLookup(uint64_t parent, const std::string& name, const Creds& c = RootCreds()) {
+    auto r = fs->Lookup(c, parent, name);
+    INFO(name << ": " << r.status().ToString());
+    REQUIRE(r.ok());
+    return r->ino;
+  }
   Attr MustMkdir(uint64_t parent, const std::string& name, uint32_t mode = 0755,
                  const Creds& c = RootCreds()) {
     auto r = fs->Mkdir(c, parent, name, mode);
