@@ -206,8 +206,10 @@ fi
 # The sanitizer builds: -O1 with line tables (fast to compile, readable
 # reports), NDEBUG off so that the debug checks (POOLFS_DCHECK) run too.
 # Unity builds (a target's sources compiled a few at a time as one unit)
-# cut their compile time by about a quarter; the Release build above stays
-# one unit per file, as users build it, so a missing #include still fails.
+# cut their compile time by about a quarter; the Release build above
+# builds only its test programs so (tests/CMakeLists.txt,
+# POOLFS_UNITY_TESTS), its libraries and programs one unit per file, as
+# users build them, so that a missing #include there still fails.
 SANITIZER_FLAGS=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
   -DPOOLFS_ONLY_TESTS=ON -DCMAKE_UNITY_BUILD=ON)
 
