@@ -13,7 +13,9 @@
 //    each timing a PoolDatasetAdmin::Snapshot of another name (the snapshot and the sync of its
 //    txg) and, as the baseline, an empty sync (Pool::SyncOnce), in turns (which goes first
 //    alternates). Medians and snapshot/empty-sync per N: a snapshot costs one directory record, so
-//    the ratio should stay flat as N grows.
+//    the ratio should stay flat as N grows. Each round also times a clone of its
+//    snapshot (PoolDatasetAdmin::Clone and its txg's sync; pool.h, "Clones"):
+//    one directory record too, flat the same way.
 // 2. Create rate with snapshots held. A fresh pool per run with 1,000 base
 //    objects, then as many rounds as the largest K compared, each
 //    overwriting four base objects and syncing; the last K rounds sync by
@@ -146,6 +148,14 @@ class BenchPool {
     Must(admin_->Snapshot({std::string(kDataset) + "@" + name}, false), "snapshot " + name);
     return NowSeconds() - t0;
   }
+  // Seconds of `poolfs clone bench/d@NAME bench/NAME`.
+  double Clone(const std::string& name) {
+    const double t0 = NowSeconds();
+    Must(admin_->Clone(std::string(kDataset) + "@" + name, std::string(kPoolName) + "/" + name,
+                       {}),
+         "clone @" + name);
+    return NowSeconds() - t0;
+  }
   // Seconds of `poolfs dataset destroy bench/d@NAME`.
   double DestroySnapshot(const std::string& name) {
     const double t0 = NowSeconds();
@@ -215,7 +225,7 @@ void CreateSmall(BenchPool& bp, uint64_t count, const std::vector<ObjectId>* bas
 
 struct SizeResult {
   uint64_t objects = 0;
-  std::vector<double> snapshot_ms, sync_ms;
+  std::vector<double> snapshot_ms, sync_ms, clone_ms;
   double populate_s = 0;
   uint64_t referenced = 0;  // the last snapshot's bytes
 };
@@ -242,13 +252,14 @@ SizeResult SnapshotVsSize(uint64_t objects, uint64_t largest, int runs) {
       r.snapshot_ms.push_back(Ms(bp.Snapshot(name)));
       r.sync_ms.push_back(Ms(bp.EmptySync()));
     }
+    r.clone_ms.push_back(Ms(bp.Clone(name)));
   }
   r.referenced = bp.SnapshotOf("r" + std::to_string(runs - 1)).referenced;
   std::fprintf(stderr,
-               "snapshot: %llu objects (populated in %.1f s): snapshot %.2f ms, empty sync "
-               "%.2f ms (medians of %d)\n",
-               (unsigned long long)objects, r.populate_s, Median(r.snapshot_ms), Median(r.sync_ms),
-               runs);
+               "snapshot: %llu objects (populated in %.1f s): snapshot %.2f ms, clone %.2f ms, "
+               "empty sync %.2f ms (medians of %d)\n",
+               (unsigned long long)objects, r.populate_s, Median(r.snapshot_ms),
+               Median(r.clone_ms), Median(r.sync_ms), runs);
   return r;
 }
 
@@ -469,6 +480,8 @@ int RunSnapshotBench(int argc, char** argv) {
   const double base_rate = creates.empty() ? 0 : Median(rate_of(snapshot_counts[0]));
   const double flatness =
       sizes.size() < 2 ? 1.0 : Median(sizes.back().snapshot_ms) / Median(sizes[0].snapshot_ms);
+  const double clone_flatness =
+      sizes.size() < 2 ? 1.0 : Median(sizes.back().clone_ms) / Median(sizes[0].clone_ms);
 
   if (json) {
     Json o;
@@ -486,12 +499,18 @@ int RunSnapshotBench(int argc, char** argv) {
       e["empty_sync_ms"] = Median(r.sync_ms);
       e["empty_sync_ms_samples"] = r.sync_ms;
       e["snapshot_over_empty_sync"] = Median(r.snapshot_ms) / Median(r.sync_ms);
+      e["clone_ms"] = Median(r.clone_ms);
+      e["clone_ms_samples"] = r.clone_ms;
+      e["clone_over_empty_sync"] = Median(r.clone_ms) / Median(r.sync_ms);
       e["snapshot_referenced_bytes"] = r.referenced;
       e["populate_s"] = r.populate_s;
       s.push_back(e);
     }
     o["snapshot_vs_size"] = s;
-    if (!sizes.empty()) o["snapshot_ms_largest_over_smallest"] = flatness;
+    if (!sizes.empty()) {
+      o["snapshot_ms_largest_over_smallest"] = flatness;
+      o["clone_ms_largest_over_smallest"] = clone_flatness;
+    }
     Json c = Json::array();
     for (uint32_t k : snapshot_counts) {
       if (!creates.count(k)) continue;
@@ -536,19 +555,20 @@ int RunSnapshotBench(int argc, char** argv) {
               runs == 1 ? "" : "s", quick ? ", --quick" : "", elapsed);
   if (!sizes.empty()) {
     std::printf(
-        "\n1. snapshot (with its txg's sync) against dataset size; baseline: an empty sync of "
-        "the same pool, same round (medians of %d)\n",
+        "\n1. snapshot and clone (each with its txg's sync) against dataset size; baseline: an "
+        "empty sync of the same pool, same round (medians of %d)\n",
         runs);
-    std::printf("%10s %12s %14s %14s %14s\n", "objects", "snapshot ms", "empty-sync ms",
-                "snap/empty", "snapshot MiB");
+    std::printf("%10s %12s %10s %14s %12s %12s %14s\n", "objects", "snapshot ms", "clone ms",
+                "empty-sync ms", "snap/empty", "clone/empty", "snapshot MiB");
     for (const SizeResult& r : sizes)
-      std::printf("%10llu %12.2f %14.2f %14.2f %14.1f\n", (unsigned long long)r.objects,
-                  Median(r.snapshot_ms), Median(r.sync_ms),
-                  Median(r.snapshot_ms) / Median(r.sync_ms), double(r.referenced) / (1 << 20));
+      std::printf("%10llu %12.2f %10.2f %14.2f %12.2f %12.2f %14.1f\n",
+                  (unsigned long long)r.objects, Median(r.snapshot_ms), Median(r.clone_ms),
+                  Median(r.sync_ms), Median(r.snapshot_ms) / Median(r.sync_ms),
+                  Median(r.clone_ms) / Median(r.sync_ms), double(r.referenced) / (1 << 20));
     if (sizes.size() > 1)
-      std::printf("snapshot ms, %llu objects over %llu: %.2f (flat: about 1)\n",
+      std::printf("%llu objects over %llu: snapshot ms %.2f, clone ms %.2f (flat: about 1)\n",
                   (unsigned long long)sizes.back().objects, (unsigned long long)sizes[0].objects,
-                  flatness);
+                  flatness, clone_flatness);
   }
   if (!creates.empty()) {
     std::printf(
