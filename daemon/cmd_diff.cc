@@ -16,22 +16,14 @@
 namespace poolfs::daemon {
 
 Command AddDiffCommand(CLI::App& parent) {
-  struct Args {
-    DatasetCommand cmd;
-    std::vector<std::string> pool_files;
-  };
-  auto a = std::make_shared<Args>();
-  a->cmd.verb = DatasetCommand::Verb::kDiff;
-  CLI::App* app = parent.add_subcommand(
-      "diff",
-      "List the files created (+), removed (-), renamed (R) and modified (M) since a snapshot");
-  AddDatasetPoolOption(app, a->pool_files);
-  app->add_option("NAMES", a->cmd.names,
-                  "POOL/PATH@A, then a later snapshot POOL/PATH@B or the dataset POOL/PATH "
-                  "(the default: the dataset as it is now)")
-      ->required()
-      ->expected(1, 2);
-  return {app, [a] { return RunDatasetCommand("diff", a->cmd, a->pool_files); }};
+  return AddNamesVerb(
+      parent,
+      {DatasetCommand::Verb::kDiff, "diff",
+       "List the files created (+), removed (-), renamed (R) and modified (M) since a snapshot",
+       "", "NAMES",
+       "POOL/PATH@A, then a later snapshot POOL/PATH@B or the dataset POOL/PATH (the default: "
+       "the dataset as it is now)",
+       2});
 }
 
 }  // namespace poolfs::daemon

@@ -20,43 +20,35 @@
 
 namespace poolfs::daemon {
 
-namespace {
-
-// A subcommand `name` of one DatasetCommand verb over snapshot names, -r
-// meaning `recursive`, sent as `poolfs dataset ...` is.
-Command AddSnapshotVerb(CLI::App& parent, DatasetCommand::Verb verb, const std::string& name,
-                        const std::string& help, const std::string& r_help,
-                        const std::string& names_help, bool one) {
+Command AddNamesVerb(CLI::App& parent, const NamesVerb& v) {
   struct Args {
     DatasetCommand cmd;
     std::vector<std::string> pool_files;
   };
   auto a = std::make_shared<Args>();
-  a->cmd.verb = verb;
-  CLI::App* app = parent.add_subcommand(name, help);
-  app->add_flag("-r", a->cmd.recursive, r_help);
+  a->cmd.verb = v.verb;
+  CLI::App* app = parent.add_subcommand(v.name, v.help);
+  if (!v.r_help.empty()) app->add_flag("-r", a->cmd.recursive, v.r_help);
   AddDatasetPoolOption(app, a->pool_files);
-  CLI::Option* names = app->add_option("POOL/PATH@NAME", a->cmd.names, names_help)->required();
-  if (one) names->expected(1);
-  return {app, [a, name] { return RunDatasetCommand(name, a->cmd, a->pool_files); }};
+  app->add_option(v.positional, a->cmd.names, v.names_help)->required()->expected(1, v.most);
+  return {app, [a, name = v.name] { return RunDatasetCommand(name, a->cmd, a->pool_files); }};
 }
 
-}  // namespace
-
 Command AddSnapshotCommand(CLI::App& parent) {
-  return AddSnapshotVerb(
-      parent, DatasetCommand::Verb::kSnapshot, "snapshot",
-      "Take read-only snapshots of datasets, all at one point in time (POOL/PATH@NAME...)",
-      "every descendant of each dataset gets a snapshot of the same name",
-      "the snapshots to take, all of one pool", false);
+  return AddNamesVerb(
+      parent,
+      {DatasetCommand::Verb::kSnapshot, "snapshot",
+       "Take read-only snapshots of datasets, all at one point in time (POOL/PATH@NAME...)",
+       "every descendant of each dataset gets a snapshot of the same name", "POOL/PATH@NAME",
+       "the snapshots to take, all of one pool", -1});
 }
 
 Command AddRollbackCommand(CLI::App& parent) {
-  return AddSnapshotVerb(
-      parent, DatasetCommand::Verb::kRollback, "rollback",
-      "Roll a dataset back to its newest snapshot, discarding every change since",
-      "roll back to an older snapshot, destroying the snapshots after it",
-      "the snapshot to roll back to", true);
+  return AddNamesVerb(
+      parent, {DatasetCommand::Verb::kRollback, "rollback",
+               "Roll a dataset back to its newest snapshot, discarding every change since",
+               "roll back to an older snapshot, destroying the snapshots after it",
+               "POOL/PATH@NAME", "the snapshot to roll back to", 1});
 }
 
 Command AddCloneCommand(CLI::App& parent) {
@@ -89,19 +81,10 @@ Command AddCloneCommand(CLI::App& parent) {
 }
 
 Command AddPromoteCommand(CLI::App& parent) {
-  struct Args {
-    DatasetCommand cmd;
-    std::vector<std::string> pool_files;
-  };
-  auto a = std::make_shared<Args>();
-  a->cmd.verb = DatasetCommand::Verb::kPromote;
-  CLI::App* app = parent.add_subcommand(
-      "promote",
-      "Make a clone the owner of its origin snapshot and the ones before it, so that the "
-      "dataset it was cloned from can be destroyed");
-  AddDatasetPoolOption(app, a->pool_files);
-  app->add_option("POOL/PATH", a->cmd.names, "the clone")->required()->expected(1);
-  return {app, [a] { return RunDatasetCommand("promote", a->cmd, a->pool_files); }};
+  return AddNamesVerb(parent, {DatasetCommand::Verb::kPromote, "promote",
+                               "Make a clone the owner of its origin snapshot and the ones "
+                               "before it, so that the dataset it was cloned from can be destroyed",
+                               "", "POOL/PATH", "the clone", 1});
 }
 
 }  // namespace poolfs::daemon

@@ -19,11 +19,10 @@
 #include <string_view>
 #include <vector>
 
+#include "dataset_request.h"
 #include "poolfs/status.h"
 
 namespace poolfs::daemon {
-
-struct DatasetCommand;  // dataset_request.h
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -57,6 +56,16 @@ int RunDatasetCommand(std::string_view what, const DatasetCommand& cmd,
                       const std::vector<std::string>& pool_files);
 // The --pool option of the commands that run a DatasetCommand.
 void AddDatasetPoolOption(CLI::App* app, std::vector<std::string>& pool_files);
+// A subcommand that runs one DatasetCommand verb over the names given as
+// its positional argument (1 to `most` of them; -1: any number), with -r
+// meaning `recursive` when `r_help` is not empty, and --pool: sent as
+// `poolfs dataset ...` is (cmd_snapshot.cc).
+struct NamesVerb {
+  DatasetCommand::Verb verb;
+  std::string name, help, r_help, positional, names_help;
+  int most = 1;
+};
+Command AddNamesVerb(CLI::App& parent, const NamesVerb& v);
 
 // The exit code for a failed `st` (the one mapping of Status to exit
 // code): kExitUsage for InvalidArgument, NotFound, Busy and

@@ -4,7 +4,8 @@
 // a clone frees only what it wrote; promote swaps the roles so that the
 // old dataset can be destroyed. Every step leaves a pool `poolfs check`
 // finds healthy (no block leaked, none freed while held, every deadlist
-// block held), and the figures add up.
+// block held), and the figures add up. (The directory's clone records:
+// snapshot_test.cc.)
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include "check_test_util.h"
-#include "pool/pool_phys.h"
 #include "test_pool.h"
 
 namespace poolfs::core::pool {
@@ -364,74 +364,6 @@ TEST_CASE("Clones of clones, promoted and destroyed in random orders, keep every
   }
   CHECK(heads.empty());
   RequireHealthy(t);
-}
-
-TEST_CASE("The pool directory keeps clones' origins and refuses bad ones", "[clone]") {
-  PoolDirectory d;
-  d.next_dataset_id = 10;
-  auto dataset = [](uint64_t id, uint64_t parent, std::string name) {
-    DatasetEntry e;
-    e.id = id;
-    e.parent = parent;
-    e.created = Txg(1);
-    e.root = zio::MakeHole(zio::BlockType::kObjset, 0, 0, Txg(0));
-    e.name = std::move(name);
-    return e;
-  };
-  d.datasets = {dataset(1, 0, "tank"), dataset(2, 1, "d"), dataset(3, 1, "c")};
-  auto snap = [](uint64_t id, uint64_t ds, uint64_t txg, std::string name) {
-    SnapshotEntry e;
-    e.id = id;
-    e.dataset = ds;
-    e.txg = Txg(txg);
-    e.referenced = 1 << 20;
-    e.root.type = zio::BlockType::kObjset;
-    e.root.birth = Txg(txg);
-    e.root.lsize = e.root.psize = 4096;
-    e.root.dva = {0, 0x400000 + id * 0x1000, 4096};
-    e.root.fill = 1;
-    e.name = std::move(name);
-    return e;
-  };
-  d.snapshots = {snap(4, 2, 5, "s"), snap(5, 3, 9, "c1")};
-  d.datasets[2].origin = 4;
-  // The clone's buckets: 0 (its origin's blocks) and the origin's txg.
-  d.snapshots[1].deadlist[0] = DeadBucket{4096, {{20, 1}}};
-  d.head_deadlists[3][5] = DeadBucket{4096, {{21, 1}}};
-  d.head_deadlists[3][9] = DeadBucket{4096, {{22, 1}}};
-  auto back = DecodePoolDirectory(EncodePoolDirectory(d, zio::BpFormat::kV2), zio::BpFormat::kV2);
-  INFO(back.status().ToString());
-  REQUIRE(back.ok());
-  CHECK(back->datasets == d.datasets);
-  CHECK(back->snapshots == d.snapshots);
-  CHECK(back->head_deadlists == d.head_deadlists);
-
-  auto refused = [](const PoolDirectory& bad, std::string_view why) {
-    auto r = DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2);
-    INFO(r.status().ToString());
-    CHECK(r.status().code() == StatusCode::kCorruption);
-    CHECK(r.status().message().find(why) != std::string::npos);
-  };
-  PoolDirectory bad = d;
-  bad.datasets[2].origin = 7;
-  refused(bad, "which is no snapshot");
-  bad = d;
-  bad.datasets[2].origin = 5;
-  refused(bad, "a snapshot of its own");
-  bad = d;
-  bad.datasets[1].origin = 5;  // d a clone of c's snapshot, c of d's
-  refused(bad, "a clone of a clone of itself");
-  bad = d;
-  bad.snapshots[1].txg = Txg(4);
-  refused(bad, "not after its dataset's origin");
-  bad = d;
-  bad.datasets[2].origin = 0;  // key 5 is no snapshot of c's
-  refused(bad, "neither 0 nor");
-  bad = d;
-  bad.snapshots.pop_back();  // a clone may keep a head deadlist without snapshots
-  bad.head_deadlists[3].erase(9);
-  CHECK(DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2)
-            .ok());
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // destroying snapshots in any order frees exactly what only they held
 // (poolfs check finds no leak and no block freed twice); bad names and
 // destroying a dataset that has snapshots are refused; the pool
-// directory's snapshot records refuse damage.
+// directory's snapshot and clone records refuse damage.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -294,32 +294,47 @@ TEST_CASE("Bad snapshot names and missing snapshots are refused, changing nothin
   RequireHealthy(t);
 }
 
+// Directory records for the decoder tests: a dataset (no root yet) and a
+// snapshot of dataset `ds` taken in `txg`.
+DatasetEntry DirDataset(uint64_t id, uint64_t parent, std::string name) {
+  DatasetEntry e;
+  e.id = id;
+  e.parent = parent;
+  e.created = Txg(1);
+  e.root = zio::MakeHole(zio::BlockType::kObjset, 0, 0, Txg(0));
+  e.name = std::move(name);
+  return e;
+}
+SnapshotEntry DirSnapshot(uint64_t id, uint64_t ds, uint64_t txg, std::string name) {
+  SnapshotEntry e;
+  e.id = id;
+  e.dataset = ds;
+  e.txg = Txg(txg);
+  e.creation_time = 1700000000;
+  e.referenced = 1 << 20;
+  e.root.type = zio::BlockType::kObjset;
+  e.root.birth = Txg(txg);
+  e.root.lsize = e.root.psize = 4096;
+  e.root.dva = {0, 0x400000 + id * 0x1000, 4096};
+  e.root.fill = 1;
+  e.name = std::move(name);
+  return e;
+}
+
+// Checks that directory `bad` (encoded as format 2) is refused saying `why`.
+void Refused(const PoolDirectory& bad, std::string_view why) {
+  auto r = DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2);
+  INFO(r.status().ToString());
+  CHECK(r.status().code() == StatusCode::kCorruption);
+  CHECK(r.status().message().find(why) != std::string::npos);
+}
+
 TEST_CASE("The pool directory's snapshot records round-trip and refuse damage", "[snapshot]") {
   PoolDirectory d;
   d.next_dataset_id = 10;
-  DatasetEntry root;
-  root.id = 1;
-  root.created = Txg(1);
-  root.root = zio::MakeHole(zio::BlockType::kObjset, 0, 0, Txg(0));
-  root.name = "tank";
-  d.datasets.push_back(root);
-  auto snap = [](uint64_t id, uint64_t txg, std::string name) {
-    SnapshotEntry e;
-    e.id = id;
-    e.dataset = 1;
-    e.txg = Txg(txg);
-    e.creation_time = 1700000000;
-    e.referenced = 1 << 20;
-    e.root.type = zio::BlockType::kObjset;
-    e.root.birth = Txg(txg);
-    e.root.lsize = e.root.psize = 4096;
-    e.root.dva = {0, 0x400000 + txg * 0x1000, 4096};
-    e.root.fill = 1;
-    e.name = std::move(name);
-    return e;
-  };
-  d.snapshots.push_back(snap(2, 5, "a"));
-  d.snapshots.push_back(snap(3, 9, "b"));
+  d.datasets.push_back(DirDataset(1, 0, "tank"));
+  d.snapshots.push_back(DirSnapshot(2, 1, 5, "a"));
+  d.snapshots.push_back(DirSnapshot(3, 1, 9, "b"));
   d.snapshots[1].deadlist[0] = DeadBucket{8192, {{20, 2}}};
   d.head_deadlists[1][0] = DeadBucket{4096, {{21, 1}}};
   d.head_deadlists[1][5] = DeadBucket{4096, {{22, 1}, {23, 3}}};
@@ -330,36 +345,69 @@ TEST_CASE("The pool directory's snapshot records round-trip and refuse damage", 
     CHECK(back->snapshots == d.snapshots);
     CHECK(back->head_deadlists == d.head_deadlists);
   }
-  auto refused = [](const PoolDirectory& bad, std::string_view why) {
-    auto r = DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2);
-    INFO(r.status().ToString());
-    CHECK(r.status().code() == StatusCode::kCorruption);
-    CHECK(r.status().message().find(why) != std::string::npos);
-  };
   PoolDirectory bad = d;
   bad.snapshots[1].txg = Txg(5);
-  refused(bad, "not after");
+  Refused(bad, "not after");
   bad = d;
   bad.snapshots[1].dataset = 7;
-  refused(bad, "does not list");
+  Refused(bad, "does not list");
   bad = d;
   bad.snapshots[1].id = 2;
-  refused(bad, "taken");
+  Refused(bad, "taken");
   bad = d;
   bad.snapshots[1].name = "a";
-  refused(bad, "repeats");
+  Refused(bad, "repeats");
   bad = d;
   bad.head_deadlists[1][6] = DeadBucket{1, {{24, 1}}};
-  refused(bad, "neither 0 nor");
+  Refused(bad, "neither 0 nor");
   bad = d;
   bad.head_deadlists[1][0].objects[0].object = 20;
-  refused(bad, "not a MOS object of its own");
+  Refused(bad, "not a MOS object of its own");
   bad = d;
   bad.head_deadlists[1][0].objects.clear();
-  refused(bad, "is empty");
+  Refused(bad, "is empty");
   bad = d;
   bad.snapshots.clear();
-  refused(bad, "has no snapshots");
+  Refused(bad, "has no snapshots");
+}
+
+TEST_CASE("The pool directory keeps clones' origins and refuses bad ones", "[snapshot][clone]") {
+  PoolDirectory d;
+  d.next_dataset_id = 10;
+  d.datasets = {DirDataset(1, 0, "tank"), DirDataset(2, 1, "d"), DirDataset(3, 1, "c")};
+  d.snapshots = {DirSnapshot(4, 2, 5, "s"), DirSnapshot(5, 3, 9, "c1")};
+  d.datasets[2].origin = 4;
+  // The clone's buckets: 0 (its origin's blocks) and the origin's txg.
+  d.snapshots[1].deadlist[0] = DeadBucket{4096, {{20, 1}}};
+  d.head_deadlists[3][5] = DeadBucket{4096, {{21, 1}}};
+  d.head_deadlists[3][9] = DeadBucket{4096, {{22, 1}}};
+  auto back = DecodePoolDirectory(EncodePoolDirectory(d, zio::BpFormat::kV2), zio::BpFormat::kV2);
+  INFO(back.status().ToString());
+  REQUIRE(back.ok());
+  CHECK(back->datasets == d.datasets);
+  CHECK(back->snapshots == d.snapshots);
+  CHECK(back->head_deadlists == d.head_deadlists);
+
+  PoolDirectory bad = d;
+  bad.datasets[2].origin = 7;
+  Refused(bad, "which is no snapshot");
+  bad = d;
+  bad.datasets[2].origin = 5;
+  Refused(bad, "a snapshot of its own");
+  bad = d;
+  bad.datasets[1].origin = 5;  // d a clone of c's snapshot, c of d's
+  Refused(bad, "a clone of a clone of itself");
+  bad = d;
+  bad.snapshots[1].txg = Txg(4);
+  Refused(bad, "not after its dataset's origin");
+  bad = d;
+  bad.datasets[2].origin = 0;  // key 5 is no snapshot of c's
+  Refused(bad, "neither 0 nor");
+  bad = d;
+  bad.snapshots.pop_back();  // a clone may keep a head deadlist without snapshots
+  bad.head_deadlists[3].erase(9);
+  CHECK(DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2)
+            .ok());
 }
 
 }  // namespace
