@@ -4,10 +4,12 @@
 // ------
 // One pool lives in the run's directory for the whole run (1 to 3 file
 // vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets, up to 24
-// live as the workload creates, renames and destroys them), with its dataset
-// tree (dataset_tree.h) and a Model of each dataset, by index, that are its
-// state verified at the end of the last cycle. A cycle crashes the pool while a
-// Workload runs on it and checks what an import then finds:
+// live as the workload creates, renames and destroys them, and up to 4
+// snapshots as it takes and destroys them), with its dataset tree
+// (dataset_tree.h), a Model of each dataset, by index, and one of each
+// snapshot, that are its state verified at the end of the last cycle. A
+// cycle crashes the pool while a Workload runs on it and checks what an
+// import then finds:
 //
 //   kill      a forked child imports the pool, runs the workload (logging to
 //             an op log file) and is SIGKILLed at a random moment, or, one
