@@ -106,7 +106,7 @@ Status Runner::ReconcileDatasets(Pool* pool, const std::vector<OpRecord>& record
     for (size_t j = 0; j < k; j++) {
       const OpRecord& r = ops[j].first;
       Status st;
-      if (r.kind == OpKind::kCreateDataset) {
+      if (IsDatasetCreation(r.kind)) {
         if (r.dataset != t.size())
           return Status::Corruption("the log creates dataset " + std::to_string(r.dataset) +
                                     " as index " + std::to_string(r.dataset) +
@@ -219,7 +219,8 @@ Status Runner::ReconcileDatasets(Pool* pool, const std::vector<OpRecord>& record
     for (size_t j = 0; j < k; j++) {
       const uint16_t d = ops[j].first.dataset;
       if (d >= first_unshown) continue;
-      if (ops[j].first.kind == OpKind::kCreateDataset) stats_.datasets_created++;
+      if (IsDatasetCreation(ops[j].first.kind)) stats_.datasets_created++;
+      if (ops[j].first.kind == OpKind::kCloneDataset) stats_.datasets_cloned++;
       if (ops[j].first.kind == OpKind::kRenameDataset && t.live(d)) stats_.datasets_renamed++;
       if (ops[j].first.kind == OpKind::kDestroyDataset && destroyed.count(d))
         stats_.datasets_destroyed++;

@@ -34,7 +34,7 @@ void Encode(const OpRecord& r, uint8_t* p) {
 
 bool Decode(const uint8_t* p, OpRecord* r) {
   if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
-  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kDestroySnapshot)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kCloneDataset)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
   r->dataset = util::GetLE16(p + 6);
@@ -97,9 +97,10 @@ std::string DescribeRecord(const OpRecord& r) {
       return s;
     }
     case OpKind::kCreateDataset:
+    case OpKind::kCloneDataset:
     case OpKind::kRenameDataset:
     case OpKind::kDestroyDataset: {
-      const bool create = r.kind == OpKind::kCreateDataset;
+      const bool create = IsDatasetCreation(r.kind);
       const bool rename = r.kind == OpKind::kRenameDataset;
       s += std::string(r.aux ? (create   ? "created"
                                 : rename ? "renamed"
@@ -112,7 +113,9 @@ std::string DescribeRecord(const OpRecord& r) {
         s += " to " + DatasetComponent(r.dataset, RenameGeneration(r.object)) + " below dataset " +
              std::to_string(RenameParent(r.object));
       else if (create)
-        s += " (" + DatasetName(r.dataset) + ")";
+        s += " (" + DatasetName(r.dataset) + ")" +
+             (r.kind == OpKind::kCloneDataset ? " as a clone of snapshot " + SnapshotName(r.object)
+                                              : std::string());
       else
         s += " and its descendants";
       if (r.aux == 0)

@@ -13,7 +13,7 @@
 // through renames (its name is derived from its parent's and its generation,
 // dataset_tree.h), and a destroyed one's index stays dead.
 //
-// Dataset operations (create, rename, destroy) are made by one workload
+// Dataset operations (create, clone, rename, destroy) are made by one workload
 // thread, one at a time, outside any Tx; each is logged twice, before the
 // call (aux 0) and after it returned (aux 1), so that a crash leaves the one
 // in flight with only its first record. The first record carries a = the open
@@ -85,12 +85,21 @@ enum class OpKind : uint8_t {
   // Snapshot SnapshotName(object) of dataset `dataset` is being destroyed
   // (aux 0) or was destroyed in txg `txg` (aux 1).
   kDestroySnapshot = 13,
+  // Dataset `dataset` is being created (aux 0) or was created (aux 1) in
+  // txg `txg` as a clone of snapshot SnapshotName(object), named
+  // DatasetName(dataset) below the root dataset (a dataset creation, as
+  // kCreateDataset, whose objects start as the snapshot's).
+  kCloneDataset = 14,
   // (The last kind: the log's decoder refuses a kind past it.)
 };
 
-// True for the three dataset operations above.
+// True for the four dataset operations above (a clone is a creation).
 inline bool IsDatasetOp(OpKind k) {
-  return k == OpKind::kCreateDataset || k == OpKind::kRenameDataset || k == OpKind::kDestroyDataset;
+  return k == OpKind::kCreateDataset || k == OpKind::kRenameDataset ||
+         k == OpKind::kDestroyDataset || k == OpKind::kCloneDataset;
+}
+inline bool IsDatasetCreation(OpKind k) {
+  return k == OpKind::kCreateDataset || k == OpKind::kCloneDataset;
 }
 // True for the two snapshot operations above.
 inline bool IsSnapshotOp(OpKind k) {

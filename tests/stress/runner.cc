@@ -118,6 +118,7 @@ WorkloadOptions Runner::BaseWorkloadOptions(uint64_t seed) const {
   o.max_snapshots = kMaxSnapshots;
   for (const auto& [n, s] : snaps_) o.snapshots[n] = s.dataset;
   o.next_snapshot = next_snapshot_;
+  o.clones = clone_origin_;
   return o;
 }
 
@@ -421,10 +422,13 @@ int Runner::Run() {
         "syncs\n",
         static_cast<unsigned long long>(stats_.mounts), stats_.mos_passes_max,
         stats_.trial_passes_max);
-  std::printf("datasets: %llu created, %llu renamed, %llu destroyed (in verified txgs)\n",
-              static_cast<unsigned long long>(stats_.datasets_created),
-              static_cast<unsigned long long>(stats_.datasets_renamed),
-              static_cast<unsigned long long>(stats_.datasets_destroyed));
+  std::printf(
+      "datasets: %llu created (%llu of them clones), %llu renamed, %llu destroyed (in verified "
+      "txgs)\n",
+      static_cast<unsigned long long>(stats_.datasets_created),
+      static_cast<unsigned long long>(stats_.datasets_cloned),
+      static_cast<unsigned long long>(stats_.datasets_renamed),
+      static_cast<unsigned long long>(stats_.datasets_destroyed));
   std::printf(
       "snapshots: %llu taken, %llu destroyed (in verified txgs), %llu read back against their "
       "models, %llu against the digest the workload read\n",

@@ -149,6 +149,8 @@ struct RunStats {
   uint64_t snapshots_destroyed = 0;
   uint64_t snapshots_verified = 0;
   uint64_t snapshot_digests = 0;
+  // Of the datasets created, those made as clones of a snapshot.
+  uint64_t datasets_cloned = 0;
   // Mounts mode: how many times the pool was mounted, and the most MOS
   // passes a sync of any of them and a trial sync of the check took.
   uint64_t mounts = 0;
@@ -206,11 +208,17 @@ class Runner {
                            uint64_t imported);
   // Makes snaps_ the snapshots of `pool` at txg `imported` as the log's
   // snapshot operations explain them (snapshot_verify.cc), with the models
-  // of the new ones (models_ must still be those of the last verified txg,
-  // tree_ that of txg `imported`). Corruption when the pool has a snapshot
-  // the run did not take, lacks one it must have, or has one at another txg.
+  // of the new ones, and starts the model of each new clone as its
+  // origin's (models_ must still be those of the last verified txg, tree_
+  // that of txg `imported`). Corruption when the pool has a snapshot the
+  // run did not take, lacks one it must have, has one at another txg, or
+  // a dataset's origin is not the one the log says.
   Status ReconcileSnapshots(core::pool::Pool* pool, const std::vector<OpRecord>& records,
                             uint64_t imported);
+  // Its last step: forgets the clones destroyed, adds the new ones
+  // (dataset -> origin number) with their origins' models, and checks
+  // every dataset's origin against the pool's list.
+  Status ReconcileClones(core::pool::Pool* pool, const std::map<uint16_t, uint64_t>& new_clones);
   // Reads every snapshot of snaps_ back against its model (and the
   // digest the workload logged, once). Corruption saying what differs.
   Status VerifySnapshots(core::pool::Pool* pool, VerifyStats* stats);
@@ -294,7 +302,9 @@ class Runner {
     uint64_t digest_objects = 0;
   };
   std::map<uint64_t, SnapshotState> snaps_;
-  uint64_t next_snapshot_ = 1;                // past every number any log used
+  uint64_t next_snapshot_ = 1;  // past every number any log used
+  // The live clones, as verified: dataset -> its origin snapshot's number.
+  std::map<uint16_t, uint64_t> clone_origin_;
   uint64_t verified_txg_ = 0;                 // the txg the model is the state of
   std::atomic<uint64_t> verifier_synced_{0};  // the last txg the verifying import synced
   // This cycle's metadata damage (damage.h): the copies damaged (none: not

@@ -114,6 +114,13 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
     found[n] = {d->second, f.txg.value(), f.name};
   }
 
+  // The clones this cycle made that txg I holds: their objects start as
+  // their origins'.
+  std::map<uint16_t, uint64_t> new_clones;
+  for (const OpRecord& r : records)
+    if (r.kind == OpKind::kCloneDataset && r.aux == 0 && tree_.live(r.dataset))
+      new_clones[r.dataset] = r.object;
+
   std::set<uint64_t> numbers;
   for (const auto& [n, s] : snaps_) numbers.insert(n);
   for (const auto& [n, o] : ops) numbers.insert(n);
@@ -186,6 +193,16 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
       s.dataset = dataset;
       s.txg = txg;
       s.model = models_[dataset];
+      // A clone's snapshot is taken after the clone, whose origin's number
+      // is smaller: already in `next`.
+      if (auto c = new_clones.find(dataset); c != new_clones.end()) {
+        auto origin = next.find(c->second);
+        if (origin == next.end())
+          return Status::Corruption("dataset " + tree_.Name(dataset) + ", a clone of snapshot " +
+                                    SnapshotName(c->second) + ", has snapshot " + f.second.name +
+                                    ", but its origin is not there");
+        s.model = origin->second.model;
+      }
       uint64_t bad = 0;
       Status st = s.model.Replay(std::move(mine), txg, &bad);
       if (!st.ok()) {
@@ -207,6 +224,35 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
     return Status::Corruption("the pool has snapshot " + found.begin()->second.name + " at txg " +
                               std::to_string(I) + ", which the run never took");
   snaps_ = std::move(next);
+  return ReconcileClones(pool, new_clones);
+}
+
+Status Runner::ReconcileClones(Pool* pool, const std::map<uint16_t, uint64_t>& new_clones) {
+  for (auto it = clone_origin_.begin(); it != clone_origin_.end();)
+    it = tree_.live(it->first) ? std::next(it) : clone_origin_.erase(it);
+  for (const auto& [d, n] : new_clones) {
+    clone_origin_[d] = n;
+    cycle_note_ += ", dataset " + tree_.Name(d) + " cloned from " + SnapshotName(n);
+  }
+  for (const auto& [d, n] : clone_origin_) {
+    auto origin = snaps_.find(n);
+    if (origin == snaps_.end())
+      return Status::Corruption("dataset " + tree_.Name(d) + " is a clone of snapshot " +
+                                SnapshotName(n) + ", which is not there");
+    if (new_clones.count(d)) models_[d] = origin->second.model;
+  }
+  // Each dataset's origin, as the pool says.
+  auto figures = pool->ListDatasets("", /*recursive=*/true);
+  if (!figures.ok()) return figures.status().WithContext("listing the datasets");
+  for (const core::pool::DatasetFigures& f : *figures) {
+    std::string want;
+    for (const auto& [d, n] : clone_origin_)
+      if (tree_.Name(d) == f.name) want = tree_.Name(snaps_.at(n).dataset) + "@" + SnapshotName(n);
+    if (f.origin != want)
+      return Status::Corruption("dataset " + f.name + " has origin '" + f.origin +
+                                "', the run made it " +
+                                (want.empty() ? "as no clone" : "a clone of " + want));
+  }
   return Status::Ok();
 }
 

@@ -14,9 +14,11 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 // Thread 0's chances, per thousand Txs, to take a snapshot (or, at the
-// limit, destroy the oldest) and to destroy a random one.
+// limit, destroy the oldest) and to destroy a random one ...
 constexpr int kSnapshotTakePerMille = 10;
 constexpr int kSnapshotDestroyPerMille = 4;
+// ... and to clone one into a new dataset.
+constexpr int kClonePerMille = 3;
 
 uint32_t PickBlockSize(std::mt19937_64& rng) {
   const int r = int(rng() % 100);
@@ -87,7 +89,8 @@ Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, Op
       failure_expected_(std::move(failure_expected)),
       tree_(options.tree),
       snapshots_(options.snapshots),
-      next_snapshot_(options.next_snapshot) {
+      next_snapshot_(options.next_snapshot),
+      clones_(options.clones) {
   util::MutexLock l(&sets_mu_);
   for (size_t i = 0; i < sets.size(); i++)
     if (sets[i] != nullptr) sets_[uint16_t(i)] = sets[i];
@@ -211,10 +214,15 @@ Status Workload::RenameDataset(uint16_t i, uint16_t parent) {
 
 Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, LocalModels& local) {
   const std::vector<uint16_t> doomed = tree_.Subtree(i);
-  // The pool destroys no dataset that has snapshots.
+  // The pool destroys no dataset that has snapshots, nor a snapshot that
+  // has clones: a subtree with the origin of a live clone stays (the clone
+  // goes first, in a destroy of its own).
   std::vector<uint64_t> snaps;
   for (const auto& [n, d] : snapshots_)
-    if (std::find(doomed.begin(), doomed.end(), d) != doomed.end()) snaps.push_back(n);
+    if (std::find(doomed.begin(), doomed.end(), d) != doomed.end()) {
+      if (HasClones(n)) return Status::Ok();
+      snaps.push_back(n);
+    }
   for (uint64_t n : snaps) POOLFS_RETURN_IF_ERROR(DestroySnapshot(n));
   std::vector<uint64_t> seen;
   {
@@ -249,6 +257,7 @@ Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, Loca
   r.seq = log_->NextSeq();
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   POOLFS_RETURN_IF_ERROR(tree_.Destroy(i));
+  for (uint16_t d : doomed) clones_.erase(d);
   if (options_.after_dataset_change) options_.after_dataset_change();
   return Status::Ok();
 }
@@ -324,20 +333,75 @@ Status Workload::DestroySnapshot(uint64_t number) {
   return Status::Ok();
 }
 
+bool Workload::HasClones(uint64_t number) const {
+  for (const auto& [d, origin] : clones_)
+    if (origin == number) return true;
+  return false;
+}
+
+Status Workload::CloneSnapshot(uint64_t number) {
+  const uint16_t index = uint16_t(tree_.size());
+  OpRecord r = DatasetRecord(OpKind::kCloneDataset, index);
+  r.object = number;
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string origin = SnapshotFullName(number);
+  const std::string name = tree_.Name(0) + "/" + DatasetName(index);
+  auto txg = pool_->Clone(origin, name, {});
+  if (!txg.ok()) return txg.status().WithContext("Clone(" + origin + ", " + name + ")");
+  dmu::ObjectSet* const os = pool_->dataset(name);
+  if (os == nullptr) return Status::Corruption("clone " + name + " is missing once created");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  tree_.Add();
+  clones_[index] = number;
+  // No other thread knows the clone yet: it must read exactly as its
+  // origin does.
+  auto snap = pool_->OpenSnapshot(origin);
+  if (!snap.ok()) return snap.status().WithContext("OpenSnapshot(" + origin + ")");
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest want, DigestObjectSet(snap->get()));
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest got, DigestObjectSet(os));
+  if (got.hash != want.hash || got.objects != want.objects)
+    return Status::Corruption(
+        "clone " + name + " of " + origin + " reads as " + std::to_string(got.objects) +
+        " objects, digest " + std::to_string(got.hash) + ", its origin as " +
+        std::to_string(want.objects) + " objects, digest " + std::to_string(want.hash));
+  {
+    util::MutexLock l(&sets_mu_);
+    sets_[index] = os;
+    sets_version_++;
+  }
+  clones_made_++;
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
 Status Workload::MaybeChangeSnapshots(std::mt19937_64& rng) {
+  // The snapshots the pool lets go (those that no clone has as origin).
+  std::vector<uint64_t> free;
+  for (const auto& [n, d] : snapshots_)
+    if (!HasClones(n)) free.push_back(n);
   const int roll = int(rng() % 1000);
   if (roll < kSnapshotTakePerMille) {
     // At the limit, the oldest goes first (it holds the most of what was
-    // overwritten since).
+    // overwritten since); with every one an origin, none is taken.
     if (int(snapshots_.size()) >= options_.max_snapshots)
-      return DestroySnapshot(snapshots_.begin()->first);
+      return free.empty() ? Status::Ok() : DestroySnapshot(free.front());
     const std::vector<uint16_t> live = tree_.Live();
     return TakeSnapshot(live[rng() % live.size()]);
   }
-  if (roll < kSnapshotTakePerMille + kSnapshotDestroyPerMille && !snapshots_.empty()) {
+  if (roll < kSnapshotTakePerMille + kSnapshotDestroyPerMille) {
+    if (free.empty()) return Status::Ok();
+    return DestroySnapshot(free[rng() % free.size()]);
+  }
+  if (roll < kSnapshotTakePerMille + kSnapshotDestroyPerMille + kClonePerMille) {
+    if (snapshots_.empty() || options_.max_datasets == 0 ||
+        int(tree_.Live().size()) >= options_.max_datasets || tree_.size() >= kMaxDatasetIndices)
+      return Status::Ok();
     auto it = snapshots_.begin();
     std::advance(it, ptrdiff_t(rng() % snapshots_.size()));
-    return DestroySnapshot(it->first);
+    return CloneSnapshot(it->first);
   }
   return Status::Ok();
 }

@@ -91,6 +91,9 @@ struct WorkloadOptions {
   std::map<uint64_t, uint16_t> snapshots;
   // The number of the next snapshot taken (numbers are never reused).
   uint64_t next_snapshot = 1;
+  // The live clones when the workload starts: dataset -> the number of
+  // its origin snapshot.
+  std::map<uint16_t, uint64_t> clones;
   // Called right after each dataset creation, rename and destroy, and each
   // snapshot taken or destroyed (a power-cut cycle arms its rail, to crash
   // while the change reaches disk).
@@ -139,8 +142,10 @@ class Workload {
   uint64_t ops() const { return ops_.load(); }
   // Read-backs that matched the thread's model.
   uint64_t reads_verified() const { return reads_.load(); }
-  // Snapshots taken and read back.
+  // Snapshots taken and read back; clones made and found to read as their
+  // origins.
   uint64_t snapshots_read() const { return snapshots_read_.load(); }
+  uint64_t clones_made() const { return clones_made_.load(); }
   // The newest txg any committed Tx used.
   uint64_t max_txg() const { return max_txg_.load(); }
 
@@ -179,6 +184,13 @@ class Workload {
   Status TakeSnapshot(uint16_t i);
   // Destroys snapshot `number`, logged before and after.
   Status DestroySnapshot(uint64_t number);
+  // Clones snapshot `number` into the next dataset, logged before and
+  // after; checks that the clone reads as its origin before any other
+  // thread may write it.
+  Status CloneSnapshot(uint64_t number) EXCLUDES(sets_mu_);
+  // Whether snapshot `number` is the origin of a live clone (the pool
+  // destroys no such snapshot).
+  bool HasClones(uint64_t number) const;
   // Snapshot `number`'s full name now.
   std::string SnapshotFullName(uint64_t number) const;
   // Before each Tx: moves the thread's handshake counter, refreshes its
@@ -204,12 +216,14 @@ class Workload {
   DatasetTree tree_;
   std::map<uint64_t, uint16_t> snapshots_;
   uint64_t next_snapshot_;
+  std::map<uint16_t, uint64_t> clones_;  // live clone -> its origin's number
 
   std::atomic<bool> stop_{false};
   std::atomic<int> running_{0};
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> snapshots_read_{0};
+  std::atomic<uint64_t> clones_made_{0};
   std::atomic<uint64_t> max_txg_{0};
   std::vector<std::thread> threads_;
   std::thread watcher_;
