@@ -289,6 +289,12 @@ Result<Txg> Pool::DestroySnapshot(std::string_view name, bool recursive) {
       return Status(StatusCode::kNotEmpty,
                     "cannot destroy " + Quote(full) + ": it is the origin of " +
                         QuoteList(clones) + "; destroy them first, or promote them");
+    // A clone destroyed in a txg not yet synced: that sync frees its
+    // blocks born after its origin's txg, which it reads from the origin.
+    for (const auto& [id, ds_gone] : datasets_)
+      if (ds_gone->entry.origin == g->entry.id && ds_gone->destroyed != Txg(0))
+        return Status::Busy("cannot destroy " + Quote(full) +
+                            ": the destroy of a clone of it has not synced yet; try again");
   }
   for (Snap* g : gone) g->destroyed = tx.txg();
   dir_dirty_ = true;

@@ -140,6 +140,27 @@ TEST_CASE("A clone starts as its snapshot, shares its blocks and changes apart f
   RequireHealthy(t);
 }
 
+TEST_CASE("An origin is busy until the destroy of its clone has synced", "[clone]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  const uint64_t id = t.Write("tank/d", Pattern(1, 6 * kRecord));
+  REQUIRE(t.admin->Snapshot({"tank/d@s"}, false).ok());
+  REQUIRE(t.admin->Clone("tank/d@s", "tank/c", {}).ok());
+  t.Overwrite("tank/c", id, 0, Pattern(2, kRecord));
+  // The pool's own calls do not wait for their txg: the clone's destroy
+  // and then its origin's land in one txg, whose sync frees the clone's
+  // blocks up to its origin's txg, and so needs the origin.
+  auto gone = t.pool->DestroyDataset("tank/c", false);
+  REQUIRE(gone.ok());
+  auto busy = t.pool->DestroySnapshot("tank/d@s", false);
+  CHECK(Code(busy.status()) == StatusCode::kBusy);
+  REQUIRE(t.pool->WaitSynced(*gone).ok());
+  REQUIRE(t.pool->DestroySnapshot("tank/d@s", false).ok());
+  REQUIRE(t.pool->WaitSynced().ok());
+  CHECK(SnapNames(t, "tank/d").empty());
+  RequireHealthy(t);
+}
+
 TEST_CASE("A clone's snapshots, rollback and destroy count from its origin", "[clone]") {
   TestPool t;
   REQUIRE(t.admin->Create("tank/d", false, {}).ok());
