@@ -30,7 +30,9 @@
 // the log holds, so the verifier knows its content without any record of
 // it. A third record, once T has synced, carries a digest of what the
 // workload read back from it (snapshot_digest.h); the verifier reads the
-// snapshot again after the crash and must find the same digest.
+// snapshot again after the crash and must find the same digest. A clone
+// is a dataset creation (kCloneDataset) whose objects start as its origin
+// snapshot's.
 //
 // Order. Each record has a sequence number. Creates and frees take their
 // number, do the operation and append under one lock (SerialSection), so an

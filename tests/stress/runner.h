@@ -47,6 +47,8 @@
 //     model at its txg: the verified model of the last cycle advanced by
 //     the log's operations of txgs <= its txg (snapshot_verify.cc); the
 //     digest the workload logged when it read one back must match too;
+//     each clone has the origin the log says, and its model starts as
+//     that snapshot's;
 //   - the models, advanced by replaying the log's operations of txgs <= I,
 //     match the datasets byte for byte: attributes, bonus, the set of
 //     allocated ids and the live count; a destroyed dataset's model is

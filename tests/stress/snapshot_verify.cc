@@ -38,6 +38,14 @@
 // A snapshot pins its dataset: the workload destroys a dataset's snapshots
 // before the dataset, so no snapshot outlives its dataset's verified tree.
 //
+// Clones. A clone made in this cycle (a dataset creation of the log,
+// dataset_verify.cc) that txg I holds starts with its origin's model; its
+// own operations are then replayed on it as on any dataset. Its origin
+// must be there (the pool destroys no origin while a clone lives), and the
+// pool's list must give every dataset the origin the log says (none for a
+// dataset that is no clone). A snapshot of a clone is taken after the
+// clone, whose origin has a smaller number: its model is computed first.
+//
 // Thread safety: the runner's thread.
 #include <map>
 #include <set>

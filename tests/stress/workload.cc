@@ -257,7 +257,11 @@ Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, Loca
   r.seq = log_->NextSeq();
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   POOLFS_RETURN_IF_ERROR(tree_.Destroy(i));
-  for (uint16_t d : doomed) clones_.erase(d);
+  for (uint16_t d : doomed)
+    if (auto c = clones_.find(d); c != clones_.end()) {
+      released_[c->second] = r.txg;
+      clones_.erase(c);
+    }
   if (options_.after_dataset_change) options_.after_dataset_change();
   return Status::Ok();
 }
@@ -333,9 +337,13 @@ Status Workload::DestroySnapshot(uint64_t number) {
   return Status::Ok();
 }
 
-bool Workload::HasClones(uint64_t number) const {
+bool Workload::HasClones(uint64_t number) {
   for (const auto& [d, origin] : clones_)
     if (origin == number) return true;
+  auto r = released_.find(number);
+  if (r == released_.end()) return false;
+  if (r->second > pool_->txgs().last_synced().value()) return true;
+  released_.erase(r);
   return false;
 }
 

@@ -41,6 +41,17 @@
 // once, and the oldest go first, so that what they hold of overwritten
 // data stays a small share of the pool.
 //
+// Clones. Now and then thread 0 also clones a random one of its snapshots
+// into the next dataset (DatasetName(index) below the root, as a create
+// would name it), logged before and after as a dataset creation
+// (kCloneDataset). Before any other thread sees the clone it must read
+// exactly as its origin (their digests). From then on it is a dataset of
+// the run like any other, but its objects are nobody's until the next
+// workload starts (threads own what they find at start). The pool
+// destroys no snapshot that is a clone's origin: thread 0 destroys one
+// only once its clones are gone and their destroys have synced, and leaves
+// a subtree holding one alone.
+//
 // Failures. With `failure_expected` returning true (the power was cut), a
 // failed Assign, operation or WaitSynced just ends the thread; otherwise the
 // first failure is kept (status()) and ends the thread too.
@@ -188,9 +199,9 @@ class Workload {
   // after; checks that the clone reads as its origin before any other
   // thread may write it.
   Status CloneSnapshot(uint64_t number) EXCLUDES(sets_mu_);
-  // Whether snapshot `number` is the origin of a live clone (the pool
-  // destroys no such snapshot).
-  bool HasClones(uint64_t number) const;
+  // Whether snapshot `number` is the origin of a live clone, or of one
+  // whose destroy has not synced yet (the pool destroys no such snapshot).
+  bool HasClones(uint64_t number);
   // Snapshot `number`'s full name now.
   std::string SnapshotFullName(uint64_t number) const;
   // Before each Tx: moves the thread's handshake counter, refreshes its
@@ -217,6 +228,8 @@ class Workload {
   std::map<uint64_t, uint16_t> snapshots_;
   uint64_t next_snapshot_;
   std::map<uint16_t, uint64_t> clones_;  // live clone -> its origin's number
+  // Origins whose last clone was destroyed -> the txg of that destroy.
+  std::map<uint64_t, uint64_t> released_;
 
   std::atomic<bool> stop_{false};
   std::atomic<int> running_{0};
