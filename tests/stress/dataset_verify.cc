@@ -3,8 +3,8 @@
 // Theory
 // ------
 // The workload's thread 0 makes the dataset operations (create, clone,
-// rename, destroy; a clone is a create here, its origin snapshot_verify.cc's
-// business) one at a time, each logged before the call (with a = the open
+// rename, destroy; here a clone is a create, and snapshot_verify.cc checks
+// its origin) one at a time, each logged before the call (with a = the open
 // txg and b = the txg after the last synced one, then) and after it
 // returned (with T = the txg it returned); see op_log.h. The pool makes each
 // change in memory at one instant, under its lock, with a Tx of txg T, and
