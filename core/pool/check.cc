@@ -249,6 +249,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   auto finish = [&] {
     for (size_t v = 0; v < p.devs.size(); v++)
       report.checksum_errors += zio.checksum_errors(uint32_t(v));
+    report.checksum_errors -= walker.repeated_copy_errors();
     return report;
   };
   auto root = DecodeRootPayload(chosen->root, p.format);

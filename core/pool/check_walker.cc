@@ -63,13 +63,20 @@ Result<std::string> CheckWalker::ReadChecked(const zio::BlockPtr& bp, const Orig
   std::vector<zio::Zio::CopyError> bad;
   Result<std::string> data = zio_->ReadEveryCopy(bp, &bad);
   // The block reads from a good copy: each bad one is a problem of its own
-  // (a scrub or the next read of the block rewrites it). None reads: the
-  // caller reports the block.
+  // (a scrub or the next read of the block rewrites it), once, though a
+  // block shared by a snapshot and a later tree is read by both walks.
+  // None reads: the caller reports the block.
   if (data.ok())
-    for (const zio::Zio::CopyError& e : bad)
-      sink_->Add(DescribeAt(o, bp.copy(e.copy).vdev, bp.copy(e.copy).offset),
+    for (const zio::Zio::CopyError& e : bad) {
+      const space::Dva& d = bp.copy(e.copy);
+      if (!bad_copies_.insert({d.vdev, d.offset}).second) {
+        repeated_copy_errors_++;
+        continue;
+      }
+      sink_->Add(DescribeAt(o, d.vdev, d.offset),
                  "copy " + std::to_string(e.copy) + " of " + std::to_string(bp.copies()) +
                      " does not read back (the others do): " + e.status.message());
+    }
   return data;
 }
 

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dmu/dnode_phys.h"
@@ -107,6 +109,11 @@ class CheckWalker {
   // the blocks below them are unknown to the space check.
   uint64_t skipped_subtrees() const { return skipped_; }
   const std::vector<std::string>& dataset_names() const { return names_; }
+  // Failed reads of a bad copy that an earlier read of the walk found bad
+  // already: a block a snapshot shares with a later tree is read once per
+  // tree, but each bad copy is one problem, reported and counted once (the
+  // check takes these from the pipeline's checksum error count).
+  uint64_t repeated_copy_errors() const { return repeated_copy_errors_; }
 
   // "dataset 'tank' object 17 L0 block 3", "MOS metadnode L1 block 0",
   // "dataset 'tank' root block".
@@ -162,6 +169,10 @@ class CheckWalker {
   std::vector<Share> shares_;      // of the walk under way (WalkDataset)
   std::vector<uint64_t> lineage_;  // per walk (names_ index): its lineage
   uint64_t objset_bytes_ = 0;      // extents each walk reached, shared ones too
+  // The copies a read found bad, by (vdev, offset), and the reads that
+  // found one of them bad again.
+  std::set<std::pair<uint32_t, uint64_t>> bad_copies_;
+  uint64_t repeated_copy_errors_ = 0;
 };
 
 }  // namespace poolfs::core::pool

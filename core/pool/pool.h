@@ -416,7 +416,8 @@ class Pool {
   // (a bad name; two of one dataset). DestroySnapshot marks `name`
   // ("DATASET@FIRST%LAST": the snapshots from FIRST to LAST; with
   // `recursive`, those names of every descendant that has them) destroyed
-  // in the returned txg, whose sync frees what only they held. A snapshot
+  // in the returned txg, whose sync frees what only they held (Busy for the
+  // origin of a clone whose destroy has not synced yet). A snapshot
   // is renamed by RenameDataset ("tank/a@x" to "tank/a@y" or "@y"; it stays
   // with its dataset). ListSnapshots:
   // those of `root` (with `recursive`, of its descendants; empty: the

@@ -2,8 +2,9 @@
 //
 // Theory
 // ------
-// The workload's thread 0 makes the dataset operations (create, rename,
-// destroy) one at a time, each logged before the call (with a = the open
+// The workload's thread 0 makes the dataset operations (create, clone,
+// rename, destroy; here a clone is a create, and snapshot_verify.cc checks
+// its origin) one at a time, each logged before the call (with a = the open
 // txg and b = the txg after the last synced one, then) and after it
 // returned (with T = the txg it returned); see op_log.h. The pool makes each
 // change in memory at one instant, under its lock, with a Tx of txg T, and
@@ -106,7 +107,7 @@ Status Runner::ReconcileDatasets(Pool* pool, const std::vector<OpRecord>& record
     for (size_t j = 0; j < k; j++) {
       const OpRecord& r = ops[j].first;
       Status st;
-      if (r.kind == OpKind::kCreateDataset) {
+      if (IsDatasetCreation(r.kind)) {
         if (r.dataset != t.size())
           return Status::Corruption("the log creates dataset " + std::to_string(r.dataset) +
                                     " as index " + std::to_string(r.dataset) +
@@ -219,7 +220,8 @@ Status Runner::ReconcileDatasets(Pool* pool, const std::vector<OpRecord>& record
     for (size_t j = 0; j < k; j++) {
       const uint16_t d = ops[j].first.dataset;
       if (d >= first_unshown) continue;
-      if (ops[j].first.kind == OpKind::kCreateDataset) stats_.datasets_created++;
+      if (IsDatasetCreation(ops[j].first.kind)) stats_.datasets_created++;
+      if (ops[j].first.kind == OpKind::kCloneDataset) stats_.datasets_cloned++;
       if (ops[j].first.kind == OpKind::kRenameDataset && t.live(d)) stats_.datasets_renamed++;
       if (ops[j].first.kind == OpKind::kDestroyDataset && destroyed.count(d))
         stats_.datasets_destroyed++;

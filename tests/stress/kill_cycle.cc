@@ -45,12 +45,7 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   if (!sets.ok()) die(3, sets.status(), "datasets");
   auto objects = Existing(pool->get());
   if (!objects.ok()) die(3, objects.status(), "listing objects");
-  WorkloadOptions wo;
-  wo.threads = options_.threads;
-  wo.seed = workload_seed;
-  wo.max_objects_per_thread = objects_per_thread_;
-  wo.max_datasets = kMaxDatasets;
-  wo.tree = tree_;
+  const WorkloadOptions wo = BaseWorkloadOptions(workload_seed);
   Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
   work.Start(*objects, models_);

@@ -34,7 +34,7 @@ void Encode(const OpRecord& r, uint8_t* p) {
 
 bool Decode(const uint8_t* p, OpRecord* r) {
   if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
-  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kBlockSize)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kCloneDataset)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
   r->dataset = util::GetLE16(p + 6);
@@ -52,6 +52,18 @@ std::string DatasetName(uint16_t index) { return "ds" + std::to_string(index); }
 
 std::string DatasetComponent(uint16_t index, uint32_t generation) {
   return DatasetName(index) + (generation ? "r" + std::to_string(generation) : std::string());
+}
+
+std::string SnapshotName(uint64_t number) { return "s" + std::to_string(number); }
+
+uint64_t SnapshotNumber(std::string_view name) {
+  if (name.size() < 2 || name.size() > 20 || name[0] != 's' || name[1] == '0') return 0;
+  uint64_t n = 0;
+  for (char c : name.substr(1)) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + uint64_t(c - '0');
+  }
+  return n;
 }
 
 std::string DescribeRecord(const OpRecord& r) {
@@ -72,10 +84,23 @@ std::string DescribeRecord(const OpRecord& r) {
       return s + "bonus" + obj + " type " + std::to_string(r.aux) + " len " + std::to_string(r.a);
     case OpKind::kSynced: return s + "synced";
     case OpKind::kBlockSize: return s + "block size" + obj + " to " + std::to_string(r.a);
+    case OpKind::kSnapshot:
+    case OpKind::kDestroySnapshot: {
+      const bool take = r.kind == OpKind::kSnapshot;
+      s += std::string(r.aux == 2   ? "read back"
+                       : r.aux == 1 ? (take ? "took" : "destroyed")
+                                    : (take ? "taking" : "destroying")) +
+           " snapshot " + SnapshotName(r.object) + " of dataset " + std::to_string(r.dataset);
+      if (r.aux == 0)
+        s += " (open txg " + std::to_string(r.a) + ", last synced " + std::to_string(r.b - 1) + ")";
+      if (r.aux == 2) s += ": " + std::to_string(r.b) + " objects, digest " + std::to_string(r.a);
+      return s;
+    }
     case OpKind::kCreateDataset:
+    case OpKind::kCloneDataset:
     case OpKind::kRenameDataset:
     case OpKind::kDestroyDataset: {
-      const bool create = r.kind == OpKind::kCreateDataset;
+      const bool create = IsDatasetCreation(r.kind);
       const bool rename = r.kind == OpKind::kRenameDataset;
       s += std::string(r.aux ? (create   ? "created"
                                 : rename ? "renamed"
@@ -88,7 +113,9 @@ std::string DescribeRecord(const OpRecord& r) {
         s += " to " + DatasetComponent(r.dataset, RenameGeneration(r.object)) + " below dataset " +
              std::to_string(RenameParent(r.object));
       else if (create)
-        s += " (" + DatasetName(r.dataset) + ")";
+        s += " (" + DatasetName(r.dataset) + ")" +
+             (r.kind == OpKind::kCloneDataset ? " as a clone of snapshot " + SnapshotName(r.object)
+                                              : std::string());
       else
         s += " and its descendants";
       if (r.aux == 0)

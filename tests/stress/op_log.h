@@ -13,7 +13,7 @@
 // through renames (its name is derived from its parent's and its generation,
 // dataset_tree.h), and a destroyed one's index stays dead.
 //
-// Dataset operations (create, rename, destroy) are made by one workload
+// Dataset operations (create, clone, rename, destroy) are made by one workload
 // thread, one at a time, outside any Tx; each is logged twice, before the
 // call (aux 0) and after it returned (aux 1), so that a crash leaves the one
 // in flight with only its first record. The first record carries a = the open
@@ -21,6 +21,18 @@
 // directory may hold the change); the second has txg = the txg the call
 // returned, whose directory holds the change (create, destroy: exactly from
 // that txg on; rename: from that txg on at the latest, dataset_verify.cc).
+//
+// Snapshot operations (take, destroy) are made the same way by the same
+// thread and logged the same way, with the snapshot's number in `object`
+// (its name is SnapshotName(number), below its dataset's name of the
+// moment). A snapshot taken in txg T is the state of its dataset's objects
+// as T's sync left it: exactly the object operations of txgs <= T, which
+// the log holds, so the verifier knows its content without any record of
+// it. A third record, once T has synced, carries a digest of what the
+// workload read back from it (snapshot_digest.h); the verifier reads the
+// snapshot again after the crash and must find the same digest. A clone
+// is a dataset creation (kCloneDataset) whose objects start as its origin
+// snapshot's.
 //
 // Order. Each record has a sequence number. Creates and frees take their
 // number, do the operation and append under one lock (SerialSection), so an
@@ -40,6 +52,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "poolfs/status.h"
@@ -66,16 +79,39 @@ enum class OpKind : uint8_t {
   // or was destroyed (aux 1) in txg `txg`.
   kDestroyDataset = 10,
   kBlockSize = 11,  // object; a = the block size it changed to (GrowBlockSize, SetBlockSize)
+  // Snapshot SnapshotName(object) of dataset `dataset` is being taken
+  // (aux 0), was taken in txg `txg` (aux 1: Pool::Snapshot returned it),
+  // or was read back once that txg synced (aux 2: a = its digest, b = its
+  // object count, DigestObjectSet).
+  kSnapshot = 12,
+  // Snapshot SnapshotName(object) of dataset `dataset` is being destroyed
+  // (aux 0) or was destroyed in txg `txg` (aux 1).
+  kDestroySnapshot = 13,
+  // Dataset `dataset` is being created (aux 0) or was created (aux 1) in
+  // txg `txg` as a clone of snapshot SnapshotName(object), named
+  // DatasetName(dataset) below the root dataset (a dataset creation, as
+  // kCreateDataset, whose objects start as the snapshot's).
+  kCloneDataset = 14,
   // (The last kind: the log's decoder refuses a kind past it.)
 };
 
-// True for the three dataset operations above.
+// True for the four dataset operations above (a clone is a creation).
 inline bool IsDatasetOp(OpKind k) {
-  return k == OpKind::kCreateDataset || k == OpKind::kRenameDataset || k == OpKind::kDestroyDataset;
+  return k == OpKind::kCreateDataset || k == OpKind::kRenameDataset ||
+         k == OpKind::kDestroyDataset || k == OpKind::kCloneDataset;
+}
+inline bool IsDatasetCreation(OpKind k) {
+  return k == OpKind::kCreateDataset || k == OpKind::kCloneDataset;
+}
+// True for the two snapshot operations above.
+inline bool IsSnapshotOp(OpKind k) {
+  return k == OpKind::kSnapshot || k == OpKind::kDestroySnapshot;
 }
 // True for the operations on one object (every kind but kSynced and the
-// dataset operations).
-inline bool IsObjectOp(OpKind k) { return k != OpKind::kSynced && !IsDatasetOp(k); }
+// dataset and snapshot operations).
+inline bool IsObjectOp(OpKind k) {
+  return k != OpKind::kSynced && !IsDatasetOp(k) && !IsSnapshotOp(k);
+}
 
 // The name of the run's dataset `index` other than the first (the pool's
 // own) when it is created: "ds<index>".
@@ -84,6 +120,11 @@ std::string DatasetName(uint16_t index);
 // (DatasetName for generation 0). Unique to the index and generation, so
 // that no two datasets of a run, live or destroyed, ever share one.
 std::string DatasetComponent(uint16_t index, uint32_t generation);
+// The name (after the '@') of the run's snapshot `number`: "s<number>".
+// Numbers are never reused within a run, whatever became of the snapshot.
+std::string SnapshotName(uint64_t number);
+// The number of a snapshot named SnapshotName(n); 0 for any other name.
+uint64_t SnapshotNumber(std::string_view name);
 // A kRenameDataset record's object field, and back.
 inline uint64_t RenameObject(uint16_t parent, uint32_t generation) {
   return uint64_t(parent) | uint64_t(generation) << 16;

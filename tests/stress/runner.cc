@@ -104,12 +104,22 @@ Result<Runner::WorkloadStart> Runner::PrepareWorkload(Pool* pool, uint64_t seed)
   POOLFS_ASSIGN_OR_RETURN(start.log, OpLog::Open(log_path_, true));
   POOLFS_ASSIGN_OR_RETURN(start.sets, Sets(pool));
   POOLFS_ASSIGN_OR_RETURN(start.objects, Existing(pool));
-  start.options.threads = options_.threads;
-  start.options.seed = seed;
-  start.options.max_objects_per_thread = objects_per_thread_;
-  start.options.max_datasets = kMaxDatasets;
-  start.options.tree = tree_;
+  start.options = BaseWorkloadOptions(seed);
   return start;
+}
+
+WorkloadOptions Runner::BaseWorkloadOptions(uint64_t seed) const {
+  WorkloadOptions o;
+  o.threads = options_.threads;
+  o.seed = seed;
+  o.max_objects_per_thread = objects_per_thread_;
+  o.max_datasets = kMaxDatasets;
+  o.tree = tree_;
+  o.max_snapshots = kMaxSnapshots;
+  for (const auto& [n, s] : snaps_) o.snapshots[n] = s.dataset;
+  o.next_snapshot = next_snapshot_;
+  o.clones = clone_origin_;
+  return o;
 }
 
 std::string Runner::History(const std::vector<OpRecord>& records, uint16_t dataset,
@@ -237,6 +247,8 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                             std::to_string(imported));
     }
   }
+  VerifyStats snapshot_stats;
+  POOLFS_RETURN_IF_ERROR(VerifySnapshots(pool, &snapshot_stats));
   const auto ps = pool->Stats();
   if (damage_.copies.empty()) {
     for (size_t i = 0; i < ps.checksum_errors.size(); i++)
@@ -274,6 +286,7 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
 Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_t imported) {
   verified_txg_ = imported;  // for History
   POOLFS_RETURN_IF_ERROR(ReconcileDatasets(pool, records, imported));
+  POOLFS_RETURN_IF_ERROR(ReconcileSnapshots(pool, records, imported));
   for (uint16_t ds : tree_.Live()) {
     std::vector<OpRecord> mine;
     for (const OpRecord& r : records)
@@ -332,6 +345,9 @@ Status Runner::CheckExported() {
   if (report->datasets != tree_.Live().size())
     return Status::Corruption("poolfs check found " + std::to_string(report->datasets) +
                               " datasets, the run has " + std::to_string(tree_.Live().size()));
+  if (report->snapshots != snaps_.size())
+    return Status::Corruption("poolfs check found " + std::to_string(report->snapshots) +
+                              " snapshots, the run has " + std::to_string(snaps_.size()));
   if (!damage_.copies.empty()) return JudgeDamage(*report, present);
   if (!report->ok()) {
     std::string s = "poolfs check found damage:\n" + report->Summary();
@@ -406,10 +422,20 @@ int Runner::Run() {
         "syncs\n",
         static_cast<unsigned long long>(stats_.mounts), stats_.mos_passes_max,
         stats_.trial_passes_max);
-  std::printf("datasets: %llu created, %llu renamed, %llu destroyed (in verified txgs)\n",
-              static_cast<unsigned long long>(stats_.datasets_created),
-              static_cast<unsigned long long>(stats_.datasets_renamed),
-              static_cast<unsigned long long>(stats_.datasets_destroyed));
+  std::printf(
+      "datasets: %llu created (%llu of them clones), %llu renamed, %llu destroyed (in verified "
+      "txgs)\n",
+      static_cast<unsigned long long>(stats_.datasets_created),
+      static_cast<unsigned long long>(stats_.datasets_cloned),
+      static_cast<unsigned long long>(stats_.datasets_renamed),
+      static_cast<unsigned long long>(stats_.datasets_destroyed));
+  std::printf(
+      "snapshots: %llu taken, %llu destroyed (in verified txgs), %llu read back against their "
+      "models, %llu against the digest the workload read\n",
+      static_cast<unsigned long long>(stats_.snapshots_taken),
+      static_cast<unsigned long long>(stats_.snapshots_destroyed),
+      static_cast<unsigned long long>(stats_.snapshots_verified),
+      static_cast<unsigned long long>(stats_.snapshot_digests));
   std::printf(
       "cycles: %llu, txgs: %llu, objects checked: %llu, bytes checked: %llu, seconds: %.0f\n",
       static_cast<unsigned long long>(stats_.cycles), static_cast<unsigned long long>(stats_.txgs),

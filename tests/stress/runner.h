@@ -4,10 +4,12 @@
 // ------
 // One pool lives in the run's directory for the whole run (1 to 3 file
 // vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets, up to 24
-// live as the workload creates, renames and destroys them), with its dataset
-// tree (dataset_tree.h) and a Model of each dataset, by index, that are its
-// state verified at the end of the last cycle. A cycle crashes the pool while a
-// Workload runs on it and checks what an import then finds:
+// live as the workload creates, renames and destroys them, and up to 4
+// snapshots as it takes and destroys them), with its dataset tree
+// (dataset_tree.h), a Model of each dataset, by index, and one of each
+// snapshot, that are its state verified at the end of the last cycle. A
+// cycle crashes the pool while a Workload runs on it and checks what an
+// import then finds:
 //
 //   kill      a forked child imports the pool, runs the workload (logging to
 //             an op log file) and is SIGKILLed at a random moment, or, one
@@ -38,14 +40,24 @@
 //     returned is there when its txg is <= I and not when it began after I
 //     synced, the one in flight is all there or not at all
 //     (dataset_verify.cc has the rules);
+//   - the pool's snapshots are exactly those that the log's snapshot
+//     operations leave at txg I (one taken in txg T is there when T <= I;
+//     one destroyed in txg T is gone when T <= I; one taken or destroyed in
+//     flight may be there or not), and each reads back as its dataset's
+//     model at its txg: the verified model of the last cycle advanced by
+//     the log's operations of txgs <= its txg (snapshot_verify.cc); the
+//     digest the workload logged when it read one back must match too;
+//     each clone has the origin the log says, and its model starts as
+//     that snapshot's;
 //   - the models, advanced by replaying the log's operations of txgs <= I,
 //     match the datasets byte for byte: attributes, bonus, the set of
 //     allocated ids and the live count; a destroyed dataset's model is
 //     emptied;
 //   - once exported, the offline pool check (poolfs::CheckPool) finds no
-//     damage (so no block of a destroyed dataset is still allocated: the
-//     space maps account for exactly the blocks the tree references), the
-//     run's datasets and no other, and looks at txg I, or at the last txg
+//     damage (so no block of a destroyed dataset or snapshot is still
+//     allocated: the space maps account for exactly the blocks the tree
+//     and the snapshots reference), the run's datasets and snapshots and
+//     no other, and looks at txg I, or at the last txg
 //     the verifying import synced (an idle pool may sync empty txgs).
 // One cycle in StressOptions::damage_every (in every mode) first damages
 // one copy of a few metadata blocks of the pool at rest; reads must return
@@ -61,6 +73,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -101,6 +114,10 @@ inline constexpr uint32_t kMaxMosPasses = 8;
 // Live datasets a run has at most (the workload creates them as it goes,
 // and destroys some).
 inline constexpr int kMaxDatasets = 24;
+// Live snapshots a run has at most (the workload takes them as it goes and
+// destroys the oldest): each holds what was overwritten since it was
+// taken, so a few keep the pool's space use near what it was without.
+inline constexpr int kMaxSnapshots = 4;
 
 struct StressOptions {
   std::string dir;
@@ -127,6 +144,15 @@ struct RunStats {
   uint64_t datasets_created = 0;
   uint64_t datasets_renamed = 0;
   uint64_t datasets_destroyed = 0;
+  // Snapshots that the verified txgs hold (taken, destroyed), and how many
+  // times a snapshot was read back whole against its model, and against
+  // the digest the workload logged.
+  uint64_t snapshots_taken = 0;
+  uint64_t snapshots_destroyed = 0;
+  uint64_t snapshots_verified = 0;
+  uint64_t snapshot_digests = 0;
+  // Of the datasets created, those made as clones of a snapshot.
+  uint64_t datasets_cloned = 0;
   // Mounts mode: how many times the pool was mounted, and the most MOS
   // passes a sync of any of them and a trial sync of the check took.
   uint64_t mounts = 0;
@@ -182,6 +208,22 @@ class Runner {
   // a dataset that cannot have it.
   Status ReconcileDatasets(core::pool::Pool* pool, const std::vector<OpRecord>& records,
                            uint64_t imported);
+  // Makes snaps_ the snapshots of `pool` at txg `imported` as the log's
+  // snapshot operations explain them (snapshot_verify.cc), with the models
+  // of the new ones, and starts the model of each new clone as its
+  // origin's (models_ must still be those of the last verified txg, tree_
+  // that of txg `imported`). Corruption when the pool has a snapshot the
+  // run did not take, lacks one it must have, has one at another txg, or
+  // a dataset's origin is not the one the log says.
+  Status ReconcileSnapshots(core::pool::Pool* pool, const std::vector<OpRecord>& records,
+                            uint64_t imported);
+  // Its last step: forgets the clones destroyed, adds the new ones
+  // (dataset -> origin number) with their origins' models, and checks
+  // every dataset's origin against the pool's list.
+  Status ReconcileClones(core::pool::Pool* pool, const std::map<uint16_t, uint64_t>& new_clones);
+  // Reads every snapshot of snaps_ back against its model (and the
+  // digest the workload logged, once). Corruption saying what differs.
+  Status VerifySnapshots(core::pool::Pool* pool, VerifyStats* stats);
   // Garbles the newest uberblock (txg *newest) in every label of every vdev,
   // so that an import must fall back to *previous, the newest older one
   // (rewind.cc). Does nothing, and sets *previous to 0, when there is none
@@ -233,6 +275,8 @@ class Runner {
     WorkloadOptions options;
   };
   Result<WorkloadStart> PrepareWorkload(core::pool::Pool* pool, uint64_t seed);
+  // The run's workload options (datasets, snapshots, sizes), with `seed`.
+  WorkloadOptions BaseWorkloadOptions(uint64_t seed) const;
   core::pool::PoolOptions RandomPoolOptions(std::mt19937_64& rng) const;
   std::string History(const std::vector<OpRecord>& records, uint16_t dataset,
                       uint64_t object) const;
@@ -247,7 +291,22 @@ class Runner {
   int objects_per_thread_ = 12;
   std::string log_path_;
   DatasetTree tree_;
-  std::vector<Model> models_;                 // one per dataset index (empty for a dead one)
+  std::vector<Model> models_;  // one per dataset index (empty for a dead one)
+  // The run's live snapshots, by number, as verified: each one's dataset,
+  // txg and model (its content), and the digest the workload logged of it
+  // while no verification has compared it yet.
+  struct SnapshotState {
+    uint16_t dataset = 0;
+    uint64_t txg = 0;
+    Model model;
+    bool digest_pending = false;
+    uint64_t digest = 0;
+    uint64_t digest_objects = 0;
+  };
+  std::map<uint64_t, SnapshotState> snaps_;
+  uint64_t next_snapshot_ = 1;  // past every number any log used
+  // The live clones, as verified: dataset -> its origin snapshot's number.
+  std::map<uint16_t, uint64_t> clone_origin_;
   uint64_t verified_txg_ = 0;                 // the txg the model is the state of
   std::atomic<uint64_t> verifier_synced_{0};  // the last txg the verifying import synced
   // This cycle's metadata damage (damage.h): the copies damaged (none: not

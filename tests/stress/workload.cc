@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iterator>
 
+#include "stress/snapshot_digest.h"
 #include "stress/stamp.h"
 
 namespace poolfs::stress {
@@ -11,6 +12,13 @@ namespace poolfs::stress {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
+
+// Thread 0's chances, per thousand Txs, to take a snapshot (or, at the
+// limit, destroy the oldest) and to destroy a random one ...
+constexpr int kSnapshotTakePerMille = 10;
+constexpr int kSnapshotDestroyPerMille = 4;
+// ... and to clone one into a new dataset.
+constexpr int kClonePerMille = 3;
 
 uint32_t PickBlockSize(std::mt19937_64& rng) {
   const int r = int(rng() % 100);
@@ -79,7 +87,10 @@ Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, Op
       log_(log),
       options_(options),
       failure_expected_(std::move(failure_expected)),
-      tree_(options.tree) {
+      tree_(options.tree),
+      snapshots_(options.snapshots),
+      next_snapshot_(options.next_snapshot),
+      clones_(options.clones) {
   util::MutexLock l(&sets_mu_);
   for (size_t i = 0; i < sets.size(); i++)
     if (sets[i] != nullptr) sets_[uint16_t(i)] = sets[i];
@@ -203,6 +214,16 @@ Status Workload::RenameDataset(uint16_t i, uint16_t parent) {
 
 Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, LocalModels& local) {
   const std::vector<uint16_t> doomed = tree_.Subtree(i);
+  // The pool destroys no dataset that has snapshots, nor a snapshot that
+  // has clones: a subtree with the origin of a live clone stays (the clone
+  // goes first, in a destroy of its own).
+  std::vector<uint64_t> snaps;
+  for (const auto& [n, d] : snapshots_)
+    if (std::find(doomed.begin(), doomed.end(), d) != doomed.end()) {
+      if (HasClones(n)) return Status::Ok();
+      snaps.push_back(n);
+    }
+  for (uint64_t n : snaps) POOLFS_RETURN_IF_ERROR(DestroySnapshot(n));
   std::vector<uint64_t> seen;
   {
     util::MutexLock l(&sets_mu_);
@@ -236,6 +257,11 @@ Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, Loca
   r.seq = log_->NextSeq();
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   POOLFS_RETURN_IF_ERROR(tree_.Destroy(i));
+  for (uint16_t d : doomed)
+    if (auto c = clones_.find(d); c != clones_.end()) {
+      released_[c->second] = r.txg;
+      clones_.erase(c);
+    }
   if (options_.after_dataset_change) options_.after_dataset_change();
   return Status::Ok();
 }
@@ -262,6 +288,132 @@ Status Workload::MaybeChangeDatasets(std::mt19937_64& rng, std::vector<ObjectSta
   return Status::Ok();
 }
 
+std::string Workload::SnapshotFullName(uint64_t number) const {
+  return tree_.Name(snapshots_.at(number)) + "@" + SnapshotName(number);
+}
+
+Status Workload::TakeSnapshot(uint16_t i) {
+  const uint64_t number = next_snapshot_++;
+  OpRecord r = DatasetRecord(OpKind::kSnapshot, i);
+  r.object = number;
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string name = tree_.Name(i) + "@" + SnapshotName(number);
+  auto txg = pool_->Snapshot({name}, /*recursive=*/false);
+  if (!txg.ok()) return txg.status().WithContext("Snapshot(" + name + ")");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  snapshots_[number] = i;
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  // Until its txg syncs, the snapshot is not taken: it cannot be opened.
+  POOLFS_RETURN_IF_ERROR(
+      pool_->WaitSynced(*txg).WithContext("WaitSynced(" + std::to_string(r.txg) + ") of " + name));
+  auto os = pool_->OpenSnapshot(name);
+  if (!os.ok()) return os.status().WithContext("OpenSnapshot(" + name + ")");
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest digest, DigestObjectSet(os->get()));
+  r.aux = 2;
+  r.a = digest.hash;
+  r.b = digest.objects;
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  snapshots_read_++;
+  return Status::Ok();
+}
+
+Status Workload::DestroySnapshot(uint64_t number) {
+  OpRecord r = DatasetRecord(OpKind::kDestroySnapshot, snapshots_.at(number));
+  r.object = number;
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string name = SnapshotFullName(number);
+  auto txg = pool_->DestroySnapshot(name, /*recursive=*/false);
+  if (!txg.ok()) return txg.status().WithContext("DestroySnapshot(" + name + ")");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  snapshots_.erase(number);
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
+bool Workload::HasClones(uint64_t number) {
+  for (const auto& [d, origin] : clones_)
+    if (origin == number) return true;
+  auto r = released_.find(number);
+  if (r == released_.end()) return false;
+  if (r->second > pool_->txgs().last_synced().value()) return true;
+  released_.erase(r);
+  return false;
+}
+
+Status Workload::CloneSnapshot(uint64_t number) {
+  const uint16_t index = uint16_t(tree_.size());
+  OpRecord r = DatasetRecord(OpKind::kCloneDataset, index);
+  r.object = number;
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string origin = SnapshotFullName(number);
+  const std::string name = tree_.Name(0) + "/" + DatasetName(index);
+  auto txg = pool_->Clone(origin, name, {});
+  if (!txg.ok()) return txg.status().WithContext("Clone(" + origin + ", " + name + ")");
+  dmu::ObjectSet* const os = pool_->dataset(name);
+  if (os == nullptr) return Status::Corruption("clone " + name + " is missing once created");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  tree_.Add();
+  clones_[index] = number;
+  // No other thread knows the clone yet: it must read exactly as its
+  // origin does.
+  auto snap = pool_->OpenSnapshot(origin);
+  if (!snap.ok()) return snap.status().WithContext("OpenSnapshot(" + origin + ")");
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest want, DigestObjectSet(snap->get()));
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest got, DigestObjectSet(os));
+  if (got.hash != want.hash || got.objects != want.objects)
+    return Status::Corruption(
+        "clone " + name + " of " + origin + " reads as " + std::to_string(got.objects) +
+        " objects, digest " + std::to_string(got.hash) + ", its origin as " +
+        std::to_string(want.objects) + " objects, digest " + std::to_string(want.hash));
+  {
+    util::MutexLock l(&sets_mu_);
+    sets_[index] = os;
+    sets_version_++;
+  }
+  clones_made_++;
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
+Status Workload::MaybeChangeSnapshots(std::mt19937_64& rng) {
+  // The snapshots the pool lets go (those that no clone has as origin).
+  std::vector<uint64_t> free;
+  for (const auto& [n, d] : snapshots_)
+    if (!HasClones(n)) free.push_back(n);
+  const int roll = int(rng() % 1000);
+  if (roll < kSnapshotTakePerMille) {
+    // At the limit, the oldest goes first (it holds the most of what was
+    // overwritten since); with every one an origin, none is taken.
+    if (int(snapshots_.size()) >= options_.max_snapshots)
+      return free.empty() ? Status::Ok() : DestroySnapshot(free.front());
+    const std::vector<uint16_t> live = tree_.Live();
+    return TakeSnapshot(live[rng() % live.size()]);
+  }
+  if (roll < kSnapshotTakePerMille + kSnapshotDestroyPerMille) {
+    if (free.empty()) return Status::Ok();
+    return DestroySnapshot(free[rng() % free.size()]);
+  }
+  if (roll < kSnapshotTakePerMille + kSnapshotDestroyPerMille + kClonePerMille) {
+    if (snapshots_.empty() || options_.max_datasets == 0 ||
+        int(tree_.Live().size()) >= options_.max_datasets || tree_.size() >= kMaxDatasetIndices)
+      return Status::Ok();
+    auto it = snapshots_.begin();
+    std::advance(it, ptrdiff_t(rng() % snapshots_.size()));
+    return CloneSnapshot(it->first);
+  }
+  return Status::Ok();
+}
+
 void Workload::Snapshot(int thread, SetMap* sets, uint64_t* version, std::vector<ObjectState>& mine,
                         LocalModels& local) {
   {
@@ -282,6 +434,13 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local)
   while (!stop_.load()) {
     if (thread == 0 && options_.max_datasets > 0) {
       Status st = MaybeChangeDatasets(rng, mine, local);
+      if (!st.ok()) {
+        Fail(thread, st);
+        break;
+      }
+    }
+    if (thread == 0 && options_.max_snapshots > 0) {
+      Status st = MaybeChangeSnapshots(rng);
       if (!st.ok()) {
         Fail(thread, st);
         break;

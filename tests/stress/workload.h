@@ -26,6 +26,32 @@
 // snapshot), so every operation on them is in a txg no later than the
 // destroy's, which syncs it before freeing their blocks (pool.h).
 //
+// Snapshots. Between its Txs, thread 0 also now and then takes a snapshot
+// of a random live dataset (named SnapshotName(next number), op_log.h),
+// while fewer than max_snapshots of the run are live (at the limit, it
+// destroys the oldest instead), and now and then destroys a random one;
+// before destroying a dataset it destroys the snapshots of its subtree
+// (the pool refuses a dataset with snapshots). Each is logged before and
+// after the call, as the dataset operations are. The other threads keep
+// writing meanwhile: a snapshot's content is not thread 0's to know, but
+// the log's (a snapshot of txg T holds exactly the operations of txgs <=
+// T). Once a snapshot's txg has synced, thread 0 reads it back whole
+// through Pool::OpenSnapshot and logs its digest (snapshot_digest.h), which
+// the verifier must find again after the crash. Few snapshots live at
+// once, and the oldest go first, so that what they hold of overwritten
+// data stays a small share of the pool.
+//
+// Clones. Now and then thread 0 also clones a random one of its snapshots
+// into the next dataset (DatasetName(index) below the root, as a create
+// would name it), logged before and after as a dataset creation
+// (kCloneDataset). Before any other thread sees the clone it must read
+// exactly as its origin (their digests). From then on it is a dataset of
+// the run like any other, but its objects are nobody's until the next
+// workload starts (threads own what they find at start). The pool
+// destroys no snapshot that is a clone's origin: thread 0 destroys one
+// only once its clones are gone and their destroys have synced, and leaves
+// a subtree holding one alone.
+//
 // Failures. With `failure_expected` returning true (the power was cut), a
 // failed Assign, operation or WaitSynced just ends the thread; otherwise the
 // first failure is kept (status()) and ends the thread too.
@@ -69,8 +95,19 @@ struct WorkloadOptions {
   int max_datasets = 0;
   // The run's datasets when the workload starts (Workload's `sets` match).
   DatasetTree tree;
-  // Called right after each dataset creation, rename and destroy (a
-  // power-cut cycle arms its rail, to crash while the change reaches disk).
+  // Thread 0 now and then takes a snapshot while fewer than this many of
+  // the run's are live, and destroys some; 0: none of that.
+  int max_snapshots = 0;
+  // The run's live snapshots when the workload starts: number -> dataset.
+  std::map<uint64_t, uint16_t> snapshots;
+  // The number of the next snapshot taken (numbers are never reused).
+  uint64_t next_snapshot = 1;
+  // The live clones when the workload starts: dataset -> the number of
+  // its origin snapshot.
+  std::map<uint16_t, uint64_t> clones;
+  // Called right after each dataset creation, rename and destroy, and each
+  // snapshot taken or destroyed (a power-cut cycle arms its rail, to crash
+  // while the change reaches disk).
   std::function<void()> after_dataset_change;
 };
 
@@ -116,6 +153,10 @@ class Workload {
   uint64_t ops() const { return ops_.load(); }
   // Read-backs that matched the thread's model.
   uint64_t reads_verified() const { return reads_.load(); }
+  // Snapshots taken and read back; clones made and found to read as their
+  // origins.
+  uint64_t snapshots_read() const { return snapshots_read_.load(); }
+  uint64_t clones_made() const { return clones_made_.load(); }
   // The newest txg any committed Tx used.
   uint64_t max_txg() const { return max_txg_.load(); }
 
@@ -147,6 +188,22 @@ class Workload {
       EXCLUDES(sets_mu_);
   // The first record of a dataset operation (a, b: see op_log.h).
   OpRecord DatasetRecord(OpKind kind, uint16_t dataset);
+  // Thread 0, between Txs: maybe one snapshot operation (above).
+  Status MaybeChangeSnapshots(std::mt19937_64& rng);
+  // Takes the next snapshot of dataset `i`, logged before and after, then
+  // once its txg has synced reads it back and logs its digest.
+  Status TakeSnapshot(uint16_t i);
+  // Destroys snapshot `number`, logged before and after.
+  Status DestroySnapshot(uint64_t number);
+  // Clones snapshot `number` into the next dataset, logged before and
+  // after; checks that the clone reads as its origin before any other
+  // thread may write it.
+  Status CloneSnapshot(uint64_t number) EXCLUDES(sets_mu_);
+  // Whether snapshot `number` is the origin of a live clone, or of one
+  // whose destroy has not synced yet (the pool destroys no such snapshot).
+  bool HasClones(uint64_t number);
+  // Snapshot `number`'s full name now.
+  std::string SnapshotFullName(uint64_t number) const;
   // Before each Tx: moves the thread's handshake counter, refreshes its
   // snapshot of the sets (*version: the sets_version_ it holds) and drops
   // its objects in datasets taken out.
@@ -165,13 +222,21 @@ class Workload {
   OpLog* const log_;
   const WorkloadOptions options_;
   const std::function<bool()> failure_expected_;
-  // Thread 0's: what it did to the datasets.
+  // Thread 0's: what it did to the datasets, and the live snapshots
+  // (number -> dataset).
   DatasetTree tree_;
+  std::map<uint64_t, uint16_t> snapshots_;
+  uint64_t next_snapshot_;
+  std::map<uint16_t, uint64_t> clones_;  // live clone -> its origin's number
+  // Origins whose last clone was destroyed -> the txg of that destroy.
+  std::map<uint64_t, uint64_t> released_;
 
   std::atomic<bool> stop_{false};
   std::atomic<int> running_{0};
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> snapshots_read_{0};
+  std::atomic<uint64_t> clones_made_{0};
   std::atomic<uint64_t> max_txg_{0};
   std::vector<std::thread> threads_;
   std::thread watcher_;

@@ -116,6 +116,35 @@ TEST_CASE("Check names an indirect block whose bit flipped, and the subtree it l
   REQUIRE(r.bytes_allocated_by_maps - r.bytes_referenced >= 4 * 4096);
 }
 
+TEST_CASE("Check reports a bad copy of a block a snapshot shares with its dataset once",
+          "[check][snapshot]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  std::unique_ptr<Pool> p;
+  Known k = ChurnPool(paths, &p);
+  REQUIRE(p->Snapshot({"tank/a@s"}, false).ok());
+  REQUIRE(p->WaitSynced().ok());
+  REQUIRE(p->Export().ok());
+  p.reset();
+  // The churn leaves k.big alone: its indirect block is the snapshot's and
+  // the dataset's, and both walks read it.
+  auto blocks = Blocks(paths);
+  const CheckedBlock& b = Find(blocks, [&](const CheckedBlock& c) {
+    return c.dataset == "tank/a@s" && c.object == k.big && c.level == 1;
+  });
+  REQUIRE(b.bp.copies() > 1);
+  FlipBit(paths, b.bp, 17, 1);
+  CheckReport r = Check(paths);
+  INFO(Listing(r));
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.checksum_errors == 1);
+  REQUIRE(r.problems.size() == 1);
+  REQUIRE(HasProblem(r,
+                     "dataset 'tank/a@s' object " + std::to_string(k.big) + " L1 block 0 (vdev " +
+                         std::to_string(b.bp.dva.vdev) + " offset " + Hex(b.bp.dva.offset) + ")",
+                     "copy 0 of " + std::to_string(b.bp.copies()) + " does not read back"));
+}
+
 TEST_CASE("Check names a dnode block whose bit flipped", "[check]") {
   TempDir dir;
   std::vector<std::string> paths = {dir / "v0", dir / "v1"};

@@ -1,0 +1,295 @@
+// Runner::ReconcileSnapshots and VerifySnapshots: the snapshots a txg must
+// hold after a crash, and what each must read back as.
+//
+// Theory
+// ------
+// The workload's thread 0 takes and destroys snapshots one at a time,
+// between its dataset operations, each logged before the call (a = the open
+// txg then) and after it returned (txg T, the txg the call returned); see
+// op_log.h. The pool makes a snapshot of txg T in T's sync: the directory
+// of txg I lists it exactly when T <= I (before T's sync it is not taken,
+// pool.h). A destroy of txg T takes it out of the directories of T and
+// later. So for the imported txg I, snapshot n is
+//   - there, when it was verified in an earlier cycle or its take returned
+//     T <= I, and no destroy of it returned a txg <= I nor began after
+//     I's txg was open (a > I);
+//   - gone, when its take returned T > I or began after I (a > I), or
+//     its destroy returned a txg <= I;
+//   - either, when its take was in flight (no second record) and a <= I,
+//     or its destroy was in flight and a <= I;
+// and the pool has no other snapshot: every snapshot name it lists is
+// "<a live dataset of the run>@s<n>" for a number n the log or the last
+// verified state has, below the dataset the log says (the dataset tree is
+// reconciled first, renames included, dataset_verify.cc). One that is
+// there must have the txg its take returned, or, in flight, one from a to
+// I.
+//
+// Content. A snapshot of dataset d taken in txg T holds d's objects as
+// T's sync left them: every object operation of a txg <= T and none later.
+// So its model is d's model of the last verified txg (before this cycle's
+// replay) advanced by the log's operations of d of txgs <= T, as the
+// dataset's own model is for I. Snapshots verified in an earlier cycle keep
+// their model: nothing changes a snapshot. VerifySnapshots reads each one
+// whole (Model::Verify: attributes, bonus, bytes, the set of ids), and,
+// for one whose read-back digest the workload logged, computes the digest
+// again (snapshot_digest.h): the pool must show after the crash what it
+// showed while live.
+//
+// A snapshot pins its dataset: the workload destroys a dataset's snapshots
+// before the dataset, so no snapshot outlives its dataset's verified tree.
+//
+// Clones. A clone made in this cycle (a dataset creation of the log,
+// dataset_verify.cc) that txg I holds starts with its origin's model; its
+// own operations are then replayed on it as on any dataset. Its origin
+// must be there (the pool destroys no origin while a clone lives), and the
+// pool's list must give every dataset the origin the log says (none for a
+// dataset that is no clone). A snapshot of a clone is taken after the
+// clone, whose origin has a smaller number: its model is computed first.
+//
+// Thread safety: the runner's thread.
+#include <map>
+#include <set>
+
+#include "stress/runner.h"
+#include "stress/snapshot_digest.h"
+
+namespace poolfs::stress {
+
+namespace {
+
+using core::pool::Pool;
+
+// What one cycle's log says of snapshot n.
+struct SnapshotOps {
+  uint16_t dataset = 0;
+  bool taking = false;     // a take began (a: take_open)
+  uint64_t take_open = 0;  // the open txg when it began
+  uint64_t taken = 0;      // the txg the take returned (0: in flight or none)
+  bool read_back = false;  // the workload logged its digest
+  uint64_t digest = 0;
+  uint64_t digest_objects = 0;
+  bool destroying = false;  // a destroy began
+  uint64_t destroy_open = 0;
+  uint64_t destroyed = 0;  // the txg the destroy returned (0: in flight or none)
+};
+
+enum class Shown { kMust, kNever, kEither };
+
+const char* ShownName(Shown v) {
+  return v == Shown::kMust ? "must be there" : v == Shown::kNever ? "must be gone" : "may be there";
+}
+
+}  // namespace
+
+Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& records,
+                                  uint64_t imported) {
+  const uint64_t I = imported;
+  std::map<uint64_t, SnapshotOps> ops;
+  for (const OpRecord& r : records) {
+    if (!IsSnapshotOp(r.kind)) continue;
+    next_snapshot_ = std::max(next_snapshot_, r.object + 1);
+    SnapshotOps& o = ops[r.object];
+    o.dataset = r.dataset;
+    if (r.kind == OpKind::kSnapshot) {
+      if (r.aux == 0) o.taking = true, o.take_open = r.a;
+      if (r.aux == 1) o.taken = r.txg;
+      if (r.aux == 2) o.read_back = true, o.digest = r.a, o.digest_objects = r.b;
+    } else {
+      if (r.aux == 0) o.destroying = true, o.destroy_open = r.a;
+      if (r.aux == 1) o.destroyed = r.txg;
+    }
+  }
+
+  // The pool's snapshots, by number.
+  auto listed = pool->ListSnapshots("", /*recursive=*/true);
+  if (!listed.ok())
+    return listed.status().WithContext("listing the snapshots at txg " + std::to_string(I));
+  std::map<std::string, uint16_t> by_name;
+  for (uint16_t d : tree_.Live()) by_name[tree_.Name(d)] = d;
+  struct Found {
+    uint16_t dataset;
+    uint64_t txg;
+    std::string name;
+  };
+  std::map<uint64_t, Found> found;
+  for (const core::pool::SnapshotFigures& f : *listed) {
+    const size_t at = f.name.find('@');
+    auto d = at == std::string::npos ? by_name.end() : by_name.find(f.name.substr(0, at));
+    const uint64_t n = at == std::string::npos ? 0 : SnapshotNumber(f.name.substr(at + 1));
+    if (d == by_name.end() || n == 0 || found.count(n))
+      return Status::Corruption("the pool has snapshot " + f.name + " at txg " + std::to_string(I) +
+                                ", which the run never took");
+    found[n] = {d->second, f.txg.value(), f.name};
+  }
+
+  // The clones this cycle made that txg I holds: their objects start as
+  // their origins'.
+  std::map<uint16_t, uint64_t> new_clones;
+  for (const OpRecord& r : records)
+    if (r.kind == OpKind::kCloneDataset && r.aux == 0 && tree_.live(r.dataset))
+      new_clones[r.dataset] = r.object;
+
+  std::set<uint64_t> numbers;
+  for (const auto& [n, s] : snaps_) numbers.insert(n);
+  for (const auto& [n, o] : ops) numbers.insert(n);
+  std::map<uint64_t, SnapshotState> next;
+  for (uint64_t n : numbers) {
+    const auto known = snaps_.find(n);
+    const auto op = ops.find(n);
+    const SnapshotOps* o = op == ops.end() ? nullptr : &op->second;
+    const std::string what = "snapshot " + SnapshotName(n);
+    if (known == snaps_.end() && !(o && o->taking))
+      return Status::Corruption("the log destroys " + what + ", which the run does not have");
+    if (known != snaps_.end() && o && o->taking)
+      return Status::Corruption("the log takes " + what + " again");
+    const uint16_t dataset = known != snaps_.end() ? known->second.dataset : o->dataset;
+    if (o && o->dataset != dataset)
+      return Status::Corruption("the log has " + what + " of dataset " +
+                                std::to_string(o->dataset) + ", the run of dataset " +
+                                std::to_string(dataset));
+    Shown v = Shown::kMust;
+    if (o && o->taking)
+      v = o->taken ? (o->taken <= I ? Shown::kMust : Shown::kNever)
+                   : (o->take_open <= I ? Shown::kEither : Shown::kNever);
+    if (o && o->destroying && v != Shown::kNever) {
+      if (o->destroyed && o->destroyed <= I) v = Shown::kNever;
+      if (!o->destroyed && o->destroy_open <= I) v = Shown::kEither;
+    }
+    const auto it = found.find(n);
+    const bool there = it != found.end();
+    const std::string full = tree_.live(dataset)
+                                 ? tree_.Name(dataset) + "@" + SnapshotName(n)
+                                 : what + " of dead dataset " + std::to_string(dataset);
+    if ((v == Shown::kMust && !there) || (v == Shown::kNever && there)) {
+      std::string log;
+      for (const OpRecord& r : records)
+        if (IsSnapshotOp(r.kind) && r.object == n) log += "    " + DescribeRecord(r) + "\n";
+      failure_detail_ = "  the log's records of " + what + ":\n" + log;
+      return Status::Corruption(full + " " + ShownName(v) + " at txg " + std::to_string(I) +
+                                ", but it is " + (there ? "there" : "not"));
+    }
+    if (!there) {
+      if (known != snaps_.end()) stats_.snapshots_destroyed++;
+      continue;
+    }
+    const std::pair<uint64_t, Found> f = *it;
+    found.erase(it);  // accounted for
+    if (f.second.dataset != dataset)
+      return Status::Corruption(f.second.name + " is below dataset " +
+                                std::to_string(f.second.dataset) + ", but the run took it of " +
+                                std::to_string(dataset));
+    const uint64_t txg = f.second.txg;
+    SnapshotState s;
+    if (known != snaps_.end()) {
+      s = std::move(known->second);
+      if (txg != s.txg)
+        return Status::Corruption(f.second.name + " has txg " + std::to_string(txg) +
+                                  ", verified as txg " + std::to_string(s.txg) + " before");
+    } else {
+      const uint64_t lo = o->taken ? o->taken : o->take_open, hi = o->taken ? o->taken : I;
+      if (txg < lo || txg > hi)
+        return Status::Corruption(f.second.name + " has txg " + std::to_string(txg) +
+                                  ", but its take " +
+                                  (o->taken ? "returned txg " + std::to_string(o->taken)
+                                            : "began in txg " + std::to_string(lo) +
+                                                  " and the pool is at " + std::to_string(I)));
+      // Its model: the dataset's as of the last verified txg, advanced to
+      // the snapshot's txg.
+      std::vector<OpRecord> mine;
+      for (const OpRecord& r : records)
+        if (IsObjectOp(r.kind) && r.dataset == dataset) mine.push_back(r);
+      s.dataset = dataset;
+      s.txg = txg;
+      s.model = models_[dataset];
+      // A clone's snapshot is taken after the clone, whose origin's number
+      // is smaller: already in `next`.
+      if (auto c = new_clones.find(dataset); c != new_clones.end()) {
+        auto origin = next.find(c->second);
+        if (origin == next.end())
+          return Status::Corruption("dataset " + tree_.Name(dataset) + ", a clone of snapshot " +
+                                    SnapshotName(c->second) + ", has snapshot " + f.second.name +
+                                    ", but its origin is not there");
+        s.model = origin->second.model;
+      }
+      uint64_t bad = 0;
+      Status st = s.model.Replay(std::move(mine), txg, &bad);
+      if (!st.ok()) {
+        failure_detail_ = History(records, dataset, bad);
+        return st.WithContext(f.second.name + ": replaying the op log through its txg " +
+                              std::to_string(txg));
+      }
+      stats_.snapshots_taken++;
+      cycle_note_ += ", +snapshot " + f.second.name + " (txg " + std::to_string(txg) + ")";
+    }
+    if (o && o->read_back) {
+      s.digest_pending = true;
+      s.digest = o->digest;
+      s.digest_objects = o->digest_objects;
+    }
+    next[n] = std::move(s);
+  }
+  if (!found.empty())
+    return Status::Corruption("the pool has snapshot " + found.begin()->second.name + " at txg " +
+                              std::to_string(I) + ", which the run never took");
+  snaps_ = std::move(next);
+  return ReconcileClones(pool, new_clones);
+}
+
+Status Runner::ReconcileClones(Pool* pool, const std::map<uint16_t, uint64_t>& new_clones) {
+  for (auto it = clone_origin_.begin(); it != clone_origin_.end();)
+    it = tree_.live(it->first) ? std::next(it) : clone_origin_.erase(it);
+  for (const auto& [d, n] : new_clones) {
+    clone_origin_[d] = n;
+    cycle_note_ += ", dataset " + tree_.Name(d) + " cloned from " + SnapshotName(n);
+  }
+  for (const auto& [d, n] : clone_origin_) {
+    auto origin = snaps_.find(n);
+    if (origin == snaps_.end())
+      return Status::Corruption("dataset " + tree_.Name(d) + " is a clone of snapshot " +
+                                SnapshotName(n) + ", which is not there");
+    if (new_clones.count(d)) models_[d] = origin->second.model;
+  }
+  // Each dataset's origin, as the pool says.
+  auto figures = pool->ListDatasets("", /*recursive=*/true);
+  if (!figures.ok()) return figures.status().WithContext("listing the datasets");
+  for (const core::pool::DatasetFigures& f : *figures) {
+    std::string want;
+    for (const auto& [d, n] : clone_origin_)
+      if (tree_.Name(d) == f.name) want = tree_.Name(snaps_.at(n).dataset) + "@" + SnapshotName(n);
+    if (f.origin != want)
+      return Status::Corruption("dataset " + f.name + " has origin '" + f.origin +
+                                "', the run made it " +
+                                (want.empty() ? "as no clone" : "a clone of " + want));
+  }
+  return Status::Ok();
+}
+
+Status Runner::VerifySnapshots(Pool* pool, VerifyStats* stats) {
+  for (auto& [n, s] : snaps_) {
+    const std::string name = tree_.Name(s.dataset) + "@" + SnapshotName(n);
+    const std::string what =
+        "snapshot '" + name + "' (txg " + std::to_string(s.txg) + "): verifying";
+    auto os = pool->OpenSnapshot(name);
+    if (!os.ok()) return os.status().WithContext(what);
+    uint64_t bad = 0;
+    Status st = s.model.Verify(os->get(), rng_(), stats, &bad);
+    if (!st.ok()) return st.WithContext(what + " against the log's model at its txg");
+    stats_.snapshots_verified++;
+    if (!s.digest_pending) continue;
+    auto digest = DigestObjectSet(os->get());
+    if (!digest.ok()) return digest.status().WithContext(what);
+    if (digest->hash != s.digest || digest->objects != s.digest_objects)
+      return Status::Corruption(
+          what + ": the workload read it back as " + std::to_string(s.digest_objects) +
+          " objects, digest " + std::to_string(s.digest) + ", now it reads as " +
+          std::to_string(digest->objects) + " objects, digest " + std::to_string(digest->hash));
+    s.digest_pending = false;
+    stats_.snapshot_digests++;
+  }
+  cycle_note_ += ", " + std::to_string(snaps_.size()) + " snapshots verified (" +
+                 std::to_string(stats->objects) + " objects, " +
+                 std::to_string(stats->bytes >> 10) + " KiB)";
+  return Status::Ok();
+}
+
+}  // namespace poolfs::stress
