@@ -615,11 +615,12 @@ Status ValidateDatasetCommand(const DatasetCommand& c) {
     return Status::InvalidArgument("cannot rename " + c.names[0] + " to " + c.names[1] +
                                    ": a snapshot is renamed to a snapshot name of its dataset, "
                                    "a dataset to a dataset name");
-  // A diff compares two states of one dataset.
+  // A diff compares two states of one dataset, or of a dataset and a
+  // clone of it (the pool checks that): of one pool either way.
   if (c.verb == DatasetCommand::Verb::kDiff && c.names.size() == 2 &&
-      c.names[0].substr(0, c.names[0].find('@')) != c.names[1].substr(0, c.names[1].find('@')))
+      PoolOf(c.names[0]) != PoolOf(c.names[1]))
     return Status::InvalidArgument("cannot diff " + c.names[0] + " and " + c.names[1] +
-                                   ": they are of different datasets");
+                                   ": they are of different pools");
   // The snapshots of one command are taken in one txg of one pool: there
   // is no such txg across pools.
   if (c.verb == DatasetCommand::Verb::kSnapshot) {

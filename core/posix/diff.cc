@@ -290,9 +290,6 @@ Result<std::vector<DiffEntry>> DiffDatasets(pool::Pool& pool, std::string_view f
   }
   POOLFS_ASSIGN_OR_RETURN(uint64_t id_from, pool.DatasetId(snap_from.first));
   POOLFS_ASSIGN_OR_RETURN(uint64_t id_to, pool.DatasetId(snap_to.first));
-  if (id_from != id_to)
-    return Status::InvalidArgument(std::string(from) + " and " + std::string(to) +
-                                   " are of different datasets");
   POOLFS_ASSIGN_OR_RETURN(std::vector<pool::SnapshotFigures> snaps,
                           pool.ListSnapshots(snap_from.first, /*recursive=*/false));
   auto txg_of = [&](const std::string& snap, std::string_view full) -> Result<Txg> {
@@ -301,7 +298,34 @@ Result<std::vector<DiffEntry>> DiffDatasets(pool::Pool& pool, std::string_view f
     return Status::NotFound("no snapshot " + std::string(full));
   };
   POOLFS_ASSIGN_OR_RETURN(Txg txg_from, txg_of(snap_from.second, from));
+  if (id_from != id_to) {
+    // Another dataset: a clone (or a clone of a clone...) whose origins
+    // lead back to `from`'s dataset, at `from` or a later snapshot of it.
+    // It shares with `from` every block born up to `from`'s txg, so the
+    // walk by births holds across the datasets.
+    const std::string refused = std::string(from) + " and " + std::string(to) +
+                                " are of different datasets, and " + snap_to.first +
+                                " is no clone of " + std::string(from) + " or a later snapshot";
+    std::string at = snap_to.first;
+    for (int hops = 0;; hops++) {
+      POOLFS_ASSIGN_OR_RETURN(std::vector<pool::PropertyValue> origin,
+                              pool.GetProperties(at, {"origin"}));
+      const std::string& o = origin.front().value;
+      const size_t sep = o.find('@');
+      if (sep == std::string::npos || hops > 1000) return Status::InvalidArgument(refused);
+      at = o.substr(0, sep);
+      POOLFS_ASSIGN_OR_RETURN(uint64_t id, pool.DatasetId(at));
+      if (id != id_from) continue;
+      POOLFS_ASSIGN_OR_RETURN(Txg txg_origin, txg_of(o.substr(sep + 1), o));
+      if (txg_origin < txg_from) return Status::InvalidArgument(refused);
+      break;
+    }
+  }
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> older, pool.OpenSnapshot(from));
+  if (to_snapshot && id_from != id_to) {
+    POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> newer, pool.OpenSnapshot(to));
+    return DiffObjectSets(*older, txg_from, *newer, stats);
+  }
   if (to_snapshot) {
     POOLFS_ASSIGN_OR_RETURN(Txg txg_to, txg_of(snap_to.second, to));
     if (txg_to < txg_from)

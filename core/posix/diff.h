@@ -33,6 +33,12 @@
 // update the parent) is found by one walk of the whole tree of that side.
 // Output is sorted by path, then by type.
 //
+// The later state may also be a clone's (pool.h, "Clones"): a clone made
+// from the snapshot, or from a later snapshot of its dataset, or a clone
+// of such a clone, shares with the snapshot every block born up to its
+// txg just as the dataset does, so the same walk compares them; any other
+// dataset is refused.
+//
 // The later state, when it is the dataset itself, is its last synced root
 // (Pool::OpenSyncedDataset after a sync): the blocks it names are not held
 // by anything, so a dataset changing while the diff runs may free them;

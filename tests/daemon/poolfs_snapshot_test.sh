@@ -223,7 +223,7 @@ run 0 "" diff "$POOL/home@d1" "$POOL/home@d2"
 run 0 "" diff "$POOL/home@d2" "$POOL/home"
 [[ -z $OUT ]] && echo "ok: nothing changed since @d2" || fail "diff @d2:"$'\n'"$OUT"
 run 2 "older" diff "$POOL/home@d2" "$POOL/home@d1"
-run 2 "different datasets" diff "$POOL/home@d1" "$POOL"
+run 2 "no clone of" diff "$POOL/home@d1" "$POOL"
 run 2 "no snapshot $POOL/home@nope" diff "$POOL/home@nope"
 run 2 "'$POOL/home'" diff "$POOL/home"
 

@@ -186,13 +186,15 @@ class DatasetAdmin {
   // The files created, removed, renamed and modified between snapshot
   // `from` ("POOL/PATH@A") and `to`: a later snapshot of the same dataset
   // ("POOL/PATH@B"), or the dataset itself ("POOL/PATH": its state now,
-  // once the changes made so far are synced). Sorted by path, then type.
+  // once the changes made so far are synced), or a clone made from `from`
+  // or a later snapshot of its dataset (through clones of clones too), or
+  // a snapshot of such a clone. Sorted by path, then type.
   // Found from the blocks' birth txgs: only the parts of the dataset
   // written since `from` are read. A directory whose entries changed is
   // modified itself; a file reached only through a renamed directory is
   // not listed. A file's extended attributes changing shows as the file
   // modified (its change time moves). InvalidArgument for a bad name,
-  // snapshots of two datasets, or `to` older than `from`; NotFound for a
+  // two unrelated datasets, or `to` older than `from`; NotFound for a
   // missing dataset or snapshot; Corruption naming the object for damage.
   virtual Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) = 0;
 };

@@ -160,6 +160,33 @@ TEST_CASE("diff refuses bad names, two datasets, a later snapshot first and miss
   CHECK(r.status().message().find("older") != std::string::npos);
 }
 
+TEST_CASE("diff compares a clone with its origin, or an earlier snapshot of the origin's dataset") {
+  FsFixture f;
+  DatasetAdmin* admin = f.fs->datasets();
+  REQUIRE(admin->Create("pool/src", false, {}).ok());
+  const uint64_t src = f.MustLookup(kRootIno, "src");
+  f.MustCreate(src, "kept");
+  MustSnapshot(admin, "pool/src@a");
+  f.MustCreate(src, "later");
+  MustSnapshot(admin, "pool/src@b");
+  REQUIRE(admin->Clone("pool/src@b", "pool/cl", {}).ok());
+  const uint64_t cl = f.MustLookup(kRootIno, "cl");
+  f.MustCreate(cl, "mine");
+  CHECK(MustDiff(admin, "pool/src@b", "pool/cl") == std::vector<std::string>{"M /", "+ /mine"});
+  CHECK(MustDiff(admin, "pool/src@a", "pool/cl") ==
+        std::vector<std::string>{"M /", "+ /later", "+ /mine"});
+  MustSnapshot(admin, "pool/cl@c");
+  CHECK(MustDiff(admin, "pool/src@b", "pool/cl@c") == std::vector<std::string>{"M /", "+ /mine"});
+  // After a promote the roles swap: src is the clone of cl@b.
+  REQUIRE(admin->Promote("pool/cl").ok());
+  CHECK(MustDiff(admin, "pool/cl@a", "pool/src") == std::vector<std::string>{"M /", "+ /later"});
+  // Not along the origins: refused.
+  REQUIRE(admin->Create("pool/other", false, {}).ok());
+  CHECK(admin->Diff("pool/cl@b", "pool/other").status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(admin->Clone("pool/cl@a", "pool/early", {}).ok());
+  CHECK(admin->Diff("pool/cl@b", "pool/early").status().code() == StatusCode::kInvalidArgument);
+}
+
 // The pool of `f`'s file, imported here (the mount is gone).
 std::unique_ptr<pool::Pool> MustImport(FsFixture& f) {
   f.Unmount();
