@@ -375,11 +375,7 @@ Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
                                 " dnode blocks do not read or do not match their pointers");
     auto ds = std::make_unique<Dataset>();
     ds->entry = e;
-    ds->os = std::move(os).value();
-    ds->os->UseBlockBuffers(block_buffers_.get());
-    ds->os->UseCache(arc_.get(), read_ahead_.get());
-    ds->os->SetDnodeLimit(object_cache_limit());
-    WatchDrops(ds.get());
+    Adopt(ds.get(), std::move(os).value());
     datasets_.emplace(e.id, std::move(ds));
   }
   for (auto& [id, ds] : datasets_) ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));

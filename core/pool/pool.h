@@ -635,8 +635,11 @@ class Pool {
   // Reads the block pointers of deadlist bucket `b` (`what`: for errors).
   Result<std::vector<zio::BlockPtr>> ReadBucket(const DeadBucket& b, const std::string& what)
       REQUIRES(mu_);
-  // Routes the blocks `ds` drops (SpaceCounter::release).
-  void WatchDrops(Dataset* ds);
+  // Makes `os` the object set of `ds`: it takes its dirty buffers from the
+  // pool's, reads through the cache, keeps the pool's share of idle
+  // dnodes, and routes the blocks it drops (SpaceCounter::release) to
+  // their frees or deadlists.
+  void Adopt(Dataset* ds, std::unique_ptr<dmu::ObjectSet> os);
   // Adds `blocks` to deadlist `dl` of dataset `dataset`, in buckets by the
   // txgs of its snapshots.
   Status AddToDeadlist(dmu::Tx& tx, uint64_t dataset, std::vector<zio::BlockPtr> blocks,
@@ -681,11 +684,17 @@ class Pool {
   // naming a bad one or one given twice.
   Result<std::map<std::string, std::string, std::less<>>> ParseLocal(
       const std::vector<std::pair<std::string, std::string>>& props) const;
+  // NoSpace (`what` says what is refused) when `local` sets a reservation
+  // larger than what a new child of `parent` has available.
+  Status ReservationFits(const std::map<std::string, std::string, std::less<>>& local,
+                         const Dataset& parent, const std::string& what) const REQUIRES(mu_);
   // The full name `name` stands for (expands the single-component form).
   std::string Expand(std::string_view name) const;
-  // A new dataset object under `parent`, in `t`, unlisted.
+  // A new dataset object under `parent`, in `t`, unlisted, over `os` (an
+  // empty object set, or a clone's over its origin's root); no Tx of a txg
+  // before `t` may change it.
   std::unique_ptr<Dataset> NewDataset(uint64_t parent, std::string component, Txg t,
-                                      std::string full_name) REQUIRES(mu_);
+                                      std::unique_ptr<dmu::ObjectSet> os) REQUIRES(mu_);
   // The effective value of settable property `def` for `ds`, and its source.
   std::pair<std::string, std::string> Effective(const Dataset& ds, const PropertyDef& def) const
       REQUIRES(mu_);

@@ -67,6 +67,18 @@ Result<std::map<std::string, std::string, std::less<>>> Pool::ParseLocal(
   return local;
 }
 
+Status Pool::ReservationFits(const std::map<std::string, std::string, std::less<>>& local,
+                             const Dataset& parent, const std::string& what) const {
+  auto it = local.find("reservation");
+  if (it == local.end()) return Status::Ok();
+  const uint64_t want = std::stoull(it->second);
+  const uint64_t avail = Figures().at(parent.entry.id).available;
+  if (want > avail)
+    return Status::NoSpace(what + " with a reservation of " + std::to_string(want) +
+                           " bytes: " + std::to_string(avail) + " are available");
+  return Status::Ok();
+}
+
 bool Pool::InDirectory(const Dataset& ds, Txg t) {
   // (A clone has a root from the start: its origin's.)
   if (ds.entry.root.IsHole() || t < ds.entry.created) return false;
@@ -132,20 +144,15 @@ Result<Pool::Dataset*> Pool::Resolve(std::string_view name) const {
 }
 
 std::unique_ptr<Pool::Dataset> Pool::NewDataset(uint64_t parent, std::string component, Txg t,
-                                                std::string full_name) {
+                                                std::unique_ptr<dmu::ObjectSet> os) {
   auto ds = std::make_unique<Dataset>();
   ds->entry.id = dir_.next_dataset_id++;
   ds->entry.parent = parent;
   ds->entry.created = t;
   ds->entry.creation_time = int64_t(std::time(nullptr));
   ds->entry.name = std::move(component);
-  ds->os =
-      std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset, std::move(full_name));
-  ds->os->UseBlockBuffers(block_buffers_.get());
-  ds->os->UseCache(arc_.get(), read_ahead_.get());
-  ds->os->SetDnodeLimit(object_cache_limit());
+  Adopt(ds.get(), std::move(os));
   ds->os->SetFirstTxg(t);
-  WatchDrops(ds.get());
   return ds;
 }
 
@@ -202,16 +209,11 @@ Result<Txg> Pool::CreateDataset(std::string_view name,
   if (i + 1 < comps.size() && !parents)
     return Status::NotFound("cannot create " + Quote(full) + ": its parent " +
                             Quote(Join(comps, comps.size() - 1)) + " does not exist");
-  if (auto it = local.find("reservation"); it != local.end()) {
-    const uint64_t want = std::stoull(it->second);
-    const uint64_t avail = Figures().at(cur->entry.id).available;
-    if (want > avail)
-      return Status::NoSpace("cannot create " + Quote(full) + " with a reservation of " +
-                             std::to_string(want) + " bytes: " + std::to_string(avail) +
-                             " are available");
-  }
+  POOLFS_RETURN_IF_ERROR(ReservationFits(local, *cur, "cannot create " + Quote(full)));
   for (; i < comps.size(); i++) {
-    auto ds = NewDataset(cur->entry.id, std::string(comps[i]), tx.txg(), Join(comps, i + 1));
+    auto ds = NewDataset(cur->entry.id, std::string(comps[i]), tx.txg(),
+                         std::make_unique<dmu::ObjectSet>(zio_.get(), dmu::ObjsetType::kDataset,
+                                                          Join(comps, i + 1)));
     if (i + 1 == comps.size()) ds->entry.props = local;
     cur = ds.get();
     const uint64_t id = ds->entry.id;
@@ -245,24 +247,12 @@ Result<Txg> Pool::Clone(std::string_view origin, std::string_view name,
   auto parent = Resolve(parent_name);
   if (!parent.ok()) return parent.status().WithContext(what);
   if (Resolve(full).ok()) return Status::AlreadyExists(what + ": " + Quote(full) + " exists");
-  if (auto it = local.find("reservation"); it != local.end()) {
-    const uint64_t want = std::stoull(it->second);
-    const uint64_t avail = Figures().at((*parent)->entry.id).available;
-    if (want > avail)
-      return Status::NoSpace(what + " with a reservation of " + std::to_string(want) +
-                             " bytes: " + std::to_string(avail) + " are available");
-  }
+  POOLFS_RETURN_IF_ERROR(ReservationFits(local, **parent, what));
   // The clone's object set starts at the snapshot's root; what it drops
   // of it is the snapshot's (prev_snap).
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os,
                           dmu::ObjectSet::Open(zio_.get(), snap->entry.root, full));
-  auto ds = NewDataset((*parent)->entry.id, std::string(comps.back()), tx.txg(), full);
-  ds->os = std::move(os);
-  ds->os->UseBlockBuffers(block_buffers_.get());
-  ds->os->UseCache(arc_.get(), read_ahead_.get());
-  ds->os->SetDnodeLimit(object_cache_limit());
-  ds->os->SetFirstTxg(tx.txg());
-  WatchDrops(ds.get());
+  auto ds = NewDataset((*parent)->entry.id, std::string(comps.back()), tx.txg(), std::move(os));
   ds->entry.root = snap->entry.root;
   ds->entry.origin = snap->entry.id;
   ds->entry.props = std::move(local);

@@ -75,7 +75,11 @@ bool Pool::InDirectory(const Snap& s, Txg t) {
   return s.destroyed == Txg(0) || t < s.destroyed;
 }
 
-void Pool::WatchDrops(Dataset* ds) {
+void Pool::Adopt(Dataset* ds, std::unique_ptr<dmu::ObjectSet> os) {
+  ds->os = std::move(os);
+  ds->os->UseBlockBuffers(block_buffers_.get());
+  ds->os->UseCache(arc_.get(), read_ahead_.get());
+  ds->os->SetDnodeLimit(object_cache_limit());
   ds->os->SetRelease([this, ds](const zio::BlockPtr& bp, Txg t) -> Status {
     if (bp.birth.value() > ds->prev_snap.load(std::memory_order_acquire)) return zio_->Free(bp, t);
     util::MutexLock l(&ds->dying_mu);
@@ -512,13 +516,9 @@ Status Pool::RollBack(dmu::Tx& tx) {
     ds->deadlist.clear();
     POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<dmu::ObjectSet> os,
                             dmu::ObjectSet::Open(zio_.get(), snap.root, full));
-    os->UseBlockBuffers(block_buffers_.get());
-    os->UseCache(arc_.get(), read_ahead_.get());
-    os->SetDnodeLimit(object_cache_limit());
     rolled_back_.emplace_back(t, std::move(ds->os));
-    ds->os = std::move(os);
+    Adopt(ds.get(), std::move(os));
     ds->os->SetCopies(uint8_t(PropsOf(*ds).copies));
-    WatchDrops(ds.get());
     ds->entry.root = snap.root;
     dir_dirty_ = true;
   }
