@@ -73,16 +73,22 @@ Result<bool> Dnode::Locate(uint64_t blkid, uint64_t t, BlockRef* ref, zio::Block
   std::array<const Slot*, kTxgSlots> order{};
   const size_t n = SlotsNewestFirst(t, &order);
   *ref = BlockRef();
-  for (size_t i = 0; i < n; i++) {
+  bool cloned = false;  // a clone not yet synced names it (*bp)
+  for (size_t i = 0; i < n && !cloned; i++) {
     auto it = order[i]->blocks.find(blkid);
     if (it != order[i]->blocks.end()) {
       ref->bytes = it->second;
       return true;
     }
+    if (auto c = order[i]->clones.find(blkid); c != order[i]->clones.end()) {
+      *bp = c->second;
+      cloned = true;
+      break;
+    }
     for (const auto& [first, end] : order[i]->frees)
       if (blkid >= first && blkid < end) return true;
   }
-  {
+  if (!cloned) {
     util::MutexLock l(&tree_mu_);
     POOLFS_ASSIGN_OR_RETURN(*bp, tree_.Lookup(blkid));
   }
@@ -184,8 +190,16 @@ std::string* Dnode::DirtyBlock(Txg t, uint64_t blkid, const char* whole, const B
   }
   *dirtied += live_.block_size;
   std::string* raw = block.get();
+  DropClone(s, blkid);
   s.blocks.emplace(blkid, std::move(block));
   return raw;
+}
+
+void Dnode::DropClone(Slot& s, uint64_t blkid) {
+  auto c = s.clones.find(blkid);
+  if (c == s.clones.end()) return;
+  zio_->ref_table()->CancelPending(Txg(s.txg), c->second);
+  s.clones.erase(c);
 }
 
 void Dnode::FreeBlocks(Txg t, uint64_t first, uint64_t end) {
@@ -193,6 +207,11 @@ void Dnode::FreeBlocks(Txg t, uint64_t first, uint64_t end) {
   Slot& s = SlotFor(t);
   s.blocks.erase(s.blocks.lower_bound(first),
                  end == kAllBlocks ? s.blocks.end() : s.blocks.lower_bound(end));
+  auto c = s.clones.lower_bound(first);
+  while (c != s.clones.end() && (end == kAllBlocks || c->first < end)) {
+    zio_->ref_table()->CancelPending(t, c->second);
+    c = s.clones.erase(c);
+  }
   s.frees.emplace_back(first, end);
 }
 
@@ -332,12 +351,95 @@ Status Dnode::PutBlock(Txg t, uint64_t blkid, std::shared_ptr<std::string> block
     return Status::InvalidArgument(Name() + ": block " + std::to_string(blkid) +
                                    " is past the largest object size");
   Slot& s = SlotFor(t);
+  DropClone(s, blkid);
   auto [it, added] = s.blocks.try_emplace(blkid);
   const uint64_t end = (blkid + 1) * bs;
   if (it->second == block && live_.length >= end) return Status::Ok();
   if (added) *dirtied += bs;
   it->second = std::move(block);
   live_.length = std::max(live_.length, end);
+  Touch(s);
+  return Status::Ok();
+}
+
+Status Dnode::ShareBlocks(Txg t, uint64_t first, uint64_t end,
+                          std::vector<std::optional<zio::BlockPtr>>* out) {
+  zio::BlockRefTable* table = zio_->ref_table();
+  if (table == nullptr)
+    return Status::NotSupported(Name() + ": the pool keeps no block reference table");
+  util::ReaderLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  std::array<const Slot*, kTxgSlots> order{};
+  const size_t n = SlotsNewestFirst(std::numeric_limits<uint64_t>::max(), &order);
+  auto changed = [&](uint64_t b) {
+    for (size_t i = 0; i < n; i++) {
+      const Slot& s = *order[i];
+      if (s.blocks.count(b) != 0 || s.clones.count(b) != 0 || s.early.count(b) != 0) return true;
+      for (const auto& [lo, hi] : s.frees)
+        if (b >= lo && b < hi) return true;
+    }
+    return false;
+  };
+  const size_t start = out->size();
+  util::MutexLock tl(&tree_mu_);
+  for (uint64_t b = first; b < end; b++) {
+    if (changed(b)) {
+      out->emplace_back();
+      continue;
+    }
+    Result<zio::BlockPtr> bp = tree_.Lookup(b);
+    if (!bp.ok()) {
+      CancelShared(t, std::span(*out).subspan(start));
+      out->resize(start);
+      return bp.status();
+    }
+    if (bp->IsHole()) {
+      out->push_back(*bp);
+    } else if (zio::BlockRefTable::Clonable(*bp)) {
+      table->AddPending(t, *bp);
+      out->push_back(*bp);
+    } else {
+      out->emplace_back();
+    }
+  }
+  return Status::Ok();
+}
+
+void Dnode::CancelShared(Txg t, std::span<const std::optional<zio::BlockPtr>> shared) {
+  for (const auto& bp : shared)
+    if (bp.has_value() && !bp->IsHole()) zio_->ref_table()->CancelPending(t, *bp);
+}
+
+Status Dnode::PutClones(Txg t, uint64_t first, std::span<const zio::BlockPtr> bps,
+                        uint64_t length, uint64_t* dirtied) {
+  util::WriterLock l(&mu_);
+  if (live_.type == ObjectType::kNone) return Status::NotFound(Name() + " is free");
+  const uint64_t bs = live_.block_size;
+  for (const zio::BlockPtr& bp : bps)
+    if (!bp.IsHole() && bp.lsize != bs)
+      return Status::InvalidArgument(Name() + ": a clone of a block of " +
+                                     std::to_string(bp.lsize) + " bytes, the object's are " +
+                                     std::to_string(bs));
+  if (first + bps.size() < first ||
+      first + bps.size() > (uint64_t{1} << (kIndirectShift * (kMaxLevels - 1))))
+    return Status::InvalidArgument(Name() + ": a clone past the largest object size");
+  Slot& s = SlotFor(t);
+  for (size_t i = 0; i < bps.size();) {
+    const uint64_t b = first + i;
+    if (bps[i].IsHole()) {  // a run of holes: one free
+      size_t j = i;
+      while (j < bps.size() && bps[j].IsHole()) j++;
+      FreeBlocks(t, b, first + j);
+      i = j;
+      continue;
+    }
+    s.blocks.erase(b);
+    DropClone(s, b);
+    s.clones.emplace(b, bps[i]);
+    *dirtied += zio::kBlockPtrSizeV2;  // the pointer, in its indirect block
+    i++;
+  }
+  live_.length = std::max(live_.length, length);
   Touch(s);
   return Status::Ok();
 }
@@ -597,6 +699,7 @@ Result<bool> Dnode::ResizeLocked(Txg t, uint32_t block_size, uint64_t* dirtied) 
   Slot* s = SlotOf(t);
   if (s != nullptr) {
     for (const auto& [blkid, data] : s->blocks) POOLFS_CHECK_EQ(blkid, 0u);
+    for (const auto& [blkid, bp] : s->clones) POOLFS_CHECK_EQ(blkid, 0u);
   }
   // Block 0's newest contents, read before anything changes: t's copy, or
   // (base) an older txg's copy, the tree's block, or zeros.
@@ -612,6 +715,7 @@ Result<bool> Dnode::ResizeLocked(Txg t, uint32_t block_size, uint64_t* dirtied) 
     block->assign(from, std::min(old, block_size));
     block->resize(block_size, '\0');  // past the length: zeros at either size
     Slot& mine = SlotFor(t);
+    DropClone(mine, 0);
     auto [it, added] = mine.blocks.try_emplace(0);
     // A copy t had counted its old size already.
     *dirtied += added ? block_size : block_size > old ? block_size - old : 0;
@@ -680,7 +784,7 @@ Result<uint64_t> Dnode::Seek(uint64_t off, uint64_t end, bool hole) {
   enum class Says { kData, kHole, kTree };
   auto slots_say = [&](uint64_t b, uint64_t* free_end) {
     for (size_t i = 0; i < n; i++) {
-      if (order[i]->blocks.count(b) != 0) return Says::kData;
+      if (order[i]->blocks.count(b) != 0 || order[i]->clones.count(b) != 0) return Says::kData;
       for (const auto& [first, e] : order[i]->frees)
         if (b >= first && b < e) {
           *free_end = e;
@@ -696,6 +800,8 @@ Result<uint64_t> Dnode::Seek(uint64_t off, uint64_t end, bool hole) {
     for (size_t i = 0; i < n; i++) {
       auto it = order[i]->blocks.lower_bound(b);
       if (it != order[i]->blocks.end()) best = std::min(best, it->first);
+      auto c = order[i]->clones.lower_bound(b);
+      if (c != order[i]->clones.end()) best = std::min(best, c->first);
     }
     return best;
   };
@@ -748,7 +854,8 @@ Result<DnodePhys> Dnode::Sync(Txg t, size_t allocator) {
     Slot* sp = SlotOf(t);
     POOLFS_CHECK(sp != nullptr);
     Slot& s = *sp;
-    if (s.blocks.empty() && s.frees.empty() && s.early.empty() && s.early_stale.empty()) {
+    if (s.blocks.empty() && s.frees.empty() && s.early.empty() && s.early_stale.empty() &&
+        s.clones.empty()) {
       // Most dnodes a txg syncs changed only their attributes (a new empty
       // file, a chmod, a link count): nothing to write but the dnode. The
       // slot's attributes are moved out, not copied: a later change in t
@@ -785,6 +892,7 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
     Slot& s = *sp;
     plan.attrs = s.attrs;
     plan.blocks.assign(s.blocks.begin(), s.blocks.end());
+    plan.clones.assign(s.clones.begin(), s.clones.end());
     frees = s.frees;
     s.queued = false;
     // A block written early is t's block if t did not change it since
@@ -804,6 +912,18 @@ Result<Dnode::SyncPlan> Dnode::SyncBegin(Txg t) {
   util::MutexLock l(&tree_mu_);
   for (const zio::BlockPtr& bp : stale) POOLFS_RETURN_IF_ERROR(tree_.Drop(bp, t));
   for (const auto& [first, end] : frees) POOLFS_RETURN_IF_ERROR(tree_.FreeRange(first, end, t));
+  // Clones after the frees made before them (later frees dropped them).
+  for (auto [blkid, bp] : plan.clones) {
+    POOLFS_ASSIGN_OR_RETURN(zio::BlockPtr old, tree_.Lookup(blkid));
+    if (!old.IsHole() && old.dva == bp.dva) {
+      // The block already names that extent (a file cloned onto itself):
+      // the new reference is the old one; the one ApplyPending counted goes.
+      POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t));
+      continue;
+    }
+    bp.birth = t;  // as the destination's block: snapshots, diff and send see it change here
+    POOLFS_RETURN_IF_ERROR(tree_.Set(blkid, bp, t));
+  }
   return plan;
 }
 
@@ -909,6 +1029,10 @@ Result<DnodePhys> Dnode::SyncEnd(Txg t, const SyncPlan& plan, size_t allocator) 
       if (it != s.blocks.end() && it->second == data) s.blocks.erase(it);
     }
     s.frees.erase(s.frees.begin(), s.frees.begin() + std::min(plan.frees, s.frees.size()));
+    for (const auto& [blkid, bp] : plan.clones) {
+      auto it = s.clones.find(blkid);
+      if (it != s.clones.end() && it->second == bp) s.clones.erase(it);
+    }
   }
   if (plan.attrs.type == ObjectType::kNone) return DnodePhys();
   SetAttrs(plan.attrs, &phys);
@@ -932,6 +1056,7 @@ void Dnode::SyncDone(Txg t) {
   POOLFS_CHECK(s->blocks.empty());
   POOLFS_CHECK(s->frees.empty());
   POOLFS_CHECK(s->early.empty() && s->early_stale.empty());
+  POOLFS_CHECK(s->clones.empty());
   POOLFS_CHECK(!s->queued);
   slots_[t.value() % kTxgSlots].reset();
 }

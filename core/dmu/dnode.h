@@ -154,6 +154,31 @@ class Dnode {
   // (PutBlock); the write's errors (nothing is left allocated then).
   Result<zio::BlockPtr> WriteEarly(Txg t, uint64_t blkid, size_t allocator) EXCLUDES(mu_);
   Status Write(Txg t, uint64_t off, std::string_view data, uint64_t* dirtied) EXCLUDES(mu_);
+  // Block cloning, source side (zio/block_ref_table.h): for each data
+  // block of [first, end), its pointer as the last sync left it, shared
+  // with a clone of txg t, or nullopt when an unsynced txg changed the
+  // block (a dirty copy, a free, a clone not yet synced: the caller copies
+  // its bytes instead) or it cannot be shared (a gang block). Each stored
+  // pointer returned is registered as a pending reference of t
+  // (BlockRefTable::AddPending) while the tree's lock is held, so no free
+  // can come between; the caller hands it to PutClones or gives it back
+  // with CancelShared. NotSupported without a reference table; NotFound
+  // for a free object; a failed read of an indirect block (nothing stays
+  // registered then).
+  Status ShareBlocks(Txg t, uint64_t first, uint64_t end,
+                     std::vector<std::optional<zio::BlockPtr>>* out) EXCLUDES(mu_, tree_mu_);
+  // Gives back what ShareBlocks registered in t and no PutClones took.
+  void CancelShared(Txg t, std::span<const std::optional<zio::BlockPtr>> shared);
+  // Block cloning, destination side: data blocks [first, first +
+  // bps.size()) become bps (ShareBlocks' pointers of an object of the same
+  // block size; a hole frees the block) in txg t, and the length becomes
+  // at least `length`. Reads see them at once; t's sync puts them in the
+  // tree born in t, after t's earlier frees. A later change of such a
+  // block in t (a write, a free) drops its pending reference. Cannot fail
+  // once the checks pass: InvalidArgument for a pointer of another size,
+  // NotFound for a free object.
+  Status PutClones(Txg t, uint64_t first, std::span<const zio::BlockPtr> bps, uint64_t length,
+                   uint64_t* dirtied) EXCLUDES(mu_);
   // Makes `block` (exactly one block) txg t's dirty copy of block blkid,
   // without copying it: the caller may change it in place until t closes
   // (shared_block.h has the rule). Extends the length to cover the block.
@@ -252,6 +277,8 @@ class Dnode {
     size_t frees = 0;  // free ranges applied by SyncBegin
     // Blocks of `blocks` written already (WriteEarly), by block id.
     std::map<uint64_t, zio::BlockPtr> early;
+    // Blocks cloned in t, put in the tree by SyncBegin.
+    std::vector<std::pair<uint64_t, zio::BlockPtr>> clones;
   };
   Result<SyncPlan> SyncBegin(Txg t) EXCLUDES(mu_, tree_mu_);
   // Writes plan.blocks[first, end).
@@ -288,7 +315,12 @@ class Dnode {
     std::map<uint64_t, std::pair<std::shared_ptr<std::string>, zio::BlockPtr>> early;
     // Written early, then replaced by a newer early write: freed at t's sync.
     std::vector<zio::BlockPtr> early_stale;
+    // Blocks cloned in t (PutClones): the shared pointer, as the source
+    // had it. A block is in at most one of `blocks` and `clones`.
+    std::map<uint64_t, zio::BlockPtr> clones;
   };
+  // Drops t's clone of block blkid, if any (a change of t replaces it).
+  void DropClone(Slot& s, uint64_t blkid) REQUIRES(mu_);
   // A block's bytes as Content finds them: a dirty copy, a block held in
   // the cache, a block read without a cache, or zeros (data() == nullptr).
   struct BlockRef {

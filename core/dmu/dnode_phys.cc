@@ -24,6 +24,7 @@ std::string_view ObjectTypeName(ObjectType t) {
     case ObjectType::kPoolDirectory: return "pool directory";
     case ObjectType::kZap: return "zap";
     case ObjectType::kDeadlist: return "deadlist";
+    case ObjectType::kRefTable: return "block reference table";
   }
   return "unknown";
 }

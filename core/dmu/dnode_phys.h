@@ -76,8 +76,9 @@ enum class ObjectType : uint8_t {
   kPoolDirectory = 5,  // the MOS's table of datasets and space maps
   kZap = 6,            // a generic name -> value object
   kDeadlist = 7,       // block pointers of a deadlist bucket (MOS)
+  kRefTable = 8,       // the block reference table (MOS; zio/block_ref_table.h)
 };
-inline constexpr uint8_t kMaxObjectType = 7;
+inline constexpr uint8_t kMaxObjectType = 8;
 std::string_view ObjectTypeName(ObjectType t);
 
 // A decoded dnode.

@@ -340,6 +340,22 @@ Status ObjectSet::PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block)
   return Status::Ok();
 }
 
+Status ObjectSet::ShareBlocks(Tx& tx, Dnode& src, uint64_t first, uint64_t end,
+                              std::vector<std::optional<zio::BlockPtr>>* out) {
+  POOLFS_CHECK(tx.open_context());
+  return src.ShareBlocks(tx.txg(), first, end, out);
+}
+
+Status ObjectSet::PutClones(Tx& tx, Dnode& dst, uint64_t first,
+                            std::span<const zio::BlockPtr> bps, uint64_t length) {
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
+  POOLFS_CHECK(tx.open_context());
+  uint64_t dirtied = 0;
+  POOLFS_RETURN_IF_ERROR(dst.PutClones(tx.txg(), first, bps, length, &dirtied));
+  tx.Dirtied(dirtied);
+  return Status::Ok();
+}
+
 Result<std::string> ObjectSet::Read(ObjectId id, uint64_t off, uint64_t len, ReadCaching caching) {
   POOLFS_ASSIGN_OR_RETURN(DnodeRef d, GetAllocated(id));
   return d->Read(off, len, caching);

@@ -72,6 +72,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -146,6 +147,18 @@ class ObjectSet {
   // NotFound for a free object; InvalidArgument for a block that is not
   // the object's block size.
   Status PutBlock(Tx& tx, Dnode& d, uint64_t blkid, SharedBlock& block);
+  // Block cloning (zio/block_ref_table.h): ShareBlocks takes the pointers
+  // of data blocks [first, end) of `src`, an object of this set or of
+  // another set of the same pool, for a clone in tx's txg (Dnode::
+  // ShareBlocks: nullopt for a block to copy instead); PutClones makes
+  // them blocks of `dst`, an object of this set, from block `first` on,
+  // with a length of at least `length` (Dnode::PutClones). What
+  // ShareBlocks returned and PutClones did not take goes back with
+  // Dnode::CancelShared before the Tx finishes.
+  Status ShareBlocks(Tx& tx, Dnode& src, uint64_t first, uint64_t end,
+                     std::vector<std::optional<zio::BlockPtr>>* out);
+  Status PutClones(Tx& tx, Dnode& dst, uint64_t first, std::span<const zio::BlockPtr> bps,
+                   uint64_t length);
   Result<std::string> Read(Dnode& d, uint64_t off, uint64_t len,
                            ReadCaching caching = ReadCaching::kAll);
   Status Truncate(Tx& tx, ObjectId id, uint64_t length);

@@ -49,7 +49,9 @@ void Pool::BuildIo() {
   }
   zio_.reset();
   space_ = std::make_unique<space::SpaceManager>(vdevs, options_.space);
+  ref_table_ = std::make_unique<zio::BlockRefTable>();
   zio_ = std::make_unique<zio::Zio>(zvdevs, space_.get(), zio::BpFormat(format_version_));
+  zio_->set_ref_table(ref_table_.get());
   zio_->set_force_gang_above(options_.force_gang_above);
   zio_->set_repairs(options_.repair_reads);
 }
@@ -356,6 +358,22 @@ Status Pool::OpenAt(const vdev::Uberblock& ub, bool strict) {
     const space::Metaslab& ms = space_->group(m.vdev).metaslab(m.metaslab);
     maps_[{m.vdev, m.metaslab}] = {m.object, ms.map_generation(), ms.space_map_frozen(),
                                    bytes->size()};
+  }
+  ref_table_->Load({});
+  ref_table_stored_.clear();
+  if (dir.ref_table_object != 0) {
+    Result<dmu::ObjectInfo> info = mos_->Stat(ObjectId(dir.ref_table_object));
+    if (info.ok() && info->type != dmu::ObjectType::kRefTable)
+      return Status::Corruption("block reference table: MOS object " +
+                                std::to_string(dir.ref_table_object) + " is a " +
+                                std::string(dmu::ObjectTypeName(info->type)) + " object");
+    Result<std::string> bytes = ReadMosObject(*mos_, dir.ref_table_object);
+    Result<zio::BlockRefTable::Entries> table =
+        bytes.ok() ? zio::BlockRefTable::Decode(*bytes, uint32_t(devs_.size()))
+                   : Result<zio::BlockRefTable::Entries>(bytes.status());
+    if (!table.ok()) return table.status().WithContext("block reference table");
+    ref_table_->Load(std::move(table).value());
+    ref_table_stored_ = std::move(bytes).value();
   }
   // Full names from the tree the decoder checked (one root, no cycle).
   std::map<uint64_t, const DatasetEntry*> by_id;

@@ -601,6 +601,9 @@ class Pool {
       EXCLUDES(mu_);
   Status StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) EXCLUDES(mu_);
   Status WriteDirectory(dmu::Tx& tx) REQUIRES(mu_);
+  // Stores the block reference table when it changed (its object made on
+  // first use): the 16 KiB blocks whose bytes differ from what was stored.
+  Status StoreRefTable(dmu::Tx& tx) EXCLUDES(mu_);
   // Whether the directory of txg t lists `ds`: its root is written and it
   // is not destroyed by t.
   static bool InDirectory(const Dataset& ds, Txg t);
@@ -730,6 +733,8 @@ class Pool {
   std::unique_ptr<txg::Executor> owned_executor_;
   txg::Executor* executor_ = nullptr;
   std::unique_ptr<space::SpaceManager> space_;
+  // Before the pipeline, which asks it at every free of a data block.
+  std::unique_ptr<zio::BlockRefTable> ref_table_;
   std::unique_ptr<zio::Zio> zio_;
   // Before the object sets, which take their dirty buffers from the first
   // and read through the second.
@@ -784,6 +789,7 @@ class Pool {
   };
   std::map<std::pair<uint32_t, uint64_t>, StoredMap> maps_ GUARDED_BY(mu_);
   bool dir_dirty_ GUARDED_BY(mu_) = false;
+  std::string ref_table_stored_;  // its encoding as last stored (sync thread only)
 };
 
 }  // namespace poolfs::core::pool

@@ -17,9 +17,9 @@ constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // Version 2 adds the deferred frees (their count where version 1 has a
 // reserved zero); version 3 the dataset tree (parents, creation times,
 // properties); version 4 the scrub record; version 5 snapshots and
-// deadlists; version 6 the origins of clones. Older versions are still
-// read.
-constexpr uint32_t kDirVersion = 6;
+// deadlists; version 6 the origins of clones; version 7 the block
+// reference table's object. Older versions are still read.
+constexpr uint32_t kDirVersion = 7;
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -224,6 +224,7 @@ std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
     util::AppendLE64(&s, id);
     util::AppendLE64(&s, origin);
   }
+  util::AppendLE64(&s, d.ref_table_object);
   return s;
 }
 
@@ -591,6 +592,11 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
   if (version >= 5) POOLFS_RETURN_IF_ERROR(DecodeSnapshots(r, format, by_id, &d));
   if (version >= 6) POOLFS_RETURN_IF_ERROR(DecodeClones(r, by_id, &d));
   if (version >= 5) POOLFS_RETURN_IF_ERROR(CheckDeadlistKeys(r, by_id, d));
+  if (version >= 7) {
+    if (!r.U64(&d.ref_table_object)) return r.Bad("the block reference table object is truncated");
+    if (d.ref_table_object == kDirectoryObject)
+      return r.Bad("the block reference table is the pool directory's object");
+  }
   if (!r.done()) return r.Bad("trailing bytes");
   return d;
 }

@@ -49,6 +49,8 @@
 //        dataset id, u64 origin snapshot id. A bucket key of a clone's
 //        deadlists may also be its origin's txg, and a clone may have a
 //        head deadlist without snapshots (the origin's blocks it dropped)
+//     then (version 7) u64 the MOS object of the block reference table
+//        (zio/block_ref_table.h; type kRefTable; 0: none), not 1
 //
 //   Root payload (the uberblock's 512 opaque bytes): the MOS root block
 //   pointer (64 or 128 bytes, by the pool's format), zeros to byte 128,
@@ -194,6 +196,9 @@ struct PoolDirectory {
   // deadlists of datasets that have snapshots (by dataset id, none empty).
   std::vector<SnapshotEntry> snapshots;
   std::map<uint64_t, Deadlist> head_deadlists;
+  // Version 7: the MOS object of the block reference table
+  // (zio/block_ref_table.h; 0: none, no block is shared by clones).
+  uint64_t ref_table_object = 0;
 };
 
 // Block pointers in the directory are in the pool's format.

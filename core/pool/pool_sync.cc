@@ -214,6 +214,37 @@ Status Pool::StoreSpaceMap(dmu::Tx& tx, const space::Metaslab& ms) {
   return Status::Ok();
 }
 
+Status Pool::StoreRefTable(dmu::Tx& tx) {
+  if (!ref_table_->TakeDirty()) return Status::Ok();
+  const std::string bytes = zio::BlockRefTable::Encode(ref_table_->Snapshot());
+  uint64_t object;
+  {
+    util::MutexLock l(&mu_);
+    object = dir_.ref_table_object;
+  }
+  if (object == 0) {
+    if (bytes.empty()) return Status::Ok();
+    POOLFS_ASSIGN_OR_RETURN(ObjectId obj,
+                            mos_->Create(tx, dmu::ObjectType::kRefTable, kMosBlockSize));
+    object = obj.value();
+    ref_table_stored_.clear();
+    util::MutexLock l(&mu_);
+    dir_.ref_table_object = object;
+    dir_dirty_ = true;
+  }
+  // The blocks whose bytes changed: a count that moved changes one.
+  const std::string_view now(bytes), was(ref_table_stored_);
+  for (size_t off = 0; off < now.size(); off += kMosBlockSize) {
+    const std::string_view chunk = now.substr(off, kMosBlockSize);
+    if (off < was.size() && was.substr(off, kMosBlockSize) == chunk) continue;
+    POOLFS_RETURN_IF_ERROR(mos_->Write(tx, ObjectId(object), off, chunk));
+  }
+  if (was.size() > now.size())
+    POOLFS_RETURN_IF_ERROR(mos_->Truncate(tx, ObjectId(object), now.size()));
+  ref_table_stored_ = bytes;
+  return Status::Ok();
+}
+
 Status Pool::SyncOnce() {
   dmu::Tx tx(assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(0));
@@ -256,6 +287,8 @@ Status Pool::SyncTxg(Txg t) {
   record.threads = uint32_t(executor_->threads());
   record.dirty_bytes = txgs_ ? txgs_->syncing_dirty_bytes() : 0;
   std::vector<std::atomic<uint64_t>> busy_ns(n);
+  // Clones made in t count before any free of t (block_ref_table.h).
+  ref_table_->ApplyPending(t);
   // 1. Datasets.
   POOLFS_RETURN_IF_ERROR(SyncDatasets(t, busy_ns, &record.datasets).WithContext(txg_name));
   dmu::Tx tx = dmu::Tx::ForSync(t);
@@ -277,6 +310,12 @@ Status Pool::SyncTxg(Txg t) {
   }
   for (const zio::BlockPtr& bp : left)
     POOLFS_RETURN_IF_ERROR(zio_->Free(bp, t).WithContext(txg_name + ": deferred free"));
+  // Blocks a clone of a later txg still needs wait for the next sync.
+  if (std::vector<zio::BlockPtr> held = zio_->TakeHeldFrees(); !held.empty()) {
+    util::MutexLock l(&mu_);
+    dir_.deferred_frees.insert(dir_.deferred_frees.end(), held.begin(), held.end());
+    dir_dirty_ = true;
+  }
   std::vector<zio::BlockPtr> deferred;  // frees of this txg's late passes
   struct StopDeferring {
     zio::Zio* zio;
@@ -291,6 +330,7 @@ Status Pool::SyncTxg(Txg t) {
     std::vector<const space::Metaslab*> changed;
     space_->Sync(t, [&](const space::Metaslab& ms) { changed.push_back(&ms); });
     for (const space::Metaslab* ms : changed) POOLFS_RETURN_IF_ERROR(StoreSpaceMap(tx, *ms));
+    POOLFS_RETURN_IF_ERROR(StoreRefTable(tx));
     {
       util::MutexLock l(&mu_);
       if (!deferred.empty()) {

@@ -788,6 +788,17 @@ Status Zio::Free(const BlockPtr& bp, Txg txg) {
       return Status::Ok();
     }
   }
+  if (ref_table_ != nullptr) {
+    switch (ref_table_->Drop(bp, txg)) {
+      case BlockRefTable::Release::kFree: break;
+      case BlockRefTable::Release::kKept: return Status::Ok();
+      case BlockRefTable::Release::kDefer: {
+        util::MutexLock l(&defer_mu_);
+        held_frees_.push_back(bp);
+        return Status::Ok();
+      }
+    }
+  }
   if (bp.IsGang()) {
     // A header that no longer verifies: its children leak (poolfs check
     // reports them) rather than this sync failing.
@@ -811,6 +822,11 @@ void Zio::DeferFrees(Txg txg, std::vector<BlockPtr>* sink) {
   defer_txg_ = txg;
   defer_sink_ = sink;
   deferring_.store(sink != nullptr, std::memory_order_release);
+}
+
+std::vector<BlockPtr> Zio::TakeHeldFrees() {
+  util::MutexLock l(&defer_mu_);
+  return std::exchange(held_frees_, {});
 }
 
 Status Zio::FlushAll() {

@@ -125,6 +125,7 @@
 #include "util/mutex.h"
 #include "vdev/block_device.h"
 #include "zio/block_ptr.h"
+#include "zio/block_ref_table.h"
 
 namespace poolfs::core::zio {
 
@@ -279,6 +280,16 @@ class Zio {
   // caller owns *sink and reads it only while no Free of `txg` runs.
   void DeferFrees(Txg txg, std::vector<BlockPtr>* sink);
 
+  // The pool's block reference table (block_ref_table.h; nullptr: none,
+  // every free frees). Set before the first Free. A Free of a data block
+  // the table counts leaves its space allocated; one a clone of a later,
+  // unsynced txg references is held back for TakeHeldFrees.
+  void set_ref_table(BlockRefTable* table) { ref_table_ = table; }
+  BlockRefTable* ref_table() const { return ref_table_; }
+  // The frees held back since the last call, for the pool's deferred frees
+  // (freed in the next txg's sync).
+  std::vector<BlockPtr> TakeHeldFrees() EXCLUDES(defer_mu_);
+
   // The children of gang block `bp`, read from its header and checked: each
   // lies in its vdev's allocatable area, and their sizes add up to
   // bp.gang_asize with every child but the last full (Corruption otherwise,
@@ -372,6 +383,7 @@ class Zio {
 
   std::vector<std::unique_ptr<VdevState>> vdevs_;
   space::SpaceManager* const space_;
+  BlockRefTable* ref_table_ = nullptr;
   const BpFormat format_;
   uint32_t max_ashift_ = 0;
   std::atomic<uint64_t> bytes_written_{0};
@@ -389,6 +401,7 @@ class Zio {
   util::Mutex defer_mu_;
   Txg defer_txg_ GUARDED_BY(defer_mu_);
   std::vector<BlockPtr>* defer_sink_ GUARDED_BY(defer_mu_) = nullptr;
+  std::vector<BlockPtr> held_frees_ GUARDED_BY(defer_mu_);  // BlockRefTable::Release::kDefer
 };
 
 }  // namespace poolfs::core::zio
