@@ -325,6 +325,9 @@ std::string RenderStatus(const poolfs::FsStatus& s, const config::Config& runnin
                      " free, " + FormatBytesHuman(s.space_deferred) +
                      " freed (free once the last txgs sync), " + FormatBytesHuman(s.space_total) +
                      " total");
+  if (s.cloned_blocks > 0)
+    line("block clones:", std::to_string(s.cloned_blocks) + " blocks shared by copies, " +
+                              FormatBytesHuman(s.clone_saved_bytes) + " saved");
   if (s.log.enabled) {
     const uint64_t n = s.log.commits;
     line("intent log:", std::to_string(n) + " commits wrote " + std::to_string(s.log.records) +

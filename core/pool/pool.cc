@@ -458,6 +458,7 @@ PoolStats Pool::Stats() const {
     s.deferred_frees = dir_.deferred_frees.size();
   }
   s.space = space_->Stats();
+  if (ref_table_) s.clones = ref_table_->stats();
   for (size_t i = 0; i < devs_.size(); i++)
     s.checksum_errors.push_back(zio_->checksum_errors(uint32_t(i)));
   s.repairs = zio_->repairs();

@@ -297,6 +297,9 @@ struct PoolStats {
   uint32_t mos_passes_max = 0;
   // Blocks the last sync's late passes left for the next txg to free.
   uint64_t deferred_frees = 0;
+  // The block reference table (zio/block_ref_table.h): blocks shared by
+  // clones, and what the clones would have cost as copies.
+  zio::BlockRefTable::Stats clones;
   arc::ArcStats arc;  // the cache of an imported pool (zeros otherwise)
   dmu::ReadAheadStats read_ahead;
 };

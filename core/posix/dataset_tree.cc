@@ -653,6 +653,18 @@ Status DatasetTreeFs::SyncIfAlways(uint64_t ino) {
   return fs.ok() ? (*fs)->SyncIfAlways() : Status::Ok();
 }
 
+Result<uint64_t> DatasetTreeFs::CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in,
+                                              uint64_t ino_out, uint64_t off_out, uint64_t len,
+                                              uint32_t flags) {
+  ino_in = In(ino_in);
+  ino_out = In(ino_out);
+  uint64_t local_in, local_out;
+  POOLFS_ASSIGN_OR_RETURN(PosixFs * from, Route(ino_in, &local_in));
+  POOLFS_ASSIGN_OR_RETURN(PosixFs * to, Route(ino_out, &local_out));
+  return Changed(ino_out,
+                 to->CopyFrom(c, *from, local_in, off_in, local_out, off_out, len, flags));
+}
+
 Result<uint64_t> DatasetTreeFs::Seek(uint64_t ino, uint64_t off, bool hole) {
   uint64_t local;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * fs, Route(In(ino), &local));

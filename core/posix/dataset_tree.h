@@ -135,6 +135,11 @@ class DatasetTreeFs final : public Filesystem {
                    uint64_t len) override;
   Status Fsync(uint64_t ino, bool datasync) override;
   Result<uint64_t> Seek(uint64_t ino, uint64_t off, bool hole) override;
+  // Between any two datasets of the mount: the destination's filesystem
+  // copies from the source's (PosixFs::CopyFrom).
+  Result<uint64_t> CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in,
+                                 uint64_t ino_out, uint64_t off_out, uint64_t len,
+                                 uint32_t flags) override;
   Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                  const std::function<bool(const DirEntry&)>& emit) override;
   Result<std::string> GetXattr(const Creds& c, uint64_t ino, std::string_view name) override;

@@ -121,6 +121,13 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
   if (data.empty()) return size_t{0};
   util::MutexLock op(&in->op_mu);
   if (Freed(*in)) return Stale(ino);
+  return WriteLocked(c, *in, off, data);
+}
+
+Result<size_t> PosixFs::WriteLocked(const Creds& c, Inode& in_ref, uint64_t off,
+                                    std::string_view data) {
+  Inode* const in = &in_ref;
+  const uint64_t ino = in->ino;
   ZnodePhys z = in->Snapshot();
   if (!S_ISREG(z.mode)) return NotRegular(ino, z.mode);
   const uint32_t killed = KilledByWrite(c, z);  // before the Tx: it may read the caller's groups
@@ -139,7 +146,7 @@ Result<size_t> PosixFs::Write(const Creds& c, uint64_t ino, uint64_t off, std::s
     st = SaveZnode(tx, *in, *d, z);
   }
   POOLFS_RETURN_IF_ERROR(tx.Finish(st));
-  Note(tx, {in.get()});
+  Note(tx, {in});
   in->NoteUnsynced(tx.txg().value(), data.size(), space_synced_txg_.load());
   // The bytes go into the record at the commit (intent_log.h); a write
   // larger than a record takes several.

@@ -99,6 +99,15 @@ class PosixFs final : public Filesystem {
   Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;
+  // copy_file_range within this filesystem (CopyFrom with *this).
+  Result<uint64_t> CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in,
+                                 uint64_t ino_out, uint64_t off_out, uint64_t len,
+                                 uint32_t flags) override;
+  // copy_file_range from file ino_in of `src` (a filesystem of another
+  // dataset of the same pool, or this one) to file ino_out of this one
+  // (copy_range.cc has the design; Filesystem::CopyFileRange the contract).
+  Result<uint64_t> CopyFrom(const Creds& c, PosixFs& src, uint64_t ino_in, uint64_t off_in,
+                            uint64_t ino_out, uint64_t off_out, uint64_t len, uint32_t flags);
   void SetPageDropper(PageDropper fn) override EXCLUDES(drop_mu_);
   Status Fsync(uint64_t ino, bool datasync) override;
   // Under the sync property `always`, waits until every change made so
@@ -360,6 +369,14 @@ class PosixFs final : public Filesystem {
   // blocks are of the recordsize of that moment. May read block 0 (and
   // fail, changing nothing).
   Status GrowBlocks(dmu::Tx& tx, dmu::Dnode& d, uint64_t end);
+  // Write with in.op_mu held by the caller (and in not freed).
+  Result<size_t> WriteLocked(const Creds& c, Inode& in, uint64_t off, std::string_view data);
+  // One Tx of CopyFrom: blocks [first, first + n) of `din` (file `in` of
+  // `src`) shared with `dout` (file `out`), those the source changed since
+  // the last sync copied; adds the range's bytes they hold to *done.
+  Status CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din, Inode& out,
+                     dmu::Dnode& dout, uint64_t first, uint64_t n, uint64_t off_in,
+                     uint64_t off_out, uint64_t len, uint64_t* done);
   Status GrowBlocks(dmu::Tx& tx, uint64_t ino, uint64_t end);
   uint32_t RecordSize() const { return props_recordsize_.load(std::memory_order_relaxed); }
   // After a read of `in` (file data, a directory listing, a symlink):

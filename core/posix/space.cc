@@ -240,6 +240,8 @@ FsStatus PosixFs::GetStatus() {
   s.space_allocated = stats.space.allocated;
   s.space_free = stats.space.free;
   s.space_deferred = stats.space.deferred;
+  s.cloned_blocks = stats.clones.entries;
+  s.clone_saved_bytes = stats.clones.saved_bytes;
   for (uint64_t e : stats.checksum_errors) s.checksum_errors += e;
   s.repaired_copies = stats.repairs;
   s.copy_shortfalls = stats.copy_shortfalls;

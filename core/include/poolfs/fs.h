@@ -316,6 +316,11 @@ struct FsStatus {
   // Freed in the last txgs, free again once they have synced (allocated +
   // free + deferred = total).
   uint64_t space_deferred = 0;
+  // Block cloning (copy_file_range): blocks shared by more than one file,
+  // as of the last sync, and the bytes the extra references would take as
+  // copies (ZFS's bcloneused and bclonesaved).
+  uint64_t cloned_blocks = 0;
+  uint64_t clone_saved_bytes = 0;
   uint64_t checksum_errors = 0;  // all vdevs
   // Bad copies of blocks rewritten from good ones since the mount, and
   // copies writes left out for want of room.
@@ -504,6 +509,26 @@ class Filesystem {
   // range from failing with NoSpace.
   virtual Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                            uint64_t len) = 0;
+  // copy_file_range(2): copies up to `len` bytes of regular file `ino_in`
+  // from `off_in` to regular file `ino_out` at `off_out` (any two files of
+  // the filesystem, in any two of its pool's datasets), and returns the
+  // bytes copied: fewer at the end of ino_in (0 at or past it), or when a
+  // later part failed after an earlier one was done. Whole blocks are
+  // shared, not copied (block cloning: the pool's block reference table),
+  // where the two offsets lie alike in their blocks and the files' block
+  // sizes agree (or ino_out's data fits one block, which then takes
+  // ino_in's size); the partial blocks at the edges, blocks changed since
+  // the last sync and everything else are copied. mtime and ctime of
+  // ino_out move and a non-root caller clears its setuid and setgid bits,
+  // as a write. `flags` must be 0 (InvalidArgument); so must the ranges
+  // not overlap within one file. NotSupported where the filesystem cannot
+  // (the kernel then copies through read and write).
+  virtual Result<uint64_t> CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in,
+                                         uint64_t ino_out, uint64_t off_out, uint64_t len,
+                                         uint32_t flags) {
+    (void)c, (void)ino_in, (void)off_in, (void)ino_out, (void)off_out, (void)len, (void)flags;
+    return Status::NotSupported("copy_file_range");
+  }
   // Returns once ino's changes so far are durable.
   virtual Status Fsync(uint64_t ino, bool datasync) = 0;
   // lseek(2)'s SEEK_DATA (`hole` false) and SEEK_HOLE (`hole` true) on a
