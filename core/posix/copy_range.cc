@@ -212,7 +212,12 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
   auto put_run = [&](uint64_t run_first) -> Status {
     if (run.empty()) return Status::Ok();
     const uint64_t dst_block = (at / bs) + (run_first - first);
-    Status s = os_->PutClones(tx, dout, dst_block, run, std::min(new_size, (dst_block + run.size()) * bs));
+    Status s = os_->PutClones(tx, dout, dst_block, run,
+                              std::min(new_size, (dst_block + run.size()) * bs));
+    if (!s.ok()) {  // it changed nothing: the run's references go back
+      const std::vector<std::optional<zio::BlockPtr>> back(run.begin(), run.end());
+      din.CancelShared(tx.txg(), back);
+    }
     run.clear();
     return s;
   };
