@@ -9,8 +9,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -361,6 +364,241 @@ TEST_CASE(
   CHECK(r.ok());
   CHECK(r.deferred_frees == 0);
   CHECK(r.bytes_referenced == r.bytes_allocated_by_maps);
+}
+
+TEST_CASE("Clones survive a rollback and a snapshot destroy in their own txg, and a promote",
+          "[clone][brt]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  REQUIRE(t.admin->Create("tank/e", false, {}).ok());
+  const uint64_t empty = Allocated(t);
+  const std::string va = Pattern(11, 4 * kRecord), vb = Pattern(12, 4 * kRecord),
+                    vc = Pattern(13, 4 * kRecord);
+  const uint64_t a = t.Write("tank/e", va);
+  const uint64_t b = t.Write("tank/d", vb);
+  REQUIRE(t.admin->Snapshot({"tank/d@s"}, false).ok());
+  const uint64_t c = t.Write("tank/d", vc);  // born after s
+
+  // In one txg: e's a cloned over d's b, d's c cloned into e, and d rolled
+  // back to s (which frees c's blocks and drops b's clone).
+  const Txg open = t.pool->txgs().open_txg();
+  CloneBlocks(*t.pool, "tank/e", a, 0, 4, "tank/d", b, 0, va.size());
+  const uint64_t e1 = CloneObject(*t.pool, "tank/d", c, "tank/e");
+  auto rolled = t.pool->Rollback("tank/d@s", false);
+  INFO(rolled.status().ToString());
+  REQUIRE(rolled.ok());
+  REQUIRE(*rolled == open);
+  REQUIRE(t.pool->WaitSynced().ok());
+  CHECK(ReadObject(t, "tank/e", e1, vc.size()) == vc);
+  CHECK(ReadObject(t, "tank/d", b, vb.size()) == vb);
+  RequireClean(t);
+
+  // A clone taken from s in the txg that destroys s.
+  uint64_t d1 = 0;
+  {
+    dmu::ObjectSet* os = t.pool->dataset("tank/d");
+    dmu::Tx tx(t.pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    auto id = os->Create(tx, dmu::ObjectType::kPlain);
+    REQUIRE(id.ok());
+    d1 = id->value();
+    REQUIRE(os->Write(tx, ObjectId(b), 0, Pattern(14, 4 * kRecord)).ok());  // s alone holds vb
+    tx.Commit();
+    REQUIRE(t.pool->WaitSynced().ok());
+  }
+  {
+    auto snap = t.pool->OpenSnapshot("tank/d@s");
+    REQUIRE(snap.ok());
+    dmu::ObjectSet* os = t.pool->dataset("tank/d");
+    auto from = (*snap)->Hold(ObjectId(b));
+    auto to = os->Hold(ObjectId(d1));
+    REQUIRE(from.ok());
+    REQUIRE(to.ok());
+    dmu::Tx tx(t.pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    std::vector<std::optional<zio::BlockPtr>> shared;
+    REQUIRE(os->ShareBlocks(tx, **from, 0, 4, &shared).ok());
+    std::vector<zio::BlockPtr> bps;
+    for (const auto& bp : shared) bps.push_back(bp.value());
+    REQUIRE(os->PutClones(tx, **to, 0, bps, vb.size()).ok());
+    tx.Commit();
+    auto gone = t.pool->DestroySnapshot("tank/d@s", false);
+    REQUIRE(gone.ok());
+    REQUIRE(*gone == tx.txg());
+  }
+  REQUIRE(t.pool->WaitSynced().ok());
+  CHECK(ReadObject(t, "tank/d", d1, vb.size()) == vb);
+  RequireClean(t);
+
+  // A dataset clone with block clones of its own, promoted; then the old
+  // dataset destroyed.
+  REQUIRE(t.admin->Snapshot({"tank/d@p"}, false).ok());
+  REQUIRE(t.admin->Clone("tank/d@p", "tank/k", {}).ok());
+  const uint64_t k1 = CloneObject(*t.pool, "tank/k", d1, "tank/k");
+  REQUIRE(t.pool->WaitSynced().ok());
+  t.Overwrite("tank/d", d1, 0, Pattern(15, kRecord));
+  REQUIRE(t.admin->Promote("tank/k").ok());
+  REQUIRE(t.pool->WaitSynced().ok());
+  RequireClean(t);
+  REQUIRE(t.admin->Destroy("tank/d", false).ok());
+  REQUIRE(t.pool->WaitSynced().ok());
+  CHECK(ReadObject(t, "tank/k", k1, vb.size()) == vb);
+  CHECK(ReadObject(t, "tank/k", d1, vb.size()) == vb);
+  RequireClean(t);
+  REQUIRE(t.admin->Destroy("tank/k@p", false).ok());
+  REQUIRE(t.admin->Destroy("tank/k", false).ok());
+  REQUIRE(t.admin->Destroy("tank/e", false).ok());
+  REQUIRE(t.pool->WaitSynced().ok());
+  CHECK(Allocated(t) < empty + kRecord);
+  RequireClean(t);
+}
+
+TEST_CASE("A table of many blocks grows, shrinks and empties with its clones", "[clone][brt]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  const uint64_t empty = Allocated(t);
+  // 1500 blocks of 4 KiB: 1500 entries of 32 bytes, three blocks of the
+  // table's object.
+  constexpr uint64_t kSmall = 4096, kCount = 1500;
+  const std::string data = Pattern(16, kCount * kSmall);
+  uint64_t src = 0;
+  {
+    dmu::ObjectSet* os = t.pool->dataset("tank/d");
+    dmu::Tx tx(t.pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    auto id = os->Create(tx, dmu::ObjectType::kPlain, kSmall);
+    REQUIRE(id.ok());
+    src = id->value();
+    REQUIRE(os->Write(tx, *id, 0, data).ok());
+    tx.Commit();
+    REQUIRE(t.pool->WaitSynced().ok());
+  }
+  const uint64_t dst = CloneObject(*t.pool, "tank/d", src, "tank/d");
+  REQUIRE(t.pool->WaitSynced().ok());
+  RequireClean(t);
+  {
+    // The clone's first 1000 blocks punched: 500 entries stay.
+    dmu::ObjectSet* os = t.pool->dataset("tank/d");
+    dmu::Tx tx(t.pool->assigner());
+    REQUIRE(tx.Assign().ok());
+    REQUIRE(os->Punch(tx, ObjectId(dst), 0, 1000 * kSmall).ok());
+    tx.Commit();
+    REQUIRE(t.pool->WaitSynced().ok());
+  }
+  RequireClean(t);
+  t.Reimport();
+  FreeObject(t, "tank/d", src);
+  CHECK(ReadObject(t, "tank/d", dst, data.size()).substr(1000 * kSmall) ==
+        data.substr(1000 * kSmall));
+  RequireClean(t);
+  FreeObject(t, "tank/d", dst);
+  CHECK(Allocated(t) < empty + kRecord);
+  RequireClean(t);
+}
+
+TEST_CASE("Random clones, writes, punches, frees and snapshots keep every count true",
+          "[clone][brt]") {
+  TestPool t;
+  const std::vector<std::string> sets = {"tank/d", "tank/e"};
+  for (const std::string& name : sets) REQUIRE(t.admin->Create(name, false, {}).ok());
+  const uint64_t empty = Allocated(t);
+  constexpr uint64_t kBlocks = 6;  // per object, each a whole record
+  // What each object holds: the model the pool is read against.
+  std::map<std::pair<std::string, uint64_t>, std::string> model;
+  std::vector<std::string> snaps;  // oldest first
+  std::mt19937_64 rng(2024);
+  auto pick = [&]() {
+    auto it = model.begin();
+    std::advance(it, long(rng() % model.size()));
+    return it;
+  };
+  auto verify = [&] {
+    for (const auto& [key, content] : model)
+      REQUIRE(ReadObject(t, key.first, key.second, kBlocks * kRecord) == content);
+  };
+  for (int op = 0; op < 160; op++) {
+    INFO("op " << op);
+    const int what = int(rng() % 10);
+    const std::string& set = sets[rng() % 2];
+    dmu::ObjectSet* os = t.pool->dataset(set);
+    REQUIRE(os != nullptr);
+    if (model.size() < 4 || what == 0) {  // a new object, written whole
+      dmu::Tx tx(t.pool->assigner());
+      REQUIRE(tx.Assign().ok());
+      auto id = os->Create(tx, dmu::ObjectType::kPlain, kRecord);
+      REQUIRE(id.ok());
+      const std::string data = Pattern(rng(), kBlocks * kRecord);
+      REQUIRE(os->Write(tx, *id, 0, data).ok());
+      tx.Commit();
+      model[{set, id->value()}] = data;
+    } else if (what <= 4) {  // a clone of a run of blocks, maybe onto itself
+      auto src = pick(), dst = pick();
+      const uint64_t n = 1 + rng() % 3;
+      const uint64_t from = rng() % (kBlocks - n + 1), to = rng() % (kBlocks - n + 1);
+      dmu::ObjectSet* sos = t.pool->dataset(src->first.first);
+      dmu::ObjectSet* dos = t.pool->dataset(dst->first.first);
+      auto held_src = sos->Hold(ObjectId(src->first.second));
+      auto held_dst = dos->Hold(ObjectId(dst->first.second));
+      REQUIRE(held_src.ok());
+      REQUIRE(held_dst.ok());
+      dmu::Tx tx(t.pool->assigner());
+      REQUIRE(tx.Assign().ok());
+      std::vector<std::optional<zio::BlockPtr>> shared;
+      REQUIRE(dos->ShareBlocks(tx, **held_src, from, from + n, &shared).ok());
+      bool whole = true;
+      for (const auto& bp : shared) whole &= bp.has_value();
+      if (!whole) {
+        // A block an unsynced txg changed: given back (a copy would do).
+        (*held_src)->CancelShared(tx.txg(), shared);
+        tx.Commit();
+        continue;
+      }
+      std::vector<zio::BlockPtr> bps;
+      for (const auto& bp : shared) bps.push_back(*bp);
+      REQUIRE(dos->PutClones(tx, **held_dst, to, bps, kBlocks * kRecord).ok());
+      tx.Commit();
+      dst->second.replace(to * kRecord, n * kRecord,
+                          src->second.substr(from * kRecord, n * kRecord));
+    } else if (what <= 6) {  // a block written over
+      auto it = pick();
+      const uint64_t b = rng() % kBlocks;
+      const std::string data = Pattern(rng(), kRecord);
+      t.Overwrite(it->first.first, it->first.second, b * kRecord, data);
+      it->second.replace(b * kRecord, kRecord, data);
+    } else if (what == 7) {  // a hole punched
+      auto it = pick();
+      const uint64_t b = rng() % kBlocks;
+      dmu::ObjectSet* ios = t.pool->dataset(it->first.first);
+      dmu::Tx tx(t.pool->assigner());
+      REQUIRE(tx.Assign().ok());
+      REQUIRE(ios->Punch(tx, ObjectId(it->first.second), b * kRecord, kRecord).ok());
+      tx.Commit();
+      it->second.replace(b * kRecord, kRecord, std::string(kRecord, '\0'));
+    } else if (what == 8) {  // an object freed
+      auto it = pick();
+      FreeObject(t, it->first.first, it->first.second);
+      model.erase(it);
+    } else if (snaps.size() < 3) {  // a snapshot of one dataset
+      const std::string name = set + "@s" + std::to_string(op);
+      REQUIRE(t.admin->Snapshot({name}, false).ok());
+      snaps.push_back(name);
+    } else {  // the oldest snapshot destroyed
+      REQUIRE(t.admin->Destroy(snaps.front(), false).ok());
+      snaps.erase(snaps.begin());
+    }
+    if (rng() % 3 == 0) REQUIRE(t.pool->WaitSynced().ok());
+    if (op % 40 == 39) {
+      REQUIRE(t.pool->WaitSynced().ok());
+      verify();
+      RequireClean(t);
+      verify();
+    }
+  }
+  // Everything gone: the space comes back.
+  for (const std::string& name : snaps) REQUIRE(t.admin->Destroy(name, false).ok());
+  for (const auto& [key, content] : model) FreeObject(t, key.first, key.second);
+  CHECK(Allocated(t) < empty + kRecord);
+  RequireClean(t);
 }
 
 }  // namespace poolfs::core::pool::block_clone_test
