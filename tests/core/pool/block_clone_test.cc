@@ -220,6 +220,74 @@ TEST_CASE("A file cloned onto itself keeps one reference to each block", "[clone
   RequireClean(t);
 }
 
+TEST_CASE("A clone of a block of two copies shares both; a gang block is not shared",
+          "[clone][brt]") {
+  {
+    TestPool t;
+    REQUIRE(t.admin->Create("tank/two", false, {{"copies", "2"}}).ok());
+    REQUIRE(t.admin->Create("tank/one", false, {}).ok());
+    const uint64_t empty = Allocated(t);
+    const std::string data = Pattern(17, 3 * kRecord);
+    const uint64_t src = t.Write("tank/two", data);
+    auto bp = t.pool->dataset("tank/two")->BlockPointer(ObjectId(src), 0);
+    REQUIRE(bp.ok());
+    REQUIRE(bp->copies() == 2);
+    // Into a dataset of one copy: the pointer, both copies, is the clone's.
+    const uint64_t c = CloneObject(*t.pool, "tank/two", src, "tank/one");
+    REQUIRE(t.pool->WaitSynced().ok());
+    auto cbp = t.pool->dataset("tank/one")->BlockPointer(ObjectId(c), 0);
+    REQUIRE(cbp.ok());
+    CHECK(cbp->copies() == 2);
+    CHECK(cbp->copy(1) == bp->copy(1));
+    RequireClean(t);
+    FreeObject(t, "tank/two", src);
+    CHECK(ReadObject(t, "tank/one", c, data.size()) == data);
+    RequireClean(t);
+    FreeObject(t, "tank/one", c);
+    CHECK(Allocated(t) < empty + kRecord);
+    RequireClean(t);
+  }
+  // Gang blocks are stored in pieces that a free must find through the
+  // header: ShareBlocks gives nullopt (the caller copies them instead).
+  check_test::TempDir dir;
+  const std::vector<std::string> paths = {dir / "v0"};
+  REQUIRE(Pool::Create(paths, check_test::kFileSize, CreateOptions{"tank"}).ok());
+  PoolOptions options = check_test::QuietOptions();
+  options.force_gang_above = 8192;
+  auto p = Pool::Import(paths, options);
+  REQUIRE(p.ok());
+  dmu::ObjectSet* os = (*p)->root_dataset();
+  REQUIRE(os != nullptr);
+  uint64_t src = 0;
+  {
+    dmu::Tx tx((*p)->assigner());
+    REQUIRE(tx.Assign().ok());
+    src = os->Create(tx, dmu::ObjectType::kPlain).value().value();
+    REQUIRE(os->Write(tx, ObjectId(src), 0, Pattern(18, 2 * kRecord)).ok());
+    tx.Commit();
+    REQUIRE((*p)->WaitSynced().ok());
+  }
+  REQUIRE(os->BlockPointer(ObjectId(src), 0).value().IsGang());
+  auto held = os->Hold(ObjectId(src));
+  REQUIRE(held.ok());
+  {
+    dmu::Tx tx((*p)->assigner());
+    REQUIRE(tx.Assign().ok());
+    std::vector<std::optional<zio::BlockPtr>> shared;
+    REQUIRE(os->ShareBlocks(tx, **held, 0, 2, &shared).ok());
+    REQUIRE(shared.size() == 2);
+    CHECK_FALSE(shared[0].has_value());
+    CHECK_FALSE(shared[1].has_value());
+    tx.Commit();
+  }
+  held->reset();
+  REQUIRE((*p)->Export().ok());
+  p->reset();
+  CheckReport r = check_test::Check(paths);
+  INFO(check_test::Listing(r));
+  CHECK(r.ok());
+}
+
 TEST_CASE("A dataset clone shares the block clones of its origin, which count once",
           "[clone][brt]") {
   TestPool t;
