@@ -172,6 +172,34 @@ TEST_CASE("copy_file_range refuses flags and overlapping ranges of one file", "[
   REQUIRE(f.MustRead(a, 4 * kRecord, 2 * kRecord) == f.MustRead(a, 0, 2 * kRecord));
 }
 
+TEST_CASE("a copy onto blocks that already share the source's counts them once",
+          "[posix][clone]") {
+  FsFixture f(uint64_t{256} << 20, CloneSlowSync());
+  const std::string content = CloneBytes(4 * kRecord, 41);
+  const uint64_t src = f.MustCreate(kRootIno, "src").ino;
+  f.MustWrite(src, 0, content);
+  f.Remount();
+  const uint64_t dst = f.MustCreate(kRootIno, "dst").ino;
+  REQUIRE(MustCopy(f, src, 0, dst, 0, content.size()) == content.size());
+  f.Remount();
+  const FsStatus once = f.fs->GetStatus();
+  REQUIRE(once.cloned_blocks == 4);
+  // Again, onto itself: each block of dst already names the extent.
+  REQUIRE(MustCopy(f, src, 0, dst, 0, content.size()) == content.size());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 4);
+  REQUIRE(f.fs->GetStatus().clone_saved_bytes == once.clone_saved_bytes);
+  REQUIRE(f.MustRead(dst, 0, content.size()) == content);
+  // dst copied back onto src: src's blocks are dst's already.
+  REQUIRE(MustCopy(f, dst, 0, src, 0, content.size()) == content.size());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().clone_saved_bytes == once.clone_saved_bytes);
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "src").ok());
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "dst").ok());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 0);
+}
+
 TEST_CASE("changes of a copy before its sync drop its shared blocks", "[posix][clone]") {
   FsFixture f(uint64_t{256} << 20, CloneSlowSync());
   const std::string content = CloneBytes(8 * kRecord, 5);
