@@ -1,7 +1,7 @@
 // Regular files and other non-directories: CREATE, MKNOD, OPEN, READ,
-// WRITE, RELEASE, FSYNC, FALLOCATE, COPY_FILE_RANGE, LSEEK. There is no FLUSH handler (it would
-// cost a round trip per close for nothing: the data is already in the
-// open txg) and no per-open state.
+// WRITE, RELEASE, FSYNC, FALLOCATE, COPY_FILE_RANGE, LSEEK. There is no
+// FLUSH handler (it would cost a round trip per close for nothing: the
+// data is already in the open txg) and no per-open state.
 //
 // Opening without a request. A file needs nothing from an open: the
 // kernel checks the mode bits itself (every mount has default_permissions),
