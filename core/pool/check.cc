@@ -356,6 +356,8 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       sink.Add(table_name, table.status().message());
       walker.SetRefTableUnknown();
     } else {
+      report.cloned_blocks = table->size();
+      for (const auto& [key, e] : *table) report.clone_saved_bytes += e.refs * e.allocated;
       walker.SetRefTable(std::move(table).value());
     }
   }

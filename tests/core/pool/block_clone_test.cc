@@ -92,7 +92,11 @@ TEST_CASE(
   // A dataset's figures count its clones' blocks as its own.
   CHECK(t.Info("tank/e").referenced >= data.size());
   CHECK(t.Info("tank/d").referenced >= 3 * data.size());
-  RequireClean(t);
+  const CheckReport report = RequireClean(t);
+  CHECK(report.cloned_blocks == 6);
+  CHECK(report.clone_saved_bytes == 3 * data.size());
+  CHECK(report.Summary().find("block clones: 6 blocks shared by copies, ") != std::string::npos);
+  CHECK(report.Summary().find("(2359296 bytes) saved") != std::string::npos);
 
   // A clone of a clone, in a later txg; then a clone's block overwritten
   // (its reference goes) and one re-cloned over another clone's block.
