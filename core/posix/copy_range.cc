@@ -160,8 +160,6 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
   // end, inside its block).
   const uint64_t at = off_out + (first * bs - off_in);
   const uint64_t bytes = std::min((first + n) * bs, off_in + len) - first * bs;
-  const ZnodePhys before = out.Snapshot();
-  const uint32_t killed = KilledByWrite(c, before);
   // The destination's block size may have moved since the caller looked (a
   // head write grows a small file's block): copy when it no longer agrees.
   {
@@ -175,6 +173,28 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
       return Status::Ok();
     }
   }
+  // Space for the blocks to copy is reserved before the Tx (as a write
+  // does); which they are is known only under it, so a first try that
+  // finds more than was reserved gives everything back, reserves, and
+  // tries again (then goes on whatever it finds: a few racing writes).
+  uint64_t reserved = 0;
+  for (int attempt = 0;; attempt++) {
+    Result<bool> r = CloneBlocksOnce(c, src, in, din, out, dout, first, n, off_in, off_out, len,
+                                     attempt == 0 ? &reserved : nullptr, done);
+    if (!r.ok() || *r) return r.status();
+    POOLFS_RETURN_IF_ERROR(ReserveSpace(reserved));
+  }
+}
+
+Result<bool> PosixFs::CloneBlocksOnce(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din,
+                                      Inode& out, dmu::Dnode& dout, uint64_t first, uint64_t n,
+                                      uint64_t off_in, uint64_t off_out, uint64_t len,
+                                      uint64_t* reserve, uint64_t* done) {
+  const uint64_t bs = din.Info().block_size;
+  const uint64_t at = off_out + (first * bs - off_in);
+  const uint64_t bytes = std::min((first + n) * bs, off_in + len) - first * bs;
+  const ZnodePhys before = out.Snapshot();
+  const uint32_t killed = KilledByWrite(c, before);
   dmu::Tx tx(pool_->assigner());
   POOLFS_RETURN_IF_ERROR(tx.Assign(n * zio::kBlockPtrSizeV2 + 1024));
   std::vector<std::optional<zio::BlockPtr>> shared;
@@ -187,16 +207,22 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
       bp.reset();
     }
   }
+  const auto to_copy = uint64_t(std::count(shared.begin(), shared.end(), std::nullopt));
+  if (reserve != nullptr && to_copy > 0) {
+    din.CancelShared(tx.txg(), shared);  // nothing changed yet: the Tx just ends
+    *reserve = to_copy * bs;
+    return false;
+  }
   // Everything that can fail comes before the first change: the bytes of
   // the blocks to copy.
-  std::vector<std::pair<size_t, std::string>> copies;
+  std::vector<std::string> copies;
   Status st;
   for (size_t i = 0; i < shared.size() && st.ok(); i++) {
     if (shared[i].has_value()) continue;
     std::string block(bs, '\0');
     Result<size_t> got = src.os_->ReadInto(ObjectId(in.ino), (first + i) * bs, block);
     st = got.status();
-    copies.emplace_back(i, std::move(block));
+    copies.push_back(std::move(block));
   }
   if (st.ok() && dout.Info().block_size != bs)
     st = os_->SetBlockSize(tx, ObjectId(out.ino), uint32_t(bs));
@@ -235,7 +261,7 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
     // A whole block, so that the write reads nothing: the last one may
     // pass the range's end, but only where both files hold zeros past
     // their ends (the caller's rule), and the length is cut back below.
-    st = os_->Write(tx, dout, at + i * bs, copies[next_copy++].second);
+    st = os_->Write(tx, dout, at + i * bs, copies[next_copy++]);
   }
   if (st.ok()) st = put_run(run_first);
   if (const uint64_t keep = std::max(new_size, length_before);
@@ -257,7 +283,7 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
         uint32_t(std::min<uint64_t>(zil::kMaxInlineWrite, bytes - d)));
   if (killed != 0) LogAttrs(tx, out.ino, out.Snapshot(), false);
   *done += bytes;
-  return Status::Ok();
+  return true;
 }
 
 }  // namespace poolfs::core::posix

@@ -371,12 +371,20 @@ class PosixFs final : public Filesystem {
   Status GrowBlocks(dmu::Tx& tx, dmu::Dnode& d, uint64_t end);
   // Write with in.op_mu held by the caller (and in not freed).
   Result<size_t> WriteLocked(const Creds& c, Inode& in, uint64_t off, std::string_view data);
-  // One Tx of CopyFrom: blocks [first, first + n) of `din` (file `in` of
-  // `src`) shared with `dout` (file `out`), those the source changed since
-  // the last sync copied; adds the range's bytes they hold to *done.
+  // A step of CopyFrom: blocks [first, first + n) of `din` (file `in` of
+  // `src`) shared with `dout` (file `out`) in one Tx, those the source
+  // changed since the last sync copied (their space reserved first);
+  // adds the range's bytes they hold to *done.
   Status CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din, Inode& out,
                      dmu::Dnode& dout, uint64_t first, uint64_t n, uint64_t off_in,
                      uint64_t off_out, uint64_t len, uint64_t* done);
+  // One try of CloneBlocks' Tx. With `reserve`, a try that finds blocks to
+  // copy changes nothing, sets *reserve to their bytes and returns false
+  // (the caller reserves the space and tries again without it).
+  Result<bool> CloneBlocksOnce(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din,
+                               Inode& out, dmu::Dnode& dout, uint64_t first, uint64_t n,
+                               uint64_t off_in, uint64_t off_out, uint64_t len, uint64_t* reserve,
+                               uint64_t* done);
   Status GrowBlocks(dmu::Tx& tx, uint64_t ino, uint64_t end);
   uint32_t RecordSize() const { return props_recordsize_.load(std::memory_order_relaxed); }
   // After a read of `in` (file data, a directory listing, a symlink):
