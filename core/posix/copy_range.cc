@@ -179,6 +179,14 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
   POOLFS_RETURN_IF_ERROR(tx.Assign(n * zio::kBlockPtrSizeV2 + 1024));
   std::vector<std::optional<zio::BlockPtr>> shared;
   POOLFS_RETURN_IF_ERROR(src.os_->ShareBlocks(tx, din, first, first + n, &shared));
+  // A stored block of another size (the source's block size changed after
+  // its last sync, when it held one block) is copied too.
+  for (auto& bp : shared) {
+    if (bp.has_value() && !bp->IsHole() && bp->lsize != bs) {
+      din.CancelShared(tx.txg(), {&bp, 1});
+      bp.reset();
+    }
+  }
   // Everything that can fail comes before the first change: the bytes of
   // the blocks to copy.
   std::vector<std::pair<size_t, std::string>> copies;
@@ -199,11 +207,17 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
   // From here on nothing fails but on a bug: the pointers and bytes are in
   // hand, the block sizes agree.
   const uint64_t new_size = std::max(before.size, at + bytes);
+  const uint64_t length_before = dout.Info().length;
   std::vector<zio::BlockPtr> run;
   auto put_run = [&](uint64_t run_first) -> Status {
     if (run.empty()) return Status::Ok();
     const uint64_t dst_block = (at / bs) + (run_first - first);
-    Status s = os_->PutClones(tx, dout, dst_block, run, std::min(new_size, (dst_block + run.size()) * bs));
+    Status s = os_->PutClones(tx, dout, dst_block, run,
+                              std::min(new_size, (dst_block + run.size()) * bs));
+    if (!s.ok()) {  // it changed nothing: the run's references go back
+      const std::vector<std::optional<zio::BlockPtr>> back(run.begin(), run.end());
+      din.CancelShared(tx.txg(), back);
+    }
     run.clear();
     return s;
   };
@@ -224,8 +238,9 @@ Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode&
     st = os_->Write(tx, dout, at + i * bs, copies[next_copy++].second);
   }
   if (st.ok()) st = put_run(run_first);
-  if (st.ok() && dout.Info().length > new_size)
-    st = os_->Truncate(tx, ObjectId(out.ino), new_size);  // t's own copy: no read
+  if (const uint64_t keep = std::max(new_size, length_before);
+      st.ok() && dout.Info().length > keep)
+    st = os_->Truncate(tx, ObjectId(out.ino), keep);  // into the block just written: no read
   if (!st.ok()) din.CancelShared(tx.txg(), shared);
   if (st.ok()) {
     ZnodePhys z = before;

@@ -172,6 +172,34 @@ TEST_CASE("copy_file_range refuses flags and overlapping ranges of one file", "[
   REQUIRE(f.MustRead(a, 4 * kRecord, 2 * kRecord) == f.MustRead(a, 0, 2 * kRecord));
 }
 
+TEST_CASE("a copy onto blocks that already share the source's counts them once",
+          "[posix][clone]") {
+  FsFixture f(uint64_t{256} << 20, CloneSlowSync());
+  const std::string content = CloneBytes(4 * kRecord, 41);
+  const uint64_t src = f.MustCreate(kRootIno, "src").ino;
+  f.MustWrite(src, 0, content);
+  f.Remount();
+  const uint64_t dst = f.MustCreate(kRootIno, "dst").ino;
+  REQUIRE(MustCopy(f, src, 0, dst, 0, content.size()) == content.size());
+  f.Remount();
+  const FsStatus once = f.fs->GetStatus();
+  REQUIRE(once.cloned_blocks == 4);
+  // Again, onto itself: each block of dst already names the extent.
+  REQUIRE(MustCopy(f, src, 0, dst, 0, content.size()) == content.size());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 4);
+  REQUIRE(f.fs->GetStatus().clone_saved_bytes == once.clone_saved_bytes);
+  REQUIRE(f.MustRead(dst, 0, content.size()) == content);
+  // dst copied back onto src: src's blocks are dst's already.
+  REQUIRE(MustCopy(f, dst, 0, src, 0, content.size()) == content.size());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().clone_saved_bytes == once.clone_saved_bytes);
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "src").ok());
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "dst").ok());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 0);
+}
+
 TEST_CASE("changes of a copy before its sync drop its shared blocks", "[posix][clone]") {
   FsFixture f(uint64_t{256} << 20, CloneSlowSync());
   const std::string content = CloneBytes(8 * kRecord, 5);
@@ -209,6 +237,48 @@ TEST_CASE("changes of a copy before its sync drop its shared blocks", "[posix][c
     REQUIRE(f.fs->GetStatus().cloned_blocks == 0);
     REQUIRE(f.MustRead(src, 0, content.size()) == content);
   }
+}
+
+TEST_CASE("copy_file_range shares blocks between datasets, and out of a snapshot",
+          "[posix][clone]") {
+  FsFixture f(uint64_t{256} << 20, CloneSlowSync());
+  auto admin = [&f] { return f.fs->datasets(); };  // a remount makes a new one
+  REQUIRE(admin()->Create("pool/home", false, {}).ok());
+  const uint64_t home = f.MustLookup(kRootIno, "home");
+  const std::string content = CloneBytes(8 * kRecord, 31);
+  const uint64_t src = f.MustCreate(kRootIno, "src").ino;
+  f.MustWrite(src, 0, content);
+  f.Remount();
+  const uint64_t copy = f.MustCreate(home, "copy").ino;
+  REQUIRE(MustCopy(f, src, 0, copy, 0, content.size()) == content.size());
+  REQUIRE(f.MustRead(copy, 0, content.size()) == content);
+  f.Remount();
+  REQUIRE(f.MustRead(copy, 0, content.size()) == content);
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 8);
+
+  // The source changes after a snapshot; the snapshot's file is copied
+  // back, sharing the blocks that the snapshot and the first copy hold.
+  REQUIRE(admin()->Snapshot({"pool@s"}, false).ok());
+  f.MustWrite(src, 0, CloneBytes(8 * kRecord, 32));
+  f.Remount();
+  const uint64_t snap = f.MustLookup(f.MustLookup(f.MustLookup(kRootIno, ".poolfs"), "snapshot"), "s");
+  const uint64_t old = f.MustLookup(snap, "src");
+  const uint64_t restored = f.MustCreate(kRootIno, "restored").ino;
+  REQUIRE(MustCopy(f, old, 0, restored, 0, content.size()) == content.size());
+  REQUIRE(f.MustRead(restored, 0, content.size()) == content);
+  // A snapshot takes no copy.
+  REQUIRE(Code(f.fs->CopyFileRange(RootCreds(), src, 0, old, 0, 10, 0)) == StatusCode::kReadOnly);
+  f.Remount();
+  REQUIRE(f.MustRead(restored, 0, content.size()) == content);
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 8);
+  // The snapshot goes: its blocks stay, held by the two copies.
+  REQUIRE(admin()->Destroy("pool@s", false).ok());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 8);
+  REQUIRE(f.fs->Unlink(RootCreds(), home, "copy").ok());
+  f.Remount();
+  REQUIRE(f.fs->GetStatus().cloned_blocks == 0);
+  REQUIRE(f.MustRead(restored, 0, content.size()) == content);
 }
 
 TEST_CASE("a crash between a copy and its sync", "[posix][clone]") {
