@@ -331,6 +331,7 @@ Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_
     if (r.kind != OpKind::kCloneBlocks || r.txg > imported) continue;
     const CloneRange c = UnpackCloneRange(r);
     clones++;
+    stats_.block_clones_across += c.src_dataset != r.dataset;
     stats_.clone_blocks_shared += c.shared;
     stats_.clone_holes += c.holes;
     stats_.clone_blocks_copied += c.blocks - std::min(c.blocks, c.shared + c.holes);
@@ -475,9 +476,11 @@ int Runner::Run() {
       static_cast<unsigned long long>(stats_.snapshots_verified),
       static_cast<unsigned long long>(stats_.snapshot_digests));
   std::printf(
-      "block clones: %llu (in verified txgs) of %llu blocks: %llu shared, %llu holes, %llu "
-      "copied; the pool counted at most %llu blocks shared at an import that verified\n",
+      "block clones: %llu (in verified txgs, %llu between two datasets) of %llu blocks: %llu "
+      "shared, %llu holes, %llu copied; the pool counted at most %llu blocks shared at an import "
+      "that verified\n",
       static_cast<unsigned long long>(stats_.block_clones),
+      static_cast<unsigned long long>(stats_.block_clones_across),
       static_cast<unsigned long long>(stats_.clone_blocks_shared + stats_.clone_holes +
                                       stats_.clone_blocks_copied),
       static_cast<unsigned long long>(stats_.clone_blocks_shared),

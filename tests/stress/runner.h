@@ -155,10 +155,12 @@ struct RunStats {
   uint64_t snapshot_digests = 0;
   // Of the datasets created, those made as clones of a snapshot.
   uint64_t datasets_cloned = 0;
-  // Block clones that the verified txgs hold, their blocks (shared, holes
-  // in the source, copied), and the most blocks the pool's block reference
-  // table counted as shared at an import that verified.
+  // Block clones that the verified txgs hold, those between two datasets,
+  // their blocks (shared, holes in the source, copied), and the most blocks
+  // the pool's block reference table counted as shared at an import that
+  // verified.
   uint64_t block_clones = 0;
+  uint64_t block_clones_across = 0;
   uint64_t clone_blocks_shared = 0;
   uint64_t clone_holes = 0;
   uint64_t clone_blocks_copied = 0;

@@ -670,7 +670,6 @@ Status Workload::CloneBlocks(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& r
                               std::to_string(length));
   PackCloneRange(c, &r);
   dst.length = length;
-  block_clones_++;
   return Record(r, local);
 }
 

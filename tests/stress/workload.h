@@ -172,8 +172,6 @@ class Workload {
   // origins.
   uint64_t snapshots_read() const { return snapshots_read_.load(); }
   uint64_t clones_made() const { return clones_made_.load(); }
-  // Block clones made (committed or not).
-  uint64_t block_clones() const { return block_clones_.load(); }
   // The newest txg any committed Tx used.
   uint64_t max_txg() const { return max_txg_.load(); }
 
@@ -262,7 +260,6 @@ class Workload {
   std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> snapshots_read_{0};
   std::atomic<uint64_t> clones_made_{0};
-  std::atomic<uint64_t> block_clones_{0};
   std::atomic<uint64_t> max_txg_{0};
   std::vector<std::thread> threads_;
   std::thread watcher_;
