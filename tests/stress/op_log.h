@@ -165,8 +165,9 @@ struct OpRecord {
 // dst_off + source length - src_off)): past the source's length its bytes
 // are the source's zeros. Of the blocks, `shared` were shared (their
 // pointers, ShareBlocks), `holes` were holes in the source (freed in the
-// destination), the rest copied (changed since the last sync, or gang
-// blocks): figures for the run's summary, which the model does not need.
+// destination), the rest copied (changed since the last sync, gang blocks,
+// a block stored at another size): figures for the run's summary, which
+// the model does not need.
 struct CloneRange {
   uint16_t src_dataset = 0;
   uint64_t src_object = 0;  // at most dmu::kMaxObjectId (48 bits)

@@ -531,13 +531,18 @@ Status Workload::CloneBlocks(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& r
                              std::vector<ObjectState>& mine, LocalModels& local) {
   // The source: an object with data; the destination: another of its block
   // size, or one whose data fits one block of both sizes (it takes the
-  // source's, a quarter of the time when there is a choice).
+  // source's, a quarter of the time when there is a choice); half the time
+  // one of the source's dataset when there is one (most of a thread's
+  // objects are in others).
   const size_t si = rng() % mine.size();
   const ObjectState src = mine[si];
   const uint32_t bs = src.block_size;
+  const bool near = rng() % 2 == 0 && std::any_of(mine.begin(), mine.end(), [&](const auto& o) {
+                      return o.dataset == src.dataset && o.id != src.id;
+                    });
   std::vector<size_t> same, fits;
   for (size_t j = 0; j < mine.size(); j++) {
-    if (j == si) continue;
+    if (j == si || (near && mine[j].dataset != src.dataset)) continue;
     if (mine[j].block_size == bs)
       same.push_back(j);
     else if (mine[j].length <= std::min(mine[j].block_size, bs))

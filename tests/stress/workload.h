@@ -7,12 +7,12 @@
 // stamped data (stamp.h: overwrites, appends, sparse and far writes,
 // compressible and zero data), truncate (shrink or grow), punch a hole, set
 // the bonus, free, and clone blocks (below). Each operation is logged with
-// its txg before the Tx commits (op_log.h). Each thread also keeps a Model of its own objects
-// (seeded from the verified models) and reads back random ranges of them
-// while the pool syncs around it ("read your writes" across the dirty txgs
-// and the block tree); a difference is a failure. Now and then a thread
-// waits for its txg to sync and logs it as durable; a watcher thread logs
-// every advance of last_synced().
+// its txg before the Tx commits (op_log.h). Each thread also keeps a Model
+// of its own objects (seeded from the verified models) and reads back
+// random ranges of them while the pool syncs around it ("read your writes"
+// across the dirty txgs and the block tree); a difference is a failure.
+// Now and then a thread waits for its txg to sync and logs it as durable;
+// a watcher thread logs every advance of last_synced().
 //
 // Block clones. A few % of the operations clone a random range of whole
 // blocks of one of the thread's objects (within its length) to another of
@@ -21,12 +21,13 @@
 // dataset or another, at a random block-aligned offset: over its data, at
 // its end, or past it. As copy_file_range does (posix/copy_range.cc), one
 // Tx takes the source's pointers (ObjectSet::ShareBlocks), reads the bytes
-// of the blocks it cannot share (changed since the last sync, or gang
-// blocks), and only then changes the destination: PutClones for the
-// shared blocks and the holes, a whole-block write for each copied one,
-// and the length cut back to where the source's length falls in the range
-// (op_log.h, CloneRange). A failure before the first change gives the
-// pointers back (Dnode::CancelShared) and changes nothing.
+// of the blocks it cannot share (changed since the last sync, gang blocks,
+// a block stored at the size the source had before), and only then
+// changes the destination: PutClones for the shared blocks and the holes,
+// a whole-block write for each copied one, and the length cut back to
+// where the source's length falls in the range (op_log.h, CloneRange). A
+// failure before the first change gives the pointers back
+// (Dnode::CancelShared) and changes nothing.
 //
 // Datasets. Between its Txs, thread 0 now and then creates a dataset (until
 // max_datasets are live), renames one (a new name, below the root or below
