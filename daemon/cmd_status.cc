@@ -161,6 +161,9 @@ int RunOffline(const StatusArgs& args) {
   line("datasets:", std::to_string(r.datasets));
   line("objects:", std::to_string(r.objects) + " (the MOS's included), " +
                        std::to_string(r.blocks) + " blocks");
+  if (r.cloned_blocks > 0)
+    line("block clones:", std::to_string(r.cloned_blocks) + " blocks shared by copies, " +
+                              FormatBytesHuman(r.clone_saved_bytes) + " saved");
   auto cfg = NextMountConfig(args.config_path);
   if (!cfg.ok()) {
     std::cout << "tunables at the next mount: the config file does not load:\n";

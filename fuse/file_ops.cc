@@ -1,7 +1,7 @@
 // Regular files and other non-directories: CREATE, MKNOD, OPEN, READ,
-// WRITE, RELEASE, FSYNC, FALLOCATE, LSEEK. There is no FLUSH handler (it would
-// cost a round trip per close for nothing: the data is already in the
-// open txg) and no per-open state.
+// WRITE, RELEASE, FSYNC, FALLOCATE, COPY_FILE_RANGE, LSEEK. There is no
+// FLUSH handler (it would cost a round trip per close for nothing: the
+// data is already in the open txg) and no per-open state.
 //
 // Opening without a request. A file needs nothing from an open: the
 // kernel checks the mode bits itself (every mount has default_permissions),
@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <string>
@@ -176,6 +177,39 @@ void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, f
   ReplyOkOr(req, st, "fallocate", ino);
 }
 
+// copy_file_range(2) between two files of the mount, which the core may
+// answer by sharing whole blocks instead of copying them
+// (Filesystem::CopyFileRange). The kernel has already checked the two
+// files (open modes, O_APPEND, ranges within one file, the source's end),
+// written back both ranges' dirty pages, and it drops the destination's
+// cached pages of the range and its attributes once the reply comes.
+//
+// NotSupported reaches the kernel as EOPNOTSUPP (status_errno.cc), on
+// purpose not ENOSYS. Either way the kernel then copies this request
+// itself, through READs and WRITEs, and the caller sees a success. But
+// ENOSYS also makes the kernel send no COPY_FILE_RANGE again for the
+// life of the mount (fuse_conn's no_copy_file_range): a filesystem that
+// declines one call (fs.h lets any call answer NotSupported) would lose
+// block cloning for every later copy. EOPNOTSUPP costs one round trip per
+// call where the filesystem never clones, and keeps cloning wherever it
+// can. EXDEV would make the kernel copy too, but means something else.
+//
+// The reply's count is 32 bits wide (fuse_write_out), so a longer request
+// is cut to kMaxCopy, a power of two: the core copies fewer bytes, as
+// copy_file_range may, the caller asks again for the rest, and a cut at a
+// multiple of every block size leaves the next call's offsets as aligned
+// in their blocks as this one's, so its blocks are still shared.
+void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info*,
+                   fuse_ino_t ino_out, off_t off_out, fuse_file_info*, size_t len, int flags) {
+  constexpr size_t kMaxCopy = size_t{1} << 31;
+  if (off_in < 0 || off_out < 0) return (void)fuse_reply_err(req, EINVAL);
+  Result<uint64_t> n =
+      AdapterOf(req).fs->CopyFileRange(CredsOf(req), ino_in, uint64_t(off_in), ino_out,
+                                       uint64_t(off_out), std::min(len, kMaxCopy), uint32_t(flags));
+  if (!n.ok()) return ReplyStatus(req, n.status(), "copy_file_range", ino_out);
+  fuse_reply_write(req, size_t(*n));
+}
+
 // SEEK_DATA and SEEK_HOLE. The kernel asks without writing back the
 // file's dirty pages first (a writeback-cache mount's writes, any mount's
 // writes through a shared mapping), so an answer from the pool alone could
@@ -211,6 +245,7 @@ void AddFileOps(fuse_lowlevel_ops& ops) {
   ops.write = Write;
   ops.fsync = Fsync;
   ops.fallocate = Fallocate;
+  ops.copy_file_range = CopyFileRange;
   ops.lseek = Lseek;
 }
 

@@ -164,7 +164,11 @@ class Dnode {
   // can come between; the caller hands it to PutClones or gives it back
   // with CancelShared. NotSupported without a reference table; NotFound
   // for a free object; a failed read of an indirect block (nothing stays
-  // registered then).
+  // registered then). The dnode must be of an object set whose blocks
+  // something holds: a live dataset's, or a snapshot's not yet destroyed
+  // (a read-only view of a synced state the dataset has moved on from may
+  // name blocks that are free by now; the mount closes a snapshot's files
+  // before its destroy).
   Status ShareBlocks(Txg t, uint64_t first, uint64_t end,
                      std::vector<std::optional<zio::BlockPtr>>* out) EXCLUDES(mu_, tree_mu_);
   // Gives back what ShareBlocks registered in t and no PutClones took.

@@ -96,6 +96,9 @@ std::string CheckReport::Summary() const {
   if (deferred_frees > 0)
     s += ", " + Plural(deferred_frees, "block", "blocks") + " of them deferred frees";
   s += "\n";
+  if (cloned_blocks > 0)
+    s += "  block clones: " + Plural(cloned_blocks, "block", "blocks") + " shared by copies, " +
+         Bytes(clone_saved_bytes) + " saved\n";
   if (log_blocks > 0)
     s += "  intent log: " + Plural(log_blocks, "block", "blocks") + ", " +
          Plural(log_records, "record", "records") + " for the next read-write mount to replay\n";

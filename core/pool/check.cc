@@ -18,6 +18,7 @@
 #include "vdev/label.h"
 #include "vdev/overlay_device.h"
 #include "vdev/vdev_layout.h"
+#include "zio/block_ref_table.h"
 #include "zio/zio.h"
 
 namespace poolfs::core::pool {
@@ -108,8 +109,9 @@ std::vector<zio::Zio::Vdev> ZioVdevs(const PoolOnDevices& p) {
 }
 
 // Import's test of an uberblock (Pool::OpenAt): the MOS, the pool
-// directory, every space map loaded into a metaslab, every dataset root;
-// `strict` (a rewind) also every dnode block the dataset's open reads.
+// directory, every space map loaded into a metaslab, the block reference
+// table, every dataset root; `strict` (a rewind) also every dnode block the
+// dataset's open reads.
 Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub, bool strict) {
   std::vector<space::VdevSpaceConfig> vdevs;
   for (size_t i = 0; i < p.devs.size(); i++)
@@ -141,6 +143,17 @@ Status TryOpen(const PoolOnDevices& p, const vdev::Uberblock& ub, bool strict) {
                              std::to_string(m.object) + ")";
     POOLFS_ASSIGN_OR_RETURN(std::string bytes, read(m.object, what));
     POOLFS_RETURN_IF_ERROR(space.LoadMetaslab(m.vdev, m.metaslab, bytes).WithContext(what));
+  }
+  if (dir.ref_table_object != 0) {
+    const std::string what =
+        "block reference table (MOS object " + std::to_string(dir.ref_table_object) + ")";
+    auto info = mos->Stat(ObjectId(dir.ref_table_object));
+    if (info.ok() && info->type != dmu::ObjectType::kRefTable)
+      return Status::Corruption(what + " is a " + std::string(dmu::ObjectTypeName(info->type)) +
+                                " object");
+    POOLFS_ASSIGN_OR_RETURN(std::string bytes, read(dir.ref_table_object, what));
+    POOLFS_RETURN_IF_ERROR(
+        zio::BlockRefTable::Decode(bytes, uint32_t(p.devs.size())).status().WithContext(what));
   }
   for (const DatasetEntry& e : dir.datasets) {
     auto os = dmu::ObjectSet::Open(&zio, e.root, e.name);
@@ -321,6 +334,33 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
 
   report.datasets = dir.datasets.size();
   report.snapshots = dir.snapshots.size();
+  std::set<uint64_t> named = {kDirectoryObject};
+  // The block reference table, before the datasets: their walks take a
+  // second pointer to a block it counts as a clone (check_walker.h).
+  const std::string table_name =
+      "block reference table (MOS object " + std::to_string(dir.ref_table_object) + ")";
+  if (dir.ref_table_object != 0) {
+    named.insert(dir.ref_table_object);
+    auto it = mos.find(dir.ref_table_object);
+    if (it == mos.end()) {
+      sink.Add(table_name, walker.skipped_subtrees() > 0 ? "not reached: the damage above hides it"
+                                                         : "the MOS has no such object");
+      walker.SetRefTableUnknown();
+    } else if (it->second.type != dmu::ObjectType::kRefTable) {
+      sink.Add(table_name, "is a " + std::string(dmu::ObjectTypeName(it->second.type)) + " object");
+      walker.SetRefTableUnknown();
+    } else if (!it->second.complete) {
+      walker.SetRefTableUnknown();  // the walk named the blocks it could not read
+    } else if (auto table = zio::BlockRefTable::Decode(it->second.bytes, uint32_t(p.devs.size()));
+               !table.ok()) {
+      sink.Add(table_name, table.status().message());
+      walker.SetRefTableUnknown();
+    } else {
+      report.cloned_blocks = table->size();
+      for (const auto& [key, e] : *table) report.clone_saved_bytes += e.refs * e.allocated;
+      walker.SetRefTable(std::move(table).value());
+    }
+  }
   std::map<uint64_t, const DatasetEntry*> by_id;  // for full names (the decoder checked the tree)
   for (const DatasetEntry& e : dir.datasets) by_id[e.id] = &e;
   // Each dataset's snapshots oldest first, then the dataset: a block one
@@ -379,7 +419,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
   report.deferred_frees = dir.deferred_frees.size();
-  std::set<uint64_t> named = {kDirectoryObject};
+  if (dir.ref_table_object != 0) walker.CheckRefTable(table_name);
   // Deadlists: each block on one is held by a snapshot walked above (it
   // died after that snapshot was taken) and lies in its bucket's birth
   // range; the bucket's bytes are its blocks'.

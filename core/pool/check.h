@@ -28,7 +28,14 @@
 //    the object counts of each object set.
 // 4. Space, both ways (CheckSpace). Every stored block's extent (vdev,
 //    offset, asize) goes into a per-vdev map; an extent met twice or
-//    overlapping another is a problem. Each metaslab's space map (a MOS
+//    overlapping another is a problem, but for a block a snapshot or an
+//    origin shares with a later tree, and for a block clone: a level-0
+//    data block that the pool's block reference table (the MOS object the
+//    pool directory names; zio/block_ref_table.h) counts. Its clones count
+//    once each, in their datasets' figures but not in the pool's
+//    referenced bytes, and must number exactly what the table says, for
+//    a block of the allocated size it says (check_walker.h); a table that
+//    does not decode is a problem. Each metaslab's space map (a MOS
 //    object the pool directory names) is replayed from all-free into its
 //    free set; a metaslab without a map is all free. Then every referenced
 //    extent must be allocated, and every allocated byte referenced.

@@ -104,11 +104,12 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
             "born in txg " + std::to_string(bp.birth.value()) +
                 ", after the block that points to it (txg " + std::to_string(parent_birth.value()) +
                 ")");
-  const Ref r = ReferenceExtent(bp, bp.dva, o);
-  if (r != Ref::kWalk && r != Ref::kShared) return r;
-  // Further copies: the same bytes again, each referenced once.
+  const Ref r = ReferenceExtent(bp, bp.dva, o, 0);
+  if (r != Ref::kWalk && r != Ref::kShared && r != Ref::kCloned) return r;
+  // Further copies: the same bytes again, each referenced once (a clone's
+  // copies are its block's: met again the same way as copy 0).
   for (int i = 1; i < bp.copies(); i++)
-    if (ReferenceExtent(bp, bp.copy(i), o) == Ref::kInvalid) return Ref::kInvalid;
+    if (ReferenceExtent(bp, bp.copy(i), o, i) == Ref::kInvalid) return Ref::kInvalid;
   if (!bp.IsGang()) return r;
   // A gang block: its children are its bytes, each referenced once.
   Result<std::vector<space::Dva>> kids = zio_->GangChildren(bp);
@@ -117,12 +118,20 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
     return Ref::kInvalid;
   }
   for (const space::Dva& k : *kids)
-    if (ReferenceExtent(bp, k, o) == Ref::kInvalid) return Ref::kInvalid;
+    if (ReferenceExtent(bp, k, o, -1) == Ref::kInvalid) return Ref::kInvalid;
   return r;
 }
 
+bool CheckWalker::ShareExplains(const zio::BlockPtr& bp, const Origin& o, const Origin& by) const {
+  if (o.dataset < 0 || by.dataset < 0) return false;
+  const uint64_t lineage = lineage_[size_t(by.dataset)];
+  for (const Share& sh : shares_)
+    if (sh.lineage == lineage && bp.birth <= sh.through) return true;
+  return false;
+}
+
 CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent,
-                                              const Origin& o) {
+                                              const Origin& o, int copy) {
   const uint32_t vdev = extent.vdev;
   const uint64_t off = extent.offset, size = extent.size;
   if (vdev >= vdevs_.size()) {
@@ -148,14 +157,32 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   }
   auto& m = refs_[vdev];
   auto next = m.lower_bound(off);
+  // Block cloning: a data block's copy 0 is its key in the table.
+  const bool clonable =
+      copy >= 0 && o.dataset >= 0 && has_ref_table_ && zio::BlockRefTable::Clonable(bp);
+  const zio::BlockRefTable::Key key{bp.dva.vdev, bp.dva.offset};
   if (next != m.end() && next->first == off && next->second.size == size) {
-    if (o.dataset >= 0 && next->second.origin.dataset >= 0) {
-      const uint64_t by = lineage_[size_t(next->second.origin.dataset)];
-      for (const Share& sh : shares_)
-        if (sh.lineage == by && bp.birth <= sh.through) {
-          objset_bytes_ += size;  // a snapshot walked before holds it too
-          return Ref::kShared;
-        }
+    auto counted = clonable ? clones_.find(key) : clones_.end();
+    // A snapshot walked before, or an origin, holds this very pointer: as
+    // it holds the first reference, or one of the block's clones.
+    bool shared = ShareExplains(bp, o, next->second.origin);
+    if (!shared && counted != clones_.end())
+      for (const Origin& c : counted->second.extra)
+        if ((shared = ShareExplains(bp, o, c))) break;
+    if (shared) {
+      objset_bytes_ += size;
+      return Ref::kShared;
+    }
+    // A clone of a block the table counts (any data block's, when the
+    // table could not be read) whose first pointer is a dataset's. Copy 0
+    // counts the reference; each further copy is met again the same way,
+    // and all count for the dataset.
+    if (clonable && next->second.origin.dataset >= 0 &&
+        (counted != clones_.end() || !ref_table_known_)) {
+      if (counted == clones_.end()) counted = clones_.emplace(key, CloneRefs{}).first;
+      if (copy == 0) counted->second.extra.push_back(o);
+      objset_bytes_ += size;
+      return Ref::kCloned;
     }
     Problem(o, bp,
             "is also referenced by " + Describe(next->second.origin) + ": one block, two pointers");
@@ -177,7 +204,70 @@ CheckWalker::Ref CheckWalker::ReferenceExtent(const zio::BlockPtr& bp, const spa
   m.emplace_hint(next, off, RefExtent{size, o});
   report_->bytes_referenced += size;
   objset_bytes_ += size;
+  if (copy == 0 && clonable && ref_table_known_ && ref_table_.count(key) != 0) {
+    // A block the table counts: its clones are to come.
+    CloneRefs& c = clones_[key];
+    c.allocated = bp.allocated();
+    c.seen = true;
+  }
   return Ref::kWalk;
+}
+
+void CheckWalker::SetRefTable(zio::BlockRefTable::Entries entries) {
+  has_ref_table_ = true;
+  ref_table_known_ = true;
+  ref_table_ = std::move(entries);
+}
+
+void CheckWalker::SetRefTableUnknown() {
+  has_ref_table_ = true;
+  ref_table_known_ = false;
+  ref_table_.clear();
+}
+
+void CheckWalker::CheckRefTable(const std::string& where) {
+  if (!ref_table_known_) return;
+  // Damage the walk could not pass may hide pointers to these blocks.
+  const std::string hidden = skipped_ == 0 ? ""
+                                           : " (the walk skipped " + std::to_string(skipped_) +
+                                                 " damaged subtrees, which may hold some)";
+  auto beyond = [](uint64_t n) {
+    return std::to_string(n) + (n == 1 ? " reference" : " references") + " beyond the first";
+  };
+  for (const auto& [key, e] : ref_table_) {
+    const auto& [vdev, offset] = key;
+    const std::string entry =
+        where + " entry for vdev " + std::to_string(vdev) + " offset " + util::Hex(offset);
+    auto c = clones_.find(key);
+    if (c == clones_.end() || !c->second.seen) {
+      const std::string counts = "counts " + beyond(e.refs) + " to ";
+      auto at = refs_[vdev].find(offset);
+      if (at == refs_[vdev].end())
+        sink_->Add(entry, counts + "a block no pointer names" + hidden);
+      else  // an extent of another kind of block, which no clone may share
+        sink_->Add(entry, counts + "the extent of " + Describe(at->second.origin) +
+                              ", not a dataset's data block");
+      continue;
+    }
+    const CloneRefs& found = c->second;
+    // The block, by its first pointer (recorded with its extent).
+    const RefExtent& first = refs_[vdev].at(offset);
+    const std::string block = DescribeAt(first.origin, vdev, offset);
+    if (found.allocated != e.allocated)
+      sink_->Add(block, "takes " + std::to_string(found.allocated) +
+                            " bytes; the block reference table says " +
+                            std::to_string(e.allocated));
+    const uint64_t n = found.extra.size();
+    if (n == e.refs) continue;
+    std::string what = "the block reference table counts " + beyond(e.refs) + "; the walk found " +
+                       std::to_string(n);
+    for (size_t i = 0; i < n && i < 3; i++)
+      what += (i == 0 ? ": " : ", ") + Describe(found.extra[i]);
+    if (n > 3) what += ", ...";
+    what += n < e.refs ? ": its space would never be freed" + hidden
+                       : ": a free would release it while a pointer still names it";
+    sink_->Add(block, what);
+  }
 }
 
 void CheckWalker::WalkMos(const zio::BlockPtr& root) { WalkObjset(-1, root); }
@@ -332,7 +422,7 @@ void CheckWalker::WalkObject(int32_t ds, uint64_t id, const dmu::DnodePhys& d, T
     GatheredObject& obj = mos_objects_[id];
     obj.type = d.type;
     if (d.type == dmu::ObjectType::kPoolDirectory || d.type == dmu::ObjectType::kSpaceMap ||
-        d.type == dmu::ObjectType::kDeadlist) {
+        d.type == dmu::ObjectType::kDeadlist || d.type == dmu::ObjectType::kRefTable) {
       if (d.length > kMaxGatheredBytes) {
         sink_->Add(Describe(w.base),
                    "is " + std::to_string(d.length) + " bytes long, implausibly long");

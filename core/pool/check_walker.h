@@ -2,6 +2,17 @@
 // block by block, verifying and decoding everything, and records every
 // referenced extent for the space check.
 //
+// Shared extents. An extent is recorded once, by the first pointer the walk
+// meets; a later pointer to the very same extent (offset and size) is
+// either the same pointer seen again through another tree (a snapshot
+// shares its dataset's blocks up to its txg, a clone its origin's: the
+// Share rules of WalkDataset), or a block clone: a level-0 data block the
+// pool's block reference table counts (zio/block_ref_table.h). A clone
+// reference counts once per lineage, like any pointer, and its objects and
+// byte totals are the dataset's own, but the pool's referenced bytes count
+// the extent once. After the walk, CheckRefTable compares what the walk
+// found with what the table says. Any other second pointer is a problem.
+//
 // Thread safety: none; one check owns one walker.
 #pragma once
 
@@ -17,6 +28,7 @@
 #include "pool/check.h"
 #include "poolfs/pool_admin.h"
 #include "poolfs/types.h"
+#include "zio/block_ref_table.h"
 #include "zio/zio.h"
 
 namespace poolfs::core::pool {
@@ -63,7 +75,7 @@ struct RefExtent {
 using RefMap = std::vector<std::map<uint64_t, RefExtent>>;
 
 // The content of a MOS object the walk gathered (the pool directory, space
-// maps).
+// maps, deadlists, the block reference table).
 struct GatheredObject {
   dmu::ObjectType type = dmu::ObjectType::kNone;
   std::string bytes;      // length bytes; holes read as zeros
@@ -78,8 +90,25 @@ class CheckWalker {
               ProblemSink* sink, const BlockVisitor* visitor);
 
   // Walks the MOS from its root block pointer; gathers the content of its
-  // pool directory and space map objects (mos_objects()).
+  // pool directory, space map, deadlist and block reference table objects
+  // (mos_objects()).
   void WalkMos(const zio::BlockPtr& root);
+  // Before the datasets are walked: the entries of the pool's block
+  // reference table (Decode's), so that a second pointer to a block they
+  // count is taken as a clone. Without either call the pool has no table,
+  // and every second pointer is a problem. SetRefTableUnknown: the pool has a
+  // table that could not be read (reported already): second pointers to
+  // data blocks are taken as clones, and CheckRefTable judges nothing.
+  void SetRefTable(zio::BlockRefTable::Entries entries);
+  void SetRefTableUnknown();
+  // After every walk: each entry of the table against the clone references
+  // the walk found to its block. Problems: an entry whose block no pointer
+  // names, or that names another kind of block than a dataset's data
+  // block; a count other than the walk's (too high: the block's space is
+  // never freed; too low: a free releases the block while a pointer still
+  // names it); an allocated size other than the block's. `where` names the
+  // table ("block reference table (MOS object 9)").
+  void CheckRefTable(const std::string& where);
   // Records the blocks the pool directory lists as deferred frees: still
   // allocated in the space maps, referenced by nothing else, never read.
   void ReferenceDeferredFrees(const std::vector<zio::BlockPtr>& frees);
@@ -143,13 +172,18 @@ class CheckWalker {
     kWalk,       // recorded (or overlapping another): read and walk it
     kDuplicate,  // the very block another pointer reached: walked already
     kShared,     // one the snapshot walked before holds too: walk, recorded
+    kCloned,     // a block clone's reference, counted: walk, recorded
     kInvalid,    // outside the pool or misaligned: cannot be read
   };
   // Checks the pointer's birth and place and records its extent (a gang
   // block: its header's and its children's).
   Ref Reference(const zio::BlockPtr& bp, const Origin& o, Txg parent_birth);
-  // Checks one extent of bp's and records it.
-  Ref ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent, const Origin& o);
+  // Checks one extent of bp's and records it. `copy`: which of bp's copies
+  // the extent is (-1: a gang child).
+  Ref ReferenceExtent(const zio::BlockPtr& bp, const space::Dva& extent, const Origin& o, int copy);
+  // Whether a share of the walk under way explains `bp` of this walk
+  // naming the extent `by` reached first.
+  bool ShareExplains(const zio::BlockPtr& bp, const Origin& o, const Origin& by) const;
   void Visit(const zio::BlockPtr& bp, const Origin& o);
   // The block's bytes, each of its copies verified (a copy that fails while
   // another reads is reported here).
@@ -169,6 +203,20 @@ class CheckWalker {
   std::vector<Share> shares_;      // of the walk under way (WalkDataset)
   std::vector<uint64_t> lineage_;  // per walk (names_ index): its lineage
   uint64_t objset_bytes_ = 0;      // extents each walk reached, shared ones too
+  // Block cloning. The table's entries (has_ref_table_: the pool has a
+  // table; ref_table_known_: it was read), and per block the table counts
+  // and the walk reached: its allocated bytes as its first pointer says,
+  // and the clone references found (whose lineages share the way the
+  // first's does).
+  struct CloneRefs {
+    uint64_t allocated = 0;
+    bool seen = false;  // a pointer reached it
+    std::vector<Origin> extra;
+  };
+  bool has_ref_table_ = false;
+  bool ref_table_known_ = false;
+  zio::BlockRefTable::Entries ref_table_;
+  std::map<zio::BlockRefTable::Key, CloneRefs> clones_;
   // The copies a read found bad, by (vdev, offset), and the reads that
   // found one of them bad again.
   std::set<std::pair<uint32_t, uint64_t>> bad_copies_;

@@ -511,7 +511,7 @@ void DnodeSeeds(Tank& t, const std::string& dir) {
     int width;
   };
   std::vector<Patch> patches = {
-      {"type-8", 0, 8, 1},
+      {"type-9", 0, 9, 1},
       {"levels-0", 1, 0, 1},
       {"levels-7", 1, 7, 1},
       {"compression-3", 2, 3, 1},
@@ -629,6 +629,11 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   const std::string rs(1, t.v2() ? '\x05' : '\x02');
   const std::string to = dir + "/" + t.prefix;
 
+  // What follows the scrub record in a directory without snapshots or
+  // clones: the snapshot and head deadlist counts (8 bytes), the clone
+  // count (4) and the block reference table's object (8). Offsets from the
+  // end of such a directory step over it.
+  constexpr size_t kTail = 8 + 4 + 8;
   // The pool directory of tank, as stored.
   const pool::PoolDirectory& pd = r.pd;
   Write(to + "directory-tank", ds + r.dir_bytes);
@@ -653,7 +658,7 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
     int width;
   };
   std::vector<Patch> patches = {{"magic", 0, 1, 8},
-                                {"version-6", 8, 6, 4},
+                                {"version-8", 8, 8, 4},
                                 {"version-3-with-scrub", 8, 3, 4},
                                 {"reserved", 12, 1, 4},
                                 {"next-id-1", 16, 1, 8},
@@ -687,9 +692,9 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   Write(to + "directory-version-1", ds + Patched(d2, 8, 1, 4));
   Write(to + "directory-bad-deferred-huge", ds + Patched(dd, 12, 0x10000000, 4));
   std::string bad = dd;
-  std::memset(bad.data() + bad.size() - psz, 0, psz);
+  std::memset(bad.data() + bad.size() - kTail - 96 - psz, 0, psz);  // before the scrub record
   Write(to + "directory-bad-deferred-hole", ds + bad);
-  Write(to + "directory-bad-deferred-truncated", ds + dd.substr(0, dd.size() - 10));
+  Write(to + "directory-bad-deferred-truncated", ds + dd.substr(0, dd.size() - kTail - 96 - 10));
   Write(to + "directory-bad-v1-deferred", ds + Patched(dd, 8, 1, 4));
   // The scrub record (version 4): a running scrub with two of its five
   // errors listed, and the ways the record goes wrong.
@@ -709,14 +714,14 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   sc.error_list = {{0, 5, 0, 0}, {second.id, 40, 9, 1}};
   const std::string sd = pool::EncodePoolDirectory(scrubbed, f);
   Write(to + "directory-scrub", ds + sd);
-  // Where the record starts: before it ends, the snapshot counts (8 bytes).
-  const size_t rec = sd.size() - 8 - (8 + 11 * 8 + 2 * 32);
+  // Where the record starts: after it, the tail.
+  const size_t rec = sd.size() - kTail - (8 + 11 * 8 + 2 * 32);
   Write(to + "directory-bad-scrub-state", ds + Patched(sd, rec, 9, 1));
   Write(to + "directory-bad-scrub-reserved", ds + Patched(sd, rec + 1, 1, 1));
   Write(to + "directory-bad-scrub-count", ds + Patched(sd, rec + 4, 33, 4));
   Write(to + "directory-bad-scrub-errors-below-list", ds + Patched(sd, rec + 8 + 10 * 8, 1, 8));
-  Write(to + "directory-bad-scrub-error-reserved", ds + Patched(sd, sd.size() - 9, 1, 1));
-  Write(to + "directory-bad-scrub-truncated", ds + sd.substr(0, sd.size() - 5));
+  Write(to + "directory-bad-scrub-error-reserved", ds + Patched(sd, sd.size() - kTail - 1, 1, 1));
+  Write(to + "directory-bad-scrub-truncated", ds + sd.substr(0, sd.size() - kTail - 5));
   pool::PoolDirectory none_but = two;
   none_but.scrub.examined = 1;  // state none with a counter: refused
   Write(to + "directory-bad-scrub-none", ds + pool::EncodePoolDirectory(none_but, f));
@@ -734,8 +739,8 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   Write(to + "directory-bad-name-repeated", ds + d3);
   if (!pd.space_maps.empty()) {
     // Before the deferred frees, the scrub record (96 bytes: none ran) and
-    // the snapshot counts (8).
-    const size_t maps_at = r.dir_bytes.size() - 8 - 96 - pd.deferred_frees.size() * psz -
+    // the tail.
+    const size_t maps_at = r.dir_bytes.size() - kTail - 96 - pd.deferred_frees.size() * psz -
                            pd.space_maps.size() * 24;
     Write(to + "directory-bad-map-pad", ds + Patched(r.dir_bytes, maps_at + 4, 1, 1));
     Write(to + "directory-bad-map-object-0", ds + Patched(r.dir_bytes, maps_at + 16, 0, 8));
@@ -783,8 +788,9 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   bad_snaps("bucket-empty",
             [&](pool::PoolDirectory& b) { b.head_deadlists[root.id][0].objects.clear(); });
   bad_snaps("head-without-snapshots", [](pool::PoolDirectory& b) { b.snapshots.clear(); });
-  Write(to + "directory-bad-snapshots-truncated", ds + sn.substr(0, sn.size() - 3));
-  Write(to + "directory-bad-snapshots-counts", ds + Patched(d2, d2.size() - 12, 0xffffff, 4));
+  // (Into the last head deadlist, before the clone count and the table.)
+  Write(to + "directory-bad-snapshots-truncated", ds + sn.substr(0, sn.size() - 12 - 3));
+  Write(to + "directory-bad-snapshots-counts", ds + Patched(d2, d2.size() - kTail, 0xffffff, 4));
   // Clones (version 6): the second dataset a clone of tank@monday, with a
   // head deadlist of its origin's blocks; then the ways they go wrong.
   pool::PoolDirectory cloned = snapped;
@@ -821,8 +827,19 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   bad_clone("bucket-key", [&](pool::PoolDirectory& b) {
     b.head_deadlists[clone_id][4000] = pool::DeadBucket{1, {{46, 1}}};
   });
-  Write(to + "directory-bad-clone-dataset", ds + Patched(cl, cl.size() - 16, 0xff, 1));
-  Write(to + "directory-bad-clone-truncated", ds + cl.substr(0, cl.size() - 4));
+  // The clone record ends before the table's object (8 bytes).
+  Write(to + "directory-bad-clone-dataset", ds + Patched(cl, cl.size() - 8 - 16, 0xff, 1));
+  Write(to + "directory-bad-clone-truncated", ds + cl.substr(0, cl.size() - 8 - 4));
+  // The block reference table's object (version 7), the last field; the
+  // ways it goes wrong; a version 6 directory, which has none.
+  pool::PoolDirectory tabled = cloned;
+  tabled.ref_table_object = 47;
+  const std::string tb = pool::EncodePoolDirectory(tabled, f);
+  Write(to + "directory-ref-table", ds + tb);
+  Write(to + "directory-bad-ref-table-1", ds + Patched(tb, tb.size() - 8, 1, 8));
+  Write(to + "directory-bad-ref-table-truncated", ds + tb.substr(0, tb.size() - 3));
+  Write(to + "directory-version-6", ds + Patched(d2.substr(0, d2.size() - 8), 8, 6, 4));
+  Write(to + "directory-bad-v6-ref-table", ds + Patched(tb, 8, 6, 4));  // 8 trailing bytes
   Write(to + "directory-trailing", ds + d2 + "x");
   Write(to + "directory-truncated", ds + d2.substr(0, d2.size() - 1));
 

@@ -20,7 +20,7 @@
 //     past the bonus length and every field of a free slot must be zero, so
 //     no two inputs may decode to the same value);
 //   - what decodes obeys the rules of core/doc/on-disk-format.md, checked
-//     here with separate arithmetic: type 1..7 (or an all-zero free slot),
+//     here with separate arithmetic: type 1..8 (or an all-zero free slot),
 //     1..6 levels, a power-of-two block size from 512 B to 1 MiB, a bonus of
 //     at most 384 bytes in format 1 and 320 in format 2, compression
 //     off/lz4/zstd, a valid block pointer of no more copies than the format
@@ -68,7 +68,7 @@ void CheckDnodeRules(const dmu::DnodePhys& d, const uint8_t* in, zio::BpFormat f
     return;
   }
   const unsigned type = unsigned(d.type);
-  if (type < 1 || type > 7) Fail("decoded type out of range", std::to_string(type));
+  if (type < 1 || type > 8) Fail("decoded type out of range", std::to_string(type));
   if (d.nlevels < 1 || d.nlevels > 6) Fail("decoded level count", std::to_string(d.nlevels));
   if (d.compression > 2) Fail("decoded compression", std::to_string(d.compression));
   bool pow2 = false;

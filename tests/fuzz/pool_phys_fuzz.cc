@@ -27,7 +27,8 @@
 //     frees that are valid, not holes; snapshots with distinct ids, of
 //     listed datasets, in ascending txg per dataset, with stored roots, and
 //     deadlists whose buckets are keyed 0 or by an earlier snapshot's txg
-//     and name distinct objects; a root payload zero past its 64 or
+//     and name distinct objects; a block reference table object that is
+//     not the directory's own (1); a root payload zero past its 64 or
 //     128 bytes but for a whole log state at bytes 128..183 (a chain, a
 //     tail sequence number, an aligned tail inside the log area).
 #include <array>
@@ -39,6 +40,7 @@
 #include <utility>
 
 #include "pool/pool_phys.h"
+#include "util/endian.h"
 #include "vdev/vdev_layout.h"
 #include "zio/block_ptr.h"
 
@@ -73,6 +75,7 @@ bool SameDirectory(const pool::PoolDirectory& a, const pool::PoolDirectory& b) {
       a.deferred_frees.size() != b.deferred_frees.size() || !(a.scrub == b.scrub))
     return false;
   if (!(a.snapshots == b.snapshots) || !(a.head_deadlists == b.head_deadlists)) return false;
+  if (a.ref_table_object != b.ref_table_object) return false;
   for (size_t i = 0; i < a.deferred_frees.size(); i++)
     if (!(a.deferred_frees[i] == b.deferred_frees[i])) return false;
   for (size_t i = 0; i < a.datasets.size(); i++)
@@ -215,13 +218,17 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
       Fail("decoded head deadlist", std::to_string(id));
     check_deadlist(dl, txgs[id], id);
   }
-  // A directory of an older version (1 to 5) is written back as version 6,
+  // What decodes has at least the 32-byte header, whose version is at 8.
+  const uint32_t version = poolfs::util::GetLE32(reinterpret_cast<const uint8_t*>(in.data()) + 8);
+  if (d->ref_table_object == 1 || (version < 7 && d->ref_table_object != 0))
+    Fail("decoded block reference table object",
+         std::to_string(d->ref_table_object) + " in version " + std::to_string(version));
+  // A directory of an older version (1 to 6) is written back as version 7,
   // with the same content.
   const std::string again_bytes = pool::EncodePoolDirectory(*d, format);
   if (again_bytes != in) {
     Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes, format);
-    if (!re.ok() || !SameDirectory(*d, *re) || in.size() < 12 ||
-        (in[8] != 1 && in[8] != 2 && in[8] != 3 && in[8] != 4 && in[8] != 5))
+    if (!re.ok() || !SameDirectory(*d, *re) || version < 1 || version > 6)
       Fail("directory re-encodes to other bytes", "");
   }
 }

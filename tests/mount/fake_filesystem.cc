@@ -321,6 +321,23 @@ Status FakeFilesystem::Fallocate(const Creds&, uint64_t, uint32_t, uint64_t, uin
   return Status::NotSupported("fallocate in the fake");
 }
 
+Result<uint64_t> FakeFilesystem::CopyFileRange(const Creds&, uint64_t ino_in, uint64_t off_in,
+                                               uint64_t ino_out, uint64_t off_out, uint64_t len,
+                                               uint32_t flags) {
+  std::lock_guard l(mu_);
+  FAKE_INJECT("copy_file_range");
+  if (flags != 0) return Status::InvalidArgument("copy_file_range flags");
+  POOLFS_ASSIGN_OR_RETURN(Node * in, Get(ino_in));
+  POOLFS_ASSIGN_OR_RETURN(Node * out, Get(ino_out));
+  if (off_in >= in->data.size()) return uint64_t{0};
+  const std::string bytes = in->data.substr(off_in, len);  // a copy: in may be out
+  if (out->data.size() < off_out + bytes.size()) out->data.resize(off_out + bytes.size());
+  out->data.replace(off_out, bytes.size(), bytes);
+  out->attr.size = out->data.size();
+  out->attr.mtime = out->attr.ctime = Now();
+  return uint64_t(bytes.size());
+}
+
 Status FakeFilesystem::Fsync(uint64_t ino, bool) {
   std::lock_guard l(mu_);
   FAKE_INJECT("fsync");

@@ -68,6 +68,9 @@ class FakeFilesystem : public Filesystem {
   Result<size_t> Write(const Creds& c, uint64_t ino, uint64_t off, std::string_view data) override;
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;
+  // Copies the bytes ("copy_file_range" for FailNext and Calls).
+  Result<uint64_t> CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in, uint64_t ino_out,
+                                 uint64_t off_out, uint64_t len, uint32_t flags) override;
   Status Fsync(uint64_t ino, bool datasync) override;
   Status ReadDir(const Creds& c, uint64_t ino, uint64_t cookie, bool plus,
                  const std::function<bool(const DirEntry&)>& emit) override;

@@ -394,6 +394,92 @@ TEST_CASE("A Status from the filesystem reaches the caller as its errno") {
   close(fd);
 }
 
+// copy_file_range(2) between two files of the mount: COPY_FILE_RANGE
+// reaches Filesystem::CopyFileRange, whose count is the syscall's, and the
+// destination's pages the kernel had cached are dropped, so reads (and the
+// size) show the copied bytes.
+TEST_CASE("copy_file_range through the mount reaches the filesystem and reads back") {
+  FakeMount m;
+  std::string src(300 * 1024, '\0');
+  for (size_t i = 0; i < src.size(); i++) src[i] = char('a' + i % 19);
+  const std::string old(400 * 1024, 'O');
+  int in = open(m.Path("src").c_str(), O_CREAT | O_RDWR, 0644);
+  int out = open(m.Path("dst").c_str(), O_CREAT | O_RDWR, 0644);
+  REQUIRE(in >= 0);
+  REQUIRE(out >= 0);
+  REQUIRE(pwrite(in, src.data(), src.size(), 0) == ssize_t(src.size()));
+  REQUIRE(pwrite(out, old.data(), old.size(), 0) == ssize_t(old.size()));
+  std::string back(old.size(), '\0');
+  REQUIRE(pread(out, back.data(), back.size(), 0) == ssize_t(back.size()));  // now cached
+
+  loff_t off_in = 4096, off_out = 8192;
+  CHECK(copy_file_range(in, &off_in, out, &off_out, 200 * 1024, 0) == 200 * 1024);
+  CHECK(m.fs().Calls("copy_file_range") == 1);
+  CHECK(off_in == 4096 + 200 * 1024);
+  CHECK(off_out == 8192 + 200 * 1024);
+  std::string want = old;
+  want.replace(8192, 200 * 1024, src, 4096, 200 * 1024);
+  REQUIRE(pread(out, back.data(), back.size(), 0) == ssize_t(back.size()));
+  CHECK(back == want);
+
+  // Past the destination's end: it grows. The count stops at the source's end.
+  off_in = 0;
+  off_out = loff_t(old.size()) - 1000;
+  CHECK(copy_file_range(in, &off_in, out, &off_out, src.size() + 5000, 0) == ssize_t(src.size()));
+  want.resize(old.size() - 1000);
+  want += src;
+  struct stat st;
+  REQUIRE(fstat(out, &st) == 0);
+  CHECK(st.st_size == off_t(want.size()));
+  back.assign(want.size(), '\0');
+  REQUIRE(pread(out, back.data(), back.size(), 0) == ssize_t(back.size()));
+  CHECK(back == want);
+  close(in);
+  close(out);
+}
+
+// NotSupported must leave the copy to the kernel (it reads and writes
+// itself, and the caller sees a success) without turning COPY_FILE_RANGE
+// off for the mount: EOPNOTSUPP, not ENOSYS (file_ops.cc says why). Other
+// errors reach the caller as their errno.
+TEST_CASE("copy_file_range the filesystem declines is copied by the kernel, and asked again") {
+  FakeMount m;
+  const std::string src(64 * 1024, 's');
+  int in = open(m.Path("src").c_str(), O_CREAT | O_RDWR, 0644);
+  int out = open(m.Path("dst").c_str(), O_CREAT | O_RDWR, 0644);
+  REQUIRE(in >= 0);
+  REQUIRE(out >= 0);
+  REQUIRE(pwrite(in, src.data(), src.size(), 0) == ssize_t(src.size()));
+  for (int round = 1; round <= 2; round++) {
+    INFO("round " << round);
+    REQUIRE(ftruncate(out, 0) == 0);
+    const uint64_t writes = m.fs().Calls("write");
+    m.fs().FailNext("copy_file_range", Status::NotSupported("no cloning here"));
+    loff_t off_in = 0, off_out = 0;
+    CHECK(copy_file_range(in, &off_in, out, &off_out, src.size(), 0) == ssize_t(src.size()));
+    CHECK(m.fs().Calls("copy_file_range") == uint64_t(round));  // asked each time
+    CHECK(m.fs().Calls("write") > writes);                      // the kernel wrote it
+    std::string back(src.size(), '\0');
+    REQUIRE(pread(out, back.data(), back.size(), 0) == ssize_t(back.size()));
+    CHECK(back == src);
+  }
+  const std::pair<Status, int> errors[] = {
+      {Status::NoSpace("pool full"), ENOSPC},
+      {Status(StatusCode::kQuotaExceeded, "quota"), EDQUOT},
+      {Status::InvalidArgument("overlap"), EINVAL},
+      {Status::IOError("vdev 0: read failed"), EIO},
+  };
+  for (const auto& [st, err] : errors) {
+    INFO(st.ToString());
+    m.fs().FailNext("copy_file_range", st);
+    loff_t off_in = 0, off_out = 0;
+    CHECK(copy_file_range(in, &off_in, out, &off_out, src.size(), 0) == -1);
+    CHECK(errno == err);
+  }
+  close(in);
+  close(out);
+}
+
 TEST_CASE("RequestUnmount ends the request loop and unmounts") {
   std::string dir;
   {

@@ -71,6 +71,13 @@ struct CheckReport {
   // blocks of its indirect writes read and verified too).
   uint64_t log_blocks = 0;
   uint64_t log_records = 0;
+  // Block cloning: the blocks the block reference table counts (each named
+  // by more than one block pointer), and the bytes the clones did not
+  // write (the table's references beyond the first times each block's
+  // allocated bytes). Zero when the pool has no table or it does not
+  // decode.
+  uint64_t cloned_blocks = 0;
+  uint64_t clone_saved_bytes = 0;
   // Damage, in the order found (at most kMaxListed; problems_omitted counts
   // the rest).
   std::vector<CheckProblem> problems;

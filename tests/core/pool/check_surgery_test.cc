@@ -19,6 +19,7 @@
 #include "util/compress.h"
 #include "vdev/label.h"
 #include "vdev/uberblock.h"
+#include "zio/block_ref_table.h"
 #include "zio/zio.h"
 
 namespace poolfs::core::pool {
@@ -380,6 +381,151 @@ TEST_CASE("Check names a block two pointers share, and the block the second one 
   REQUIRE(HasProblem(r, "vdev " + std::to_string(dropped.dva.vdev) + " metaslab", "leaked"));
   REQUIRE(HasProblem(r, "offset " + Hex(dropped.dva.offset), "leaked"));
   REQUIRE(r.bytes_allocated_by_maps == r.bytes_referenced + dropped.dva.size);
+}
+
+TEST_CASE("Check compares the block reference table with the clones it walks", "[check][brt]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  std::unique_ptr<Pool> p;
+  Known k = ChurnPool(paths, &p);
+  // Object big's four blocks cloned twice into dataset a and once into b:
+  // three references beyond the first to each.
+  const uint64_t a1 = CloneObject(*p, "a", k.big, "a");
+  const uint64_t a2 = CloneObject(*p, "a", k.big, "a");
+  const uint64_t b1 = CloneObject(*p, "a", k.big, "b");
+  REQUIRE(p->WaitSynced().ok());
+  // The table's entry for big's block 0, which the damage below changes.
+  auto bp0 = p->dataset("a")->BlockPointer(ObjectId(k.big), 0);
+  REQUIRE(bp0.ok());
+  const zio::BlockRefTable::Key key = zio::BlockRefTable::KeyOf(*bp0);
+  REQUIRE(p->Export().ok());
+  p.reset();
+  {
+    CheckReport r = Check(paths);
+    INFO(Listing(r));
+    REQUIRE(r.ok());
+  }
+  Surgeon s0(paths);
+  const uint64_t object = s0.Directory().ref_table_object;
+  REQUIRE(object != 0);
+  const std::string stored = s0.ReadObject(s0.mos(), object);
+  const zio::BlockRefTable::Entries table = zio::BlockRefTable::Decode(stored, 2).value();
+  REQUIRE(table.size() == 4);
+  for (const auto& [at, e] : table) REQUIRE(e.refs == 3);
+  REQUIRE(table.count(key) == 1);
+  const zio::BlockRefTable::Entry entry = table.at(key);
+  REQUIRE(entry.allocated == bp0->allocated());
+  const std::string table_name =
+      "block reference table (MOS object " + std::to_string(object) + ")";
+  // The pointers to that block: big's in a, whose walk comes first, then
+  // the clones'.
+  const std::string block = "vdev " + std::to_string(key.first) + " offset " + Hex(key.second);
+
+  // Stores `bytes` as the table, checks the pool, and undoes the edit.
+  auto check_with = [&](const std::string& bytes) {
+    Surgeon s(paths);
+    s.RewriteSmallObject(s.mos(), object, bytes);
+    REQUIRE(s.fitted());
+    s.Commit();
+    CheckReport r = Check(paths);
+    s.Undo();
+    return r;
+  };
+  auto check_entries = [&](const zio::BlockRefTable::Entries& entries) {
+    return check_with(zio::BlockRefTable::Encode(entries));
+  };
+
+  SECTION("a count above the walk's: space never freed") {
+    zio::BlockRefTable::Entries t = table;
+    t[key].refs = 4;
+    CheckReport r = check_entries(t);
+    INFO(Listing(r));
+    CHECK(r.problems.size() == 1);
+    CHECK(HasProblem(r, block,
+                     "the block reference table counts 4 references beyond the first; the walk "
+                     "found 3: dataset 'tank/a' object " +
+                         std::to_string(a1) + " L0 block 0"));
+    CHECK(HasProblem(r, block, "its space would never be freed"));
+  }
+  SECTION("a count below the walk's: a free would release a block in use") {
+    zio::BlockRefTable::Entries t = table;
+    t[key].refs = 2;
+    CheckReport r = check_entries(t);
+    INFO(Listing(r));
+    CHECK(r.problems.size() == 1);
+    CHECK(HasProblem(r, block,
+                     "counts 2 references beyond the first; the walk found 3: dataset 'tank/a' "
+                     "object " +
+                         std::to_string(a1) + " L0 block 0, dataset 'tank/a' object " +
+                         std::to_string(a2) + " L0 block 0, dataset 'tank/b' object " +
+                         std::to_string(b1) + " L0 block 0"));
+    CHECK(HasProblem(r, block, "a free would release it while a pointer still names it"));
+  }
+  SECTION("a block the table does not count: one block, several pointers") {
+    zio::BlockRefTable::Entries t = table;
+    t.erase(key);
+    CheckReport r = check_entries(t);
+    INFO(Listing(r));
+    CHECK(r.problems.size() == 3);
+    for (uint64_t clone : {a1, a2})
+      CHECK(HasProblem(r, "dataset 'tank/a' object " + std::to_string(clone) + " L0 block 0",
+                       "is also referenced by dataset 'tank/a' object " + std::to_string(k.big) +
+                           " L0 block 0: one block, two pointers"));
+    CHECK(HasProblem(r, "dataset 'tank/b' object " + std::to_string(b1) + " L0 block 0",
+                     "one block, two pointers"));
+  }
+  SECTION("an entry for a block no pointer names") {
+    zio::BlockRefTable::Entries t = table;
+    // Sector-aligned for the table, not for the pool's 4 KiB sectors: no
+    // block starts there.
+    const zio::BlockRefTable::Key stray{1, key.second + (uint64_t{1} << 20) + 512};
+    REQUIRE(t.count(stray) == 0);
+    t[stray] = {1, 4096};
+    CheckReport r = check_entries(t);
+    INFO(Listing(r));
+    CHECK(r.problems.size() == 1);
+    CHECK(HasProblem(r, table_name + " entry for vdev 1 offset " + Hex(stray.second),
+                     "counts 1 reference beyond the first to a block no pointer names"));
+  }
+  SECTION("an entry for a block that is no data block") {
+    zio::BlockRefTable::Entries t = table;
+    const zio::BlockPtr& mos_root = s0.mos().root;
+    t[zio::BlockRefTable::KeyOf(mos_root)] = {1, mos_root.allocated()};
+    CheckReport r = check_entries(t);
+    INFO(Listing(r));
+    CHECK(r.problems.size() == 1);
+    CHECK(HasProblem(r, table_name + " entry for vdev " + std::to_string(mos_root.dva.vdev),
+                     "counts 1 reference beyond the first to the extent of MOS root block, not "
+                     "a dataset's data block"));
+  }
+  SECTION("an allocated size other than the block's") {
+    zio::BlockRefTable::Entries t = table;
+    t[key].allocated += 4096;
+    CheckReport r = check_entries(t);
+    INFO(Listing(r));
+    CHECK(r.problems.size() == 1);
+    CHECK(HasProblem(r, block,
+                     "takes " + std::to_string(entry.allocated) +
+                         " bytes; the block reference table says " +
+                         std::to_string(entry.allocated + 4096)));
+  }
+  SECTION("a table that does not decode") {
+    std::string bad = stored;
+    bad[32 + 12] = 1;  // entry 1's reserved field
+    CheckReport r = check_with(bad);
+    INFO(Listing(r));
+    REQUIRE_FALSE(r.ok());
+    CHECK(HasProblem(r, table_name, "block reference table entry 1 ("));
+    CHECK(HasProblem(r, table_name, "reserved field is not zero"));
+    // Import refuses it too, and nothing else is wrong: the clones are
+    // not taken for damage.
+    CHECK(HasProblem(r, "uberblocks", "reserved field is not zero"));
+    CHECK_FALSE(HasProblem(r, "", "one block, two pointers"));
+  }
+  // Every edit undone: the pool checks clean again.
+  CheckReport r = Check(paths);
+  INFO(Listing(r));
+  REQUIRE(r.ok());
 }
 
 TEST_CASE("Check survives structures garbled under valid checksums", "[check]") {

@@ -16,8 +16,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dmu/objset.h"
@@ -129,6 +131,62 @@ inline Known ChurnPool(const std::vector<std::string>& paths,
     REQUIRE(p.Export().ok());
   }
   return k;
+}
+
+// Block cloning: blocks [first, end) of object `src` of dataset `from`
+// become blocks dst_first.. of object `dst` of dataset `to` (the same pool;
+// the same block size), through ObjectSet::ShareBlocks and PutClones in
+// one Tx; dst's length becomes at least `length`. Not synced: the clones
+// join the tree in the Tx's txg. The source's blocks must be synced (a
+// block an unsynced txg changed is not shared: ShareBlocks gives nullopt).
+inline void CloneBlocks(Pool& p, std::string_view from, uint64_t src, uint64_t first, uint64_t end,
+                        std::string_view to, uint64_t dst, uint64_t dst_first, uint64_t length) {
+  dmu::ObjectSet* sos = p.dataset(from);
+  dmu::ObjectSet* dos = p.dataset(to);
+  REQUIRE(sos != nullptr);
+  REQUIRE(dos != nullptr);
+  auto held_src = sos->Hold(ObjectId(src));
+  auto held_dst = dos->Hold(ObjectId(dst));
+  REQUIRE(held_src.ok());
+  REQUIRE(held_dst.ok());
+  dmu::Tx tx(p.assigner());
+  REQUIRE(tx.Assign().ok());
+  std::vector<std::optional<zio::BlockPtr>> shared;
+  Status st = dos->ShareBlocks(tx, **held_src, first, end, &shared);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  std::vector<zio::BlockPtr> bps;
+  for (const std::optional<zio::BlockPtr>& bp : shared) {
+    REQUIRE(bp.has_value());
+    bps.push_back(*bp);
+  }
+  st = dos->PutClones(tx, **held_dst, dst_first, bps, length);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  tx.Commit();
+}
+
+// A new object of `to` whose blocks are clones of all of object `src` of
+// `from` (CloneBlocks); not synced. Returns its id.
+inline uint64_t CloneObject(Pool& p, std::string_view from, uint64_t src, std::string_view to) {
+  dmu::ObjectSet* sos = p.dataset(from);
+  dmu::ObjectSet* dos = p.dataset(to);
+  REQUIRE(sos != nullptr);
+  REQUIRE(dos != nullptr);
+  auto info = sos->Stat(ObjectId(src));
+  REQUIRE(info.ok());
+  uint64_t id = 0;
+  {
+    dmu::Tx tx(p.assigner());
+    REQUIRE(tx.Assign().ok());
+    auto created = dos->Create(tx, dmu::ObjectType::kPlain, info->block_size);
+    REQUIRE(created.ok());
+    id = created->value();
+    tx.Commit();
+  }
+  const uint64_t bs = info->block_size;
+  CloneBlocks(p, from, src, 0, (info->length + bs - 1) / bs, to, id, 0, info->length);
+  return id;
 }
 
 inline std::string FileHash(const std::string& path) {

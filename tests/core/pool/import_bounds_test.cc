@@ -20,7 +20,7 @@
 namespace poolfs::core::pool {
 namespace {
 
-constexpr uint64_t kDevSize = 64ull << 20;
+constexpr uint64_t kBoundsDevSize = 64ull << 20;
 
 // Stores `data` as a new version of the block `old` names, at `offset`
 // (space no block of the pool uses), compressed as `old` was, in one copy;
@@ -75,7 +75,7 @@ Txg SetMosObjectLength(vdev::MemoryDevice& dev, uint64_t id, uint64_t length) {
 }
 
 TEST_CASE("Import refuses a MOS object of implausible length without allocating it", "[pool]") {
-  vdev::MemoryDevice dev(kDevSize, "tank");
+  vdev::MemoryDevice dev(kBoundsDevSize, "tank");
   REQUIRE(Pool::CreateOnDevices({&dev}, {"tank"}, CreateOptions{"tank"}).ok());
   // MOS object 1 is the pool directory, 2 the first space map.
   const uint64_t object = GENERATE(1, 2);
