@@ -281,8 +281,6 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
                                 " checksum errors but rewrote " + std::to_string(ps.repairs) +
                                 " bad copies");
   }
-  stats_.ref_table_entries_max = std::max(stats_.ref_table_entries_max, ps.clones.entries);
-  if (ps.clones.entries) cycle_note_ += ", " + std::to_string(ps.clones.entries) + " blocks shared";
   stats_.txgs += imported - previous;
   stats_.objects += vs.objects;
   stats_.bytes += vs.bytes;
@@ -366,6 +364,9 @@ Status Runner::CheckExported() {
   auto report = damage_.copies.empty() ? CheckPool(paths_) : CheckDamaged(&present);
   if (!report.ok()) return report.status().WithContext("poolfs check of the exported pool");
   cycle_note_ += ", check: " + std::to_string(report->blocks) + " blocks";
+  if (report->cloned_blocks != 0)
+    cycle_note_ += " (" + std::to_string(report->cloned_blocks) + " shared by block clones)";
+  stats_.cloned_blocks_max = std::max(stats_.cloned_blocks_max, report->cloned_blocks);
   trial_passes_ = report->trial_sync_passes;
   if (!report->warnings.empty())
     cycle_note_ += " (" + std::to_string(report->warnings.size()) +
@@ -477,8 +478,7 @@ int Runner::Run() {
       static_cast<unsigned long long>(stats_.snapshot_digests));
   std::printf(
       "block clones: %llu (in verified txgs, %llu between two datasets) of %llu blocks: %llu "
-      "shared, %llu holes, %llu copied; the pool counted at most %llu blocks shared at an import "
-      "that verified\n",
+      "shared, %llu holes, %llu copied; the check found at most %llu blocks shared\n",
       static_cast<unsigned long long>(stats_.block_clones),
       static_cast<unsigned long long>(stats_.block_clones_across),
       static_cast<unsigned long long>(stats_.clone_blocks_shared + stats_.clone_holes +
@@ -486,7 +486,7 @@ int Runner::Run() {
       static_cast<unsigned long long>(stats_.clone_blocks_shared),
       static_cast<unsigned long long>(stats_.clone_holes),
       static_cast<unsigned long long>(stats_.clone_blocks_copied),
-      static_cast<unsigned long long>(stats_.ref_table_entries_max));
+      static_cast<unsigned long long>(stats_.cloned_blocks_max));
   std::printf(
       "cycles: %llu, txgs: %llu, objects checked: %llu, bytes checked: %llu, seconds: %.0f\n",
       static_cast<unsigned long long>(stats_.cycles), static_cast<unsigned long long>(stats_.txgs),

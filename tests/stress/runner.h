@@ -58,8 +58,9 @@
 //   - once exported, the offline pool check (poolfs::CheckPool) finds no
 //     damage (so no block of a destroyed dataset or snapshot is still
 //     allocated: the space maps account for exactly the blocks the tree
-//     and the snapshots reference), the run's datasets and snapshots and
-//     no other, and looks at txg I, or at the last txg
+//     and the snapshots reference, and the block reference table for
+//     exactly the pointers that block clones share), the run's datasets
+//     and snapshots and no other, and looks at txg I, or at the last txg
 //     the verifying import synced (an idle pool may sync empty txgs).
 // One cycle in StressOptions::damage_every (in every mode) first damages
 // one copy of a few metadata blocks of the pool at rest; reads must return
@@ -157,14 +158,14 @@ struct RunStats {
   uint64_t datasets_cloned = 0;
   // Block clones that the verified txgs hold, those between two datasets,
   // their blocks (shared, holes in the source, copied), and the most blocks
-  // the pool's block reference table counted as shared at an import that
-  // verified.
+  // the check of a verified txg found the block reference table counting
+  // (CheckReport::cloned_blocks).
   uint64_t block_clones = 0;
   uint64_t block_clones_across = 0;
   uint64_t clone_blocks_shared = 0;
   uint64_t clone_holes = 0;
   uint64_t clone_blocks_copied = 0;
-  uint64_t ref_table_entries_max = 0;
+  uint64_t cloned_blocks_max = 0;
   // Mounts mode: how many times the pool was mounted, and the most MOS
   // passes a sync of any of them and a trial sync of the check took.
   uint64_t mounts = 0;
