@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include "dmu/objset.h"
 #include "pool/check_space.h"
@@ -15,6 +17,7 @@
 #include "pool/pool_phys.h"
 #include "pool/uberblock_choice.h"
 #include "space/allocator.h"
+#include "util/text.h"
 #include "vdev/label.h"
 #include "vdev/overlay_device.h"
 #include "vdev/vdev_layout.h"
@@ -396,6 +399,20 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
     order.push_back(&e);
   };
   for (const DatasetEntry& e : dir.datasets) place(e);
+  // The space of snapshots, the other way round from their deadlists: what
+  // a tree held that the next one in its lineage (a later snapshot, or the
+  // dataset) no longer holds died between them, and is exactly the next
+  // one's deadlist. A clone's first tree follows its origin snapshot. Held
+  // sets are kept only while needed: the previous tree's, and origins'.
+  struct Expected {
+    CheckWalker::HeldSet dead;
+    std::string before;  // the tree that held them
+  };
+  std::map<std::pair<int, uint64_t>, Expected> expected;  // (0, snapshot id) or (1, dataset id)
+  std::set<uint64_t> origins;
+  for (const DatasetEntry& e : dir.datasets)
+    if (e.origin != 0) origins.insert(e.origin);
+  std::map<uint64_t, std::pair<CheckWalker::HeldSet, bool>> origin_held;  // by snapshot id
   for (const DatasetEntry* e : order) {
     const std::string& full = full_names[e->id];
     if (e->created > chosen->txg)
@@ -408,14 +425,52 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       origin = by_id.at(o->dataset)->origin;
     }
     shares.push_back({e->id, Txg(0)});
+    // The tree before the next one walked: its name, held set, and whether
+    // it was walked whole (a tree with a subtree that did not read holds
+    // more than the walk saw: no comparison then).
+    std::string before;
+    CheckWalker::HeldSet held_before;
+    bool before_whole = false;
+    if (e->origin != 0) {
+      const SnapshotEntry* o = snap_by_id.at(e->origin);
+      auto it = origin_held.find(e->origin);
+      if (it != origin_held.end()) {
+        before = "snapshot '" + full_names[o->dataset] + "@" + o->name + "'";
+        held_before = it->second.first;
+        before_whole = it->second.second;
+      }
+    }
+    auto walk = [&](const std::string& name, const std::string& display, const zio::BlockPtr& root,
+                    std::pair<int, uint64_t> who, uint64_t snapshot_id) {
+      CheckWalker::HeldSet held;
+      const uint64_t skipped = walker.skipped_subtrees();
+      walker.CollectHeld(&held);
+      walker.WalkDataset(name, root, shares, e->id);
+      walker.CollectHeld(nullptr);
+      const bool whole = walker.skipped_subtrees() == skipped;
+      if (!before.empty() && before_whole && whole) {
+        Expected& x = expected[who];
+        x.before = before;
+        for (const auto& [key, n] : held_before) {
+          auto now = held.find(key);
+          const uint64_t still = now == held.end() ? 0 : now->second;
+          if (n > still) x.dead[key] = n - still;
+        }
+      }
+      if (snapshot_id != 0 && origins.count(snapshot_id)) origin_held[snapshot_id] = {held, whole};
+      before = display;
+      held_before = std::move(held);
+      before_whole = whole;
+    };
     for (const SnapshotEntry* snap : snaps_of[e->id]) {
       if (snap->txg > chosen->txg)
         sink.Add("snapshot '" + full + "@" + snap->name + "'",
                  "taken in txg " + std::to_string(snap->txg.value()) + ", after the checked txg");
-      walker.WalkDataset(full + "@" + snap->name, snap->root, shares, e->id);
+      walk(full + "@" + snap->name, "snapshot '" + full + "@" + snap->name + "'", snap->root,
+           {0, snap->id}, snap->id);
       shares.back().through = snap->txg;
     }
-    walker.WalkDataset(full, e->root, shares, e->id);
+    walk(full, "dataset '" + full + "'", e->root, {1, e->id}, 0);
   }
   walker.ReferenceDeferredFrees(dir.deferred_frees);
   report.deferred_frees = dir.deferred_frees.size();
@@ -423,7 +478,37 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
   // Deadlists: each block on one is held by a snapshot walked above (it
   // died after that snapshot was taken) and lies in its bucket's birth
   // range; the bucket's bytes are its blocks'.
-  auto check_deadlist = [&](const std::string& owner, uint64_t dataset, const Deadlist& dl) {
+  // Compares a deadlist's blocks (`found`, when every one of them was
+  // read) with what the walks say died between the tree before and this
+  // one (Expected).
+  auto compare_dead = [&](const std::string& owner, std::pair<int, uint64_t> who,
+                          const CheckWalker::HeldSet& found) {
+    auto x = expected.find(who);
+    if (x == expected.end()) return;  // no tree before, or one not walked whole
+    auto describe = [](const CheckWalker::HeldKey& k) {
+      return "the block at vdev " + std::to_string(std::get<0>(k)) + " offset " +
+             util::Hex(std::get<1>(k)) + " born in txg " + std::to_string(std::get<2>(k));
+    };
+    auto count = [](const CheckWalker::HeldSet& set, const CheckWalker::HeldKey& k) {
+      auto it = set.find(k);
+      return it == set.end() ? uint64_t{0} : it->second;
+    };
+    for (const auto& [k, n] : x->second.dead)
+      if (count(found, k) < n)
+        sink.Add(owner + " deadlist",
+                 "lacks " + describe(k) + ", which " + x->second.before +
+                     " holds and it does not: its space would never be freed");
+    for (const auto& [k, n] : found)
+      if (count(x->second.dead, k) < n)
+        sink.Add(owner + " deadlist",
+                 "holds " + describe(k) + ", which is not a block " + x->second.before +
+                     " holds and it does not (or holds it fewer times): the snapshots' space "
+                     "is miscounted");
+  };
+  auto check_deadlist = [&](const std::string& owner, uint64_t dataset, const Deadlist& dl,
+                            std::pair<int, uint64_t> who) {
+    CheckWalker::HeldSet found;  // every entry's, when all are read
+    bool all_read = true;
     std::vector<uint64_t> txgs;  // the keys after 0: a clone's origin's txg, then the snapshots'
     if (base[dataset] != 0) txgs.push_back(base[dataset]);
     for (const SnapshotEntry* snap : snaps_of[dataset]) txgs.push_back(snap->txg.value());
@@ -433,6 +518,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       auto upper = std::upper_bound(txgs.begin(), txgs.end(), key);
       if (upper == txgs.end()) {
         sink.Add(where, "has no later snapshot: no snapshot can hold its blocks");
+        all_read = false;
         continue;
       }
       uint64_t bytes = 0;
@@ -468,6 +554,7 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
             continue;
           }
           bytes += bp->allocated();
+          found[CheckWalker::HeldKeyOf(*bp)]++;
           if (bp->IsHole() || bp->birth.value() <= key || bp->birth.value() > *upper)
             sink.Add(ewhere, "born in txg " + std::to_string(bp->birth.value()) +
                                  ", outside the bucket's (" + std::to_string(key) + ", " +
@@ -479,13 +566,18 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
       if (complete && bytes != bucket.bytes)
         sink.Add(where, "says its blocks take " + std::to_string(bucket.bytes) +
                             " bytes; they take " + std::to_string(bytes));
+      all_read &= complete;
     }
+    if (all_read) compare_dead(owner, who, found);
   };
   for (const SnapshotEntry& e : dir.snapshots)
     check_deadlist("snapshot '" + full_names[e.dataset] + "@" + e.name + "'", e.dataset,
-                   e.deadlist);
-  for (const auto& [id, dl] : dir.head_deadlists)
-    check_deadlist("dataset '" + full_names[id] + "'", id, dl);
+                   e.deadlist, {0, e.id});
+  for (const DatasetEntry& e : dir.datasets) {
+    auto dl = dir.head_deadlists.find(e.id);
+    check_deadlist("dataset '" + full_names[e.id] + "'", e.id,
+                   dl == dir.head_deadlists.end() ? Deadlist() : dl->second, {1, e.id});
+  }
   std::vector<SpaceMapInput> maps;
   for (const SpaceMapEntry& m : dir.space_maps) {
     named.insert(m.object);

@@ -39,6 +39,14 @@
 //    object the pool directory names) is replayed from all-free into its
 //    free set; a metaslab without a map is all free. Then every referenced
 //    extent must be allocated, and every allocated byte referenced.
+//    Snapshots' space is checked both ways too. Each deadlist entry lies
+//    in its bucket's birth range and is held by a snapshot; and the walks
+//    of a lineage (its snapshots oldest first, then the dataset; a clone's
+//    first tree after its origin snapshot) each note the pointers they
+//    reach, so that every deadlist must be exactly what the tree before
+//    its owner held and its owner does not (pointers counted by place and
+//    birth). A block missing from it would never be freed; one too many
+//    miscounts `used`, which the buckets' bytes give.
 //
 // 5. A trial sync. When a read-write import would succeed (not with rewind,
 //    whose import is read-only), the pool is imported over

@@ -106,6 +106,7 @@ CheckWalker::Ref CheckWalker::Reference(const zio::BlockPtr& bp, const Origin& o
                 ")");
   const Ref r = ReferenceExtent(bp, bp.dva, o, 0);
   if (r != Ref::kWalk && r != Ref::kShared && r != Ref::kCloned) return r;
+  if (held_ != nullptr) (*held_)[HeldKeyOf(bp)]++;
   // Further copies: the same bytes again, each referenced once (a clone's
   // copies are its block's: met again the same way as copy 0).
   for (int i = 1; i < bp.copies(); i++)

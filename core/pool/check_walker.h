@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -124,6 +125,16 @@ class CheckWalker {
     uint64_t lineage = 0;
     Txg through;
   };
+  // For the space check of snapshots: while set, every block pointer a
+  // walk reaches (recorded, shared with a tree walked before, or a clone)
+  // joins *held, named by its first copy's place and its birth, counted
+  // (block clones made in one txg give one tree several such pointers).
+  using HeldKey = std::tuple<uint32_t, uint64_t, uint64_t>;  // vdev, offset, birth
+  using HeldSet = std::map<HeldKey, uint64_t>;
+  static HeldKey HeldKeyOf(const zio::BlockPtr& bp) {
+    return {bp.dva.vdev, bp.dva.offset, bp.birth.value()};
+  }
+  void CollectHeld(HeldSet* held) { held_ = held; }
   void WalkDataset(const std::string& name, const zio::BlockPtr& root,
                    std::vector<Share> shares = {}, uint64_t lineage = 0);
 
@@ -200,6 +211,7 @@ class CheckWalker {
   std::vector<std::string> names_;
   std::map<uint64_t, GatheredObject> mos_objects_;
   uint64_t skipped_ = 0;
+  HeldSet* held_ = nullptr;  // CollectHeld
   std::vector<Share> shares_;      // of the walk under way (WalkDataset)
   std::vector<uint64_t> lineage_;  // per walk (names_ index): its lineage
   uint64_t objset_bytes_ = 0;      // extents each walk reached, shared ones too

@@ -383,6 +383,66 @@ TEST_CASE("Check names a block two pointers share, and the block the second one 
   REQUIRE(r.bytes_allocated_by_maps == r.bytes_referenced + dropped.dva.size);
 }
 
+TEST_CASE("Check compares each deadlist with what the tree before it held and the next does not",
+          "[check][snapshot]") {
+  TempDir dir;
+  std::vector<std::string> paths = {dir / "v0", dir / "v1"};
+  std::unique_ptr<Pool> p;
+  Known k = ChurnPool(paths, &p);
+  // A snapshot, then big's blocks overwritten: the dataset's deadlist gets
+  // what the snapshot alone holds now.
+  REQUIRE(p->Snapshot({"tank/a@s"}, false).ok());
+  REQUIRE(p->WaitSynced().ok());
+  {
+    dmu::Tx tx(p->assigner());
+    REQUIRE(tx.Assign().ok());
+    REQUIRE(p->dataset("a")->Write(tx, ObjectId(k.big), 0, Pattern(77, 3 * 131072)).ok());
+    tx.Commit();
+  }
+  REQUIRE(p->WaitSynced().ok());
+  REQUIRE(p->Export().ok());
+  p.reset();
+  {
+    CheckReport r = Check(paths);
+    INFO(Listing(r));
+    REQUIRE(r.ok());
+  }
+  // The deadlist's second entry made a copy of its first: the deadlist
+  // then lacks one block the snapshot alone holds (never freed with it)
+  // and holds the other twice.
+  Surgeon s(paths);
+  const PoolDirectory d = s.Directory();
+  uint64_t id = 0;
+  for (const DatasetEntry& e : d.datasets)
+    if (e.name == "a") id = e.id;
+  REQUIRE(d.head_deadlists.count(id) == 1);
+  const DeadObject object = d.head_deadlists.at(id).begin()->second.objects.at(0);
+  REQUIRE(object.entries >= 2);
+  std::string entries = s.ReadObject(s.mos(), object.object);
+  const size_t bp_size = zio::BlockPtrSize(s.format());
+  const zio::BlockPtr first =
+      zio::DecodeBlockPtr(reinterpret_cast<const uint8_t*>(entries.data()), "", s.format())
+          .value();
+  const zio::BlockPtr second = zio::DecodeBlockPtr(
+      reinterpret_cast<const uint8_t*>(entries.data()) + bp_size, "", s.format())
+                                   .value();
+  entries.replace(bp_size, bp_size, entries.substr(0, bp_size));
+  s.RewriteSmallObject(s.mos(), object.object, entries);
+  s.Commit();
+  CheckReport r = Check(paths);
+  INFO(Listing(r));
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(HasProblem(r, "dataset 'tank/a' deadlist",
+                     "lacks the block at vdev " + std::to_string(second.dva.vdev) + " offset " +
+                         Hex(second.dva.offset) + " born in txg " +
+                         std::to_string(second.birth.value()) +
+                         ", which snapshot 'tank/a@s' holds and it does not"));
+  REQUIRE(HasProblem(r, "dataset 'tank/a' deadlist",
+                     "holds the block at vdev " + std::to_string(first.dva.vdev) + " offset " +
+                         Hex(first.dva.offset) + " born in txg " +
+                         std::to_string(first.birth.value()) + ", which is not a block"));
+}
+
 TEST_CASE("Check compares the block reference table with the clones it walks", "[check][brt]") {
   TempDir dir;
   std::vector<std::string> paths = {dir / "v0", dir / "v1"};
