@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <set>
 
 namespace poolfs::stress {
 
@@ -10,6 +12,12 @@ namespace {
 
 Status Impossible(const OpRecord& r, const std::string& why) {
   return Status::Corruption("impossible history at " + DescribeRecord(r) + ": " + why);
+}
+
+void SortByTxgSeq(std::vector<OpRecord>& records) {
+  std::stable_sort(records.begin(), records.end(), [](const OpRecord& a, const OpRecord& b) {
+    return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
+  });
 }
 
 }  // namespace
@@ -20,13 +28,17 @@ uint64_t Model::bytes_held() const {
   return n;
 }
 
-Status Model::Replay(std::vector<OpRecord> records, uint64_t through_txg, uint64_t* bad_object) {
-  std::stable_sort(records.begin(), records.end(), [](const OpRecord& a, const OpRecord& b) {
-    return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
-  });
+Status Model::Replay(std::vector<OpRecord> records, uint64_t through_txg,
+                     const CloneSources& sources, uint64_t* bad_object) {
+  SortByTxgSeq(records);
   for (const OpRecord& r : records) {
     if (r.kind == OpKind::kSynced || r.txg > through_txg) continue;
-    Status st = Apply(r);
+    const ModelObject* source = nullptr;
+    if (r.kind == OpKind::kCloneBlocks) {
+      auto it = sources.find(r.seq);
+      if (it != sources.end()) source = &it->second;
+    }
+    Status st = Apply(r, source);
     if (!st.ok()) {
       *bad_object = r.object;
       return st;
@@ -35,7 +47,42 @@ Status Model::Replay(std::vector<OpRecord> records, uint64_t through_txg, uint64
   return Status::Ok();
 }
 
-Status Model::Apply(const OpRecord& r) {
+Status Model::CaptureCloneSources(const std::vector<const Model*>& start,
+                                  const std::vector<OpRecord>& records, uint64_t through_txg,
+                                  CloneSources* out, OpRecord* bad) {
+  std::set<uint16_t> involved;
+  for (const OpRecord& r : records)
+    if (r.kind == OpKind::kCloneBlocks && r.txg <= through_txg) {
+      involved.insert(r.dataset);
+      involved.insert(UnpackCloneRange(r).src_dataset);
+    }
+  if (involved.empty()) return Status::Ok();
+  std::map<uint16_t, Model> work;
+  for (uint16_t d : involved)
+    work[d] = d < start.size() && start[d] != nullptr ? *start[d] : Model();
+  std::vector<OpRecord> mine;
+  for (const OpRecord& r : records)
+    if (IsObjectOp(r.kind) && r.txg <= through_txg && involved.count(r.dataset)) mine.push_back(r);
+  SortByTxgSeq(mine);
+  for (const OpRecord& r : mine) {
+    std::optional<ModelObject> source;
+    if (r.kind == OpKind::kCloneBlocks) {
+      const CloneRange c = UnpackCloneRange(r);
+      const auto& objects = work[c.src_dataset].objects_;
+      if (auto it = objects.find(c.src_object); it != objects.end())
+        source = CloneSource(r, it->second);
+    }
+    Status st = work[r.dataset].Apply(r, source ? &*source : nullptr);
+    if (!st.ok()) {
+      *bad = r;
+      return st;
+    }
+    if (source) out->emplace(r.seq, std::move(*source));
+  }
+  return Status::Ok();
+}
+
+Status Model::Apply(const OpRecord& r, const ModelObject* clone_source) {
   if (r.kind == OpKind::kCreate) {
     if (objects_.count(r.object))
       return Impossible(r, "the DMU handed out an object id that is still allocated");
@@ -79,8 +126,54 @@ Status Model::Apply(const OpRecord& r) {
       o.bonus_type = r.aux;
       o.bonus = BonusBytes(r.object, r.seq, r.a);
       break;
+    case OpKind::kCloneBlocks: return Clone(r, o, clone_source);
     default: return Impossible(r, "unknown record kind");
   }
+  return Status::Ok();
+}
+
+ModelObject Model::CloneSource(const OpRecord& r, const ModelObject& src) {
+  const CloneRange c = UnpackCloneRange(r);
+  ModelObject out;
+  out.block_size = src.block_size;
+  out.compression = src.compression;
+  out.length = src.length;
+  const uint64_t end = c.src_off + uint64_t(c.blocks) * src.block_size;
+  for (auto it = src.pages.lower_bound(c.src_off / kPage);
+       it != src.pages.end() && it->first * kPage < end; ++it)
+    out.pages.insert(*it);
+  return out;
+}
+
+Status Model::Clone(const OpRecord& r, ModelObject& o, const ModelObject* src) {
+  const CloneRange c = UnpackCloneRange(r);
+  if (src == nullptr) return Impossible(r, "its source object does not exist then");
+  const uint64_t bs = o.block_size;
+  if (src->block_size != bs)
+    return Impossible(r, "the source's block size is " + std::to_string(src->block_size) +
+                             ", the destination's " + std::to_string(bs));
+  if (c.blocks == 0 || c.src_off % bs != 0 || c.dst_off % bs != 0)
+    return Impossible(r, "not a range of whole blocks");
+  if (c.src_off + (c.blocks - 1) * bs >= src->length)
+    return Impossible(
+        r, "its last block starts at or past the source's length " + std::to_string(src->length));
+  const uint64_t len = c.blocks * bs;
+  // Page by page of the destination: a source piece of zeros allocates no
+  // page.
+  for (uint64_t pos = c.dst_off; pos < c.dst_off + len;) {
+    const uint64_t page = pos / kPage;
+    const uint64_t hi = std::min(c.dst_off + len, (page + 1) * kPage);
+    const std::string bytes = Expected(*src, c.src_off + (pos - c.dst_off), hi - pos);
+    if (bytes.find_first_not_of('\0') == std::string::npos) {
+      ZeroBytes(o, pos, hi - pos);
+    } else {
+      std::string& p = o.pages[page];
+      if (p.empty()) p.assign(kPage, '\0');
+      std::memcpy(p.data() + (pos - page * kPage), bytes.data(), bytes.size());
+    }
+    pos = hi;
+  }
+  o.length = std::max(o.length, std::min(c.dst_off + len, c.dst_off + (src->length - c.src_off)));
   return Status::Ok();
 }
 

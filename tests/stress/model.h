@@ -7,6 +7,17 @@
 // zeros, and bytes at or past an object's length are always zero (as in the
 // DMU).
 //
+// Block clones. A clone copies the bytes of another object, maybe of
+// another dataset, as they were at the clone's place in the (txg, seq)
+// order. Each dataset's model replays only its own records, so the sources
+// are found first, by one replay of every dataset that clones touch
+// (CaptureCloneSources): each clone's source object as that replay finds
+// it just before the clone, kept by the clone's seq (CloneSources), for
+// every replay that meets the clone (the dataset's, and those of its
+// snapshots). That replay may start a dataset made in the same cycle
+// empty, even a clone of a snapshot: the workload clones only objects it
+// owns, which are, in such a dataset, objects it created there.
+//
 // Verify compares the model with an imported object set: every object's
 // attributes, its bytes (all of them when the object is at most 16 MiB
 // long, otherwise every page the model holds plus random samples of the
@@ -40,6 +51,10 @@ struct ModelObject {
   std::map<uint64_t, std::string> pages;  // page index -> kPage bytes
 };
 
+// Block clones' sources as the log order finds them: a kCloneBlocks
+// record's seq -> its source object, with only the pages its range covers.
+using CloneSources = std::map<uint64_t, ModelObject>;
+
 struct VerifyStats {
   uint64_t objects = 0;
   uint64_t bytes = 0;
@@ -51,11 +66,24 @@ class Model {
   static constexpr uint64_t kFullReadLimit = 16 << 20;
 
   // Applies the records with txg <= `through_txg` (kSynced ones aside), in
-  // (txg, seq) order. Fails with Corruption naming the record when the
-  // history is impossible: a create of an allocated id (the DMU handed out an
-  // id still in use), or an operation on an object that does not exist.
-  // *bad_object is then the object concerned.
-  Status Replay(std::vector<OpRecord> records, uint64_t through_txg, uint64_t* bad_object);
+  // (txg, seq) order; a block clone takes its source from `sources`. Fails
+  // with Corruption naming the record when the history is impossible: a
+  // create of an allocated id (the DMU handed out an id still in use), an
+  // operation on an object that does not exist, a clone whose source is
+  // not in `sources` or does not fit it. *bad_object is then the object
+  // concerned.
+  Status Replay(std::vector<OpRecord> records, uint64_t through_txg, const CloneSources& sources,
+                uint64_t* bad_object);
+
+  // The sources of the block clones among `records` with txg <=
+  // `through_txg`, into *out (see the top of the file): one replay, in
+  // (txg, seq) order, of the object records of every dataset a clone
+  // reads or writes, each starting from start[dataset] (empty when the
+  // index is past the end or nullptr). Corruption as for Replay, *bad the
+  // record.
+  static Status CaptureCloneSources(const std::vector<const Model*>& start,
+                                    const std::vector<OpRecord>& records, uint64_t through_txg,
+                                    CloneSources* out, OpRecord* bad);
 
   // Compares the model with `os` (see above). Fails with Corruption saying
   // what differs; *bad_object is the object concerned (0 for a count).
@@ -65,8 +93,10 @@ class Model {
   uint64_t bytes_held() const;
 
   // For a workload thread's own running model (the objects it owns):
-  // applies one record as it is made (Corruption as for Replay).
-  Status Apply(const OpRecord& r);
+  // applies one record as it is made (Corruption as for Replay); a block
+  // clone copies from `clone_source`, its source object now (nullptr: it
+  // has none, which is impossible).
+  Status Apply(const OpRecord& r, const ModelObject* clone_source = nullptr);
   // Takes `o` as object `id`.
   void Adopt(uint64_t id, const ModelObject& o) { objects_[id] = o; }
   // Compares object `id`'s attributes and bytes [off, off + n) (clipped to
@@ -78,6 +108,11 @@ class Model {
   static Status CheckAttributes(dmu::ObjectSet* os, uint64_t id, const ModelObject& o);
   static void WriteBytes(ModelObject& o, const WriteSpec& w);
   static void ZeroBytes(ModelObject& o, uint64_t off, uint64_t len);
+  // A block clone of record r into `o` from `src` (op_log.h, CloneRange).
+  static Status Clone(const OpRecord& r, ModelObject& o, const ModelObject* src);
+  // What a clone of `r` needs of `src`: its attributes and the pages of its
+  // range.
+  static ModelObject CloneSource(const OpRecord& r, const ModelObject& src);
   // The bytes [off, off + n) of `o` as the model has them.
   static std::string Expected(const ModelObject& o, uint64_t off, uint64_t n);
   Status CompareRange(dmu::ObjectSet* os, uint64_t id, const ModelObject& o, uint64_t off,

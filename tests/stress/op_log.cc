@@ -29,12 +29,13 @@ void Encode(const OpRecord& r, uint8_t* p) {
   util::PutLE64(p + 24, r.object);
   util::PutLE64(p + 32, r.a);
   util::PutLE64(p + 40, r.b);
+  util::PutLE64(p + 48, r.c);
   util::PutLE64(p + 56, util::Xxh3_64(p, 56));
 }
 
 bool Decode(const uint8_t* p, OpRecord* r) {
   if (util::GetLE32(p) != kMagic || util::GetLE64(p + 56) != util::Xxh3_64(p, 56)) return false;
-  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(OpKind::kCloneDataset)) return false;
+  if (p[4] < uint8_t(OpKind::kCreate) || p[4] > uint8_t(kLastOpKind)) return false;
   r->kind = OpKind(p[4]);
   r->aux = p[5];
   r->dataset = util::GetLE16(p + 6);
@@ -43,10 +44,31 @@ bool Decode(const uint8_t* p, OpRecord* r) {
   r->object = util::GetLE64(p + 24);
   r->a = util::GetLE64(p + 32);
   r->b = util::GetLE64(p + 40);
+  r->c = util::GetLE64(p + 48);
   return true;
 }
 
 }  // namespace
+
+void PackCloneRange(const CloneRange& c, OpRecord* r) {
+  r->a = c.src_object | uint64_t(c.src_dataset) << 48;
+  r->b = c.src_off | uint64_t(c.shared) << 48;
+  r->c = c.dst_off | uint64_t(c.holes) << 48;
+  r->aux = uint8_t(c.blocks);
+}
+
+CloneRange UnpackCloneRange(const OpRecord& r) {
+  constexpr uint64_t kLow = kMaxCloneOffset - 1;
+  CloneRange c;
+  c.src_object = r.a & kLow;
+  c.src_dataset = uint16_t(r.a >> 48);
+  c.src_off = r.b & kLow;
+  c.shared = uint32_t(r.b >> 48);
+  c.dst_off = r.c & kLow;
+  c.holes = uint32_t(r.c >> 48);
+  c.blocks = r.aux;
+  return c;
+}
 
 std::string DatasetName(uint16_t index) { return "ds" + std::to_string(index); }
 
@@ -84,6 +106,14 @@ std::string DescribeRecord(const OpRecord& r) {
       return s + "bonus" + obj + " type " + std::to_string(r.aux) + " len " + std::to_string(r.a);
     case OpKind::kSynced: return s + "synced";
     case OpKind::kBlockSize: return s + "block size" + obj + " to " + std::to_string(r.a);
+    case OpKind::kCloneBlocks: {
+      const CloneRange c = UnpackCloneRange(r);
+      return s + "clone" + obj + " at " + std::to_string(c.dst_off) + ": " +
+             std::to_string(c.blocks) + " blocks of ds " + std::to_string(c.src_dataset) + " obj " +
+             std::to_string(c.src_object) + " at " + std::to_string(c.src_off) + " (" +
+             std::to_string(c.shared) + " shared, " + std::to_string(c.holes) + " holes, " +
+             std::to_string(c.blocks - std::min(c.blocks, c.shared + c.holes)) + " copied)";
+    }
     case OpKind::kSnapshot:
     case OpKind::kDestroySnapshot: {
       const bool take = r.kind == OpKind::kSnapshot;
@@ -137,7 +167,8 @@ int DumpLog(const std::string& path, uint64_t object) {
     return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
   });
   for (const OpRecord& r : *records)
-    if (object == 0 || r.object == object || !IsObjectOp(r.kind))
+    if (object == 0 || r.object == object || !IsObjectOp(r.kind) ||
+        (r.kind == OpKind::kCloneBlocks && UnpackCloneRange(r).src_object == object))
       std::printf("%s\n", DescribeRecord(r).c_str());
   if (torn) std::printf("(torn last record dropped)\n");
   return 0;

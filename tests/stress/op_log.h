@@ -34,6 +34,14 @@
 // is a dataset creation (kCloneDataset) whose objects start as its origin
 // snapshot's.
 //
+// Block clones (kCloneBlocks) copy a range of whole blocks of one object
+// to another of the same block size, both owned by the thread that clones
+// (dmu::ObjectSet::ShareBlocks / PutClones, the two objects in the same
+// dataset or in two): the destination's blocks become the source's as the
+// record's place in the log order finds them (its bytes at that point of
+// the (txg, seq) replay below), and its length at least the end of the
+// range, cut back to where the source's length falls in it (CloneRange).
+//
 // Order. Each record has a sequence number. Creates and frees take their
 // number, do the operation and append under one lock (SerialSection), so an
 // object id freed by one thread and reused by another is logged free-then-
@@ -92,8 +100,12 @@ enum class OpKind : uint8_t {
   // DatasetName(dataset) below the root dataset (a dataset creation, as
   // kCreateDataset, whose objects start as the snapshot's).
   kCloneDataset = 14,
+  // Object `object` of dataset `dataset` takes whole blocks cloned from
+  // another object: the fields are a CloneRange's (PackCloneRange).
+  kCloneBlocks = 15,
   // (The last kind: the log's decoder refuses a kind past it.)
 };
+inline constexpr OpKind kLastOpKind = OpKind::kCloneBlocks;
 
 // True for the four dataset operations above (a clone is a creation).
 inline bool IsDatasetOp(OpKind k) {
@@ -141,12 +153,42 @@ struct OpRecord {
   uint64_t object = 0;
   uint64_t a = 0;
   uint64_t b = 0;
+  uint64_t c = 0;
 };
+
+// A block clone (kCloneBlocks): `blocks` whole blocks of the destination
+// (the record's dataset and object), from byte dst_off on, become those of
+// object src_object of dataset src_dataset from byte src_off on; both
+// offsets are multiples of the two objects' common block size, and the
+// source's length passes the start of the last block. The destination's
+// length becomes max(its length, min(dst_off + blocks x block size,
+// dst_off + source length - src_off)): past the source's length its bytes
+// are the source's zeros. Of the blocks, `shared` were shared (their
+// pointers, ShareBlocks), `holes` were holes in the source (freed in the
+// destination), the rest copied (changed since the last sync, gang blocks,
+// a block stored at another size): figures for the run's summary, which
+// the model does not need.
+struct CloneRange {
+  uint16_t src_dataset = 0;
+  uint64_t src_object = 0;  // at most dmu::kMaxObjectId (48 bits)
+  uint64_t src_off = 0;     // both offsets below kMaxCloneOffset
+  uint64_t dst_off = 0;
+  uint32_t blocks = 0;  // 1 to kMaxCloneBlocks
+  uint32_t shared = 0;
+  uint32_t holes = 0;
+};
+inline constexpr uint64_t kMaxCloneOffset = uint64_t{1} << 48;
+inline constexpr uint32_t kMaxCloneBlocks = 255;
+// Its record fields: a = src_object | src_dataset << 48, b = src_off |
+// shared << 48, c = dst_off | holes << 48, aux = blocks.
+void PackCloneRange(const CloneRange& c, OpRecord* r);
+CloneRange UnpackCloneRange(const OpRecord& r);
 
 std::string DescribeRecord(const OpRecord& r);
 
 // Prints the log at `path` sorted by (txg, seq); when object != 0, only the
-// records of objects with that id (in any dataset) and the kSynced ones.
+// records of objects with that id (in any dataset, a block clone's source
+// too) and the kSynced ones.
 // Returns an exit code.
 int DumpLog(const std::string& path, uint64_t object);
 

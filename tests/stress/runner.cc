@@ -124,20 +124,30 @@ WorkloadOptions Runner::BaseWorkloadOptions(uint64_t seed) const {
 
 std::string Runner::History(const std::vector<OpRecord>& records, uint16_t dataset,
                             uint64_t object) const {
+  // Its records, and the block clones that read it.
   std::vector<OpRecord> mine;
-  for (const OpRecord& r : records)
-    if (IsObjectOp(r.kind) && r.dataset == dataset && r.object == object) mine.push_back(r);
+  for (const OpRecord& r : records) {
+    if (!IsObjectOp(r.kind)) continue;
+    bool source = false;
+    if (r.kind == OpKind::kCloneBlocks) {
+      const CloneRange c = UnpackCloneRange(r);
+      source = c.src_dataset == dataset && c.src_object == object;
+    }
+    if ((r.dataset == dataset && r.object == object) || source) mine.push_back(r);
+  }
   std::stable_sort(mine.begin(), mine.end(), [](const OpRecord& a, const OpRecord& b) {
     return a.txg != b.txg ? a.txg < b.txg : a.seq < b.seq;
   });
-  std::string s = "  this cycle's log for dataset '" + tree_.Name(dataset) + "' object " +
-                  std::to_string(object) + " (" + std::to_string(mine.size()) +
+  std::string s = "  this cycle's log for dataset '" +
+                  (dataset < tree_.size() ? tree_.Name(dataset) : "ds" + std::to_string(dataset)) +
+                  "' object " + std::to_string(object) + " (" + std::to_string(mine.size()) +
                   " records; '*': txg <= imported txg " + std::to_string(verified_txg_) + "):\n";
   const size_t from = mine.size() > 40 ? mine.size() - 40 : 0;
   if (from) s += "    ... " + std::to_string(from) + " older records\n";
   for (size_t i = from; i < mine.size(); i++)
     s += std::string("    ") + (mine[i].txg <= verified_txg_ ? "* " : "  ") +
          DescribeRecord(mine[i]) + "\n";
+  if (dataset >= models_.size()) return s;
   auto it = models_[dataset].objects().find(object);
   if (it != models_[dataset].objects().end())
     s += "  the model has it with block size " + std::to_string(it->second.block_size) +
@@ -285,6 +295,21 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
 
 Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_t imported) {
   verified_txg_ = imported;  // for History
+  // The block clones' sources, replayed from the models of the last
+  // verified txg (before ReconcileDatasets empties those of the datasets
+  // destroyed since, which a clone may have read).
+  {
+    std::vector<const Model*> start(models_.size(), nullptr);
+    for (uint16_t d : tree_.Live()) start[d] = &models_[d];
+    clone_sources_.clear();
+    OpRecord bad;
+    Status st = Model::CaptureCloneSources(start, records, imported, &clone_sources_, &bad);
+    if (!st.ok()) {
+      failure_detail_ = History(records, bad.dataset, bad.object);
+      return st.WithContext("replaying the log's block clones through txg " +
+                            std::to_string(imported));
+    }
+  }
   POOLFS_RETURN_IF_ERROR(ReconcileDatasets(pool, records, imported));
   POOLFS_RETURN_IF_ERROR(ReconcileSnapshots(pool, records, imported));
   for (uint16_t ds : tree_.Live()) {
@@ -292,13 +317,25 @@ Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_
     for (const OpRecord& r : records)
       if (IsObjectOp(r.kind) && r.dataset == ds) mine.push_back(r);
     uint64_t bad = 0;
-    Status st = models_[ds].Replay(std::move(mine), imported, &bad);
+    Status st = models_[ds].Replay(std::move(mine), imported, clone_sources_, &bad);
     if (!st.ok()) {
       failure_detail_ = History(records, ds, bad);
       return st.WithContext("dataset '" + tree_.Name(ds) + "': replaying the op log through txg " +
                             std::to_string(imported));
     }
   }
+  uint64_t clones = 0;
+  for (const OpRecord& r : records) {
+    if (r.kind != OpKind::kCloneBlocks || r.txg > imported) continue;
+    const CloneRange c = UnpackCloneRange(r);
+    clones++;
+    stats_.block_clones_across += c.src_dataset != r.dataset;
+    stats_.clone_blocks_shared += c.shared;
+    stats_.clone_holes += c.holes;
+    stats_.clone_blocks_copied += c.blocks - std::min(c.blocks, c.shared + c.holes);
+  }
+  stats_.block_clones += clones;
+  if (clones) cycle_note_ += ", " + std::to_string(clones) + " block clones";
   return Status::Ok();
 }
 
@@ -327,6 +364,9 @@ Status Runner::CheckExported() {
   auto report = damage_.copies.empty() ? CheckPool(paths_) : CheckDamaged(&present);
   if (!report.ok()) return report.status().WithContext("poolfs check of the exported pool");
   cycle_note_ += ", check: " + std::to_string(report->blocks) + " blocks";
+  if (report->cloned_blocks != 0)
+    cycle_note_ += " (" + std::to_string(report->cloned_blocks) + " shared by block clones)";
+  stats_.cloned_blocks_max = std::max(stats_.cloned_blocks_max, report->cloned_blocks);
   trial_passes_ = report->trial_sync_passes;
   if (!report->warnings.empty())
     cycle_note_ += " (" + std::to_string(report->warnings.size()) +
@@ -436,6 +476,17 @@ int Runner::Run() {
       static_cast<unsigned long long>(stats_.snapshots_destroyed),
       static_cast<unsigned long long>(stats_.snapshots_verified),
       static_cast<unsigned long long>(stats_.snapshot_digests));
+  std::printf(
+      "block clones: %llu (in verified txgs, %llu between two datasets) of %llu blocks: %llu "
+      "shared, %llu holes, %llu copied; the check found at most %llu blocks shared\n",
+      static_cast<unsigned long long>(stats_.block_clones),
+      static_cast<unsigned long long>(stats_.block_clones_across),
+      static_cast<unsigned long long>(stats_.clone_blocks_shared + stats_.clone_holes +
+                                      stats_.clone_blocks_copied),
+      static_cast<unsigned long long>(stats_.clone_blocks_shared),
+      static_cast<unsigned long long>(stats_.clone_holes),
+      static_cast<unsigned long long>(stats_.clone_blocks_copied),
+      static_cast<unsigned long long>(stats_.cloned_blocks_max));
   std::printf(
       "cycles: %llu, txgs: %llu, objects checked: %llu, bytes checked: %llu, seconds: %.0f\n",
       static_cast<unsigned long long>(stats_.cycles), static_cast<unsigned long long>(stats_.txgs),

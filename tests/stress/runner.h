@@ -52,12 +52,15 @@
 //   - the models, advanced by replaying the log's operations of txgs <= I,
 //     match the datasets byte for byte: attributes, bonus, the set of
 //     allocated ids and the live count; a destroyed dataset's model is
-//     emptied;
+//     emptied; a block clone copies its source's model bytes as the
+//     replay in (txg, seq) order finds them, in whichever dataset
+//     (model.h);
 //   - once exported, the offline pool check (poolfs::CheckPool) finds no
 //     damage (so no block of a destroyed dataset or snapshot is still
 //     allocated: the space maps account for exactly the blocks the tree
-//     and the snapshots reference), the run's datasets and snapshots and
-//     no other, and looks at txg I, or at the last txg
+//     and the snapshots reference, and the block reference table for
+//     exactly the pointers that block clones share), the run's datasets
+//     and snapshots and no other, and looks at txg I, or at the last txg
 //     the verifying import synced (an idle pool may sync empty txgs).
 // One cycle in StressOptions::damage_every (in every mode) first damages
 // one copy of a few metadata blocks of the pool at rest; reads must return
@@ -153,6 +156,16 @@ struct RunStats {
   uint64_t snapshot_digests = 0;
   // Of the datasets created, those made as clones of a snapshot.
   uint64_t datasets_cloned = 0;
+  // Block clones that the verified txgs hold, those between two datasets,
+  // their blocks (shared, holes in the source, copied), and the most blocks
+  // the check of a verified txg found the block reference table counting
+  // (CheckReport::cloned_blocks).
+  uint64_t block_clones = 0;
+  uint64_t block_clones_across = 0;
+  uint64_t clone_blocks_shared = 0;
+  uint64_t clone_holes = 0;
+  uint64_t clone_blocks_copied = 0;
+  uint64_t cloned_blocks_max = 0;
   // Mounts mode: how many times the pool was mounted, and the most MOS
   // passes a sync of any of them and a trial sync of the check took.
   uint64_t mounts = 0;
@@ -305,6 +318,9 @@ class Runner {
   };
   std::map<uint64_t, SnapshotState> snaps_;
   uint64_t next_snapshot_ = 1;  // past every number any log used
+  // The sources of the block clones of the log being replayed
+  // (Model::CaptureCloneSources), made by Advance for its replays.
+  CloneSources clone_sources_;
   // The live clones, as verified: dataset -> its origin snapshot's number.
   std::map<uint16_t, uint64_t> clone_origin_;
   uint64_t verified_txg_ = 0;                 // the txg the model is the state of

@@ -28,7 +28,8 @@
 // T's sync left them: every object operation of a txg <= T and none later.
 // So its model is d's model of the last verified txg (before this cycle's
 // replay) advanced by the log's operations of d of txgs <= T, as the
-// dataset's own model is for I. Snapshots verified in an earlier cycle keep
+// dataset's own model is for I (a block clone among them copies its
+// source as Advance captured it, model.h). Snapshots verified in an earlier cycle keep
 // their model: nothing changes a snapshot. VerifySnapshots reads each one
 // whole (Model::Verify: attributes, bonus, bytes, the set of ids), and,
 // for one whose read-back digest the workload logged, computes the digest
@@ -212,7 +213,7 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
         s.model = origin->second.model;
       }
       uint64_t bad = 0;
-      Status st = s.model.Replay(std::move(mine), txg, &bad);
+      Status st = s.model.Replay(std::move(mine), txg, clone_sources_, &bad);
       if (!st.ok()) {
         failure_detail_ = History(records, dataset, bad);
         return st.WithContext(f.second.name + ": replaying the op log through its txg " +

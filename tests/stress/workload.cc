@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <optional>
+#include <string>
 
 #include "stress/snapshot_digest.h"
 #include "stress/stamp.h"
@@ -19,6 +21,9 @@ constexpr int kSnapshotTakePerMille = 10;
 constexpr int kSnapshotDestroyPerMille = 4;
 // ... and to clone one into a new dataset.
 constexpr int kClonePerMille = 3;
+// Of the operations on an existing object, the share that clone blocks
+// (taken from the read-backs).
+constexpr int kCloneBlocksPercent = 4;
 
 uint32_t PickBlockSize(std::mt19937_64& rng) {
   const int r = int(rng() % 100);
@@ -497,7 +502,180 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local)
 Status Workload::Record(const OpRecord& r, LocalModels& local) {
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   ops_++;
-  return local[r.dataset].Apply(r).WithContext("the thread's own model");
+  const ModelObject* source = nullptr;
+  if (r.kind == OpKind::kCloneBlocks) {
+    const CloneRange c = UnpackCloneRange(r);
+    const auto& objects = local[c.src_dataset].objects();
+    if (auto it = objects.find(c.src_object); it != objects.end()) source = &it->second;
+  }
+  return local[r.dataset].Apply(r, source).WithContext("the thread's own model");
+}
+
+Status Workload::ReadBack(dmu::Tx& tx, dmu::ObjectSet* os, const ObjectState& o,
+                          std::mt19937_64& rng, LocalModels& local) {
+  uint64_t off = 0, len = o.length;
+  if (o.length > 512 * 1024) {
+    off = rng() % o.length;
+    len = 1 + rng() % (256 * 1024);
+  }
+  VerifyStats vs;
+  Status st = local[o.dataset].CheckObject(os, o.id, off, len, &vs);
+  if (!st.ok())
+    return st.WithContext(os->name() + ": read-back in txg " + std::to_string(tx.txg().value()) +
+                          " (open context, while older txgs sync)");
+  reads_++;
+  return Status::Ok();
+}
+
+Status Workload::CloneBlocks(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
+                             std::vector<ObjectState>& mine, LocalModels& local) {
+  // The source: an object with data; the destination: another of its block
+  // size, or one whose data fits one block of both sizes (it takes the
+  // source's, a quarter of the time when there is a choice); half the time
+  // one of the source's dataset when there is one (most of a thread's
+  // objects are in others).
+  const size_t si = rng() % mine.size();
+  const ObjectState src = mine[si];
+  const uint32_t bs = src.block_size;
+  const bool near = rng() % 2 == 0 && std::any_of(mine.begin(), mine.end(), [&](const auto& o) {
+                      return o.dataset == src.dataset && o.id != src.id;
+                    });
+  std::vector<size_t> same, fits;
+  for (size_t j = 0; j < mine.size(); j++) {
+    if (j == si || (near && mine[j].dataset != src.dataset)) continue;
+    if (mine[j].block_size == bs)
+      same.push_back(j);
+    else if (mine[j].length <= std::min(mine[j].block_size, bs))
+      fits.push_back(j);
+  }
+  if (src.length == 0 || (same.empty() && fits.empty()))
+    return ReadBack(tx, sets.at(src.dataset), src, rng, local);
+  const bool resize = same.empty() || (!fits.empty() && rng() % 4 == 0);
+  ObjectState& dst = mine[resize ? fits[rng() % fits.size()] : same[rng() % same.size()]];
+  dmu::ObjectSet* const src_os = sets.at(src.dataset);
+  dmu::ObjectSet* const dst_os = sets.at(dst.dataset);
+  if (resize) {
+    POOLFS_RETURN_IF_ERROR(ChangeBlockSize(tx, dst_os, dst, 0, bs, local));
+    if (dst.block_size != bs)
+      return Status::Corruption("clone: object " + std::to_string(dst.id) + " of " +
+                                dst_os->name() + " kept block size " +
+                                std::to_string(dst.block_size) + ", not " + std::to_string(bs));
+  }
+  auto din = src_os->Hold(ObjectId(src.id));
+  if (!din.ok()) return din.status().WithContext("clone: holding the source");
+  auto dout = dst_os->Hold(ObjectId(dst.id));
+  if (!dout.ok()) return dout.status().WithContext("clone: holding the destination");
+  const dmu::ObjectInfo in = (*din)->Info(), out = (*dout)->Info();
+  if (in.block_size != bs || out.block_size != bs || in.length != src.length ||
+      out.length != dst.length)
+    return Status::Corruption("clone: the DMU has block sizes " + std::to_string(in.block_size) +
+                              " and " + std::to_string(out.block_size) + ", lengths " +
+                              std::to_string(in.length) + " and " + std::to_string(out.length) +
+                              "; the thread " + std::to_string(bs) + " and " +
+                              std::to_string(dst.block_size) + ", " + std::to_string(src.length) +
+                              " and " + std::to_string(dst.length));
+
+  // The range: blocks [first, first + n) of the source, whose last one
+  // starts before its length (mostly within its first MiB, where most of
+  // the data is); at block `at` of the destination: over its data, at its
+  // last (partial) block or its end, or past it.
+  const uint64_t src_blocks = (src.length + bs - 1) / bs;
+  const uint64_t mib_blocks = std::max<uint64_t>(1, kMiB / bs);
+  const uint64_t first =
+      rng() % 4 == 0 ? rng() % src_blocks : rng() % std::min(src_blocks, mib_blocks);
+  const uint64_t max_n = std::min<uint64_t>(kMaxCloneBlocks, mib_blocks);
+  const uint64_t n = 1 + rng() % std::min(max_n, src_blocks - first);
+  const uint64_t dst_blocks = (dst.length + bs - 1) / bs;
+  const int where = int(rng() % 100);
+  const uint64_t at = where < 45   ? rng() % (dst_blocks + 1)
+                      : where < 75 ? (rng() % 2 ? dst.length / bs : dst_blocks)
+                                   : dst_blocks + rng() % 8;
+  if ((at + n) * bs >= kMaxCloneOffset) return ReadBack(tx, src_os, src, rng, local);
+  // What the destination's length becomes (op_log.h, CloneRange).
+  const uint64_t length =
+      std::max(dst.length, std::min((at + n) * bs, at * bs + src.length - first * bs));
+
+  OpRecord r;
+  r.kind = OpKind::kCloneBlocks;
+  r.txg = tx.txg().value();
+  r.dataset = dst.dataset;
+  r.object = dst.id;
+  r.seq = log_->NextSeq();
+  std::vector<std::optional<zio::BlockPtr>> shared;
+  Status st = src_os->ShareBlocks(tx, **din, first, first + n, &shared);
+  if (!st.ok()) return st.WithContext("clone: ShareBlocks");
+  if (shared.size() != n) {
+    (*din)->CancelShared(tx.txg(), shared);
+    return Status::Corruption("clone: ShareBlocks returned " + std::to_string(shared.size()) +
+                              " pointers for " + std::to_string(n) + " blocks");
+  }
+  // A stored block of another size (the source's block size changed after
+  // its last sync, when it held one block) is copied, as copy_file_range
+  // does: PutClones takes only blocks of the destination's size.
+  for (auto& bp : shared)
+    if (bp.has_value() && !bp->IsHole() && bp->lsize != bs) {
+      (*din)->CancelShared(tx.txg(), {&bp, 1});
+      bp.reset();
+    }
+  CloneRange c;
+  c.src_dataset = src.dataset;
+  c.src_object = src.id;
+  c.src_off = first * bs;
+  c.dst_off = at * bs;
+  c.blocks = uint32_t(n);
+  // Everything that can fail comes before the first change: the bytes of
+  // the blocks to copy (zeros past the source's length).
+  std::vector<std::string> copies(n);
+  for (uint64_t i = 0; i < n; i++) {
+    if (shared[i].has_value()) {
+      (shared[i]->IsHole() ? c.holes : c.shared)++;
+      continue;
+    }
+    copies[i].assign(bs, '\0');
+    auto got = src_os->ReadInto(ObjectId(src.id), (first + i) * bs, copies[i]);
+    if (!got.ok()) {
+      (*din)->CancelShared(tx.txg(), shared);
+      return got.status().WithContext("clone: reading a block to copy");
+    }
+  }
+  // The changes, which cannot fail: each run of shared blocks and holes is
+  // one PutClones (a reference it takes leaves `shared`), each copied block
+  // one whole-block write.
+  std::vector<zio::BlockPtr> run;
+  uint64_t run_first = 0;
+  auto put_run = [&]() -> Status {
+    if (run.empty()) return Status::Ok();
+    const uint64_t b = at + run_first;
+    Status s = dst_os->PutClones(tx, **dout, b, run, std::min(length, (b + run.size()) * bs));
+    if (s.ok())
+      for (uint64_t i = run_first; i < run_first + run.size(); i++) shared[i].reset();
+    run.clear();
+    return s;
+  };
+  for (uint64_t i = 0; i < n && st.ok(); i++) {
+    if (shared[i].has_value()) {
+      if (run.empty()) run_first = i;
+      run.push_back(*shared[i]);
+      continue;
+    }
+    st = put_run();
+    if (st.ok()) st = dst_os->Write(tx, **dout, (at + i) * bs, copies[i]);
+  }
+  if (st.ok()) st = put_run();
+  // A copied last block passes `length` when the source's ends inside it.
+  if (st.ok() && (*dout)->Info().length > length)
+    st = dst_os->Truncate(tx, ObjectId(dst.id), length);
+  if (!st.ok()) {
+    (*din)->CancelShared(tx.txg(), shared);
+    return st.WithContext("clone: a change after ShareBlocks and the reads (which cannot fail)");
+  }
+  if ((*dout)->Info().length != length)
+    return Status::Corruption("clone: the destination's length is " +
+                              std::to_string((*dout)->Info().length) + ", not " +
+                              std::to_string(length));
+  PackCloneRange(c, &r);
+  dst.length = length;
+  return Record(r, local);
 }
 
 Status Workload::ChangeBlockSize(dmu::Tx& tx, dmu::ObjectSet* os, ObjectState& o, uint64_t end,
@@ -617,20 +795,10 @@ Status Workload::OneOp(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
     if (!st.ok()) return st.WithContext("free");
     mine.erase(mine.begin() + ptrdiff_t(j));
     return Record(r, local);
+  } else if (kind < 78 + kCloneBlocksPercent) {
+    return CloneBlocks(tx, sets, rng, mine, local);
   } else {
-    // Read back a range (the whole object when small) and the attributes.
-    uint64_t off = 0, len = o.length;
-    if (o.length > 512 * 1024) {
-      off = rng() % o.length;
-      len = 1 + rng() % (256 * 1024);
-    }
-    VerifyStats vs;
-    st = local[o.dataset].CheckObject(os, o.id, off, len, &vs);
-    if (!st.ok())
-      return st.WithContext(os->name() + ": read-back in txg " + std::to_string(r.txg) +
-                            " (open context, while older txgs sync)");
-    reads_++;
-    return Status::Ok();
+    return ReadBack(tx, os, o, rng, local);
   }
   return Record(r, local);
 }

@@ -6,13 +6,28 @@
 // size and compression), write
 // stamped data (stamp.h: overwrites, appends, sparse and far writes,
 // compressible and zero data), truncate (shrink or grow), punch a hole, set
-// the bonus, free. Each operation is logged with its txg before the Tx
-// commits (op_log.h). Each thread also keeps a Model of its own objects
-// (seeded from the verified models) and reads back random ranges of them
-// while the pool syncs around it ("read your writes" across the dirty txgs
-// and the block tree); a difference is a failure. Now and then a thread
-// waits for its txg to sync and logs it as durable; a watcher thread logs
-// every advance of last_synced().
+// the bonus, free, and clone blocks (below). Each operation is logged with
+// its txg before the Tx commits (op_log.h). Each thread also keeps a Model
+// of its own objects (seeded from the verified models) and reads back
+// random ranges of them while the pool syncs around it ("read your writes"
+// across the dirty txgs and the block tree); a difference is a failure.
+// Now and then a thread waits for its txg to sync and logs it as durable;
+// a watcher thread logs every advance of last_synced().
+//
+// Block clones. A few % of the operations clone a random range of whole
+// blocks of one of the thread's objects (within its length) to another of
+// them of the same block size (one whose data fits one block may take the
+// source's block size first, a kBlockSize record of its own), in the same
+// dataset or another, at a random block-aligned offset: over its data, at
+// its end, or past it. As copy_file_range does (posix/copy_range.cc), one
+// Tx takes the source's pointers (ObjectSet::ShareBlocks), reads the bytes
+// of the blocks it cannot share (changed since the last sync, gang blocks,
+// a block stored at the size the source had before), and only then
+// changes the destination: PutClones for the shared blocks and the holes,
+// a whole-block write for each copied one, and the length cut back to
+// where the source's length falls in the range (op_log.h, CloneRange). A
+// failure before the first change gives the pointers back
+// (Dnode::CancelShared) and changes nothing.
 //
 // Datasets. Between its Txs, thread 0 now and then creates a dataset (until
 // max_datasets are live), renames one (a new name, below the root or below
@@ -79,6 +94,7 @@
 namespace poolfs::stress {
 
 namespace dmu = ::poolfs::core::dmu;
+namespace zio = ::poolfs::core::zio;
 
 // Dataset indices a run hands out at most: the pool numbers at most 65,535
 // datasets over its life (README, "Known limits"), and the log's index is 16
@@ -169,6 +185,14 @@ class Workload {
                std::vector<ObjectState>& mine, LocalModels& local);
   // Logs `r` and applies it to the thread's model.
   Status Record(const OpRecord& r, LocalModels& local);
+  // Reads back a range of object o (the whole object when small) and its
+  // attributes against the thread's model.
+  Status ReadBack(dmu::Tx& tx, dmu::ObjectSet* os, const ObjectState& o, std::mt19937_64& rng,
+                  LocalModels& local);
+  // A block clone between two of the thread's objects (above); a read-back
+  // instead when no two of them can clone.
+  Status CloneBlocks(dmu::Tx& tx, const SetMap& sets, std::mt19937_64& rng,
+                     std::vector<ObjectState>& mine, LocalModels& local);
   // Grows object o's block to hold `end` bytes (GrowBlockSize, up to 128
   // KiB) or, with `set_to`, sets it (SetBlockSize); logs a kBlockSize
   // record when the size changed.
