@@ -149,9 +149,9 @@ std::string DescribeRecord(const OpRecord& r) {
       return s;
     }
     case OpKind::kRenameSnapshot:
-      s += std::string(r.aux ? "renamed" : "renaming") + " snapshot " + SnapshotName(r.object) +
-           " of dataset " + std::to_string(r.dataset) + " to " +
-           SnapshotName(r.object, uint32_t(r.c));
+      s += std::string(r.aux ? "renamed" : "renaming") + " snapshot " +
+           SnapshotName(r.object, uint32_t(r.c ? r.c - 1 : 0)) + " of dataset " +
+           std::to_string(r.dataset) + " to " + SnapshotName(r.object, uint32_t(r.c));
       if (r.aux == 0)
         s += " (open txg " + std::to_string(r.a) + ", last synced " + std::to_string(r.b - 1) + ")";
       return s;
