@@ -76,16 +76,38 @@ std::string DatasetComponent(uint16_t index, uint32_t generation) {
   return DatasetName(index) + (generation ? "r" + std::to_string(generation) : std::string());
 }
 
-std::string SnapshotName(uint64_t number) { return "s" + std::to_string(number); }
+std::string SnapshotName(uint64_t number, uint32_t generation) {
+  return "s" + std::to_string(number) + (generation ? "r" + std::to_string(generation) : "");
+}
 
-uint64_t SnapshotNumber(std::string_view name) {
-  if (name.size() < 2 || name.size() > 20 || name[0] != 's' || name[1] == '0') return 0;
+namespace {
+
+// The decimal number `s` spells (no leading zero, at most 19 digits); 0
+// for anything else.
+uint64_t Decimal(std::string_view s) {
+  if (s.empty() || s.size() > 19 || s[0] == '0') return 0;
   uint64_t n = 0;
-  for (char c : name.substr(1)) {
+  for (char c : s) {
     if (c < '0' || c > '9') return 0;
     n = n * 10 + uint64_t(c - '0');
   }
   return n;
+}
+
+}  // namespace
+
+uint64_t SnapshotNumber(std::string_view name, uint32_t* generation) {
+  if (name.size() < 2 || name[0] != 's') return 0;
+  name.remove_prefix(1);
+  const size_t r = name.find('r');
+  uint64_t g = 0;
+  if (r != std::string_view::npos) {
+    g = Decimal(name.substr(r + 1));
+    if (g == 0 || g > UINT32_MAX) return 0;
+    name = name.substr(0, r);
+  }
+  if (generation) *generation = uint32_t(g);
+  return Decimal(name);
 }
 
 std::string DescribeRecord(const OpRecord& r) {
@@ -126,6 +148,14 @@ std::string DescribeRecord(const OpRecord& r) {
       if (r.aux == 2) s += ": " + std::to_string(r.b) + " objects, digest " + std::to_string(r.a);
       return s;
     }
+    case OpKind::kRenameSnapshot:
+      s += std::string(r.aux ? "renamed" : "renaming") + " snapshot " +
+           SnapshotName(r.object, uint32_t(r.c ? r.c - 1 : 0)) + " of dataset " +
+           std::to_string(r.dataset) + " to " + SnapshotName(r.object, uint32_t(r.c));
+      if (r.aux == 0)
+        s += " (open txg " + std::to_string(r.a) + ", last synced " + std::to_string(r.b - 1) + ")";
+      return s;
+    case OpKind::kListSnapshots: return s + "listed the " + std::to_string(r.object) + " snapshots";
     case OpKind::kCreateDataset:
     case OpKind::kCloneDataset:
     case OpKind::kRenameDataset:

@@ -22,17 +22,17 @@
 // returned, whose directory holds the change (create, destroy: exactly from
 // that txg on; rename: from that txg on at the latest, dataset_verify.cc).
 //
-// Snapshot operations (take, destroy) are made the same way by the same
-// thread and logged the same way, with the snapshot's number in `object`
-// (its name is SnapshotName(number), below its dataset's name of the
-// moment). A snapshot taken in txg T is the state of its dataset's objects
-// as T's sync left it: exactly the object operations of txgs <= T, which
-// the log holds, so the verifier knows its content without any record of
-// it. A third record, once T has synced, carries a digest of what the
-// workload read back from it (snapshot_digest.h); the verifier reads the
-// snapshot again after the crash and must find the same digest. A clone
-// is a dataset creation (kCloneDataset) whose objects start as its origin
-// snapshot's.
+// Snapshot operations (take, destroy, rename) are made the same way by the
+// same thread and logged the same way, with the snapshot's number in `object`
+// (its name is SnapshotName(number, generation), below its dataset's name of
+// the moment; a rename moves it one generation up). A snapshot taken in txg T
+// is the state of its dataset's objects as T's sync left it: exactly the
+// object operations of txgs <= T, which the log holds, so the verifier knows
+// its content without any record of it. A third record, once T has synced,
+// carries a digest of what the workload read back from it
+// (snapshot_digest.h); the verifier reads the snapshot again after the crash
+// and must find the same digest. A clone is a dataset creation
+// (kCloneDataset) whose objects start as its origin snapshot's.
 //
 // Block clones (kCloneBlocks) copy a range of whole blocks of one object
 // to another of the same block size, both owned by the thread that clones
@@ -103,9 +103,18 @@ enum class OpKind : uint8_t {
   // Object `object` of dataset `dataset` takes whole blocks cloned from
   // another object: the fields are a CloneRange's (PackCloneRange).
   kCloneBlocks = 15,
+  // Snapshot `object` of dataset `dataset` is being renamed (aux 0) or was
+  // renamed (aux 1) in txg `txg` to SnapshotName(object, c), c its next
+  // generation (the snapshot keeps its number, and stays with its dataset).
+  kRenameSnapshot = 16,
+  // Thread 0 listed the pool's snapshots (Pool::ListSnapshots) and found
+  // exactly the `object` snapshots it has, under the names it gave them
+  // (one record, after the check; txg: the open txg then). It changes
+  // nothing: the verifier only counts it.
+  kListSnapshots = 17,
   // (The last kind: the log's decoder refuses a kind past it.)
 };
-inline constexpr OpKind kLastOpKind = OpKind::kCloneBlocks;
+inline constexpr OpKind kLastOpKind = OpKind::kListSnapshots;
 
 // True for the four dataset operations above (a clone is a creation).
 inline bool IsDatasetOp(OpKind k) {
@@ -115,14 +124,14 @@ inline bool IsDatasetOp(OpKind k) {
 inline bool IsDatasetCreation(OpKind k) {
   return k == OpKind::kCreateDataset || k == OpKind::kCloneDataset;
 }
-// True for the two snapshot operations above.
+// True for the three snapshot operations above (take, destroy, rename).
 inline bool IsSnapshotOp(OpKind k) {
-  return k == OpKind::kSnapshot || k == OpKind::kDestroySnapshot;
+  return k == OpKind::kSnapshot || k == OpKind::kDestroySnapshot || k == OpKind::kRenameSnapshot;
 }
-// True for the operations on one object (every kind but kSynced and the
-// dataset and snapshot operations).
+// True for the operations on one object (every kind but kSynced, the
+// dataset and snapshot operations and the listings).
 inline bool IsObjectOp(OpKind k) {
-  return k != OpKind::kSynced && !IsDatasetOp(k) && !IsSnapshotOp(k);
+  return k != OpKind::kSynced && !IsDatasetOp(k) && !IsSnapshotOp(k) && k != OpKind::kListSnapshots;
 }
 
 // The name of the run's dataset `index` other than the first (the pool's
@@ -132,11 +141,13 @@ std::string DatasetName(uint16_t index);
 // (DatasetName for generation 0). Unique to the index and generation, so
 // that no two datasets of a run, live or destroyed, ever share one.
 std::string DatasetComponent(uint16_t index, uint32_t generation);
-// The name (after the '@') of the run's snapshot `number`: "s<number>".
+// The name (after the '@') of the run's snapshot `number` after its
+// `generation`-th rename: "s<number>", then "s<number>r<generation>".
 // Numbers are never reused within a run, whatever became of the snapshot.
-std::string SnapshotName(uint64_t number);
-// The number of a snapshot named SnapshotName(n); 0 for any other name.
-uint64_t SnapshotNumber(std::string_view name);
+std::string SnapshotName(uint64_t number, uint32_t generation = 0);
+// The number of a snapshot named SnapshotName(n, g), and g in *generation;
+// 0 for any other name.
+uint64_t SnapshotNumber(std::string_view name, uint32_t* generation = nullptr);
 // A kRenameDataset record's object field, and back.
 inline uint64_t RenameObject(uint16_t parent, uint32_t generation) {
   return uint64_t(parent) | uint64_t(generation) << 16;

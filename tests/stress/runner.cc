@@ -116,7 +116,10 @@ WorkloadOptions Runner::BaseWorkloadOptions(uint64_t seed) const {
   o.max_datasets = kMaxDatasets;
   o.tree = tree_;
   o.max_snapshots = kMaxSnapshots;
-  for (const auto& [n, s] : snaps_) o.snapshots[n] = s.dataset;
+  for (const auto& [n, s] : snaps_) {
+    o.snapshots[n] = s.dataset;
+    if (s.generation) o.snapshot_generations[n] = s.generation;
+  }
   o.next_snapshot = next_snapshot_;
   o.clones = clone_origin_;
   return o;
@@ -476,6 +479,11 @@ int Runner::Run() {
       static_cast<unsigned long long>(stats_.snapshots_destroyed),
       static_cast<unsigned long long>(stats_.snapshots_verified),
       static_cast<unsigned long long>(stats_.snapshot_digests));
+  std::printf(
+      "snapshot renames: %llu (in verified txgs); listings: %llu checked by the workload against "
+      "its snapshots\n",
+      static_cast<unsigned long long>(stats_.snapshots_renamed),
+      static_cast<unsigned long long>(stats_.snapshot_listings));
   std::printf(
       "block clones: %llu (in verified txgs, %llu between two datasets) of %llu blocks: %llu "
       "shared, %llu holes, %llu copied; the check found at most %llu blocks shared\n",

@@ -154,6 +154,10 @@ struct RunStats {
   uint64_t snapshots_destroyed = 0;
   uint64_t snapshots_verified = 0;
   uint64_t snapshot_digests = 0;
+  // Snapshot renames that the verified txgs hold (generations a snapshot
+  // moved by), and the listings the workload logged as matching.
+  uint64_t snapshots_renamed = 0;
+  uint64_t snapshot_listings = 0;
   // Of the datasets created, those made as clones of a snapshot.
   uint64_t datasets_cloned = 0;
   // Block clones that the verified txgs hold, those between two datasets,
@@ -311,6 +315,7 @@ class Runner {
   struct SnapshotState {
     uint16_t dataset = 0;
     uint64_t txg = 0;
+    uint32_t generation = 0;  // its renames: named SnapshotName(number, generation)
     Model model;
     bool digest_pending = false;
     uint64_t digest = 0;

@@ -18,7 +18,7 @@
 //   - either, when its take was in flight (no second record) and a <= I,
 //     or its destroy was in flight and a <= I;
 // and the pool has no other snapshot: every snapshot name it lists is
-// "<a live dataset of the run>@s<n>" for a number n the log or the last
+// "<a live dataset of the run>@s<n>[r<g>]" for a number n the log or the last
 // verified state has, below the dataset the log says (the dataset tree is
 // reconciled first, renames included, dataset_verify.cc). One that is
 // there must have the txg its take returned, or, in flight, one from a to
@@ -36,6 +36,15 @@
 // again (snapshot_digest.h): the pool must show after the crash what it
 // showed while live.
 //
+// Renames. A snapshot rename changes the pool's in-memory name at once,
+// under its lock, with a Tx of the txg T it returns, and every directory
+// synced after that has the new name (pool.h): as a dataset rename
+// (dataset_verify.cc), it must show in txg I when T <= I, cannot when it
+// began after I had synced (b > I), and may otherwise. So snapshot n is
+// named SnapshotName(n, g) with g from the generation of its last rename
+// with T <= I (or the one verified before) to that of its last rename
+// with b <= I. Its content is not touched by a rename.
+//
 // A snapshot pins its dataset: the workload destroys a dataset's snapshots
 // before the dataset, so no snapshot outlives its dataset's verified tree.
 //
@@ -48,6 +57,7 @@
 // clone, whose origin has a smaller number: its model is computed first.
 //
 // Thread safety: the runner's thread.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -72,6 +82,13 @@ struct SnapshotOps {
   bool destroying = false;  // a destroy began
   uint64_t destroy_open = 0;
   uint64_t destroyed = 0;  // the txg the destroy returned (0: in flight or none)
+  // Its renames, in the order made (generations one up each time).
+  struct Rename {
+    uint32_t generation = 0;
+    uint64_t after_synced = 0;  // b: the txg after the last synced one when it began
+    uint64_t done = 0;          // the txg it returned (0: in flight)
+  };
+  std::vector<Rename> renames;
 };
 
 enum class Shown { kMust, kNever, kEither };
@@ -85,13 +102,27 @@ const char* ShownName(Shown v) {
 Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& records,
                                   uint64_t imported) {
   const uint64_t I = imported;
-  std::map<uint64_t, SnapshotOps> ops;
+  // Thread 0's order (a snapshot's renames pair up in it).
+  std::vector<OpRecord> sorted;
   for (const OpRecord& r : records) {
-    if (!IsSnapshotOp(r.kind)) continue;
+    if (r.kind == OpKind::kListSnapshots) stats_.snapshot_listings++;
+    if (IsSnapshotOp(r.kind)) sorted.push_back(r);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const OpRecord& a, const OpRecord& b) { return a.seq < b.seq; });
+  std::map<uint64_t, SnapshotOps> ops;
+  for (const OpRecord& r : sorted) {
     next_snapshot_ = std::max(next_snapshot_, r.object + 1);
     SnapshotOps& o = ops[r.object];
     o.dataset = r.dataset;
-    if (r.kind == OpKind::kSnapshot) {
+    if (r.kind == OpKind::kRenameSnapshot) {
+      if (r.aux == 0) o.renames.push_back({uint32_t(r.c), r.b, 0});
+      if (r.aux == 1) {
+        if (o.renames.empty() || o.renames.back().done || o.renames.back().generation != r.c)
+          return Status::Corruption("the log has " + DescribeRecord(r) + " without its start");
+        o.renames.back().done = r.txg;
+      }
+    } else if (r.kind == OpKind::kSnapshot) {
       if (r.aux == 0) o.taking = true, o.take_open = r.a;
       if (r.aux == 1) o.taken = r.txg;
       if (r.aux == 2) o.read_back = true, o.digest = r.a, o.digest_objects = r.b;
@@ -111,16 +142,19 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
     uint16_t dataset;
     uint64_t txg;
     std::string name;
+    uint32_t generation;
   };
   std::map<uint64_t, Found> found;
   for (const core::pool::SnapshotFigures& f : *listed) {
     const size_t at = f.name.find('@');
     auto d = at == std::string::npos ? by_name.end() : by_name.find(f.name.substr(0, at));
-    const uint64_t n = at == std::string::npos ? 0 : SnapshotNumber(f.name.substr(at + 1));
+    uint32_t generation = 0;
+    const uint64_t n =
+        at == std::string::npos ? 0 : SnapshotNumber(f.name.substr(at + 1), &generation);
     if (d == by_name.end() || n == 0 || found.count(n))
       return Status::Corruption("the pool has snapshot " + f.name + " at txg " + std::to_string(I) +
                                 ", which the run never took");
-    found[n] = {d->second, f.txg.value(), f.name};
+    found[n] = {d->second, f.txg.value(), f.name, generation};
   }
 
   // The clones this cycle made that txg I holds: their objects start as
@@ -180,6 +214,25 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
                                 std::to_string(f.second.dataset) + ", but the run took it of " +
                                 std::to_string(dataset));
     const uint64_t txg = f.second.txg;
+    // Its name: that of the last rename that returned a txg <= I at the
+    // least, of the last one that began before I synced at the most.
+    const uint32_t g0 = known != snaps_.end() ? known->second.generation : 0;
+    uint32_t g_lo = g0, g_hi = g0;
+    if (o)
+      for (const SnapshotOps::Rename& rn : o->renames) {
+        if (rn.done && rn.done <= I) g_lo = rn.generation;
+        if (rn.after_synced <= I) g_hi = rn.generation;
+      }
+    if (f.second.generation < g_lo || f.second.generation > g_hi) {
+      std::string log;
+      for (const OpRecord& r : records)
+        if (IsSnapshotOp(r.kind) && r.object == n) log += "    " + DescribeRecord(r) + "\n";
+      failure_detail_ = "  the log's records of " + what + ":\n" + log;
+      return Status::Corruption(
+          f.second.name + " is there at txg " + std::to_string(I) + ", but its renames say " +
+          (g_lo == g_hi ? "it is " + SnapshotName(n, g_lo)
+                        : "it is " + SnapshotName(n, g_lo) + " to " + SnapshotName(n, g_hi)));
+    }
     SnapshotState s;
     if (known != snaps_.end()) {
       s = std::move(known->second);
@@ -222,6 +275,11 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
       stats_.snapshots_taken++;
       cycle_note_ += ", +snapshot " + f.second.name + " (txg " + std::to_string(txg) + ")";
     }
+    if (f.second.generation != s.generation) {
+      stats_.snapshots_renamed += f.second.generation - s.generation;
+      cycle_note_ += ", snapshot " + SnapshotName(n) + " renamed to " + f.second.name;
+    }
+    s.generation = f.second.generation;
     if (o && o->read_back) {
       s.digest_pending = true;
       s.digest = o->digest;
@@ -256,7 +314,8 @@ Status Runner::ReconcileClones(Pool* pool, const std::map<uint16_t, uint64_t>& n
   for (const core::pool::DatasetFigures& f : *figures) {
     std::string want;
     for (const auto& [d, n] : clone_origin_)
-      if (tree_.Name(d) == f.name) want = tree_.Name(snaps_.at(n).dataset) + "@" + SnapshotName(n);
+      if (tree_.Name(d) == f.name)
+        want = tree_.Name(snaps_.at(n).dataset) + "@" + SnapshotName(n, snaps_.at(n).generation);
     if (f.origin != want)
       return Status::Corruption("dataset " + f.name + " has origin '" + f.origin +
                                 "', the run made it " +
@@ -267,7 +326,7 @@ Status Runner::ReconcileClones(Pool* pool, const std::map<uint16_t, uint64_t>& n
 
 Status Runner::VerifySnapshots(Pool* pool, VerifyStats* stats) {
   for (auto& [n, s] : snaps_) {
-    const std::string name = tree_.Name(s.dataset) + "@" + SnapshotName(n);
+    const std::string name = tree_.Name(s.dataset) + "@" + SnapshotName(n, s.generation);
     const std::string what =
         "snapshot '" + name + "' (txg " + std::to_string(s.txg) + "): verifying";
     auto os = pool->OpenSnapshot(name);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "stress/snapshot_digest.h"
@@ -19,8 +20,11 @@ constexpr uint64_t kMiB = 1 << 20;
 // limit, destroy the oldest) and to destroy a random one ...
 constexpr int kSnapshotTakePerMille = 10;
 constexpr int kSnapshotDestroyPerMille = 4;
-// ... and to clone one into a new dataset.
+// ... and to clone one into a new dataset, rename one, and list them all
+// against its own record.
 constexpr int kClonePerMille = 3;
+constexpr int kSnapshotRenamePerMille = 4;
+constexpr int kSnapshotListPerMille = 5;
 // Of the operations on an existing object, the share that clone blocks
 // (taken from the read-backs).
 constexpr int kCloneBlocksPercent = 4;
@@ -94,6 +98,7 @@ Workload::Workload(core::pool::Pool* pool, std::vector<dmu::ObjectSet*> sets, Op
       failure_expected_(std::move(failure_expected)),
       tree_(options.tree),
       snapshots_(options.snapshots),
+      generations_(options.snapshot_generations),
       next_snapshot_(options.next_snapshot),
       clones_(options.clones) {
   util::MutexLock l(&sets_mu_);
@@ -294,7 +299,9 @@ Status Workload::MaybeChangeDatasets(std::mt19937_64& rng, std::vector<ObjectSta
 }
 
 std::string Workload::SnapshotFullName(uint64_t number) const {
-  return tree_.Name(snapshots_.at(number)) + "@" + SnapshotName(number);
+  const auto g = generations_.find(number);
+  return tree_.Name(snapshots_.at(number)) + "@" +
+         SnapshotName(number, g == generations_.end() ? 0 : g->second);
 }
 
 Status Workload::TakeSnapshot(uint16_t i) {
@@ -338,7 +345,55 @@ Status Workload::DestroySnapshot(uint64_t number) {
   r.seq = log_->NextSeq();
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   snapshots_.erase(number);
+  generations_.erase(number);
   if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
+Status Workload::RenameSnapshot(uint64_t number) {
+  const auto g = generations_.find(number);
+  const uint32_t generation = (g == generations_.end() ? 0 : g->second) + 1;
+  OpRecord r = DatasetRecord(OpKind::kRenameSnapshot, snapshots_.at(number));
+  r.object = number;
+  r.c = generation;
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  const std::string from = SnapshotFullName(number);
+  const std::string to = "@" + SnapshotName(number, generation);
+  auto txg = pool_->RenameDataset(from, to);
+  if (!txg.ok()) return txg.status().WithContext("RenameDataset(" + from + ", " + to + ")");
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  generations_[number] = generation;
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  return Status::Ok();
+}
+
+Status Workload::ListSnapshots() {
+  // Every snapshot of snapshots_ was taken by a sync (TakeSnapshot waits
+  // for it), and a destroy or rename shows at once: the list is exactly
+  // snapshots_, under its names of the moment.
+  std::set<std::string> want;
+  for (const auto& [n, d] : snapshots_) want.insert(SnapshotFullName(n));
+  auto listed = pool_->ListSnapshots("", /*recursive=*/true);
+  if (!listed.ok()) return listed.status().WithContext("ListSnapshots");
+  std::set<std::string> got;
+  for (const core::pool::SnapshotFigures& f : *listed)
+    if (!got.insert(f.name).second)
+      return Status::Corruption("ListSnapshots lists " + f.name + " twice");
+  if (got != want) {
+    std::string diff;
+    for (const std::string& n : want)
+      if (!got.count(n)) diff += " missing " + n;
+    for (const std::string& n : got)
+      if (!want.count(n)) diff += " extra " + n;
+    return Status::Corruption("ListSnapshots differs from the run's " +
+                              std::to_string(want.size()) + " snapshots:" + diff);
+  }
+  OpRecord r = DatasetRecord(OpKind::kListSnapshots, 0);
+  r.object = got.size();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
   return Status::Ok();
 }
 
@@ -416,6 +471,14 @@ Status Workload::MaybeChangeSnapshots(std::mt19937_64& rng) {
     std::advance(it, ptrdiff_t(rng() % snapshots_.size()));
     return CloneSnapshot(it->first);
   }
+  int bound = kSnapshotTakePerMille + kSnapshotDestroyPerMille + kClonePerMille;
+  if (roll < (bound += kSnapshotRenamePerMille)) {
+    if (snapshots_.empty()) return Status::Ok();
+    auto it = snapshots_.begin();
+    std::advance(it, ptrdiff_t(rng() % snapshots_.size()));
+    return RenameSnapshot(it->first);
+  }
+  if (roll < (bound += kSnapshotListPerMille)) return ListSnapshots();
   return Status::Ok();
 }
 

@@ -56,6 +56,14 @@
 // once, and the oldest go first, so that what they hold of overwritten
 // data stays a small share of the pool.
 //
+// Now and then thread 0 also renames a random snapshot (SnapshotName(number,
+// next generation): it keeps its number and its dataset), logged before and
+// after as the others, and lists every snapshot of the pool
+// (Pool::ListSnapshots), which must be exactly the ones it has, under their
+// names of the moment: it waits for each take's sync, and a destroy or
+// rename shows in the list at once. A listing that matched is logged (one
+// record) for the run's figures.
+//
 // Clones. Now and then thread 0 also clones a random one of its snapshots
 // into the next dataset (DatasetName(index) below the root, as a create
 // would name it), logged before and after as a dataset creation
@@ -118,6 +126,8 @@ struct WorkloadOptions {
   std::map<uint64_t, uint16_t> snapshots;
   // The number of the next snapshot taken (numbers are never reused).
   uint64_t next_snapshot = 1;
+  // Their generations (number -> how many times it was renamed; none: 0).
+  std::map<uint64_t, uint32_t> snapshot_generations;
   // The live clones when the workload starts: dataset -> the number of
   // its origin snapshot.
   std::map<uint16_t, uint64_t> clones;
@@ -219,6 +229,12 @@ class Workload {
   Status TakeSnapshot(uint16_t i);
   // Destroys snapshot `number`, logged before and after.
   Status DestroySnapshot(uint64_t number);
+  // Renames snapshot `number` to its next generation's name (same
+  // dataset), logged before and after.
+  Status RenameSnapshot(uint64_t number);
+  // Lists the pool's snapshots and compares them with snapshots_ (their
+  // full names); logs the listing once it matched.
+  Status ListSnapshots();
   // Clones snapshot `number` into the next dataset, logged before and
   // after; checks that the clone reads as its origin before any other
   // thread may write it.
@@ -250,6 +266,7 @@ class Workload {
   // (number -> dataset).
   DatasetTree tree_;
   std::map<uint64_t, uint16_t> snapshots_;
+  std::map<uint64_t, uint32_t> generations_;  // number -> renames so far (none: 0)
   uint64_t next_snapshot_;
   std::map<uint16_t, uint64_t> clones_;  // live clone -> its origin's number
   // Origins whose last clone was destroyed -> the txg of that destroy.
