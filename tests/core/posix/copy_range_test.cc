@@ -21,18 +21,6 @@ MountOptions CloneSlowSync() {
   return o;
 }
 
-// Bytes that do not compress, so that space figures mean what they say.
-std::string CloneBytes(size_t n, uint64_t seed) {
-  std::string out(n, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    out[i] = char(x >> 24);
-  }
-  return out;
-}
 
 uint64_t MustCopy(FsFixture& f, uint64_t in, uint64_t off_in, uint64_t out, uint64_t off_out,
                   uint64_t len) {
@@ -51,7 +39,7 @@ uint64_t MustSeek(FsFixture& f, uint64_t ino, uint64_t off, bool hole) {
 
 // A 4 MiB + 1000 B file with a hole at [1 MiB, 2 MiB): what `src` holds.
 std::string HoledContent() {
-  std::string s = CloneBytes(4 * (1 << 20) + 1000, 7);
+  std::string s = Incompressible(4 * (1 << 20) + 1000, 7);
   std::fill(s.begin() + (1 << 20), s.begin() + (2 << 20), '\0');
   return s;
 }
@@ -75,7 +63,7 @@ TEST_CASE("copy_file_range shares whole blocks, and reads see the copy at once",
   f.Remount();  // synced: its blocks can be shared
   const uint64_t before = f.fs->GetStatus().space_allocated;
   const uint64_t dst = f.MustCreate(kRootIno, "dst").ino;
-  f.MustWrite(dst, 0, CloneBytes(300 * 1024, 9));  // old contents, replaced
+  f.MustWrite(dst, 0, Incompressible(300 * 1024, 9));  // old contents, replaced
 
   REQUIRE(MustCopy(f, src, 0, dst, 0, 64 << 20) == content.size());
   // Before the sync: bytes, holes, size.
@@ -112,7 +100,7 @@ TEST_CASE("copy_file_range shares whole blocks, and reads see the copy at once",
 
 TEST_CASE("copy_file_range copies what cannot be shared", "[posix][clone]") {
   FsFixture f(uint64_t{256} << 20, CloneSlowSync());
-  const std::string content = CloneBytes(1 << 20, 11);
+  const std::string content = Incompressible(1 << 20, 11);
   const uint64_t src = f.MustCreate(kRootIno, "src").ino;
   f.MustWrite(src, 0, content);
 
@@ -156,7 +144,7 @@ TEST_CASE("copy_file_range copies what cannot be shared", "[posix][clone]") {
 TEST_CASE("copy_file_range refuses flags and overlapping ranges of one file", "[posix][clone]") {
   FsFixture f;
   const uint64_t a = f.MustCreate(kRootIno, "a").ino;
-  f.MustWrite(a, 0, CloneBytes(4 * kRecord, 3));
+  f.MustWrite(a, 0, Incompressible(4 * kRecord, 3));
   REQUIRE(Code(f.fs->CopyFileRange(RootCreds(), a, 0, a, kRecord, 2 * kRecord, 0)) ==
           StatusCode::kInvalidArgument);
   REQUIRE(Code(f.fs->CopyFileRange(RootCreds(), a, 0, a, 0, 10, 1)) ==
@@ -175,7 +163,7 @@ TEST_CASE("copy_file_range refuses flags and overlapping ranges of one file", "[
 TEST_CASE("a copy onto blocks that already share the source's counts them once",
           "[posix][clone]") {
   FsFixture f(uint64_t{256} << 20, CloneSlowSync());
-  const std::string content = CloneBytes(4 * kRecord, 41);
+  const std::string content = Incompressible(4 * kRecord, 41);
   const uint64_t src = f.MustCreate(kRootIno, "src").ino;
   f.MustWrite(src, 0, content);
   f.Remount();
@@ -202,7 +190,7 @@ TEST_CASE("a copy onto blocks that already share the source's counts them once",
 
 TEST_CASE("changes of a copy before its sync drop its shared blocks", "[posix][clone]") {
   FsFixture f(uint64_t{256} << 20, CloneSlowSync());
-  const std::string content = CloneBytes(8 * kRecord, 5);
+  const std::string content = Incompressible(8 * kRecord, 5);
   const uint64_t src = f.MustCreate(kRootIno, "src").ino;
   f.MustWrite(src, 0, content);
   f.Remount();
@@ -212,7 +200,7 @@ TEST_CASE("changes of a copy before its sync drop its shared blocks", "[posix][c
   SECTION("a write into a shared block, and the source overwritten") {
     f.MustWrite(dst, 10, "written after the copy");
     expect.replace(10, 22, "written after the copy");
-    f.MustWrite(src, 0, CloneBytes(2 * kRecord, 99));  // the source moves on
+    f.MustWrite(src, 0, Incompressible(2 * kRecord, 99));  // the source moves on
     REQUIRE(f.MustRead(dst, 0, expect.size()) == expect);
     f.Remount();
     REQUIRE(f.MustRead(dst, 0, expect.size()) == expect);
@@ -245,7 +233,7 @@ TEST_CASE("copy_file_range shares blocks between datasets, and out of a snapshot
   auto admin = [&f] { return f.fs->datasets(); };  // a remount makes a new one
   REQUIRE(admin()->Create("pool/home", false, {}).ok());
   const uint64_t home = f.MustLookup(kRootIno, "home");
-  const std::string content = CloneBytes(8 * kRecord, 31);
+  const std::string content = Incompressible(8 * kRecord, 31);
   const uint64_t src = f.MustCreate(kRootIno, "src").ino;
   f.MustWrite(src, 0, content);
   f.Remount();
@@ -259,7 +247,7 @@ TEST_CASE("copy_file_range shares blocks between datasets, and out of a snapshot
   // The source changes after a snapshot; the snapshot's file is copied
   // back, sharing the blocks that the snapshot and the first copy hold.
   REQUIRE(admin()->Snapshot({"pool@s"}, false).ok());
-  f.MustWrite(src, 0, CloneBytes(8 * kRecord, 32));
+  f.MustWrite(src, 0, Incompressible(8 * kRecord, 32));
   f.Remount();
   const uint64_t snap = f.MustLookup(f.MustLookup(f.MustLookup(kRootIno, ".poolfs"), "snapshot"), "s");
   const uint64_t old = f.MustLookup(snap, "src");
@@ -283,8 +271,8 @@ TEST_CASE("copy_file_range shares blocks between datasets, and out of a snapshot
 
 TEST_CASE("a crash between a copy and its sync", "[posix][clone]") {
   FsFixture f(uint64_t{256} << 20, CloneSlowSync());
-  const std::string content = CloneBytes(6 * kRecord, 21);
-  const std::string old = CloneBytes(2 * kRecord, 22);
+  const std::string content = Incompressible(6 * kRecord, 21);
+  const std::string old = Incompressible(2 * kRecord, 22);
   const uint64_t src = f.MustCreate(kRootIno, "src").ino;
   f.MustWrite(src, 0, content);
   const uint64_t dst = f.MustCreate(kRootIno, "dst").ino;

@@ -35,19 +35,6 @@ std::unique_ptr<Filesystem> MountCopy(const std::string& path, const MountOption
   return std::move(*r);
 }
 
-// `n` bytes that do not compress: stored as they are, so a test can find
-// them in the pool file.
-std::string Incompressible(size_t n, uint64_t seed) {
-  std::string out(n, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    out[i] = char(x >> 24);
-  }
-  return out;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

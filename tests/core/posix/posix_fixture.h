@@ -170,6 +170,21 @@ struct FsFixture {
   std::unique_ptr<Filesystem> fs;
 };
 
+// `n` bytes that do not compress (xorshift from `seed`): stored as they
+// are, so that space figures mean what they say and a test can find them
+// in the pool file.
+inline std::string Incompressible(size_t n, uint64_t seed) {
+  std::string out(n, '\0');
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out[i] = char(x >> 24);
+  }
+  return out;
+}
+
 inline StatusCode Code(const Status& s) { return s.code(); }
 template <typename T>
 StatusCode Code(const Result<T>& r) {
