@@ -440,12 +440,13 @@ Result<CheckReport> CheckDevices(const std::vector<vdev::BlockDevice*>& devs,
         before_whole = it->second.second;
       }
     }
-    auto walk = [&](const std::string& name, const std::string& display, const zio::BlockPtr& root,
-                    std::pair<int, uint64_t> who, uint64_t snapshot_id) {
+    auto walk = [&](const std::string& name, const std::string& display,
+                    const zio::BlockPtr& tree_root, std::pair<int, uint64_t> who,
+                    uint64_t snapshot_id) {
       CheckWalker::HeldSet held;
       const uint64_t skipped = walker.skipped_subtrees();
       walker.CollectHeld(&held);
-      walker.WalkDataset(name, root, shares, e->id);
+      walker.WalkDataset(name, tree_root, shares, e->id);
       walker.CollectHeld(nullptr);
       const bool whole = walker.skipped_subtrees() == skipped;
       if (!before.empty() && before_whole && whole) {
