@@ -5,10 +5,10 @@
 // SEEK_DATA/SEEK_HOLE, the page cache or the size then disagree with the
 // clone, a program sees the destination's old bytes, holes where the
 // source has data (which cp skips: data lost), or a mix of both. OpenZFS
-// shipped such bugs (its issue 15526 among them). So each check here runs
-// at once after the copy, before any txg can have synced it, and again
-// later (after a sync, a remount, or a kill of the daemon) against the
-// saved expectation.
+// shipped such bugs in its first release with block cloning. So each
+// check here runs at once after the copy, before any txg can have synced
+// it, and again later (after a sync, a remount, or a kill of the daemon)
+// against the saved expectation.
 //
 //   e2e_clone_check make FILE SIZE [OFF:LEN]...
 //       Writes FILE anew: SIZE bytes, data only in the extents OFF:LEN,
