@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "posix/posix_fs.h"
+#include "util/check.h"
 
 namespace poolfs::core::posix {
 namespace {
@@ -40,17 +41,6 @@ namespace {
 constexpr uint64_t kCloneChunkBlocks = 256;
 // Bytes copied per write when blocks cannot be shared.
 constexpr uint64_t kCopyPiece = uint64_t{1} << 20;
-
-bool InodeFreed(Inode& in) {
-  util::MutexLock l(&in.mu);
-  return in.freed;
-}
-
-Status NotRegularFile(uint64_t ino, uint32_t mode) {
-  if (S_ISDIR(mode))
-    return Status(StatusCode::kIsADirectory, "inode " + std::to_string(ino) + " is a directory");
-  return Status::InvalidArgument("inode " + std::to_string(ino) + " is not a regular file");
-}
 
 }  // namespace
 
@@ -87,12 +77,11 @@ Result<uint64_t> PosixFs::CopyFrom(const Creds& c, PosixFs& src, uint64_t ino_in
   std::optional<util::MutexLock> lock_second;
   if (second != first) lock_second.emplace(&second->op_mu);
   for (Inode* f : {in.get(), out.get()})
-    if (InodeFreed(*f))
-      return Status(StatusCode::kStale, "inode " + std::to_string(f->ino) + " was freed");
+    if (Freed(*f)) return Stale(f->ino);
   const ZnodePhys zin = in->Snapshot();
-  if (!S_ISREG(zin.mode)) return NotRegularFile(ino_in, zin.mode);
+  if (!S_ISREG(zin.mode)) return NotRegular(ino_in, zin.mode);
   const ZnodePhys zout = out->Snapshot();
-  if (!S_ISREG(zout.mode)) return NotRegularFile(ino_out, zout.mode);
+  if (!S_ISREG(zout.mode)) return NotRegular(ino_out, zout.mode);
   if (off_in >= zin.size || len == 0) return uint64_t{0};
   len = std::min(len, zin.size - off_in);
   if (in.get() == out.get() && off_in < off_out + len && off_out < off_in + len)
@@ -100,19 +89,8 @@ Result<uint64_t> PosixFs::CopyFrom(const Creds& c, PosixFs& src, uint64_t ino_in
                                    ": the ranges overlap");
 
   uint64_t done = 0;
-  // Copies n bytes at the current position through the write path.
-  auto copy_bytes = [&](uint64_t n) -> Status {
-    std::string buf;
-    while (n > 0) {
-      const uint64_t piece = std::min(n, kCopyPiece);
-      buf.resize(piece);
-      POOLFS_ASSIGN_OR_RETURN(size_t got, src.os_->ReadInto(ObjectId(ino_in), off_in + done, buf));
-      std::memset(buf.data() + got, 0, piece - got);  // the object ends before the file's size
-      POOLFS_RETURN_IF_ERROR(WriteLocked(c, *out, off_out + done, buf).status());
-      done += piece;
-      n -= piece;
-    }
-    return Status::Ok();
+  auto copy_bytes = [&](uint64_t n) {
+    return CopyBytes(c, src, ino_in, off_in, *out, off_out, n, &done);
   };
   auto finish = [&](const Status& st) -> Result<uint64_t> {
     if (!st.ok() && done == 0) return st;
@@ -151,27 +129,33 @@ Result<uint64_t> PosixFs::CopyFrom(const Creds& c, PosixFs& src, uint64_t ino_in
   return done;
 }
 
+Status PosixFs::CopyBytes(const Creds& c, PosixFs& src, uint64_t ino_in, uint64_t off_in,
+                          Inode& out, uint64_t off_out, uint64_t n, uint64_t* done) {
+  std::string buf;
+  while (n > 0) {
+    const uint64_t piece = std::min(n, kCopyPiece);
+    buf.resize(piece);
+    POOLFS_ASSIGN_OR_RETURN(size_t got,
+                            src.os_->ReadInto(ObjectId(ino_in), off_in + *done, buf));
+    std::memset(buf.data() + got, 0, piece - got);  // the object ends before the file's size
+    POOLFS_RETURN_IF_ERROR(WriteLocked(c, out, off_out + *done, buf).status());
+    *done += piece;
+    n -= piece;
+  }
+  return Status::Ok();
+}
+
 Status PosixFs::CloneBlocks(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din, Inode& out,
                             dmu::Dnode& dout, uint64_t first, uint64_t n, uint64_t off_in,
                             uint64_t off_out, uint64_t len, uint64_t* done) {
   const uint64_t bs = din.Info().block_size;
-  // Where block `first` of the source lands in the destination, and the
-  // bytes of the range these blocks hold (the last may end at the range's
-  // end, inside its block).
-  const uint64_t at = off_out + (first * bs - off_in);
-  const uint64_t bytes = std::min((first + n) * bs, off_in + len) - first * bs;
   // The destination's block size may have moved since the caller looked (a
   // head write grows a small file's block): copy when it no longer agrees.
-  {
-    const dmu::ObjectInfo o = dout.Info();
-    if (o.block_size != bs && o.length > std::min<uint64_t>(o.block_size, bs)) {
-      std::string buf(bytes, '\0');
-      POOLFS_ASSIGN_OR_RETURN(size_t got, src.os_->ReadInto(ObjectId(in.ino), first * bs, buf));
-      (void)got;
-      POOLFS_RETURN_IF_ERROR(WriteLocked(c, out, at, buf).status());
-      *done += bytes;
-      return Status::Ok();
-    }
+  POOLFS_CHECK_EQ(*done, first * bs - off_in);  // where block `first` starts in the range
+  const dmu::ObjectInfo o = dout.Info();
+  if (o.block_size != bs && o.length > std::min<uint64_t>(o.block_size, bs)) {
+    const uint64_t bytes = std::min((first + n) * bs, off_in + len) - first * bs;
+    return CopyBytes(c, src, in.ino, off_in, out, off_out, bytes, done);
   }
   // Space for the blocks to copy is reserved before the Tx (as a write
   // does); which they are is known only under it, so a first try that

@@ -10,24 +10,21 @@
 #include "posix/posix_fs.h"
 
 namespace poolfs::core::posix {
-namespace {
 
-Status NotRegular(uint64_t ino, uint32_t mode) {
+Status PosixFs::NotRegular(uint64_t ino, uint32_t mode) {
   if (S_ISDIR(mode))
     return Status(StatusCode::kIsADirectory, "inode " + std::to_string(ino) + " is a directory");
   return Status::InvalidArgument("inode " + std::to_string(ino) + " is not a regular file");
 }
 
-Status Stale(uint64_t ino) {
+Status PosixFs::Stale(uint64_t ino) {
   return Status(StatusCode::kStale, "inode " + std::to_string(ino) + " was freed");
 }
 
-bool Freed(Inode& in) {
+bool PosixFs::Freed(Inode& in) {
   util::MutexLock l(&in.mu);
   return in.freed;
 }
-
-}  // namespace
 
 bool AtimeNeedsUpdate(AtimeMode mode, const ZnodePhys& z, Timespec now) {
   switch (mode) {

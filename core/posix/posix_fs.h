@@ -312,6 +312,12 @@ class PosixFs final : public Filesystem {
     return opts_.read_only || props_readonly_.load(std::memory_order_relaxed);
   }
   Status ReadOnlyError() const;
+  // For the calls on a file's contents (file_ops.cc, copy_range.cc):
+  // IsADirectory or InvalidArgument for what is not a regular file, Stale
+  // for a file freed since it was looked up, and whether it was.
+  static Status NotRegular(uint64_t ino, uint32_t mode);
+  static Status Stale(uint64_t ino);
+  static bool Freed(Inode& in) EXCLUDES(in.mu);
   // How reads move atime: the mount's -o strictatime or noatime when given,
   // else the dataset's atime property.
   AtimeMode Atime() const;
@@ -371,6 +377,11 @@ class PosixFs final : public Filesystem {
   Status GrowBlocks(dmu::Tx& tx, dmu::Dnode& d, uint64_t end);
   // Write with in.op_mu held by the caller (and in not freed).
   Result<size_t> WriteLocked(const Creds& c, Inode& in, uint64_t off, std::string_view data);
+  // CopyFrom's copy through the write path: n bytes of file ino_in of
+  // `src` at off_in + *done to `out` at off_out + *done, in pieces of 1
+  // MiB, *done advancing with each.
+  Status CopyBytes(const Creds& c, PosixFs& src, uint64_t ino_in, uint64_t off_in, Inode& out,
+                   uint64_t off_out, uint64_t n, uint64_t* done);
   // A step of CopyFrom: blocks [first, first + n) of `din` (file `in` of
   // `src`) shared with `dout` (file `out`) in one Tx, those the source
   // changed since the last sync copied (their space reserved first);
