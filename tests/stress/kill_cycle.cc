@@ -31,7 +31,8 @@ int64_t MsSince(Clock::time_point t) {
 
 }  // namespace
 
-void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, int64_t run_ms) {
+void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, int64_t run_ms,
+                   RollbackCrash crash) {
   auto die = [](int code, const Status& st, const char* what) {
     std::fprintf(stderr, "poolfs-stress child: %s: %s\n", what, st.ToString().c_str());
     std::fflush(stderr);
@@ -45,7 +46,12 @@ void Runner::Child(const core::pool::PoolOptions& opts, uint64_t workload_seed, 
   if (!sets.ok()) die(3, sets.status(), "datasets");
   auto objects = Existing(pool->get());
   if (!objects.ok()) die(3, objects.status(), "listing objects");
-  const WorkloadOptions wo = BaseWorkloadOptions(workload_seed);
+  WorkloadOptions wo = BaseWorkloadOptions(workload_seed);
+  if (crash != RollbackCrash::kNone)
+    wo.rollback_returned = [p = pool->get(), crash](Txg t) {
+      if (crash == RollbackCrash::kAfterSync) (void)p->WaitSynced(t);
+      kill(getpid(), SIGKILL);
+    };
   Workload work(pool->get(), *sets, log->get(), wo, nullptr);
   const auto start = Clock::now();
   work.Start(*objects, models_);
@@ -73,6 +79,11 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   const int64_t run_ms = clean ? int64_t(200 + rng() % 2500) : -1;
   const int64_t kill_ms = int64_t(150 + rng() % 3000);
   const uint64_t workload_seed = rng();
+  // One killed child in four dies in its first rollback instead, if it
+  // makes one, before or after the rollback's txg synced.
+  const RollbackCrash crash = clean || rng() % 4 != 0 ? RollbackCrash::kNone
+                              : rng() % 2             ? RollbackCrash::kAfterSync
+                                                      : RollbackCrash::kBeforeSync;
   POOLFS_RETURN_IF_ERROR(MaybeDamage(cycle_seed, {}));
   {
     auto log = OpLog::Open(log_path_, true);  // empty, before the child appends
@@ -83,7 +94,7 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
   const auto start = Clock::now();
   const pid_t pid = fork();
   if (pid < 0) return Status::IOError(std::string("fork: ") + strerror(errno));
-  if (pid == 0) Child(opts, workload_seed, run_ms);
+  if (pid == 0) Child(opts, workload_seed, run_ms, crash);
   const int64_t deadline = clean ? run_ms + kCleanExitGraceMs : kill_ms;
   int wstatus = 0;
   bool exited = false;
@@ -100,10 +111,16 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
     kill(pid, SIGKILL);
     waitpid(pid, &wstatus, 0);
   }
+  // A child that died of SIGKILL before its time killed itself in a rollback.
+  const bool in_rollback = exited && crash != RollbackCrash::kNone && WIFSIGNALED(wstatus) &&
+                           WTERMSIG(wstatus) == SIGKILL;
   cycle_note_ = ": txg timeout " + std::to_string(opts.txg.timeout_ms) + " ms, dirty max " +
                 std::to_string(opts.txg.dirty_max_bytes >> 20) + " MiB, child " +
-                (clean ? "ran " + std::to_string(run_ms) + " ms then exported"
-                       : "killed after " + std::to_string(lived) + " ms") +
+                (clean         ? "ran " + std::to_string(run_ms) + " ms then exported"
+                 : in_rollback ? std::string("killed itself in a rollback, ") +
+                                     (crash == RollbackCrash::kAfterSync ? "after" : "before") +
+                                     " its txg synced, after " + std::to_string(lived) + " ms"
+                               : "killed after " + std::to_string(lived) + " ms") +
                 (opts.force_gang_above != 0
                      ? ", gang blocks above " + std::to_string(opts.force_gang_above >> 10) + " KiB"
                      : std::string());
@@ -111,7 +128,7 @@ Status Runner::KillCycle(uint64_t cycle_seed) {
     return Status(StatusCode::kAborted,
                   "the child did not finish its clean run and export within " +
                       std::to_string(deadline) + " ms: hung (SIGKILLed)");
-  if (exited && !(clean && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
+  if (exited && !in_rollback && !(clean && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
     return Status(StatusCode::kAborted,
                   "the child " + DescribeWait(wstatus) + " (see its message above)");
   bool torn = false;

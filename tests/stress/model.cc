@@ -20,6 +20,61 @@ void SortByTxgSeq(std::vector<OpRecord>& records) {
   });
 }
 
+// Makes the rollbacks of one dataset's replay as its txgs go by (see the
+// top of model.h): keeps the models of the snapshots rolled back to that
+// the records take, and rolls back.
+class RollbackCursor {
+ public:
+  explicit RollbackCursor(const Rollbacks* rollbacks) : rollbacks_(rollbacks) {
+    if (rollbacks == nullptr) return;
+    for (const auto& [n, t] : rollbacks->taken) events_.push_back({t, false, n});
+    for (const auto& [t, n] : rollbacks->at) events_.push_back({t, true, n});
+    // A snapshot is kept before a rollback of the same txg could need it.
+    std::stable_sort(events_.begin(), events_.end(), [](const Event& a, const Event& b) {
+      return a.txg != b.txg ? a.txg < b.txg : a.roll < b.roll;
+    });
+  }
+
+  // Makes the events of the txgs before `txg` on *m, whose records it has
+  // applied. On failure *bad is the rollback.
+  Status Before(uint64_t txg, Model* m, OpRecord* bad) {
+    for (; next_ < events_.size() && events_[next_].txg < txg; next_++) {
+      const Event& e = events_[next_];
+      if (!e.roll) {
+        kept_[e.snapshot] = *m;
+        continue;
+      }
+      if (auto k = kept_.find(e.snapshot); k != kept_.end()) {
+        *m = k->second;
+        continue;
+      }
+      if (auto k = rollbacks_->known.find(e.snapshot); k != rollbacks_->known.end()) {
+        *m = *k->second;
+        continue;
+      }
+      bad->kind = OpKind::kRollback;
+      bad->aux = 1;
+      bad->txg = e.txg;
+      bad->object = e.snapshot;
+      return Status::Corruption("impossible history: a rollback in txg " + std::to_string(e.txg) +
+                                " to snapshot " + SnapshotName(e.snapshot) +
+                                ", which is neither taken in the log nor verified before");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Event {
+    uint64_t txg;
+    bool roll;  // false: keep the model of `snapshot`; true: roll back to it
+    uint64_t snapshot;
+  };
+  const Rollbacks* const rollbacks_;
+  std::vector<Event> events_;
+  size_t next_ = 0;
+  std::map<uint64_t, Model> kept_;
+};
+
 }  // namespace
 
 uint64_t Model::bytes_held() const {
@@ -29,10 +84,17 @@ uint64_t Model::bytes_held() const {
 }
 
 Status Model::Replay(std::vector<OpRecord> records, uint64_t through_txg,
-                     const CloneSources& sources, uint64_t* bad_object) {
+                     const CloneSources& sources, const Rollbacks* rollbacks,
+                     uint64_t* bad_object) {
   SortByTxgSeq(records);
+  RollbackCursor cursor(rollbacks);
+  OpRecord rollback;
   for (const OpRecord& r : records) {
     if (r.kind == OpKind::kSynced || r.txg > through_txg) continue;
+    if (Status st = cursor.Before(r.txg, this, &rollback); !st.ok()) {
+      *bad_object = 0;
+      return st;
+    }
     const ModelObject* source = nullptr;
     if (r.kind == OpKind::kCloneBlocks) {
       auto it = sources.find(r.seq);
@@ -44,12 +106,14 @@ Status Model::Replay(std::vector<OpRecord> records, uint64_t through_txg,
       return st;
     }
   }
-  return Status::Ok();
+  *bad_object = 0;
+  return cursor.Before(through_txg + 1, this, &rollback);
 }
 
 Status Model::CaptureCloneSources(const std::vector<const Model*>& start,
                                   const std::vector<OpRecord>& records, uint64_t through_txg,
-                                  CloneSources* out, OpRecord* bad) {
+                                  const DatasetRollbacks& rollbacks, CloneSources* out,
+                                  OpRecord* bad) {
   std::set<uint16_t> involved;
   for (const OpRecord& r : records)
     if (r.kind == OpKind::kCloneBlocks && r.txg <= through_txg) {
@@ -58,13 +122,22 @@ Status Model::CaptureCloneSources(const std::vector<const Model*>& start,
     }
   if (involved.empty()) return Status::Ok();
   std::map<uint16_t, Model> work;
-  for (uint16_t d : involved)
+  std::map<uint16_t, RollbackCursor> cursors;
+  for (uint16_t d : involved) {
     work[d] = d < start.size() && start[d] != nullptr ? *start[d] : Model();
+    const auto rb = rollbacks.find(d);
+    cursors.emplace(d, RollbackCursor(rb == rollbacks.end() ? nullptr : &rb->second));
+  }
   std::vector<OpRecord> mine;
   for (const OpRecord& r : records)
     if (IsObjectOp(r.kind) && r.txg <= through_txg && involved.count(r.dataset)) mine.push_back(r);
   SortByTxgSeq(mine);
   for (const OpRecord& r : mine) {
+    for (auto& [d, cursor] : cursors)
+      if (Status st = cursor.Before(r.txg, &work[d], bad); !st.ok()) {
+        bad->dataset = d;
+        return st;
+      }
     std::optional<ModelObject> source;
     if (r.kind == OpKind::kCloneBlocks) {
       const CloneRange c = UnpackCloneRange(r);

@@ -18,6 +18,17 @@
 // empty, even a clone of a snapshot: the workload clones only objects it
 // owns, which are, in such a dataset, objects it created there.
 //
+// Rollbacks. A rollback of a dataset in txg R (op_log.h) makes its model
+// that of the snapshot rolled back to, after the records of txg R and
+// before those of R + 1 (Rollbacks). A replay knows that model either as
+// the one of a snapshot verified before, or as its own state after the
+// records of the snapshot's txg, when the snapshot was taken in the
+// records it replays: it keeps a copy then. After the rollback, the
+// dataset's objects are nobody's until the next workload starts (the
+// workload drops them), so a clone's source is still an object its thread
+// created after the rollback, and a replay that started the dataset empty
+// finds it too.
+//
 // Verify compares the model with an imported object set: every object's
 // attributes, its bytes (all of them when the object is at most 16 MiB
 // long, otherwise every page the model holds plus random samples of the
@@ -30,7 +41,9 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dmu/objset.h"
@@ -55,6 +68,21 @@ struct ModelObject {
 // record's seq -> its source object, with only the pages its range covers.
 using CloneSources = std::map<uint64_t, ModelObject>;
 
+class Model;
+
+// The rollbacks that replays of one dataset's records make.
+struct Rollbacks {
+  // Each one's txg R and the number of the snapshot, by txg.
+  std::vector<std::pair<uint64_t, uint64_t>> at;
+  // The snapshots rolled back to that the records take: number -> the txg
+  // whose sync took it. A replay keeps its model after that txg's records.
+  std::map<uint64_t, uint64_t> taken;
+  // The others, verified before: number -> its model.
+  std::map<uint64_t, std::shared_ptr<const Model>> known;
+};
+// Rollbacks by dataset index.
+using DatasetRollbacks = std::map<uint16_t, Rollbacks>;
+
 struct VerifyStats {
   uint64_t objects = 0;
   uint64_t bytes = 0;
@@ -66,24 +94,28 @@ class Model {
   static constexpr uint64_t kFullReadLimit = 16 << 20;
 
   // Applies the records with txg <= `through_txg` (kSynced ones aside), in
-  // (txg, seq) order; a block clone takes its source from `sources`. Fails
-  // with Corruption naming the record when the history is impossible: a
-  // create of an allocated id (the DMU handed out an id still in use), an
-  // operation on an object that does not exist, a clone whose source is
-  // not in `sources` or does not fit it. *bad_object is then the object
-  // concerned.
+  // (txg, seq) order, and the `rollbacks` (nullptr: none) with txg <=
+  // `through_txg` (see the top of the file); a block clone takes its source
+  // from `sources`. Fails with Corruption naming the record when the
+  // history is impossible: a create of an allocated id (the DMU handed out
+  // an id still in use), an operation on an object that does not exist, a
+  // clone whose source is not in `sources` or does not fit it, a rollback
+  // to a snapshot whose model it does not know. *bad_object is then the
+  // object concerned (0 for a rollback).
   Status Replay(std::vector<OpRecord> records, uint64_t through_txg, const CloneSources& sources,
-                uint64_t* bad_object);
+                const Rollbacks* rollbacks, uint64_t* bad_object);
 
   // The sources of the block clones among `records` with txg <=
   // `through_txg`, into *out (see the top of the file): one replay, in
   // (txg, seq) order, of the object records of every dataset a clone
   // reads or writes, each starting from start[dataset] (empty when the
-  // index is past the end or nullptr). Corruption as for Replay, *bad the
-  // record.
+  // index is past the end or nullptr), with its `rollbacks`. Corruption as
+  // for Replay, *bad the record (a rollback's: kind kRollback, txg R,
+  // object the snapshot).
   static Status CaptureCloneSources(const std::vector<const Model*>& start,
                                     const std::vector<OpRecord>& records, uint64_t through_txg,
-                                    CloneSources* out, OpRecord* bad);
+                                    const DatasetRollbacks& rollbacks, CloneSources* out,
+                                    OpRecord* bad);
 
   // Compares the model with `os` (see above). Fails with Corruption saying
   // what differs; *bad_object is the object concerned (0 for a count).

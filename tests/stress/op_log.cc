@@ -156,6 +156,12 @@ std::string DescribeRecord(const OpRecord& r) {
         s += " (open txg " + std::to_string(r.a) + ", last synced " + std::to_string(r.b - 1) + ")";
       return s;
     case OpKind::kListSnapshots: return s + "listed the " + std::to_string(r.object) + " snapshots";
+    case OpKind::kRollback:
+      s += std::string(r.aux ? "rolled back" : "rolling back") + " dataset " +
+           std::to_string(r.dataset) + " to snapshot " + SnapshotName(r.object);
+      if (r.aux == 0)
+        s += " (open txg " + std::to_string(r.a) + ", last synced " + std::to_string(r.b - 1) + ")";
+      return s;
     case OpKind::kCreateDataset:
     case OpKind::kCloneDataset:
     case OpKind::kRenameDataset:

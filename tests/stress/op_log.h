@@ -34,6 +34,14 @@
 // and must find the same digest. A clone is a dataset creation
 // (kCloneDataset) whose objects start as its origin snapshot's.
 //
+// A rollback (kRollback) is made and logged the same way, with the number
+// of the snapshot rolled back to in `object`. The pool makes it in the sync
+// of the txg R it returned: the dataset's objects become the snapshot's,
+// and every object operation on it of a txg <= R is discarded. The
+// workload keeps every thread off the dataset from before the first record
+// until R has synced, so no operation on it falls between the two records,
+// and one after them has a txg > R.
+//
 // Block clones (kCloneBlocks) copy a range of whole blocks of one object
 // to another of the same block size, both owned by the thread that clones
 // (dmu::ObjectSet::ShareBlocks / PutClones, the two objects in the same
@@ -112,9 +120,15 @@ enum class OpKind : uint8_t {
   // (one record, after the check; txg: the open txg then). It changes
   // nothing: the verifier only counts it.
   kListSnapshots = 17,
+  // Dataset `dataset` is being rolled back (aux 0) or was rolled back
+  // (aux 1) in txg `txg` to its snapshot SnapshotName(object) (Pool::
+  // Rollback); its later snapshots, destroyed with it, have destroy records
+  // of their own around it (before its first record and after its second,
+  // with the same txg).
+  kRollback = 18,
   // (The last kind: the log's decoder refuses a kind past it.)
 };
-inline constexpr OpKind kLastOpKind = OpKind::kListSnapshots;
+inline constexpr OpKind kLastOpKind = OpKind::kRollback;
 
 // True for the four dataset operations above (a clone is a creation).
 inline bool IsDatasetOp(OpKind k) {
@@ -129,9 +143,10 @@ inline bool IsSnapshotOp(OpKind k) {
   return k == OpKind::kSnapshot || k == OpKind::kDestroySnapshot || k == OpKind::kRenameSnapshot;
 }
 // True for the operations on one object (every kind but kSynced, the
-// dataset and snapshot operations and the listings).
+// dataset and snapshot operations, the listings and the rollbacks).
 inline bool IsObjectOp(OpKind k) {
-  return k != OpKind::kSynced && !IsDatasetOp(k) && !IsSnapshotOp(k) && k != OpKind::kListSnapshots;
+  return k != OpKind::kSynced && !IsDatasetOp(k) && !IsSnapshotOp(k) &&
+         k != OpKind::kListSnapshots && k != OpKind::kRollback;
 }
 
 // The name of the run's dataset `index` other than the first (the pool's

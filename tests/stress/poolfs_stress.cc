@@ -10,8 +10,8 @@
 // under a random multi-threaded object workload (which also clones blocks
 // between objects, through the block reference table), one of whose
 // threads also creates, renames and destroys datasets, takes, reads back,
-// renames, lists and destroys snapshots, and clones some of them
-// (workload.h) — SIGKILL
+// renames, lists and destroys snapshots, rolls datasets back to them, and
+// clones some of them (workload.h) — SIGKILL
 // of a child process (kill) or a power cut of fault-injecting devices
 // (powercut) — and checks
 // after each crash that the import finds exactly the state of a synced txg

@@ -298,6 +298,10 @@ Status Runner::VerifyImport(Pool* pool, const std::vector<OpRecord>& records, ui
 
 Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_t imported) {
   verified_txg_ = imported;  // for History
+  // The rollbacks, with the models of the snapshots verified before (which
+  // ReconcileSnapshots may drop).
+  std::map<uint16_t, uint64_t> in_flight;
+  POOLFS_RETURN_IF_ERROR(CollectRollbacks(records, imported, &in_flight));
   // The block clones' sources, replayed from the models of the last
   // verified txg (before ReconcileDatasets empties those of the datasets
   // destroyed since, which a clone may have read).
@@ -306,7 +310,8 @@ Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_
     for (uint16_t d : tree_.Live()) start[d] = &models_[d];
     clone_sources_.clear();
     OpRecord bad;
-    Status st = Model::CaptureCloneSources(start, records, imported, &clone_sources_, &bad);
+    Status st =
+        Model::CaptureCloneSources(start, records, imported, rollbacks_, &clone_sources_, &bad);
     if (!st.ok()) {
       failure_detail_ = History(records, bad.dataset, bad.object);
       return st.WithContext("replaying the log's block clones through txg " +
@@ -315,12 +320,17 @@ Status Runner::Advance(Pool* pool, const std::vector<OpRecord>& records, uint64_
   }
   POOLFS_RETURN_IF_ERROR(ReconcileDatasets(pool, records, imported));
   POOLFS_RETURN_IF_ERROR(ReconcileSnapshots(pool, records, imported));
+  for (const auto& [ds, number] : in_flight)
+    if (tree_.live(ds))
+      POOLFS_RETURN_IF_ERROR(ResolveRollback(pool, records, imported, ds, number));
   for (uint16_t ds : tree_.Live()) {
     std::vector<OpRecord> mine;
     for (const OpRecord& r : records)
       if (IsObjectOp(r.kind) && r.dataset == ds) mine.push_back(r);
     uint64_t bad = 0;
-    Status st = models_[ds].Replay(std::move(mine), imported, clone_sources_, &bad);
+    const auto rb = rollbacks_.find(ds);
+    Status st = models_[ds].Replay(std::move(mine), imported, clone_sources_,
+                                   rb == rollbacks_.end() ? nullptr : &rb->second, &bad);
     if (!st.ok()) {
       failure_detail_ = History(records, ds, bad);
       return st.WithContext("dataset '" + tree_.Name(ds) + "': replaying the op log through txg " +
@@ -484,6 +494,11 @@ int Runner::Run() {
       "its snapshots\n",
       static_cast<unsigned long long>(stats_.snapshots_renamed),
       static_cast<unsigned long long>(stats_.snapshot_listings));
+  std::printf(
+      "rollbacks: %llu (in verified txgs); in flight at a crash: %llu found made, %llu not\n",
+      static_cast<unsigned long long>(stats_.rollbacks),
+      static_cast<unsigned long long>(stats_.rollbacks_in_flight_made),
+      static_cast<unsigned long long>(stats_.rollbacks_in_flight_not));
   std::printf(
       "block clones: %llu (in verified txgs, %llu between two datasets) of %llu blocks: %llu "
       "shared, %llu holes, %llu copied; the check found at most %llu blocks shared\n",

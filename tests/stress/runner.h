@@ -5,7 +5,7 @@
 // One pool lives in the run's directory for the whole run (1 to 3 file
 // vdevs of 128, 256 or 512 MiB, random ashift, 1 to 3 datasets, up to 24
 // live as the workload creates, renames and destroys them, and up to 4
-// snapshots as it takes and destroys them), with its dataset tree
+// snapshots as it takes and destroys them and rolls datasets back), with its dataset tree
 // (dataset_tree.h), a Model of each dataset, by index, and one of each
 // snapshot, that are its state verified at the end of the last cycle. A
 // cycle crashes the pool while a Workload runs on it and checks what an
@@ -13,7 +13,9 @@
 //
 //   kill      a forked child imports the pool, runs the workload (logging to
 //             an op log file) and is SIGKILLed at a random moment, or, one
-//             cycle in five, stops and exports cleanly;
+//             cycle in five, stops and exports cleanly; one killed child in
+//             four kills itself in its first rollback, before the log has
+//             the txg it returned, and before or after that txg synced;
 //   powercut  in this process, the pool runs on FaultInjectingDevices over
 //             the vdev files, behind one PowerRail; the rail is cut at a
 //             random moment or just before a random write or flush, every
@@ -49,6 +51,9 @@
 //     digest the workload logged when it read one back must match too;
 //     each clone has the origin the log says, and its model starts as
 //     that snapshot's;
+//   - a rollback to a snapshot that returned a txg <= I makes its
+//     dataset's model the snapshot's after that txg; one in flight at the
+//     crash is found made or not (snapshot_verify.cc);
 //   - the models, advanced by replaying the log's operations of txgs <= I,
 //     match the datasets byte for byte: attributes, bonus, the set of
 //     allocated ids and the live count; a destroyed dataset's model is
@@ -158,6 +163,11 @@ struct RunStats {
   // moved by), and the listings the workload logged as matching.
   uint64_t snapshots_renamed = 0;
   uint64_t snapshot_listings = 0;
+  // Rollbacks that the verified txgs hold, and those in flight at a crash
+  // that the pool was found to have made, and not.
+  uint64_t rollbacks = 0;
+  uint64_t rollbacks_in_flight_made = 0;
+  uint64_t rollbacks_in_flight_not = 0;
   // Of the datasets created, those made as clones of a snapshot.
   uint64_t datasets_cloned = 0;
   // Block clones that the verified txgs hold, those between two datasets,
@@ -205,9 +215,13 @@ class Runner {
   // mount.
   Status CheckMosPasses(uint32_t passes, const std::vector<Status>& outcomes,
                         const std::string& what);
+  // Where a kill cycle's child may kill itself: in its first rollback,
+  // once the call returned (before the log has it), at once or after the
+  // rollback's txg synced.
+  enum class RollbackCrash { kNone, kBeforeSync, kAfterSync };
   // The child of a kill cycle; never returns.
   [[noreturn]] void Child(const core::pool::PoolOptions& opts, uint64_t workload_seed,
-                          int64_t run_ms);
+                          int64_t run_ms, RollbackCrash crash);
   // Checks `pool` (just imported after a crash) against the model advanced
   // by `records`: lower <= imported txg <= upper (upper 0: no bound). On
   // success the model is the new verified state.
@@ -234,6 +248,21 @@ class Runner {
   // a dataset's origin is not the one the log says.
   Status ReconcileSnapshots(core::pool::Pool* pool, const std::vector<OpRecord>& records,
                             uint64_t imported);
+  // Makes rollbacks_ the rollbacks of `records` that txg `imported` holds
+  // (those that returned a txg <= imported), with what their replays must
+  // know of the snapshots, and *in_flight the one of each dataset in flight
+  // at the crash that began while txg `imported` was open or before
+  // (dataset -> snapshot number): it may have been made or not. Corruption
+  // for a rollback to a snapshot that the run does not have, or a second
+  // record without its first. Needs snaps_ as verified before.
+  Status CollectRollbacks(const std::vector<OpRecord>& records, uint64_t imported,
+                          std::map<uint16_t, uint64_t>* in_flight);
+  // Whether dataset `dataset`'s rollback to snapshot `number`, in flight at
+  // the crash, was made: the dataset's model as replayed with it through
+  // txg `imported` is compared with `pool`; when it matches, the rollback
+  // joins rollbacks_. (Without it, the model is then checked as usual.)
+  Status ResolveRollback(core::pool::Pool* pool, const std::vector<OpRecord>& records,
+                         uint64_t imported, uint16_t dataset, uint64_t number);
   // Its last step: forgets the clones destroyed, adds the new ones
   // (dataset -> origin number) with their origins' models, and checks
   // every dataset's origin against the pool's list.
@@ -326,6 +355,9 @@ class Runner {
   // The sources of the block clones of the log being replayed
   // (Model::CaptureCloneSources), made by Advance for its replays.
   CloneSources clone_sources_;
+  // The rollbacks of the log being replayed (CollectRollbacks), made by
+  // Advance for its replays.
+  DatasetRollbacks rollbacks_;
   // The live clones, as verified: dataset -> its origin snapshot's number.
   std::map<uint16_t, uint64_t> clone_origin_;
   uint64_t verified_txg_ = 0;                 // the txg the model is the state of

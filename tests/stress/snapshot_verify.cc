@@ -56,9 +56,22 @@
 // dataset that is no clone). A snapshot of a clone is taken after the
 // clone, whose origin has a smaller number: its model is computed first.
 //
+// Rollbacks. A rollback of dataset d to snapshot n returns the txg R whose
+// sync makes it (op_log.h): the directory of txg I holds it when R <= I,
+// and d's objects are then n's content, with d's operations of txgs after
+// R on top (model.h). One that began after I was open (a > I) is not made.
+// One in flight at the crash that began while I was open or before may
+// have been made or not: no operation on d comes between its first record
+// and its txg, so d at txg I is either its replay without the rollback, or
+// n's content; ResolveRollback compares the second with the pool and takes
+// the rollback when it matches (the usual check of d then judges the
+// first). The later snapshots a rollback destroys have destroy records of
+// their own, judged as above.
+//
 // Thread safety: the runner's thread.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "stress/runner.h"
@@ -266,7 +279,9 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
         s.model = origin->second.model;
       }
       uint64_t bad = 0;
-      Status st = s.model.Replay(std::move(mine), txg, clone_sources_, &bad);
+      const auto rb = rollbacks_.find(dataset);
+      Status st = s.model.Replay(std::move(mine), txg, clone_sources_,
+                                 rb == rollbacks_.end() ? nullptr : &rb->second, &bad);
       if (!st.ok()) {
         failure_detail_ = History(records, dataset, bad);
         return st.WithContext(f.second.name + ": replaying the op log through its txg " +
@@ -292,6 +307,91 @@ Status Runner::ReconcileSnapshots(Pool* pool, const std::vector<OpRecord>& recor
                               std::to_string(I) + ", which the run never took");
   snaps_ = std::move(next);
   return ReconcileClones(pool, new_clones);
+}
+
+Status Runner::CollectRollbacks(const std::vector<OpRecord>& records, uint64_t imported,
+                                std::map<uint16_t, uint64_t>* in_flight) {
+  rollbacks_.clear();
+  in_flight->clear();
+  std::map<uint64_t, uint64_t> taken;  // snapshot -> the txg its take returned
+  std::vector<OpRecord> sorted;
+  for (const OpRecord& r : records) {
+    if (r.kind == OpKind::kSnapshot && r.aux == 1) taken[r.object] = r.txg;
+    if (r.kind == OpKind::kRollback) sorted.push_back(r);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const OpRecord& a, const OpRecord& b) { return a.seq < b.seq; });
+  // What a replay of dataset d must know of snapshot n.
+  auto need = [&](uint16_t d, uint64_t n) -> Status {
+    Rollbacks& rb = rollbacks_[d];
+    if (auto t = taken.find(n); t != taken.end()) {
+      rb.taken[n] = t->second;
+      return Status::Ok();
+    }
+    const auto s = snaps_.find(n);
+    if (s == snaps_.end() || s->second.dataset != d)
+      return Status::Corruption("the log rolls dataset " + std::to_string(d) +
+                                " back to snapshot " + SnapshotName(n) +
+                                ", which the run does not have of it");
+    if (!rb.known.count(n)) rb.known[n] = std::make_shared<const Model>(s->second.model);
+    return Status::Ok();
+  };
+  std::map<uint16_t, OpRecord> begun;  // dataset -> the first record of its rollback
+  for (const OpRecord& r : sorted) {
+    if (r.aux == 0) {
+      begun[r.dataset] = r;
+      continue;
+    }
+    const auto b = begun.find(r.dataset);
+    if (b == begun.end() || b->second.object != r.object)
+      return Status::Corruption("the log has " + DescribeRecord(r) + " without its start");
+    begun.erase(b);
+    if (r.txg > imported) continue;
+    POOLFS_RETURN_IF_ERROR(need(r.dataset, r.object));
+    rollbacks_[r.dataset].at.emplace_back(r.txg, r.object);
+    stats_.rollbacks++;
+    cycle_note_ += ", rollback of dataset " + std::to_string(r.dataset) + " to " +
+                   SnapshotName(r.object) + " (txg " + std::to_string(r.txg) + ")";
+  }
+  for (const auto& [d, r] : begun)
+    if (r.a <= imported) {
+      POOLFS_RETURN_IF_ERROR(need(d, r.object));
+      (*in_flight)[d] = r.object;
+    }
+  for (auto& [d, rb] : rollbacks_) std::sort(rb.at.begin(), rb.at.end());
+  return Status::Ok();
+}
+
+Status Runner::ResolveRollback(Pool* pool, const std::vector<OpRecord>& records, uint64_t imported,
+                               uint16_t dataset, uint64_t number) {
+  const std::string name = tree_.Name(dataset);
+  Rollbacks with = rollbacks_[dataset];
+  with.at.emplace_back(imported, number);
+  std::vector<OpRecord> mine;
+  for (const OpRecord& r : records)
+    if (IsObjectOp(r.kind) && r.dataset == dataset) mine.push_back(r);
+  Model made = models_[dataset];
+  uint64_t bad = 0;
+  Status st = made.Replay(std::move(mine), imported, clone_sources_, &with, &bad);
+  if (!st.ok()) {
+    failure_detail_ = History(records, dataset, bad);
+    return st.WithContext("dataset '" + name + "': replaying the op log through txg " +
+                          std::to_string(imported) + " with its rollback in flight");
+  }
+  dmu::ObjectSet* const os = pool->dataset(name);
+  if (os == nullptr) return Status::Corruption("dataset '" + name + "' is missing");
+  VerifyStats vs;
+  if (made.Verify(os, rng_(), &vs, &bad).ok()) {
+    rollbacks_[dataset] = std::move(with);
+    stats_.rollbacks_in_flight_made++;
+    cycle_note_ += ", rollback of dataset " + std::to_string(dataset) + " to " +
+                   SnapshotName(number) + " in flight: made";
+  } else {
+    stats_.rollbacks_in_flight_not++;
+    cycle_note_ += ", rollback of dataset " + std::to_string(dataset) + " to " +
+                   SnapshotName(number) + " in flight: not made";
+  }
+  return Status::Ok();
 }
 
 Status Runner::ReconcileClones(Pool* pool, const std::map<uint16_t, uint64_t>& new_clones) {

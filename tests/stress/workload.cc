@@ -25,6 +25,8 @@ constexpr int kSnapshotDestroyPerMille = 4;
 constexpr int kClonePerMille = 3;
 constexpr int kSnapshotRenamePerMille = 4;
 constexpr int kSnapshotListPerMille = 5;
+// ... and to roll a dataset back to one of its snapshots.
+constexpr int kRollbackPerMille = 3;
 // Of the operations on an existing object, the share that clone blocks
 // (taken from the read-backs).
 constexpr int kCloneBlocksPercent = 4;
@@ -222,6 +224,34 @@ Status Workload::RenameDataset(uint16_t i, uint16_t parent) {
   return Status::Ok();
 }
 
+bool Workload::Quiesce(const std::vector<uint16_t>& datasets, std::vector<ObjectState>& mine,
+                       LocalModels& local) {
+  std::vector<uint64_t> seen;
+  {
+    util::MutexLock l(&sets_mu_);
+    for (uint16_t d : datasets) sets_.erase(d);
+    sets_version_++;
+    seen = handshakes_;
+  }
+  for (uint16_t d : datasets) {
+    local.erase(d);
+    std::erase_if(mine, [d](const ObjectState& o) { return o.dataset == d; });
+  }
+  // Another thread's Txs that may use them have committed once it starts a
+  // new one (or has ended).
+  for (size_t t = 1; t < seen.size(); t++) {
+    while (true) {
+      {
+        util::MutexLock l(&sets_mu_);
+        if (ended_[t] || handshakes_[t] != seen[t]) break;
+      }
+      if (stop_.load()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  return true;
+}
+
 Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, LocalModels& local) {
   const std::vector<uint16_t> doomed = tree_.Subtree(i);
   // The pool destroys no dataset that has snapshots, nor a snapshot that
@@ -234,29 +264,7 @@ Status Workload::DestroyDataset(uint16_t i, std::vector<ObjectState>& mine, Loca
       snaps.push_back(n);
     }
   for (uint64_t n : snaps) POOLFS_RETURN_IF_ERROR(DestroySnapshot(n));
-  std::vector<uint64_t> seen;
-  {
-    util::MutexLock l(&sets_mu_);
-    for (uint16_t d : doomed) sets_.erase(d);
-    sets_version_++;
-    seen = handshakes_;
-  }
-  for (uint16_t d : doomed) {
-    local.erase(d);
-    std::erase_if(mine, [d](const ObjectState& o) { return o.dataset == d; });
-  }
-  // Another thread's Txs that may use them have committed once it starts a
-  // new one (or has ended).
-  for (size_t t = 1; t < seen.size(); t++) {
-    while (true) {
-      {
-        util::MutexLock l(&sets_mu_);
-        if (ended_[t] || handshakes_[t] != seen[t]) break;
-      }
-      if (stop_.load()) return Status::Ok();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  if (!Quiesce(doomed, mine, local)) return Status::Ok();
   OpRecord r = DatasetRecord(OpKind::kDestroyDataset, i);
   POOLFS_RETURN_IF_ERROR(log_->Append(r));
   const std::string name = tree_.Name(i);
@@ -407,6 +415,19 @@ bool Workload::HasClones(uint64_t number) {
   return false;
 }
 
+Status Workload::ReadsAs(dmu::ObjectSet* os, const std::string& snapshot, const std::string& what) {
+  auto snap = pool_->OpenSnapshot(snapshot);
+  if (!snap.ok()) return snap.status().WithContext("OpenSnapshot(" + snapshot + ")");
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest want, DigestObjectSet(snap->get()));
+  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest got, DigestObjectSet(os));
+  if (got.hash != want.hash || got.objects != want.objects)
+    return Status::Corruption(what + " reads as " + std::to_string(got.objects) +
+                              " objects, digest " + std::to_string(got.hash) + ", " + snapshot +
+                              " as " + std::to_string(want.objects) + " objects, digest " +
+                              std::to_string(want.hash));
+  return Status::Ok();
+}
+
 Status Workload::CloneSnapshot(uint64_t number) {
   const uint16_t index = uint16_t(tree_.size());
   OpRecord r = DatasetRecord(OpKind::kCloneDataset, index);
@@ -426,15 +447,7 @@ Status Workload::CloneSnapshot(uint64_t number) {
   clones_[index] = number;
   // No other thread knows the clone yet: it must read exactly as its
   // origin does.
-  auto snap = pool_->OpenSnapshot(origin);
-  if (!snap.ok()) return snap.status().WithContext("OpenSnapshot(" + origin + ")");
-  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest want, DigestObjectSet(snap->get()));
-  POOLFS_ASSIGN_OR_RETURN(ObjectSetDigest got, DigestObjectSet(os));
-  if (got.hash != want.hash || got.objects != want.objects)
-    return Status::Corruption(
-        "clone " + name + " of " + origin + " reads as " + std::to_string(got.objects) +
-        " objects, digest " + std::to_string(got.hash) + ", its origin as " +
-        std::to_string(want.objects) + " objects, digest " + std::to_string(want.hash));
+  POOLFS_RETURN_IF_ERROR(ReadsAs(os, origin, "clone " + name + " of " + origin));
   {
     util::MutexLock l(&sets_mu_);
     sets_[index] = os;
@@ -445,7 +458,69 @@ Status Workload::CloneSnapshot(uint64_t number) {
   return Status::Ok();
 }
 
-Status Workload::MaybeChangeSnapshots(std::mt19937_64& rng) {
+Status Workload::RollbackDataset(uint64_t number, std::vector<ObjectState>& mine,
+                                 LocalModels& local) {
+  const uint16_t d = snapshots_.at(number);
+  // The later snapshots go with it (numbers grow with the txgs that took
+  // them); the pool destroys none that is a clone's origin.
+  std::vector<uint64_t> later;
+  for (const auto& [n, ds] : snapshots_)
+    if (ds == d && n > number) {
+      if (HasClones(n)) return Status::Ok();
+      later.push_back(n);
+    }
+  if (!Quiesce({d}, mine, local)) return Status::Ok();
+  OpRecord r = DatasetRecord(OpKind::kRollback, d);
+  r.object = number;
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  std::vector<OpRecord> destroys;
+  for (uint64_t n : later) {
+    OpRecord x = DatasetRecord(OpKind::kDestroySnapshot, d);
+    x.object = n;
+    POOLFS_RETURN_IF_ERROR(log_->Append(x));
+    destroys.push_back(x);
+  }
+  const std::string name = SnapshotFullName(number);
+  auto txg = pool_->Rollback(name, /*destroy_later=*/!later.empty());
+  if (!txg.ok())
+    return txg.status().WithContext("Rollback(" + name + (later.empty() ? "" : ", recursive") +
+                                    ")");
+  if (options_.rollback_returned) options_.rollback_returned(*txg);
+  for (OpRecord& x : destroys) {
+    x.aux = 1;
+    x.txg = txg->value();
+    x.seq = log_->NextSeq();
+    POOLFS_RETURN_IF_ERROR(log_->Append(x));
+    snapshots_.erase(x.object);
+    generations_.erase(x.object);
+  }
+  r.aux = 1;
+  r.txg = txg->value();
+  r.seq = log_->NextSeq();
+  POOLFS_RETURN_IF_ERROR(log_->Append(r));
+  if (options_.after_dataset_change) options_.after_dataset_change();
+  // The dataset's new object set comes with the sync of the rollback's txg;
+  // until then no thread may touch it. Then it must read exactly as the
+  // snapshot.
+  POOLFS_RETURN_IF_ERROR(pool_->WaitSynced(*txg).WithContext("WaitSynced(" + std::to_string(r.txg) +
+                                                             ") of the "
+                                                             "rollback to " +
+                                                             name));
+  const std::string dataset = tree_.Name(d);
+  dmu::ObjectSet* const os = pool_->dataset(dataset);
+  if (os == nullptr)
+    return Status::Corruption("dataset " + dataset + " is missing once rolled back");
+  POOLFS_RETURN_IF_ERROR(ReadsAs(os, name, "dataset " + dataset + " rolled back to " + name));
+  {
+    util::MutexLock l(&sets_mu_);
+    sets_[d] = os;
+    sets_version_++;
+  }
+  return Status::Ok();
+}
+
+Status Workload::MaybeChangeSnapshots(std::mt19937_64& rng, std::vector<ObjectState>& mine,
+                                      LocalModels& local) {
   // The snapshots the pool lets go (those that no clone has as origin).
   std::vector<uint64_t> free;
   for (const auto& [n, d] : snapshots_)
@@ -479,6 +554,12 @@ Status Workload::MaybeChangeSnapshots(std::mt19937_64& rng) {
     return RenameSnapshot(it->first);
   }
   if (roll < (bound += kSnapshotListPerMille)) return ListSnapshots();
+  if (roll < (bound += kRollbackPerMille)) {
+    if (snapshots_.empty()) return Status::Ok();
+    auto it = snapshots_.begin();
+    std::advance(it, ptrdiff_t(rng() % snapshots_.size()));
+    return RollbackDataset(it->first, mine, local);
+  }
   return Status::Ok();
 }
 
@@ -508,14 +589,19 @@ void Workload::Run(int thread, std::vector<ObjectState> mine, LocalModels local)
       }
     }
     if (thread == 0 && options_.max_snapshots > 0) {
-      Status st = MaybeChangeSnapshots(rng);
+      Status st = MaybeChangeSnapshots(rng, mine, local);
       if (!st.ok()) {
         Fail(thread, st);
         break;
       }
     }
-    // The sets that exist before the Tx's txg, none being destroyed.
+    // The sets that exist before the Tx's txg, none being destroyed or
+    // rolled back (none at all while thread 0 rolls back the only one).
     Snapshot(thread, &sets, &version, mine, local);
+    if (sets.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
     if (thread == 0 && rng() % 400 == 0) {
       auto it = sets.begin();
       std::advance(it, ptrdiff_t(rng() % sets.size()));

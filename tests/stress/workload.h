@@ -64,6 +64,15 @@
 // rename shows in the list at once. A listing that matched is logged (one
 // record) for the run's figures.
 //
+// Rollbacks. Now and then thread 0 also rolls the dataset of a random one
+// of its snapshots back to it, destroying the dataset's later snapshots
+// with it (unless one is a clone's origin: then it leaves it), logged
+// before and after as the others (op_log.h). First it keeps every thread
+// off the dataset, as a destroy does; once the rollback's txg has synced,
+// the dataset's new object set must read exactly as the snapshot (their
+// digests), and the threads may use it again, with new objects only: what
+// the snapshot holds is nobody's until the next workload starts.
+//
 // Clones. Now and then thread 0 also clones a random one of its snapshots
 // into the next dataset (DatasetName(index) below the root, as a create
 // would name it), logged before and after as a dataset creation
@@ -135,6 +144,10 @@ struct WorkloadOptions {
   // snapshot taken or destroyed (a power-cut cycle arms its rail, to crash
   // while the change reaches disk).
   std::function<void()> after_dataset_change;
+  // Called by thread 0 when a rollback returned its txg, before it logs
+  // that (a kill cycle's child may die there, leaving the rollback in
+  // flight in the log, with its txg synced or not).
+  std::function<void(Txg)> rollback_returned;
 };
 
 // A thread's running model of its own objects, per dataset index.
@@ -222,8 +235,19 @@ class Workload {
       EXCLUDES(sets_mu_);
   // The first record of a dataset operation (a, b: see op_log.h).
   OpRecord DatasetRecord(OpKind kind, uint16_t dataset);
+  // Takes `datasets` out of the sets, drops thread 0's objects there, and
+  // waits until no other thread uses them (their handshakes moved, or they
+  // ended). False when the workload stops meanwhile.
+  bool Quiesce(const std::vector<uint16_t>& datasets, std::vector<ObjectState>& mine,
+               LocalModels& local) EXCLUDES(sets_mu_);
   // Thread 0, between Txs: maybe one snapshot operation (above).
-  Status MaybeChangeSnapshots(std::mt19937_64& rng);
+  Status MaybeChangeSnapshots(std::mt19937_64& rng, std::vector<ObjectState>& mine,
+                              LocalModels& local);
+  // Rolls the dataset of snapshot `number` back to it (above), logged
+  // before and after; returns OK without doing it when a later snapshot is
+  // a clone's origin or the workload stops meanwhile.
+  Status RollbackDataset(uint64_t number, std::vector<ObjectState>& mine, LocalModels& local)
+      EXCLUDES(sets_mu_);
   // Takes the next snapshot of dataset `i`, logged before and after, then
   // once its txg has synced reads it back and logs its digest.
   Status TakeSnapshot(uint16_t i);
@@ -239,6 +263,9 @@ class Workload {
   // after; checks that the clone reads as its origin before any other
   // thread may write it.
   Status CloneSnapshot(uint64_t number) EXCLUDES(sets_mu_);
+  // Corruption (beginning with `what`) unless `os` reads exactly as
+  // snapshot `snapshot` (a full name): their digests.
+  Status ReadsAs(dmu::ObjectSet* os, const std::string& snapshot, const std::string& what);
   // Whether snapshot `number` is the origin of a live clone, or of one
   // whose destroy has not synced yet (the pool destroys no such snapshot).
   bool HasClones(uint64_t number);
