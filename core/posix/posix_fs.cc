@@ -67,8 +67,10 @@
 // than let a sync fail (which would suspend the pool). A change kept out
 // only by that estimate waits for the unsynced txgs to sync and asks again
 // (ZFS's retry of a reservation in flight), so a pool fills up to the slop
-// whatever the txgs hold. Removals and truncations are always allowed (they
-// use a little space to free a lot).
+// whatever the txgs hold. So does a change that fits only once the frees
+// of synced txgs come back from their deferral (a file removed from a full
+// pool): it makes the syncs that release them rather than fail. Removals and truncations are always
+// allowed (they use a little space to free a lot).
 //
 // Block size. A file starts with one block of the pool's sector size and
 // grows it while it has one (GrowBlocks, before each change that makes it
@@ -206,6 +208,7 @@ Status PosixFs::Init() {
   auto stats = pool_->Stats();
   space_free_ = stats.space.free;
   space_capacity_ = stats.space.capacity;
+  space_deferred_ = stats.space.deferred;
   space_synced_txg_ = stats.last_synced.value();
   return FreeUnlinkedSet();
 }

@@ -100,9 +100,8 @@ class PosixFs final : public Filesystem {
   Status Fallocate(const Creds& c, uint64_t ino, uint32_t flags, uint64_t off,
                    uint64_t len) override;
   // copy_file_range within this filesystem (CopyFrom with *this).
-  Result<uint64_t> CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in,
-                                 uint64_t ino_out, uint64_t off_out, uint64_t len,
-                                 uint32_t flags) override;
+  Result<uint64_t> CopyFileRange(const Creds& c, uint64_t ino_in, uint64_t off_in, uint64_t ino_out,
+                                 uint64_t off_out, uint64_t len, uint32_t flags) override;
   // copy_file_range from file ino_in of `src` (a filesystem of another
   // dataset of the same pool, or this one) to file ino_out of this one
   // (copy_range.cc has the design; Filesystem::CopyFileRange the contract).
@@ -392,10 +391,9 @@ class PosixFs final : public Filesystem {
   // One try of CloneBlocks' Tx. With `reserve`, a try that finds blocks to
   // copy changes nothing, sets *reserve to their bytes and returns false
   // (the caller reserves the space and tries again without it).
-  Result<bool> CloneBlocksOnce(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din,
-                               Inode& out, dmu::Dnode& dout, uint64_t first, uint64_t n,
-                               uint64_t off_in, uint64_t off_out, uint64_t len, uint64_t* reserve,
-                               uint64_t* done);
+  Result<bool> CloneBlocksOnce(const Creds& c, PosixFs& src, Inode& in, dmu::Dnode& din, Inode& out,
+                               dmu::Dnode& dout, uint64_t first, uint64_t n, uint64_t off_in,
+                               uint64_t off_out, uint64_t len, uint64_t* reserve, uint64_t* done);
   Status GrowBlocks(dmu::Tx& tx, uint64_t ino, uint64_t end);
   uint32_t RecordSize() const { return props_recordsize_.load(std::memory_order_relaxed); }
   // After a read of `in` (file data, a directory listing, a symlink):
@@ -453,6 +451,8 @@ class PosixFs final : public Filesystem {
   std::atomic<uint64_t> space_synced_txg_{~uint64_t{0}};
   std::atomic<uint64_t> space_free_{0};
   std::atomic<uint64_t> space_capacity_{0};
+  // Freed by synced txgs, free once their deferral ends (two more syncs).
+  std::atomic<uint64_t> space_deferred_{0};
 
   // The dataset's properties (SetProps).
   std::atomic<bool> props_readonly_{false};

@@ -15,8 +15,9 @@ namespace {
 // for before it is NoSpace (each sync replaces the estimate of what it
 // wrote with its real cost; more writers may be filling the next one).
 constexpr int kMaxSpaceWaits = 3;
-// The same for a removal: its frees come back two txgs after its own, so it
-// may wait for a few more.
+// The same for a removal, and for a change that fits once the frees of
+// synced txgs come back: frees come back two txgs after their own, so
+// these may wait for a few more.
 constexpr int kMaxRemovalWaits = 8;
 }  // namespace
 
@@ -29,6 +30,7 @@ void PosixFs::RefreshSpaceLocked() {
   auto stats = pool_->Stats();
   space_free_ = stats.space.free;
   space_capacity_ = stats.space.capacity;
+  space_deferred_ = stats.space.deferred;
   space_synced_txg_ = synced;
   if (figures_bound_.load(std::memory_order_relaxed)) RefreshQuota();
   util::MutexLock l(&removal_mu_);
@@ -59,8 +61,8 @@ Status PosixFs::ReserveRemoval() {
   // What one removal may make the sync write: the object's dnode block,
   // the parent's, and a leaf of the directory, each in full and in every
   // copy of metadata (the zap and the dnode blocks are metadata).
-  const uint64_t copies = std::min<uint64_t>(props_copies_.load(std::memory_order_relaxed) + 1,
-                                             zio::kMaxCopies);
+  const uint64_t copies =
+      std::min<uint64_t>(props_copies_.load(std::memory_order_relaxed) + 1, zio::kMaxCopies);
   const uint64_t charge = copies * (2 * dmu::kDnodeBlockSize + zap::kMaxBlockSize);
   for (int waits = 0;; waits++) {
     const uint64_t free = space_free_.load(std::memory_order_relaxed);
@@ -75,11 +77,11 @@ Status PosixFs::ReserveRemoval() {
       return Status::Ok();
     }
     if ((dirty == 0 && charged == 0) || waits == kMaxRemovalWaits)
-      return Status::NoSpace("pool '" + pool_->name() + "' is full: a removal may need " +
-                             std::to_string(charge) + " bytes of metadata, " +
-                             std::to_string(free > 2 * dirty + charged ? free - 2 * dirty - charged
-                                                                       : 0) +
-                             " available");
+      return Status::NoSpace(
+          "pool '" + pool_->name() + "' is full: a removal may need " + std::to_string(charge) +
+          " bytes of metadata, " +
+          std::to_string(free > 2 * dirty + charged ? free - 2 * dirty - charged : 0) +
+          " available");
     POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());
     util::MutexLock l(&space_mu_);
     RefreshSpaceLocked();
@@ -142,9 +144,16 @@ Status PosixFs::ReserveSpace(uint64_t bytes) {
     const uint64_t held = 2 * dirty + RemovalsCharged();
     const uint64_t left = free > held ? free - held : 0;
     if (bytes <= left) return Status::Ok();
-    if (bytes > free || dirty == 0 || waits == kMaxSpaceWaits)
+    // Frees on their way back (removals whose txgs synced) make the syncs
+    // that end their deferral worth waiting for, even on an idle pool.
+    const uint64_t coming = space_deferred_.load(std::memory_order_relaxed);
+    const bool frees_help = coming > 0 && bytes <= left + coming && waits < kMaxRemovalWaits;
+    if (!frees_help && (bytes > free || dirty == 0 || waits >= kMaxSpaceWaits))
       return Status::NoSpace("pool '" + pool_->name() + "' is full: " + std::to_string(bytes) +
-                             " bytes asked, " + std::to_string(left) + " available");
+                             " bytes asked, " + std::to_string(left) + " available" +
+                             (coming ? " (" + std::to_string(coming) +
+                                           " more once the frees of the last txgs come back)"
+                                     : std::string()));
     // No Tx is held here (every caller reserves before it assigns one), so
     // waiting for a sync is what Tx::Assign's throttle does as well.
     POOLFS_RETURN_IF_ERROR(pool_->SyncOnce());

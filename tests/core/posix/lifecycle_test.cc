@@ -2,10 +2,12 @@
 // statfs figures, a full pool.
 #include <fcntl.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "posix_fixture.h"
 
@@ -237,6 +239,48 @@ TEST_CASE("A full pool refuses writes with NoSpace and keeps what it stored", "[
     INFO(ino);
     REQUIRE(f.MustRead(ino, 0, data.size()) == data);
   }
+}
+
+TEST_CASE("Writes after a removal from a full pool wait for its frees to come back",
+          "[posix][nospace]") {
+  // One file fills the pool; once the txg of its removal has synced, its
+  // blocks wait out their deferral (two more syncs) while nothing else is
+  // dirty, and a txg syncs only every second on its own. Writes of half
+  // the pool must wait for the space, not fail.
+  MountOptions o = FastOptions();
+  o.tunables.txg.timeout_ms = 1000;
+  o.tunables.txg.dirty_max_bytes = 16 << 20;
+  FsFixture f(96 << 20, o);
+  Attr big = f.MustCreate(kRootIno, "big");
+  uint64_t written = 0;
+  while (true) {
+    auto w = f.fs->Write(RootCreds(), big.ino, written, Random(written, 1 << 20));
+    if (!w.ok()) {
+      INFO(w.status().ToString());
+      REQUIRE(w.status().code() == StatusCode::kNoSpace);
+      break;
+    }
+    written += 1 << 20;
+  }
+  REQUIRE(written >= (64u << 20));
+  f.fs->Forget(big.ino, 1);
+  REQUIRE(f.fs->Unlink(RootCreds(), kRootIno, "big").ok());
+  bool deferred = false;
+  for (int i = 0; i < 120000 && !deferred; i++) {  // a bound against hanging: 120 s
+    deferred = f.fs->GetStatus().space_deferred >= written / 2;
+    if (!deferred) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(deferred);
+  Attr again = f.MustCreate(kRootIno, "again");
+  const std::string data = Random(7, 48 << 20);
+  for (uint64_t off = 0; off < data.size(); off += 1 << 20) {
+    const auto w =
+        f.fs->Write(RootCreds(), again.ino, off, std::string_view(data).substr(off, 1 << 20));
+    INFO("at " << off << ": " << w.status().ToString());
+    REQUIRE(w.ok());
+  }
+  f.Remount();
+  REQUIRE(f.MustRead(again.ino, 0, data.size()) == data);
 }
 
 }  // namespace
