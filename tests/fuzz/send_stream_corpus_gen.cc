@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
     poolfs::util::PutLE64(reinterpret_cast<uint8_t*>(s.data()) + record_pos + byte, v);
     return s;
   };
-  // Mode 1 reseals, so each of these reaches its field or order rule.
+  // Mode 1 renumbers and reseals, so each of these reaches its field or
+  // order rule.
   Write("bad-version-2", 1, field(example, 0, 24, 2));
   Write("bad-unknown-feature", 1, field(example, 0, 32, 1u << 5));
   const size_t object_pos =

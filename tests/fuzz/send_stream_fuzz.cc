@@ -1,11 +1,13 @@
 // libFuzzer target for the send stream reader (core/send/stream.h,
 // core/doc/send-stream-format.md).
 //
-// Input: [u8 mode][stream bytes...]. Mode bit 0: before reading, recompute
-// every record's payload checksum, running checksum and header checksum
-// (walking the records by their payload_len), so that mutations reach the
-// field and order rules instead of stopping at a checksum; bits 1..7: the
-// source hands out at most that many bytes per call (0: all it is asked).
+// Input: [u8 mode][stream bytes...]. Mode bit 0: before reading, walk the
+// records by their payload_len and rewrite each one's index to its
+// position and recompute its payload checksum, running checksum and header
+// checksum, so that mutations (records dropped, repeated, moved, fields
+// changed) reach the field and order rules instead of stopping at an index
+// or a checksum; bits 1..7: the source hands out at most that many bytes
+// per call (0: all it is asked).
 //
 // Properties checked (a violation aborts):
 //   - reading never crashes and fails only with Corruption, whose message
@@ -45,8 +47,9 @@ using poolfs::StatusCode;
 
 void Reseal(std::string* bytes) {
   uint64_t running = kRunningSeed;
-  for (size_t pos = 0; pos + kHeaderSize <= bytes->size();) {
+  for (size_t pos = 0, k = 0; pos + kHeaderSize <= bytes->size(); k++) {
     auto* h = reinterpret_cast<uint8_t*>(bytes->data()) + pos;
+    poolfs::util::PutLE64(h + 16, k);
     const size_t len =
         std::min<size_t>(poolfs::util::GetLE32(h + 8), bytes->size() - pos - kHeaderSize);
     poolfs::util::PutLE64(h + 88, poolfs::util::Xxh3_64(h + kHeaderSize, len));
