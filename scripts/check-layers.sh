@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Core layers, bottom up (the order of the table in ARCHITECTURE.md).
-LAYERS=(util vdev space zio arc dmu txg pool zap zil posix)
+LAYERS=(util vdev space zio arc dmu txg pool zap zil send posix)
 
 # Prints the rank of core layer $1, or nothing if it is not a core layer.
 layer_rank() {
