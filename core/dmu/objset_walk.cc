@@ -201,6 +201,93 @@ Status WalkObjsetBlocks(zio::Zio* zio, const BlockPtr& root, std::string_view na
   return w.Tree(0, phys.metadnode, &dnodes);
 }
 
+namespace {
+
+// WalkObjectData's descent: a pointer standing at `level` for blocks
+// [first, first + span) of the object.
+class DataWalker {
+ public:
+  DataWalker(zio::Zio* zio, std::string name, uint64_t id, Txg born_after, const DataRunFn& fn)
+      : zio_(zio), name_(std::move(name)), id_(id), born_after_(born_after), fn_(fn) {}
+
+  Status Visit(const BlockPtr& bp, uint8_t level, uint64_t index, bool parent_new) {
+    const uint64_t span = Span(level);
+    if (bp.IsHole()) return parent_new ? Hole(index * span, span) : Status::Ok();
+    if (bp.birth <= born_after_) return Status::Ok();  // unchanged, with all below it
+    if (bp.level != level)
+      return Status::Corruption(Where(level, index) + ": pointer says level " +
+                                std::to_string(bp.level));
+    if (level == 0) {
+      POOLFS_RETURN_IF_ERROR(Flush());
+      return fn_(index, 1, &bp);
+    }
+    POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
+    const zio::BpFormat format = zio_->format();
+    if (data.size() != IndirectBlockSize(format))
+      return Status::Corruption(Where(level, index) + ": indirect block of " +
+                                std::to_string(data.size()) + " bytes");
+    const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    for (uint64_t i = 0; i < kFanout; i++) {
+      auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
+      if (!child.ok())
+        return child.status().WithContext(Where(level, index) + " slot " + std::to_string(i));
+      POOLFS_RETURN_IF_ERROR(Visit(*child, uint8_t(level - 1), index * kFanout + i, true));
+    }
+    return Status::Ok();
+  }
+
+  // Reports the run of holes still gathered.
+  Status Flush() {
+    if (hole_count_ == 0) return Status::Ok();
+    const uint64_t first = hole_first_, count = hole_count_;
+    hole_count_ = 0;
+    return fn_(first, count, nullptr);
+  }
+
+  static uint64_t Span(uint8_t level) {
+    uint64_t span = 1;
+    for (uint8_t l = 0; l < level; l++) span *= kFanout;
+    return span;
+  }
+
+ private:
+  Status Hole(uint64_t first, uint64_t count) {
+    if (hole_count_ != 0 && hole_first_ + hole_count_ == first) {
+      hole_count_ += count;
+      return Status::Ok();
+    }
+    POOLFS_RETURN_IF_ERROR(Flush());
+    hole_first_ = first;
+    hole_count_ = count;
+    return Status::Ok();
+  }
+
+  std::string Where(uint8_t level, uint64_t index) const {
+    return name_ + " object " + std::to_string(id_) + " L" + std::to_string(level) + " block " +
+           std::to_string(index);
+  }
+
+  zio::Zio* zio_;
+  std::string name_;
+  uint64_t id_;
+  Txg born_after_;
+  const DataRunFn& fn_;
+  uint64_t hole_first_ = 0;
+  uint64_t hole_count_ = 0;
+};
+
+}  // namespace
+
+Status WalkObjectData(zio::Zio* zio, std::string_view name, uint64_t id, const DnodePhys& d,
+                      Txg born_after, const DataRunFn& fn) {
+  if (d.nlevels < 1 || d.nlevels > kMaxLevels)
+    return Status::Corruption(std::string(name) + " object " + std::to_string(id) + ": " +
+                              std::to_string(d.nlevels) + " levels");
+  DataWalker w(zio, std::string(name), id, born_after, fn);
+  POOLFS_RETURN_IF_ERROR(w.Visit(d.bp, uint8_t(d.nlevels - 1), 0, /*parent_new=*/true));
+  return w.Flush();
+}
+
 Result<ObjsetSpace> CountObjsetSpace(zio::Zio* zio, const BlockPtr& root, std::string_view name) {
   ObjsetSpace s;
   POOLFS_RETURN_IF_ERROR(WalkObjsetBlocks(zio, root, name, [&](const BlockPtr& bp) {
@@ -216,14 +303,16 @@ Result<ObjsetSpace> CountObjsetSpace(zio::Zio* zio, const BlockPtr& root, std::s
 Status WalkChangedDnodes(zio::Zio* zio, const BlockPtr& older_root, Txg older_txg,
                          const BlockPtr& newer_root, std::string_view name,
                          const ChangedDnodeFn& fn, DnodeDiffStats* stats) {
+  const bool empty = older_root.IsHole();  // a full send: every object is new
   for (const BlockPtr* root : {&older_root, &newer_root})
-    if (root->IsHole() || root->type != zio::BlockType::kObjset)
+    if ((root != &older_root || !empty) &&
+        (root->IsHole() || root->type != zio::BlockType::kObjset))
       return Status::Corruption(std::string(name) + ": root pointer is not an object set block (" +
                                 root->ToString() + ")");
   if (newer_root == older_root || newer_root.birth <= older_txg) return Status::Ok();
   ObjsetPhys phys[2];
   const BlockPtr* roots[2] = {&older_root, &newer_root};
-  for (int i = 0; i < 2; i++) {
+  for (int i = empty ? 1 : 0; i < 2; i++) {
     if (stats != nullptr) stats->blocks_read++;
     POOLFS_ASSIGN_OR_RETURN(std::string bytes, zio->Read(*roots[i]));
     POOLFS_ASSIGN_OR_RETURN(phys[i], DecodeObjset(bytes, name, zio->format()));

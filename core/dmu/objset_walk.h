@@ -56,12 +56,30 @@ using ChangedDnodeFn =
 // Calls `fn` for every object whose dnode differs between the object set
 // whose root block is `older_root` (its state as of txg `older_txg`) and
 // the later state of the same set at `newer_root`, in id order; stops at
-// fn's first failure and returns it. IOError or Corruption (naming the
+// fn's first failure and returns it. An `older_root` that is a hole (with
+// older_txg 0) stands for an empty set: every allocated object of the
+// newer one is reported (a full send). IOError or Corruption (naming the
 // set, `name`, and the block or object) for a block that cannot be read or
 // a dnode that does not decode. `stats` (may be null) gets what was read.
 Status WalkChangedDnodes(zio::Zio* zio, const zio::BlockPtr& older_root, Txg older_txg,
                          const zio::BlockPtr& newer_root, std::string_view name,
                          const ChangedDnodeFn& fn, DnodeDiffStats* stats = nullptr);
+
+// One run of an object's data blocks (WalkObjectData): `count` blocks from
+// block `first`, stored (`bp`: the pointer of block `first`; count 1) or
+// holes (`bp` null).
+using DataRunFn = std::function<Status(uint64_t first, uint64_t count, const zio::BlockPtr* bp)>;
+
+// Calls `fn` in block order with the data of object `id` (its dnode `d`)
+// that changed after txg `born_after`: each data block born after it, and
+// each run of holes below a block born after it (holes carry no birth: a
+// hole is reported when its parent is new, or the dnode's own pointer is
+// one, as the dnode itself changed). Txg(0): every block and every hole of
+// the tree's span (kFanout^(nlevels-1) blocks). Data blocks are not read;
+// indirect blocks are (IOError or Corruption naming the block). Stops at
+// fn's first failure and returns it.
+Status WalkObjectData(zio::Zio* zio, std::string_view name, uint64_t id, const DnodePhys& d,
+                      Txg born_after, const DataRunFn& fn);
 
 // The space totals of the blocks below `root` (the root excluded), by a walk.
 Result<ObjsetSpace> CountObjsetSpace(zio::Zio* zio, const zio::BlockPtr& root,

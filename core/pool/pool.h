@@ -361,6 +361,9 @@ class Pool {
   //
   // The dataset called `name`, or nullptr.
   dmu::ObjectSet* dataset(std::string_view name) EXCLUDES(mu_);
+  // The pool's block I/O, for walks of synced trees (a snapshot's, by
+  // send); valid while the pool is open.
+  zio::Zio* zio() const { return zio_.get(); }
   // The dataset created with the pool, named after it.
   dmu::ObjectSet* root_dataset() { return dataset(config_.name); }
   // The live dataset with id `id`, or nullptr.
