@@ -230,7 +230,7 @@ Command AddDatasetCommand(CLI::App& parent) {
                     std::string("the columns, comma-separated (default ") + kDefaultListColumns +
                         ", with -t snapshot " + kDefaultSnapshotColumns +
                         "; also objects, creation, compressratio, type, written, usedsnap, "
-                        "usedds, any property, and space for " +
+                        "usedds, guid (snapshots), any property, and space for " +
                         kSpaceListColumns + ")")
         ->expected(1)
         ->allow_extra_args(false)

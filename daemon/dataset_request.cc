@@ -42,7 +42,8 @@ enum class InfoColumn : uint8_t {
   kType,
   kWritten,
   kUsedSnap,
-  kUsedDs
+  kUsedDs,
+  kGuid
 };
 std::optional<InfoColumn> FindInfoColumn(std::string_view c) {
   static const std::map<std::string_view, InfoColumn> kColumns = {
@@ -63,6 +64,7 @@ std::optional<InfoColumn> FindInfoColumn(std::string_view c) {
       {"usedbysnapshots", InfoColumn::kUsedSnap},
       {"usedds", InfoColumn::kUsedDs},
       {"usedbydataset", InfoColumn::kUsedDs},
+      {"guid", InfoColumn::kGuid},
   };
   auto it = kColumns.find(c);
   if (it == kColumns.end()) return std::nullopt;
@@ -193,10 +195,10 @@ json InfoJson(const DatasetInfo& d) {
 }
 
 json SnapshotJson(const SnapshotInfo& s) {
-  return json{{"name", s.name},      {"id", s.id},
-              {"txg", s.txg},        {"creation", s.creation_time},
-              {"used", s.used},      {"referenced", s.referenced},
-              {"written", s.written}};
+  return json{{"name", s.name},       {"id", s.id},
+              {"txg", s.txg},         {"creation", s.creation_time},
+              {"used", s.used},       {"referenced", s.referenced},
+              {"written", s.written}, {"guid", s.guid}};
 }
 
 json PropJson(const DatasetProperty& p) {
@@ -233,6 +235,7 @@ Cell DatasetCell(InfoColumn ic, const DatasetInfo& d) {
     case InfoColumn::kWritten: return {};  // the core keeps no figure for a dataset
     case InfoColumn::kUsedSnap: return Cell::Bytes(d.usedbysnapshots);
     case InfoColumn::kUsedDs: return Cell::Bytes(d.usedbydataset);
+    case InfoColumn::kGuid: return {};  // snapshots only, for now
   }
   return {};
 }
@@ -245,6 +248,7 @@ Cell SnapshotCell(InfoColumn ic, const SnapshotInfo& s) {
     case InfoColumn::kCreation: return Cell::Time(s.creation_time);
     case InfoColumn::kType: return Cell::Text("snapshot");
     case InfoColumn::kWritten: return Cell::Bytes(s.written);
+    case InfoColumn::kGuid: return Cell::Count(s.guid);
     default: return {};  // read-only and unmounted: no avail, mountpoint, ...
   }
 }
@@ -889,6 +893,8 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
           !Get(s, "used", &info.used) || !Get(s, "referenced", &info.referenced) ||
           !Get(s, "written", &info.written))
         return bad();
+      // Optional: a daemon from before snapshot guids sends none.
+      if (s.contains("guid") && !Get(s, "guid", &info.guid)) return bad();
       r.snapshots.push_back(std::move(info));
     }
   }

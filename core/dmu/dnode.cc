@@ -244,8 +244,8 @@ Status Dnode::ZeroRange(Txg t, uint64_t off, uint64_t len, uint64_t* dirtied) {
   return Status::Ok();
 }
 
-void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
-                     std::string_view bonus, uint8_t bonus_type) {
+void Dnode::Allocate(Txg t, Txg generation, ObjectType type, uint32_t block_size,
+                     util::Compression compression, std::string_view bonus, uint8_t bonus_type) {
   util::WriterLock l(&mu_);
   POOLFS_CHECK(live_.type == ObjectType::kNone);
   POOLFS_CHECK_LE(bonus.size(), MaxBonus(zio_->format()));
@@ -253,7 +253,7 @@ void Dnode::Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compress
   live_.type = type;
   live_.compression = uint8_t(compression);
   live_.block_size = block_size;
-  live_.generation = t.value();
+  live_.generation = generation.value();
   live_.bonus_type = bonus_type;
   live_.bonus.assign(bonus);
   Touch(SlotFor(t));

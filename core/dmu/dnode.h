@@ -135,9 +135,11 @@ class Dnode {
 
   // Open context. Each returns the bytes newly dirtied through *dirtied,
   // and each that fails has changed nothing (see the theory comment).
-  // Makes a free dnode a new object in txg t.
-  void Allocate(Txg t, ObjectType type, uint32_t block_size, util::Compression compression,
-                std::string_view bonus, uint8_t bonus_type = 0) EXCLUDES(mu_);
+  // Makes a free dnode a new object in txg t, of generation `generation`
+  // (the txg that created it: t, or for a received object its sender's).
+  void Allocate(Txg t, Txg generation, ObjectType type, uint32_t block_size,
+                util::Compression compression, std::string_view bonus, uint8_t bonus_type = 0)
+      EXCLUDES(mu_);
   // Frees the object in txg t: all its blocks, and the slot.
   void Free(Txg t) EXCLUDES(mu_);
   // For the intent log (ZFS's dmu_sync): writes txg t's dirty copy of data

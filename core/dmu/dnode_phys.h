@@ -17,7 +17,8 @@
 //     8  u32  data block size in bytes (a power of two, 512 B .. 1 MiB)
 //     12 u32  reserved, zero
 //     16 u64  length: the object's logical size in bytes
-//     24 u64  generation: the txg that created the object
+//     24 u64  generation: the txg that created the object (a received
+//             object: the txg that created it on its sender)
 //     32 u64  used: bytes allocated on disk for the object's blocks
 //     40 24B  reserved, zero
 //     64      block pointer (zio::BlockPtr): the top of the block tree, in

@@ -163,6 +163,54 @@ Status ObjectAllocator::Take(ObjectId id) {
   return Status::Ok();
 }
 
+Status ObjectAllocator::Claim(ObjectId id, Txg t) NO_THREAD_SAFETY_ANALYSIS {
+  const uint64_t v = id.value();
+  if (v < kFirstId || v > kMaxId)
+    return Status::InvalidArgument("object id " + std::to_string(v) + " is out of range (1 to " +
+                                   std::to_string(kMaxId) + ")");
+  // Every slot's lock in order, then mu_ (Allocate's order: a slot's, then
+  // mu_): no chunk moves between a slot and the free set until the end.
+  for (Slot& s : slots_) s.mu.Lock();
+  struct Unlock {
+    std::array<Slot, kSlots>& slots;
+    ~Unlock() NO_THREAD_SAFETY_ANALYSIS {
+      for (auto it = slots.rbegin(); it != slots.rend(); ++it) it->mu.Unlock();
+    }
+  } unlock{slots_};
+  util::MutexLock l(&mu_);
+  Slot* reserved = nullptr;
+  for (Slot& s : slots_)
+    if (v >= s.next && v < s.end) reserved = &s;
+  if (reserved != nullptr) {
+    // Reserved by a slot, not handed out: the slot keeps the ids below it,
+    // those above go back to the free set.
+    if (v + 1 < reserved->end) free_.Add(v + 1, reserved->end - v - 1);
+    reserved->end = v;
+    taken_reused_ += reserved->reuse;
+  } else if (v >= high_water_) {
+    if (v > high_water_) free_.Add(high_water_, v - high_water_);
+    high_water_ = v + 1;
+  } else if (free_.Contains(v, 1)) {
+    free_.Remove(v, 1);
+    taken_reused_++;
+  } else {
+    auto pending = std::find_if(pending_.begin(), pending_.end(),
+                                [v](const auto& p) { return p.second == v; });
+    if (pending == pending_.end())
+      return Status::AlreadyExists("object id " + std::to_string(v) + " is in use");
+    if (pending->first > t.value())
+      return Status::Busy("object id " + std::to_string(v) + " was freed in txg " +
+                          std::to_string(pending->first) + ", after txg " +
+                          std::to_string(t.value()) + " that claims it");
+    // Freed in t or before, not yet released: the new object takes it now.
+    pending_.erase(pending);
+    taken_reused_++;
+  }
+  taken_++;
+  Backfilling();  // updates backfill_ready_
+  return Status::Ok();
+}
+
 bool ObjectAllocator::IsFree(ObjectId id) const {
   const uint64_t v = id.value();
   for (const Slot& s : slots_) {
@@ -244,15 +292,19 @@ ObjectAllocStats ObjectAllocator::Stats() const {
     runs.pop_back();
   }
   st.high_water = std::max(hw, kFirstId);
-  // Free ids below it, and dnode blocks with no live id in it.
+  // Free ids below it, and dnode blocks with no live id in it: those whose
+  // ids [max(32 blk, 1), min(32 (blk + 1), high water)) lie in a free run
+  // [a, b), counted without a walk (a claimed id far out leaves a run of
+  // up to 2^48 ids).
   uint64_t empty_blocks = 0;
   for (const auto& [a, b] : runs) {
     st.free_below_high_water += b - a;
-    for (uint64_t blk = a / kIdsPerBlock; blk * kIdsPerBlock < b; blk++) {
-      const uint64_t lo = std::max(blk * kIdsPerBlock, kFirstId);
-      const uint64_t hi = std::min((blk + 1) * kIdsPerBlock, st.high_water);
-      if (a <= lo && hi <= b) empty_blocks++;
-    }
+    const uint64_t first = a <= kFirstId ? 0 : (a + kIdsPerBlock - 1) / kIdsPerBlock;
+    // One past the last: every block below the high water mark when the
+    // run reaches it, else those ending by b.
+    const uint64_t end =
+        b >= st.high_water ? (st.high_water + kIdsPerBlock - 1) / kIdsPerBlock : b / kIdsPerBlock;
+    if (end > first) empty_blocks += end - first;
   }
   const uint64_t blocks = (st.high_water + kIdsPerBlock - 1) / kIdsPerBlock;
   st.dnode_blocks_in_use = blocks - std::min(blocks, empty_blocks);

@@ -47,6 +47,15 @@
 // Switching mode (SetMode) is live: cached chunks are returned to the free
 // set so the next create follows the new policy.
 //
+// Claims. A received object keeps its sender's id (Claim): the id leaves
+// whatever holds it — the free set, a slot's chunk (the rest of the chunk
+// stays), the ids above the high-water mark (those between the old mark
+// and the id join the free set), or the pending frees of a txg at or
+// before the claim's (an object freed and made again in one txg) — so no
+// create is handed it, whatever the mode. The claim takes every slot's
+// lock, then the allocator's: claims are rare, and no id moves between a
+// slot and the free set meanwhile.
+//
 // Thread safety: every public function is thread-safe.
 #pragma once
 
@@ -117,6 +126,11 @@ class ObjectAllocator {
   // Marks an id taken outside Allocate (the legacy search found it).
   // InvalidArgument when it is not free.
   Status Take(ObjectId id);
+  // Takes `id` for an object made in txg `t` (see Claims above), in any
+  // mode. InvalidArgument for an id out of range, AlreadyExists when it is
+  // in use, Busy when it was freed in a txg after t (not yet allocatable
+  // to t).
+  Status Claim(ObjectId id, Txg t) EXCLUDES(mu_);
   // True when `id` is free now (not handed out, not pending).
   bool IsFree(ObjectId id) const;
   void CountFailedHold() { failed_holds_.fetch_add(1, std::memory_order_relaxed); }

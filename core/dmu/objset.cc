@@ -214,16 +214,47 @@ void ObjectSet::OnDirty(Dnode* d, Txg t) {
   ListsFor(t.value()).dirty.push_back(d);
 }
 
-Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
-                                   util::Compression compression, std::string_view bonus,
-                                   uint8_t bonus_type) {
-  POOLFS_RETURN_IF_ERROR(Admit(tx));
+Status ObjectSet::CheckNewObject(ObjectType type, uint32_t block_size,
+                                 std::string_view bonus) const {
   if (type == ObjectType::kNone || type == ObjectType::kMetadnode)
     return Status::InvalidArgument("cannot create an object of type " +
                                    std::string(ObjectTypeName(type)));
   if (!IsDataBlockSize(block_size)) return NotDataBlockSize(block_size);
   if (bonus.size() > max_bonus())
     return Status::InvalidArgument("bonus larger than " + std::to_string(max_bonus()) + " bytes");
+  return Status::Ok();
+}
+
+Status ObjectSet::Install(Tx& tx, uint64_t id, Txg generation, ObjectType type, uint32_t block_size,
+                          util::Compression compression, std::string_view bonus,
+                          uint8_t bonus_type) {
+  // The dnode first (it may have to be read from its metadnode block): a
+  // failure there leaves the txg's counts alone and gives the id back.
+  auto got = Get(ObjectId(id));
+  if (!got.ok()) {
+    alloc_.Free(ObjectId(id), tx.txg());
+    return got.status();
+  }
+  DnodeRef d = std::move(got).value();
+  if (!d->IsFree())  // the allocator had it free: its metadnode block disagrees
+    return Status::Corruption(name_ + ": object " + std::to_string(id) +
+                              " is free in the object allocator but its dnode is in use");
+  {
+    util::MutexLock l(&dirty_mu_);
+    TxgLists& lists = ListsFor(tx.txg().value());
+    lists.live_delta++;
+    lists.high_water = std::max(lists.high_water, id + 1);
+  }
+  d->Allocate(tx.txg(), generation, type, block_size, compression, bonus, bonus_type);
+  tx.Dirtied(kDnodeSize);
+  return Status::Ok();
+}
+
+Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
+                                   util::Compression compression, std::string_view bonus,
+                                   uint8_t bonus_type) {
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
+  POOLFS_RETURN_IF_ERROR(CheckNewObject(type, block_size, bonus));
   // The allocator's slot: per thread, so that one thread's creates take
   // consecutive ids.
   static thread_local const size_t slot_hint =
@@ -238,23 +269,22 @@ Result<ObjectId> ObjectSet::Create(Tx& tx, ObjectType type, uint32_t block_size,
     if (!allocated.ok()) return allocated.status().WithContext(name_);
     id = allocated->value();
   }
-  // The dnode first (it may have to be read from its metadnode block): a
-  // failure there leaves the txg's counts alone and gives the id back.
-  auto got = Get(ObjectId(id));
-  if (!got.ok()) {
-    alloc_.Free(ObjectId(id), tx.txg());
-    return got.status();
-  }
-  DnodeRef d = std::move(got).value();
-  {
-    util::MutexLock l(&dirty_mu_);
-    TxgLists& lists = ListsFor(tx.txg().value());
-    lists.live_delta++;
-    lists.high_water = std::max(lists.high_water, id + 1);
-  }
-  d->Allocate(tx.txg(), type, block_size, compression, bonus, bonus_type);
-  tx.Dirtied(kDnodeSize);
+  POOLFS_RETURN_IF_ERROR(
+      Install(tx, id, tx.txg(), type, block_size, compression, bonus, bonus_type));
   return ObjectId(id);
+}
+
+Status ObjectSet::Claim(Tx& tx, ObjectId id, ObjectType type, uint32_t block_size,
+                        util::Compression compression, Txg generation, std::string_view bonus,
+                        uint8_t bonus_type) {
+  POOLFS_RETURN_IF_ERROR(Admit(tx));
+  const std::string what = name_ + ": cannot claim object " + std::to_string(id.value());
+  if (id.value() == 0 || id.value() > kMaxObjectId)
+    return Status::InvalidArgument(what + ": ids run from 1 to " + std::to_string(kMaxObjectId));
+  POOLFS_RETURN_IF_ERROR(CheckNewObject(type, block_size, bonus).WithContext(what));
+  POOLFS_RETURN_IF_ERROR(alloc_.Claim(id, tx.txg()).WithContext(what));
+  return Install(tx, id.value(), generation, type, block_size, compression, bonus, bonus_type)
+      .WithContext(what);
 }
 
 // The legacy search (dmu.metadnode_backfill = legacy), kept so that the

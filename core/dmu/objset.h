@@ -36,7 +36,10 @@
 // without reading them; only partly full blocks are read. Ids freed in txg
 // f return to the free set when the sync of f starts (every Tx of f has
 // committed, so no older txg can get them). The counts in the root block
-// are those of the end of the txg it closes.
+// are those of the end of the txg it closes. Claim makes an object with an
+// id (and generation) of the caller's instead, which the allocator takes
+// out of its free set, chunks and pending frees, so no create gets it (a
+// receive recreates its sender's objects so).
 //
 // Space. Every block tree of the set (the metadnode's and each object's)
 // counts its block writes and frees into the set's SpaceCounter as it makes
@@ -123,6 +126,18 @@ class ObjectSet {
   Result<ObjectId> Create(Tx& tx, ObjectType type, uint32_t block_size = kDefaultBlockSize,
                           util::Compression compression = util::Compression::kLz4,
                           std::string_view bonus = {}, uint8_t bonus_type = 0);
+  // Creates object `id` itself (a received object keeps its sender's id and
+  // generation), in tx's txg, with its generation (ObjectInfo::generation,
+  // normally the creating txg) set to `generation`; otherwise as Create.
+  // The allocator hands `id` to no create from then on, in every backfill
+  // mode (object_allocator.h, "Claims"); an id freed in tx's txg (or
+  // before) may be claimed again at once: a new object, with its own
+  // generation. InvalidArgument for id 0 or past kMaxObjectId, a type or
+  // block size Create refuses, or a bonus too large; AlreadyExists when
+  // the id is in use; Busy when it was freed in a txg after tx's.
+  Status Claim(Tx& tx, ObjectId id, ObjectType type, uint32_t block_size,
+               util::Compression compression, Txg generation, std::string_view bonus = {},
+               uint8_t bonus_type = 0);
   // Frees an object and all its blocks. NotFound if it is not allocated.
   Status Free(Tx& tx, ObjectId id);
   Status Write(Tx& tx, ObjectId id, uint64_t off, std::string_view data);
@@ -266,6 +281,12 @@ class ObjectSet {
   Result<DnodeRef> GetAllocated(ObjectId id);
   // Ok when `tx` may change this set (see SetFirstTxg).
   Status Admit(const Tx& tx) const;
+  // InvalidArgument unless a new object may have these (Create, Claim).
+  Status CheckNewObject(ObjectType type, uint32_t block_size, std::string_view bonus) const;
+  // Makes `id`, just taken from the allocator, a new object in tx's txg;
+  // gives the id back when its dnode cannot be loaded.
+  Status Install(Tx& tx, uint64_t id, Txg generation, ObjectType type, uint32_t block_size,
+                 util::Compression compression, std::string_view bonus, uint8_t bonus_type);
   TxgLists& ListsFor(uint64_t t) REQUIRES(dirty_mu_);
   void OnDirty(Dnode* d, Txg t) EXCLUDES(dirty_mu_);
   DnodeRef NewDnode(ObjectId id, const DnodePhys& phys);

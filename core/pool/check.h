@@ -16,6 +16,10 @@
 //    rewind import would open is checked instead, and the newer txgs that
 //    fail are warnings (the damage a rewind leaves behind; the report's
 //    rewind line says which txg was chosen and why).
+//    The pool directory's own rules (dataset tree, snapshot names and
+//    guids, deadlist keys, clone origins: on-disk-format.md 9) are the
+//    decoder's: a directory that breaks one does not decode, a problem
+//    naming the rule, and what it lists goes unchecked.
 // 3. The walk (CheckWalker). From the MOS root: the MOS's metadnode, every
 //    MOS object, then every dataset's root, metadnode and objects; every
 //    block of every block tree is read through zio::Zio::Read (checksum

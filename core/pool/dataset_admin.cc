@@ -85,6 +85,7 @@ Result<std::vector<SnapshotInfo>> PoolDatasetAdmin::ListSnapshots(std::string_vi
     i.used = f.used;
     i.referenced = f.referenced;
     i.written = f.written;
+    i.guid = f.guid;
     out.push_back(std::move(i));
   }
   return out;

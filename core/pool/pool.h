@@ -120,6 +120,18 @@
 // exactly one), and its `used` counts them. A dataset with snapshots is not
 // destroyed (NotEmpty) until they are.
 //
+// Each snapshot has a guid (SnapshotEntry::guid): a random nonzero 64-bit
+// number chosen when it is taken (getrandom(2)), or one given to
+// TakeSnapshots (a received snapshot keeps its sender's, so that an
+// incremental stream's base is recognised on another pool), distinct
+// among its dataset's snapshots, which is all a stream needs: it names its
+// base within one dataset. A rename keeps it; a promote moves it with its
+// snapshot (refused when the clone has a snapshot with the same guid). A
+// directory from before guids (version 7 and older) is given one per
+// snapshot at import, written with the next sync (a read-only import
+// keeps them in memory only: they differ from one such import to the
+// next).
+//
 // Rolling a dataset back to its newest snapshot S, in the sync of the
 // rollback's txg (after the later snapshots, with -r, are destroyed): the
 // blocks born after S are freed by a walk that skips every older subtree
@@ -269,6 +281,16 @@ struct SnapshotFigures {
   uint64_t used = 0;        // what destroying it would free
   uint64_t referenced = 0;  // its tree's allocated bytes
   uint64_t written = 0;     // of those, written since the snapshot before it
+  uint64_t guid = 0;        // see "Snapshots" above: nonzero, distinct in its dataset
+};
+
+// One snapshot to take (Pool::TakeSnapshots).
+struct SnapshotRequest {
+  std::string name;  // "POOL/PATH@NAME"
+  // Its guid; 0: a random one. A given one must not be that of another
+  // snapshot of the dataset.
+  uint64_t guid = 0;
+  int64_t creation_time = 0;  // seconds since the epoch; 0: now
 };
 
 // A property's effective value and where it comes from.
@@ -430,6 +452,12 @@ class Pool {
   // pool), by dataset in ListDatasets order, then oldest first, as of the
   // last sync (a snapshot not yet taken is not listed, nor found by name).
   Result<Txg> Snapshot(const std::vector<std::string>& names, bool recursive) EXCLUDES(mu_);
+  // The same for one snapshot per request, each with its guid and creation
+  // time given or chosen (Snapshot is this with random guids): all or none,
+  // with Snapshot's refusals, and InvalidArgument for a guid that another
+  // snapshot of the dataset has (one being taken or destroyed in a txg
+  // not yet synced included).
+  Result<Txg> TakeSnapshots(const std::vector<SnapshotRequest>& requests) EXCLUDES(mu_);
   Result<Txg> DestroySnapshot(std::string_view name, bool recursive) EXCLUDES(mu_);
   Result<std::vector<SnapshotFigures>> ListSnapshots(std::string_view root, bool recursive) const
       EXCLUDES(mu_);
@@ -616,11 +644,18 @@ class Pool {
   // Frees the blocks of the datasets destroyed in tx's txg (their last
   // changes synced) and forgets them (pool_datasets.cc).
   Status FreeDestroyed(dmu::Tx& tx) EXCLUDES(mu_);
-  // Snapshots (pool_snapshots.cc). In the sync of t, after the datasets:
-  // TakeSnapshots makes the snapshots of t; StoreDeadlists puts every
-  // dropped block in its deadlist bucket; DestroySnapshots frees what the
-  // snapshots destroyed in t alone held and merges their deadlists.
-  Status TakeSnapshots(Txg t) EXCLUDES(mu_);
+  // Snapshots (pool_snapshots.cc). Snapshot and TakeSnapshots: the
+  // snapshots `requests` name, with `recursive` those of every descendant
+  // too (only with random guids).
+  Result<Txg> AddSnapshots(const std::vector<SnapshotRequest>& requests, bool recursive)
+      EXCLUDES(mu_);
+  // A random guid that no snapshot of dataset `dataset` has.
+  uint64_t NewGuid(uint64_t dataset) const REQUIRES(mu_);
+  // In the sync of t, after the datasets: CaptureSnapshots makes the
+  // snapshots of t; StoreDeadlists puts every dropped block in its
+  // deadlist bucket; DestroySnapshots frees what the snapshots destroyed in
+  // t alone held and merges their deadlists.
+  Status CaptureSnapshots(Txg t) EXCLUDES(mu_);
   Status StoreDeadlists(dmu::Tx& tx) EXCLUDES(mu_);
   Status DestroySnapshots(dmu::Tx& tx) EXCLUDES(mu_);
   // Then rolls back the datasets whose rollback is of t (after the later
@@ -669,7 +704,7 @@ class Pool {
   Result<uint64_t> WrittenSince(const Dataset& ds, std::string_view snap) const REQUIRES(mu_);
   Result<Txg> RenameSnapshot(std::string_view from, std::string_view to) EXCLUDES(mu_);
   // GetProperties of snapshot `name`: name, type, creation, createtxg,
-  // used, referenced, written, clones ({"all"}: each).
+  // guid, used, referenced, written, clones ({"all"}: each).
   Result<std::vector<PropertyValue>> SnapshotProperties(std::string_view name,
                                                         const std::vector<std::string>& props) const
       REQUIRES(mu_);

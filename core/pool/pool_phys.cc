@@ -18,8 +18,8 @@ constexpr uint64_t kDirMagic = 0x3152494444534650ull;     // "PFSPDIR1"
 // reserved zero); version 3 the dataset tree (parents, creation times,
 // properties); version 4 the scrub record; version 5 snapshots and
 // deadlists; version 6 the origins of clones; version 7 the block
-// reference table's object. Older versions are still read.
-constexpr uint32_t kDirVersion = 7;
+// reference table's object; version 8 each snapshot's guid. Older versions
+// are still read (kPoolDirectoryVersion, pool_phys.h).
 constexpr uint32_t kMaxVdevs = 4096;
 
 // A bounds-checked little-endian reader over a byte string.
@@ -133,11 +133,13 @@ Result<PoolConfig> DecodePoolConfig(std::string_view in) {
   return c;
 }
 
-std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
+std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format, uint32_t version) {
+  POOLFS_CHECK_GE(version, kOldestEncodedDirectory);
+  POOLFS_CHECK_LE(version, kPoolDirectoryVersion);
   const size_t bp_size = zio::BlockPtrSize(format);
   std::string s;
   util::AppendLE64(&s, kDirMagic);
-  util::AppendLE32(&s, kDirVersion);
+  util::AppendLE32(&s, version);
   util::AppendLE32(&s, uint32_t(d.deferred_frees.size()));
   util::AppendLE64(&s, d.next_dataset_id);
   util::AppendLE32(&s, uint32_t(d.datasets.size()));
@@ -204,6 +206,7 @@ std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
   for (const SnapshotEntry& e : d.snapshots) {
     for (uint64_t v : {e.id, e.dataset, e.txg.value(), uint64_t(e.creation_time), e.referenced})
       util::AppendLE64(&s, v);
+    if (version >= 8) util::AppendLE64(&s, e.guid);
     uint8_t bp[zio::kBlockPtrSizeV2];
     zio::EncodeBlockPtr(e.root, bp, format);
     s.append(reinterpret_cast<char*>(bp), bp_size);
@@ -219,10 +222,18 @@ std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format) {
   for (const DatasetEntry& e : d.datasets)
     if (e.origin != 0) clones.emplace_back(e.id, e.origin);
   std::sort(clones.begin(), clones.end());
+  if (version < 6) {
+    POOLFS_CHECK(clones.empty());  // a version 5 directory has no place for them
+    return s;
+  }
   util::AppendLE32(&s, uint32_t(clones.size()));
   for (const auto& [id, origin] : clones) {
     util::AppendLE64(&s, id);
     util::AppendLE64(&s, origin);
+  }
+  if (version < 7) {
+    POOLFS_CHECK_EQ(d.ref_table_object, 0u);
+    return s;
   }
   util::AppendLE64(&s, d.ref_table_object);
   return s;
@@ -321,13 +332,15 @@ Status DecodeDeadlist(Reader& r, const std::string& what, std::set<uint64_t>* ob
   return Status::Ok();
 }
 
-// The version 5 part: snapshots and head deadlists (see pool_phys.h).
-Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t, size_t>& by_id,
-                       PoolDirectory* d) {
+// The version 5 part: snapshots and head deadlists (see pool_phys.h); from
+// version 8 each snapshot has a guid.
+Status DecodeSnapshots(Reader& r, uint32_t version, zio::BpFormat format,
+                       const std::map<uint64_t, size_t>& by_id, PoolDirectory* d) {
   const size_t bp_size = zio::BlockPtrSize(format);
+  const bool guids = version >= 8;
   uint32_t nsnaps, nheads;
   if (!r.U32(&nsnaps) || !r.U32(&nheads)) return r.Bad("the snapshot counts are truncated");
-  if (uint64_t(nsnaps) * (46 + bp_size) + uint64_t(nheads) * 12 > r.left())
+  if (uint64_t(nsnaps) * ((guids ? 54 : 46) + bp_size) + uint64_t(nheads) * 12 > r.left())
     return r.Bad("snapshot counts too large");
   std::set<uint64_t> objects;
   for (const SpaceMapEntry& m : d->space_maps) objects.insert(m.object);
@@ -335,6 +348,7 @@ Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t,
   for (const auto& [id, index] : by_id) ids.insert(id);
   std::map<uint64_t, std::set<uint64_t>> txgs;  // per dataset
   std::set<std::pair<uint64_t, std::string>> names;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> guid_names;  // (dataset, guid) -> name
   for (uint32_t i = 0; i < nsnaps; i++) {
     SnapshotEntry e;
     std::string what = "snapshot " + std::to_string(i);
@@ -342,8 +356,8 @@ Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t,
     uint16_t name_len;
     const uint8_t* bp;
     if (!r.U64(&e.id) || !r.U64(&e.dataset) || !r.U64(&txg) || !r.U64(&ctime) ||
-        !r.U64(&e.referenced) || !(bp = r.Raw(bp_size)) || !r.U16(&name_len) ||
-        !r.Bytes(name_len, &e.name))
+        !r.U64(&e.referenced) || (guids && !r.U64(&e.guid)) || !(bp = r.Raw(bp_size)) ||
+        !r.U16(&name_len) || !r.Bytes(name_len, &e.name))
       return r.Bad(what + " is truncated");
     e.txg = Txg(txg);
     e.creation_time = int64_t(ctime);
@@ -368,6 +382,15 @@ Status DecodeSnapshots(Reader& r, zio::BpFormat format, const std::map<uint64_t,
                    ", not after the dataset's snapshot before it");
     if (!names.emplace(e.dataset, e.name).second)
       return r.Bad(what + " repeats a snapshot name of its dataset");
+    if (guids) {
+      if (e.guid == 0)
+        return r.Bad(what + " of dataset " + std::to_string(e.dataset) + " has guid 0");
+      auto [same, fresh] = guid_names.emplace(std::make_pair(e.dataset, e.guid), e.name);
+      if (!fresh)
+        return r.Bad(what + " of dataset " + std::to_string(e.dataset) + " has guid " +
+                     std::to_string(e.guid) + ", as snapshot '@" + same->second +
+                     "' of that dataset has");
+    }
     POOLFS_RETURN_IF_ERROR(DecodeDeadlist(r, what, &objects, &e.deadlist));
     seen.insert(txg);
     d->snapshots.push_back(std::move(e));
@@ -478,7 +501,8 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
   uint32_t version, nfrees, ndatasets, nmaps;
   PoolDirectory d;
   if (!r.U64(&magic) || magic != kDirMagic) return r.Bad("bad magic");
-  if (!r.U32(&version) || version < 1 || version > kDirVersion) return r.Bad("unknown version");
+  if (!r.U32(&version) || version < 1 || version > kPoolDirectoryVersion)
+    return r.Bad("unknown version");
   if (!r.U32(&nfrees)) return r.Bad("truncated header");
   if (version == 1 && nfrees != 0) return r.Bad("nonzero reserved field");
   if (!r.U64(&d.next_dataset_id) || !r.U32(&ndatasets) || !r.U32(&nmaps))
@@ -589,7 +613,7 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
     d.deferred_frees.push_back(b);
   }
   if (version >= 4) POOLFS_RETURN_IF_ERROR(DecodeScrub(r, &d.scrub));
-  if (version >= 5) POOLFS_RETURN_IF_ERROR(DecodeSnapshots(r, format, by_id, &d));
+  if (version >= 5) POOLFS_RETURN_IF_ERROR(DecodeSnapshots(r, version, format, by_id, &d));
   if (version >= 6) POOLFS_RETURN_IF_ERROR(DecodeClones(r, by_id, &d));
   if (version >= 5) POOLFS_RETURN_IF_ERROR(CheckDeadlistKeys(r, by_id, d));
   if (version >= 7) {

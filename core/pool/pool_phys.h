@@ -8,7 +8,7 @@
 //        informational)
 //
 //   PoolDirectory (the data of MOS object 1, inside checksummed blocks)
-//     0  u64 magic "PFSPDIR1"   8 u32 version (6; 1 to 5 are read too)
+//     0  u64 magic "PFSPDIR1"   8 u32 version (8; 1 to 7 are read too)
 //     12 u32 deferred free count (version 1: reserved, zero)
 //     16 u64 next dataset id    24 u32 dataset count   28 u32 space map count
 //     32 datasets, each (version 3):
@@ -39,8 +39,10 @@
 //        state 0: everything else zero
 //     then (version 5) u32 snapshot count, u32 head deadlist count; the
 //        snapshots, each: u64 id, u64 dataset id, u64 txg, i64 creation
-//        time, u64 referenced, root block pointer, u16 name length, name
-//        bytes, deadlist; then the head deadlists, each: u64 dataset id,
+//        time, u64 referenced, (version 8) u64 guid (nonzero, distinct
+//        among one dataset's snapshots), root block pointer, u16 name
+//        length, name bytes, deadlist; then the head deadlists, each: u64
+//        dataset id,
 //        deadlist. A deadlist: u32 bucket count, then per bucket: u64 key,
 //        u64 bytes, u32 object count, u32 reserved (zero), then per
 //        object: u64 MOS object id, u64 entries
@@ -85,6 +87,11 @@ inline constexpr uint32_t kMosBlockSize = 16 * 1024;
 // long: a dnode that says so is damaged, and reading it whole is refused
 // before the length sizes a buffer (import and poolfs check alike).
 inline constexpr uint64_t kMaxMosObjectBytes = uint64_t{1} << 30;
+// The pool directory's version as this build writes it, and the oldest one
+// EncodePoolDirectory can still write (tests and fuzz seeds of older
+// pools); DecodePoolDirectory reads 1 to kPoolDirectoryVersion.
+inline constexpr uint32_t kPoolDirectoryVersion = 8;
+inline constexpr uint32_t kOldestEncodedDirectory = 5;
 
 struct VdevConfig {
   uint64_t guid = 0;
@@ -178,6 +185,12 @@ struct SnapshotEntry {
   Txg txg;
   int64_t creation_time = 0;  // seconds since the epoch
   uint64_t referenced = 0;    // allocated bytes of its tree, root included
+  // Version 8: its identity across pools (a replication stream names its
+  // base by it): random when taken, or given (a received snapshot keeps
+  // its sender's); nonzero, distinct among one dataset's snapshots, kept
+  // by a rename and a promote. 0 only as read from an older directory
+  // (the import gives each such snapshot one).
+  uint64_t guid = 0;
   zio::BlockPtr root;
   std::string name;   // after the '@': a name component
   Deadlist deadlist;  // blocks that died after the previous snapshot, up to this one
@@ -201,8 +214,13 @@ struct PoolDirectory {
   uint64_t ref_table_object = 0;
 };
 
-// Block pointers in the directory are in the pool's format.
-std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format);
+// Block pointers in the directory are in the pool's format. `version` is
+// kPoolDirectoryVersion but for tests and fuzz seeds of older pools
+// (kOldestEncodedDirectory up to it): what that version has no place for
+// must be absent (clones below 6, a block reference table below 7), but
+// for snapshot guids, which a version below 8 leaves out.
+std::string EncodePoolDirectory(const PoolDirectory& d, zio::BpFormat format,
+                                uint32_t version = kPoolDirectoryVersion);
 Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat format);
 
 // Returns OK for one component of a dataset name (also a pool's name):

@@ -1,6 +1,9 @@
 // The pool's snapshots and deadlists; see "Snapshots" in pool.h.
+#include <sys/random.h>
+
 #include <algorithm>
 #include <ctime>
+#include <random>
 #include <set>
 
 #include "dmu/objset_walk.h"
@@ -29,6 +32,19 @@ Result<std::pair<std::string, std::string>> SplitSnapshotName(std::string_view n
   if (Status st = ValidateDatasetName(snap); !st.ok())
     return st.WithContext("snapshot name " + Quote(name));
   return std::make_pair(std::string(name.substr(0, at)), std::string(snap));
+}
+
+// A random nonzero guid: getrandom(2), or std::random_device where that
+// fails.
+uint64_t RandomGuid() {
+  uint64_t guid = 0;
+  while (guid == 0) {
+    if (getrandom(&guid, sizeof guid, 0) != ssize_t(sizeof guid)) {
+      std::random_device rd;
+      guid = (uint64_t(rd()) << 32) ^ uint64_t(rd());
+    }
+  }
+  return guid;
 }
 
 // A deadlist object holds block pointers of the pool's format back to back.
@@ -198,16 +214,41 @@ Result<std::vector<zio::BlockPtr>> Pool::ReadBucket(const DeadBucket& b, const s
 }
 
 Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive) {
-  if (names.empty()) return Status::InvalidArgument("no snapshot named");
+  std::vector<SnapshotRequest> requests;
+  for (const std::string& name : names) requests.push_back({name});
+  return AddSnapshots(requests, recursive);
+}
+
+Result<Txg> Pool::TakeSnapshots(const std::vector<SnapshotRequest>& requests) {
+  return AddSnapshots(requests, false);
+}
+
+uint64_t Pool::NewGuid(uint64_t dataset) const {
+  for (;;) {
+    const uint64_t guid = RandomGuid();
+    bool taken = false;
+    for (const auto& [sid, s] : snapshots_)
+      taken |= s->entry.dataset == dataset && s->entry.guid == guid;
+    if (!taken) return guid;
+  }
+}
+
+Result<Txg> Pool::AddSnapshots(const std::vector<SnapshotRequest>& requests, bool recursive) {
+  if (requests.empty()) return Status::InvalidArgument("no snapshot named");
   dmu::Tx tx(txgs_.get());
   POOLFS_RETURN_IF_ERROR(tx.Assign());
   const Txg t = tx.txg();
   util::MutexLock l(&mu_);
-  // (dataset, snapshot name) of each snapshot to take.
-  std::vector<std::pair<Dataset*, std::string>> todo;
+  struct Todo {
+    Dataset* ds;
+    std::string name;
+    const SnapshotRequest* request;
+  };
+  std::vector<Todo> todo;
   std::set<uint64_t> seen;
-  for (const std::string& name : names) {
-    POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(name));
+  for (const SnapshotRequest& request : requests) {
+    POOLFS_CHECK(!recursive || request.guid == 0);  // a given guid names one snapshot
+    POOLFS_ASSIGN_OR_RETURN(auto parts, SplitSnapshotName(request.name));
     POOLFS_ASSIGN_OR_RETURN(Dataset * top, Resolve(parts.first));
     std::vector<Dataset*> all = {top};
     if (recursive) {
@@ -227,7 +268,15 @@ Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive
                                        Quote(FullName(*ds)) +
                                        " is named twice; one snapshot of a dataset per txg");
       for (const auto& [sid, s] : snapshots_) {
-        if (s->entry.dataset != ds->entry.id || s->destroyed != Txg(0)) continue;
+        if (s->entry.dataset != ds->entry.id) continue;
+        // One destroyed in a later txg than t is still in t's directory,
+        // beside the new one: their guids must differ.
+        if (request.guid != 0 && s->entry.guid == request.guid &&
+            (s->destroyed == Txg(0) || s->destroyed > t))
+          return Status::InvalidArgument("cannot snapshot " + Quote(full) + " with guid " +
+                                         std::to_string(request.guid) + ": snapshot " +
+                                         Quote(FullName(*ds) + "@" + s->entry.name) + " has it");
+        if (s->destroyed != Txg(0)) continue;
         if (s->entry.name == parts.second)
           return Status::AlreadyExists("snapshot " + Quote(full) + " exists");
         if (s->entry.txg == t)
@@ -235,17 +284,18 @@ Result<Txg> Pool::Snapshot(const std::vector<std::string>& names, bool recursive
                                          Quote(FullName(*ds) + "@" + s->entry.name) +
                                          " is being taken in the same txg; try again");
       }
-      todo.emplace_back(ds, parts.second);
+      todo.push_back({ds, parts.second, &request});
     }
   }
   const int64_t now = int64_t(std::time(nullptr));
-  for (auto& [ds, name] : todo) {
+  for (Todo& each : todo) {
     auto s = std::make_unique<Snap>();
     s->entry.id = dir_.next_dataset_id++;
-    s->entry.dataset = ds->entry.id;
+    s->entry.dataset = each.ds->entry.id;
     s->entry.txg = t;
-    s->entry.creation_time = now;
-    s->entry.name = std::move(name);
+    s->entry.creation_time = each.request->creation_time != 0 ? each.request->creation_time : now;
+    s->entry.guid = each.request->guid != 0 ? each.request->guid : NewGuid(each.ds->entry.id);
+    s->entry.name = std::move(each.name);
     const uint64_t id = s->entry.id;
     snapshots_.emplace(id, std::move(s));
   }
@@ -373,7 +423,7 @@ Result<std::vector<PropertyValue>> Pool::SnapshotProperties(
   const size_t i = size_t(std::find(snaps.begin(), snaps.end(), s) - snaps.begin());
   const SnapshotFigures f = FiguresOf(*ds, snaps, i);
   static const std::vector<std::string> kAll = {
-      "name", "type", "creation", "createtxg", "used", "referenced", "written", "clones"};
+      "name", "type", "creation", "createtxg", "guid", "used", "referenced", "written", "clones"};
   std::vector<PropertyValue> out;
   for (const std::string& p : props.size() == 1 && props[0] == "all" ? kAll : props) {
     PropertyValue v{p, "", "-"};
@@ -385,6 +435,8 @@ Result<std::vector<PropertyValue>> Pool::SnapshotProperties(
       v.value = std::to_string(f.creation_time);
     else if (p == "createtxg")
       v.value = std::to_string(f.txg.value());
+    else if (p == "guid")
+      v.value = std::to_string(f.guid);
     else if (p == "used")
       v.value = std::to_string(f.used);
     else if (p == "referenced")
@@ -398,7 +450,7 @@ Result<std::vector<PropertyValue>> Pool::SnapshotProperties(
     } else
       return Status::InvalidArgument(
           "property " + Quote(p) + " is not one of a snapshot's (" +
-          "name, type, creation, createtxg, used, referenced, written, clones)");
+          "name, type, creation, createtxg, guid, used, referenced, written, clones)");
     out.push_back(std::move(v));
   }
   return out;
@@ -413,6 +465,7 @@ SnapshotFigures Pool::FiguresOf(const Dataset& ds, const std::vector<Snap*>& sna
   f.txg = e.txg;
   f.creation_time = e.creation_time;
   f.referenced = e.referenced;
+  f.guid = e.guid;
   // Only it holds what its successor's deadlist has of the blocks born
   // after the snapshot before it.
   // (A clone's first snapshot: its origin before it.)
@@ -546,15 +599,23 @@ Result<Txg> Pool::Promote(std::string_view name) {
         return Status::Busy(what + ": snapshot " + Quote(FullName(*x) + "@" + s->entry.name) +
                             " is being taken; try again");
   }
-  // The snapshots that move keep their names: none may be one of C's.
-  const std::vector<Snap*> own = SnapshotsOf(c->entry.id);
+  // The snapshots that move keep their names and guids: none may be one
+  // of C's (those destroyed in a txg not yet synced included, which are
+  // still in the directories of the txgs before).
+  const std::vector<Snap*> own = SnapshotsOf(c->entry.id, true);
   for (const Snap* m : SnapshotsOf(d->entry.id)) {
     if (m->entry.txg > o->entry.txg) continue;
-    for (const Snap* s : own)
-      if (s->entry.name == m->entry.name)
+    for (const Snap* s : own) {
+      if (s->entry.name == m->entry.name && s->destroyed == Txg(0))
         return Status::AlreadyExists(
             what + ": snapshot " + Quote(FullName(*d) + "@" + m->entry.name) + " would move to " +
             Quote(full) + ", which has one of that name; rename one of them first");
+      if (s->entry.guid == m->entry.guid)
+        return Status::AlreadyExists(
+            what + ": snapshot " + Quote(FullName(*d) + "@" + m->entry.name) + " would move to " +
+            Quote(full) + ", whose snapshot " + Quote(full + "@" + s->entry.name) +
+            " has its guid " + std::to_string(s->entry.guid));
+    }
   }
   c->promote = tx.txg();
   dir_dirty_ = true;
@@ -646,7 +707,7 @@ Result<std::unique_ptr<dmu::ObjectSet>> Pool::OpenSyncedDataset(std::string_view
   return os;
 }
 
-Status Pool::TakeSnapshots(Txg t) {
+Status Pool::CaptureSnapshots(Txg t) {
   util::MutexLock l(&mu_);
   for (auto& [id, s] : snapshots_) {
     if (s->entry.txg != t || !s->entry.root.IsHole()) continue;
@@ -785,6 +846,15 @@ Status Pool::LoadSnapshots() {
     s->entry = e;
     ds->prev_snap.store(std::max(ds->prev_snap.load(), e.txg.value()));
     snapshots_.emplace(e.id, std::move(s));
+  }
+  // A directory from before guids (version 7 and older; the decoder
+  // refuses guid 0 in a later one): each snapshot gets one now, stored
+  // with the next sync.
+  for (SnapshotEntry& e : dir_.snapshots) {
+    if (e.guid != 0) continue;
+    e.guid = NewGuid(e.dataset);
+    snapshots_.at(e.id)->entry.guid = e.guid;
+    dir_dirty_ = true;
   }
   for (const auto& [id, dl] : dir_.head_deadlists) {
     Dataset* ds = Find(id);

@@ -294,7 +294,7 @@ Status Pool::SyncTxg(Txg t) {
   dmu::Tx tx = dmu::Tx::ForSync(t);
   // Then the snapshots of t, the blocks the datasets dropped that
   // snapshots hold, and the snapshots and datasets destroyed in t.
-  POOLFS_RETURN_IF_ERROR(TakeSnapshots(t).WithContext(txg_name));
+  POOLFS_RETURN_IF_ERROR(CaptureSnapshots(t).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(StoreDeadlists(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(DestroySnapshots(tx).WithContext(txg_name));
   POOLFS_RETURN_IF_ERROR(RollBack(tx).WithContext(txg_name));

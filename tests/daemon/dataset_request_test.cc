@@ -64,9 +64,10 @@ class FakeAdmin : public DatasetAdmin {
   Result<std::vector<SnapshotInfo>> ListSnapshots(std::string_view root, bool recursive) override {
     calls.push_back("list-snapshots " + std::string(root) + (recursive ? " -r" : ""));
     if (!next.ok()) return next;
-    const SnapshotInfo one{"tank@one", 3, 10, 1000, 512 << 10, 1 << 20, 1 << 20};
-    const SnapshotInfo two{"tank@two", 4, 12, 2000, 0, 1 << 20, 512 << 10};
-    const SnapshotInfo home{"tank/home@two", 5, 12, 2000, 4096, 2 << 20, 2 << 20};
+    const SnapshotInfo one{"tank@one", 3,       10,      1000,
+                           512 << 10,  1 << 20, 1 << 20, 18446744073709551557ull};
+    const SnapshotInfo two{"tank@two", 4, 12, 2000, 0, 1 << 20, 512 << 10, 42};
+    const SnapshotInfo home{"tank/home@two", 5, 12, 2000, 4096, 2 << 20, 2 << 20, 7};
     if (root == "tank/home") return std::vector<SnapshotInfo>{home};
     if (!recursive) return std::vector<SnapshotInfo>{one, two};
     return std::vector<SnapshotInfo>{one, two, home};
@@ -404,6 +405,7 @@ TEST_CASE("snapshot commands and snapshots cross the socket intact") {
   CHECK(r->snapshots[0].creation_time == 1000);
   CHECK(r->snapshots[0].used == 512 << 10);
   CHECK(r->snapshots[1].written == 512 << 10);
+  CHECK(r->snapshots[0].guid == 18446744073709551557ull);  // all 64 bits carried
 
   // -t snapshot asks for snapshots only.
   admin.calls.clear();
@@ -444,6 +446,14 @@ TEST_CASE("list -t snapshot and -t all print as zfs list does") {
         "tank@one       512K   1.00M  1.00M\n"
         "tank@two       0B     1.00M  512K\n"
         "tank/home@two  4.00K  2.00M  2.00M\n");
+  // A snapshot's guid: a decimal number, as zfs prints it.
+  list.columns = {"name", "guid"};
+  CHECK(RenderDatasetResult(list, *r) ==
+        "NAME           GUID\n"
+        "tank@one       18446744073709551557\n"
+        "tank@two       42\n"
+        "tank/home@two  7\n");
+  list.columns = {"name", "used", "refer", "written"};
 
   // -t all: each dataset, then its snapshots; "-" where a row has no value.
   list.type = DatasetCommand::ListType::kAll;

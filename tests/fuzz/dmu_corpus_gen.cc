@@ -658,7 +658,7 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
     int width;
   };
   std::vector<Patch> patches = {{"magic", 0, 1, 8},
-                                {"version-8", 8, 8, 4},
+                                {"version-9", 8, 9, 4},
                                 {"version-3-with-scrub", 8, 3, 4},
                                 {"reserved", 12, 1, 4},
                                 {"next-id-1", 16, 1, 8},
@@ -763,6 +763,7 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
     e.referenced = 1 << 20;
     e.root = root.root;
     e.name = i == 0 ? "monday" : "tuesday";
+    e.guid = 0x9e3779b97f4a7c15ull + uint64_t(i);  // version 8
     snapped.snapshots.push_back(e);
   }
   snapped.snapshots[1].deadlist[0] = pool::DeadBucket{8192, {{40, 2}}};
@@ -788,6 +789,22 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   bad_snaps("bucket-empty",
             [&](pool::PoolDirectory& b) { b.head_deadlists[root.id][0].objects.clear(); });
   bad_snaps("head-without-snapshots", [](pool::PoolDirectory& b) { b.snapshots.clear(); });
+  // Guids (version 8): 0, or repeated within a dataset, are refused; two
+  // datasets' snapshots may share one; versions 5 to 7 have none.
+  bad_snaps("guid-0", [](pool::PoolDirectory& b) { b.snapshots[1].guid = 0; });
+  bad_snaps("guid-repeated",
+            [](pool::PoolDirectory& b) { b.snapshots[1].guid = b.snapshots[0].guid; });
+  {
+    pool::PoolDirectory shared = snapped;
+    pool::SnapshotEntry other = shared.snapshots[0];
+    other.id = shared.next_dataset_id++;
+    other.dataset = shared.datasets.at(1).id;
+    shared.snapshots.push_back(other);
+    Write(to + "directory-snapshots-guid-shared", ds + pool::EncodePoolDirectory(shared, f));
+  }
+  const std::string sn5 = pool::EncodePoolDirectory(snapped, f, 5);
+  Write(to + "directory-version-5-snapshots", ds + sn5);
+  Write(to + "directory-bad-v8-without-guids", ds + Patched(sn5, 8, 8, 4));
   // (Into the last head deadlist, before the clone count and the table.)
   Write(to + "directory-bad-snapshots-truncated", ds + sn.substr(0, sn.size() - 12 - 3));
   Write(to + "directory-bad-snapshots-counts", ds + Patched(d2, d2.size() - kTail, 0xffffff, 4));
@@ -839,6 +856,9 @@ void PoolPhysSeeds(Tank& t, const std::string& dir) {
   Write(to + "directory-bad-ref-table-1", ds + Patched(tb, tb.size() - 8, 1, 8));
   Write(to + "directory-bad-ref-table-truncated", ds + tb.substr(0, tb.size() - 3));
   Write(to + "directory-version-6", ds + Patched(d2.substr(0, d2.size() - 8), 8, 6, 4));
+  const std::string tb7 = pool::EncodePoolDirectory(tabled, f, 7);
+  Write(to + "directory-version-7-snapshots", ds + tb7);
+  Write(to + "directory-bad-v7-with-guids", ds + Patched(tb, 8, 7, 4));
   Write(to + "directory-bad-v6-ref-table", ds + Patched(tb, 8, 6, 4));  // 8 trailing bytes
   Write(to + "directory-trailing", ds + d2 + "x");
   Write(to + "directory-truncated", ds + d2.substr(0, d2.size() - 1));

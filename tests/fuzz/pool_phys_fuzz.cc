@@ -27,8 +27,9 @@
 //     frees that are valid, not holes; snapshots with distinct ids, of
 //     listed datasets, in ascending txg per dataset, with stored roots, and
 //     deadlists whose buckets are keyed 0 or by an earlier snapshot's txg
-//     and name distinct objects; a block reference table object that is
-//     not the directory's own (1); a root payload zero past its 64 or
+//     and name distinct objects; snapshot guids (version 8) nonzero and
+//     distinct within a dataset, 0 before version 8; a block reference
+//     table object that is not the directory's own (1); a root payload zero past its 64 or
 //     128 bytes but for a whole log state at bytes 128..183 (a chain, a
 //     tail sequence number, an aligned tail inside the log area).
 #include <array>
@@ -223,13 +224,20 @@ void FuzzDirectory(const std::string& in, zio::BpFormat format) {
   if (d->ref_table_object == 1 || (version < 7 && d->ref_table_object != 0))
     Fail("decoded block reference table object",
          std::to_string(d->ref_table_object) + " in version " + std::to_string(version));
-  // A directory of an older version (1 to 6) is written back as version 7,
-  // with the same content.
-  const std::string again_bytes = pool::EncodePoolDirectory(*d, format);
+  std::set<std::pair<uint64_t, uint64_t>> guids;  // (dataset, guid)
+  for (const pool::SnapshotEntry& e : d->snapshots)
+    if (version >= 8 ? e.guid == 0 || !guids.insert({e.dataset, e.guid}).second : e.guid != 0)
+      Fail("decoded snapshot guid",
+           std::to_string(e.guid) + " in version " + std::to_string(version));
+  // Versions 5 to 8 re-encode as themselves, exactly; an older one (1 to
+  // 4) is written back as the newest, with the same content.
+  const bool own = version >= pool::kOldestEncodedDirectory;
+  const std::string again_bytes =
+      pool::EncodePoolDirectory(*d, format, own ? version : pool::kPoolDirectoryVersion);
   if (again_bytes != in) {
     Result<pool::PoolDirectory> re = pool::DecodePoolDirectory(again_bytes, format);
-    if (!re.ok() || !SameDirectory(*d, *re) || version < 1 || version > 6)
-      Fail("directory re-encodes to other bytes", "");
+    if (own || !re.ok() || !SameDirectory(*d, *re))
+      Fail("directory re-encodes to other bytes", "version " + std::to_string(version));
   }
 }
 

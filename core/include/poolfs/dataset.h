@@ -90,6 +90,10 @@ struct SnapshotInfo {
   // Bytes it holds that were written since the snapshot before it (all it
   // holds for the first).
   uint64_t written = 0;
+  // Its identity across pools (a replication stream names its base by
+  // it): random when taken, or its sender's when received; nonzero,
+  // distinct among its dataset's snapshots; kept by rename and promote.
+  uint64_t guid = 0;
 };
 
 // One change between a snapshot and a later state of its dataset, as

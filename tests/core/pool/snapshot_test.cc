@@ -16,6 +16,7 @@
 #include "check_test_util.h"
 #include "pool/pool_phys.h"
 #include "test_pool.h"
+#include "util/endian.h"
 
 namespace poolfs::core::pool {
 namespace {
@@ -318,6 +319,7 @@ SnapshotEntry DirSnapshot(uint64_t id, uint64_t ds, uint64_t txg, std::string na
   e.root.dva = {0, 0x400000 + id * 0x1000, 4096};
   e.root.fill = 1;
   e.name = std::move(name);
+  e.guid = 0x5eed0000 + id;
   return e;
 }
 
@@ -369,6 +371,45 @@ TEST_CASE("The pool directory's snapshot records round-trip and refuse damage", 
   bad = d;
   bad.snapshots.clear();
   Refused(bad, "has no snapshots");
+}
+
+TEST_CASE("The pool directory keeps snapshot guids, refuses 0 and repeats, reads version 7",
+          "[snapshot][guid]") {
+  PoolDirectory d;
+  d.next_dataset_id = 10;
+  d.datasets = {DirDataset(1, 0, "tank"), DirDataset(2, 1, "d")};
+  d.snapshots = {DirSnapshot(3, 1, 5, "a"), DirSnapshot(4, 1, 9, "b"), DirSnapshot(5, 2, 9, "b")};
+  d.snapshots[0].guid = ~uint64_t{0};
+  d.snapshots[2].guid = d.snapshots[1].guid;  // two datasets may share one
+  for (zio::BpFormat format : {zio::BpFormat::kV1, zio::BpFormat::kV2}) {
+    const std::string bytes = EncodePoolDirectory(d, format);
+    CHECK(util::GetLE32(reinterpret_cast<const uint8_t*>(bytes.data()) + 8) == 8);
+    auto back = DecodePoolDirectory(bytes, format);
+    INFO(back.status().ToString());
+    REQUIRE(back.ok());
+    CHECK(back->snapshots == d.snapshots);
+    // Version 7 has no guids: 8 bytes less per snapshot, read as guid 0.
+    const std::string old = EncodePoolDirectory(d, format, 7);
+    CHECK(old.size() == bytes.size() - 8 * d.snapshots.size());
+    CHECK(util::GetLE32(reinterpret_cast<const uint8_t*>(old.data()) + 8) == 7);
+    auto read = DecodePoolDirectory(old, format);
+    INFO(read.status().ToString());
+    REQUIRE(read.ok());
+    for (size_t i = 0; i < d.snapshots.size(); i++) {
+      CHECK(read->snapshots[i].guid == 0);
+      SnapshotEntry e = read->snapshots[i];
+      e.guid = d.snapshots[i].guid;
+      CHECK(e == d.snapshots[i]);
+    }
+  }
+  PoolDirectory bad = d;
+  bad.snapshots[1].guid = 0;
+  Refused(bad, "snapshot 1 ('@b') of dataset 1 has guid 0");
+  bad = d;
+  bad.snapshots[1].guid = bad.snapshots[0].guid;
+  Refused(bad,
+          "snapshot 1 ('@b') of dataset 1 has guid 18446744073709551615, as snapshot '@a' of "
+          "that dataset has");
 }
 
 TEST_CASE("The pool directory keeps clones' origins and refuses bad ones", "[snapshot][clone]") {
