@@ -150,17 +150,22 @@ Status ObjectAllocator::Take(ObjectId id) {
   if (v < kFirstId || v > kMaxId)
     return Status::InvalidArgument("object id " + std::to_string(v) + " out of range");
   util::MutexLock l(&mu_);
+  if (!TakeFreeLocked(v))
+    return Status::InvalidArgument("object id " + std::to_string(v) + " is not free");
+  taken_++;
+  return Status::Ok();
+}
+
+bool ObjectAllocator::TakeFreeLocked(uint64_t v) {
   if (v >= high_water_) {
     if (v > high_water_) free_.Add(high_water_, v - high_water_);
     high_water_ = v + 1;
-  } else if (free_.Contains(v, 1)) {
-    free_.Remove(v, 1);
-    taken_reused_++;
-  } else {
-    return Status::InvalidArgument("object id " + std::to_string(v) + " is not free");
+    return true;
   }
-  taken_++;
-  return Status::Ok();
+  if (!free_.Contains(v, 1)) return false;
+  free_.Remove(v, 1);
+  taken_reused_++;
+  return true;
 }
 
 Status ObjectAllocator::Claim(ObjectId id, Txg t) NO_THREAD_SAFETY_ANALYSIS {
@@ -187,13 +192,7 @@ Status ObjectAllocator::Claim(ObjectId id, Txg t) NO_THREAD_SAFETY_ANALYSIS {
     if (v + 1 < reserved->end) free_.Add(v + 1, reserved->end - v - 1);
     reserved->end = v;
     taken_reused_ += reserved->reuse;
-  } else if (v >= high_water_) {
-    if (v > high_water_) free_.Add(high_water_, v - high_water_);
-    high_water_ = v + 1;
-  } else if (free_.Contains(v, 1)) {
-    free_.Remove(v, 1);
-    taken_reused_++;
-  } else {
+  } else if (!TakeFreeLocked(v)) {
     auto pending = std::find_if(pending_.begin(), pending_.end(),
                                 [v](const auto& p) { return p.second == v; });
     if (pending == pending_.end())

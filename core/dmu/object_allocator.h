@@ -156,6 +156,9 @@ class ObjectAllocator {
   };
   // Fills `s` with a new chunk.
   Status Refill(Slot& s) REQUIRES(s.mu) EXCLUDES(mu_);
+  // Takes id `v` when it is past the high-water mark or in the free set;
+  // false when it is neither.
+  bool TakeFreeLocked(uint64_t v) REQUIRES(mu_);
   // Whether new ids come from the free set now; updates backfill_ready_.
   bool Backfilling() REQUIRES(mu_);
   // Returns every slot's unused ids to the free set.

@@ -12,6 +12,22 @@ namespace {
 
 using zio::BlockPtr;
 using Visit = std::function<Status(const BlockPtr&)>;
+
+// The kFanout pointers of indirect block `data`, read at `where`.
+Status DecodeIndirect(const std::string& data, zio::BpFormat format, const std::string& where,
+                      std::vector<BlockPtr>* out) {
+  if (data.size() != IndirectBlockSize(format))
+    return Status::Corruption(where + ": indirect block of " + std::to_string(data.size()) +
+                              " bytes");
+  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+  out->assign(kFanout, BlockPtr());
+  for (uint64_t i = 0; i < kFanout; i++) {
+    auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
+    if (!child.ok()) return child.status().WithContext(where + " slot " + std::to_string(i));
+    (*out)[i] = *child;
+  }
+  return Status::Ok();
+}
 using Leaf = std::function<Status(uint64_t blkid, const std::string& data)>;
 
 class Walker {
@@ -44,17 +60,12 @@ class Walker {
       return (*leaf)(index, data);
     }
     POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
-    const zio::BpFormat format = zio_->format();
-    if (data.size() != IndirectBlockSize(format))
-      return Status::Corruption(Where(id, level, index) + ": indirect block of " +
-                                std::to_string(data.size()) + " bytes");
-    const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    std::vector<BlockPtr> children;
+    POOLFS_RETURN_IF_ERROR(
+        DecodeIndirect(data, zio_->format(), Where(id, level, index), &children));
     for (uint64_t i = 0; i < kFanout; i++) {
-      auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
-      if (!child.ok())
-        return child.status().WithContext(Where(id, level, index) + " slot " + std::to_string(i));
-      if (child->IsHole()) continue;
-      POOLFS_RETURN_IF_ERROR(Block(id, *child, uint8_t(level - 1), index * kFanout + i, leaf));
+      if (children[i].IsHole()) continue;
+      POOLFS_RETURN_IF_ERROR(Block(id, children[i], uint8_t(level - 1), index * kFanout + i, leaf));
     }
     return Status::Ok();
   }
@@ -117,18 +128,7 @@ class DnodeDiffer {
       return Status::Ok();
     }
     POOLFS_ASSIGN_OR_RETURN(std::string data, Read(bp));
-    const zio::BpFormat format = zio_->format();
-    if (data.size() != IndirectBlockSize(format))
-      return Status::Corruption(Where(level, index) + ": indirect block of " +
-                                std::to_string(data.size()) + " bytes");
-    const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-    for (uint64_t i = 0; i < kFanout; i++) {
-      auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
-      if (!child.ok())
-        return child.status().WithContext(Where(level, index) + " slot " + std::to_string(i));
-      (*out)[i] = *child;
-    }
-    return Status::Ok();
+    return DecodeIndirect(data, zio_->format(), Where(level, index), out);
   }
 
   // The dnode block `index` of each tree (empty under a hole).
@@ -222,17 +222,10 @@ class DataWalker {
       return fn_(index, 1, &bp);
     }
     POOLFS_ASSIGN_OR_RETURN(std::string data, zio_->Read(bp));
-    const zio::BpFormat format = zio_->format();
-    if (data.size() != IndirectBlockSize(format))
-      return Status::Corruption(Where(level, index) + ": indirect block of " +
-                                std::to_string(data.size()) + " bytes");
-    const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-    for (uint64_t i = 0; i < kFanout; i++) {
-      auto child = zio::DecodeBlockPtr(p + i * zio::BlockPtrSize(format), {}, format);
-      if (!child.ok())
-        return child.status().WithContext(Where(level, index) + " slot " + std::to_string(i));
-      POOLFS_RETURN_IF_ERROR(Visit(*child, uint8_t(level - 1), index * kFanout + i, true));
-    }
+    std::vector<BlockPtr> children;
+    POOLFS_RETURN_IF_ERROR(DecodeIndirect(data, zio_->format(), Where(level, index), &children));
+    for (uint64_t i = 0; i < kFanout; i++)
+      POOLFS_RETURN_IF_ERROR(Visit(children[i], uint8_t(level - 1), index * kFanout + i, true));
     return Status::Ok();
   }
 

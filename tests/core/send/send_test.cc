@@ -115,6 +115,15 @@ void RequireSame(TestPool& t, const std::string& name, const ReplayedSet& set) {
   CHECK(set.size() == found);
 }
 
+// The guids of tank/d's snapshots, by full name.
+std::map<std::string, uint64_t> Snaps(TestPool& t) {
+  auto l = t.pool->ListSnapshots("tank/d", false);
+  REQUIRE(l.ok());
+  std::map<std::string, uint64_t> out;
+  for (const auto& f : *l) out[f.name] = f.guid;
+  return out;
+}
+
 struct Sent {
   std::string stream;
   SendStats stats;
@@ -123,25 +132,24 @@ struct Sent {
 // The stream of snapshot `to` of tank/d (incremental from `from` when
 // given); its estimate must agree with what was written.
 Sent SendOf(TestPool& t, const std::string& to, const std::string& from = "") {
-  auto point = [&](const std::string& snap, uint64_t guid) {
+  auto point = [&](const std::string& snap) {
     auto os = t.pool->OpenSnapshot("tank/d@" + snap);
     REQUIRE(os.ok());
     auto l = t.pool->ListSnapshots("tank/d", false);
     REQUIRE(l.ok());
     SendPoint p;
     for (const auto& f : *l)
-      if (f.name == "tank/d@" + snap) p.txg = f.txg;
+      if (f.name == "tank/d@" + snap) p.txg = f.txg, p.guid = f.guid;
     REQUIRE(p.txg.value() != 0);
     p.root = (*os)->root();
-    p.guid = guid;
     p.snapshot = snap;
     return p;
   };
   SendRequest r;
   r.zio = t.pool->zio();
   r.dataset = "tank/d";
-  r.to = point(to, 1000 + to.size());
-  if (!from.empty()) r.from = point(from, 2000 + from.size());
+  r.to = point(to);
+  if (!from.empty()) r.from = point(from);
   Sent s;
   StreamWriter w([&s](std::string_view b) {
     s.stream += b;
@@ -256,7 +264,8 @@ TEST_CASE(
   const Sent inc = SendOf(t, "b", "a");
   const BeginInfo b = Replay(inc.stream, &set);
   CHECK(b.from == "a");
-  CHECK(b.from_guid != 0);
+  CHECK(b.from_guid == Snaps(t).at("tank/d@a"));
+  CHECK(b.to_guid == Snaps(t).at("tank/d@b"));
   RequireSame(t, "tank/d@b", set);
   // What changed, not the dataset: 40 x 16 blocks went in the full stream.
   CHECK(full.stats.writes >= 40 * 16);
@@ -266,7 +275,8 @@ TEST_CASE(
   CHECK(inc.stats.dnodes.blocks_read < full.stats.dnodes.blocks_read + 8);
 }
 
-TEST_CASE("Send refuses a request without a guid or with a base that is not older", "[send][traversal]") {
+TEST_CASE("Send refuses a request without a guid or with a base that is not older",
+          "[send][traversal]") {
   TestPool t;
   REQUIRE(t.admin->Create("tank/d", false, {}).ok());
   REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
