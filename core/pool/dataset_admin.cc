@@ -147,4 +147,27 @@ Result<std::vector<DiffEntry>> PoolDatasetAdmin::Diff(std::string_view from, std
   return differ_(*pool_, from, to);
 }
 
+Result<SendSummary> PoolDatasetAdmin::Send(const SendOptions& options, const StreamSink& sink) {
+  if (!replicator_.send) return Status::NotSupported("send needs the send layer");
+  // A snapshot never changes: the send reads it without the admin's lock
+  // (OpenSnapshot and the walk keep what they read alive).
+  return replicator_.send(*pool_, options, sink);
+}
+
+Result<ReceiveSummary> PoolDatasetAdmin::Receive(
+    const ReceiveOptions& options, const StreamSource& source,
+    const std::function<Status(std::string_view)>& before_finish) {
+  if (!replicator_.receive) return Status::NotSupported("receive needs the send layer");
+  const Finisher finisher = [&](std::string_view target,
+                                const std::function<Result<Txg>()>& finish) -> Status {
+    util::MutexLock l(&mu_);
+    if (before_finish) {
+      Status st = before_finish(target);
+      if (!st.ok()) return st;
+    }
+    return Synced(finish());
+  };
+  return replicator_.receive(*pool_, options, source, finisher);
+}
+
 }  // namespace poolfs::core::pool

@@ -28,8 +28,24 @@ class PoolDatasetAdmin final : public DatasetAdmin {
   using Differ = std::function<Result<std::vector<DiffEntry>>(Pool& pool, std::string_view from,
                                                               std::string_view to)>;
 
-  explicit PoolDatasetAdmin(Pool* pool, Differ differ = nullptr)
-      : pool_(pool), differ_(std::move(differ)) {}
+  // Send and receive (poolfs/replication.h) run the send layer's engine,
+  // above this one; the POSIX layer gives them. `finish` runs the
+  // receive's last step (which makes the received snapshot, in one txg)
+  // with the admin's lock held, after `before_finish` (see Receive), and
+  // waits for its txg to sync.
+  using Finisher =
+      std::function<Status(std::string_view target, const std::function<Result<Txg>()>& finish)>;
+  struct Replicator {
+    std::function<Result<SendSummary>(Pool& pool, const SendOptions& options,
+                                      const StreamSink& sink)>
+        send;
+    std::function<Result<ReceiveSummary>(Pool& pool, const ReceiveOptions& options,
+                                         const StreamSource& source, const Finisher& finish)>
+        receive;
+  };
+
+  explicit PoolDatasetAdmin(Pool* pool, Differ differ = nullptr, Replicator replicator = {})
+      : pool_(pool), differ_(std::move(differ)), replicator_(std::move(replicator)) {}
 
   Status Create(std::string_view name, bool parents,
                 const std::vector<PropertyAssignment>& props) override EXCLUDES(mu_);
@@ -51,6 +67,18 @@ class PoolDatasetAdmin final : public DatasetAdmin {
   Status Inherit(std::string_view name, std::string_view prop) override EXCLUDES(mu_);
   Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) override
       EXCLUDES(mu_);
+  Result<SendSummary> Send(const SendOptions& options, const StreamSink& sink) override
+      EXCLUDES(mu_);
+  Result<ReceiveSummary> Receive(const ReceiveOptions& options, const StreamSource& source) override
+      EXCLUDES(mu_) {
+    return Receive(options, source, nullptr);
+  }
+  // Receive, calling `before_finish` with the target's name (with the
+  // admin's lock held) just before the finish: a mount takes an
+  // incremental's target out of its tree there, or refuses (Busy).
+  Result<ReceiveSummary> Receive(const ReceiveOptions& options, const StreamSource& source,
+                                 const std::function<Status(std::string_view)>& before_finish)
+      EXCLUDES(mu_);
 
  private:
   // Waits for `t` to sync (Txg(0): nothing changed).
@@ -58,6 +86,7 @@ class PoolDatasetAdmin final : public DatasetAdmin {
 
   Pool* const pool_;
   const Differ differ_;
+  const Replicator replicator_;
   util::Mutex mu_;
 };
 

@@ -132,6 +132,16 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
   Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) override {
     return inner_.Diff(from, to);
   }
+  Result<SendSummary> Send(const SendOptions& options, const StreamSink& sink) override {
+    return inner_.Send(options, sink);
+  }
+  Result<ReceiveSummary> Receive(const ReceiveOptions& options,
+                                 const StreamSource& source) override {
+    Result<ReceiveSummary> r = inner_.Receive(options, source, nullptr);
+    Status st = Follow(r.status());
+    if (!st.ok()) return st;
+    return r;
+  }
 
  private:
   // The change's own status, else the tree's trouble following it.
@@ -661,8 +671,7 @@ Result<uint64_t> DatasetTreeFs::CopyFileRange(const Creds& c, uint64_t ino_in, u
   uint64_t local_in, local_out;
   POOLFS_ASSIGN_OR_RETURN(PosixFs * from, Route(ino_in, &local_in));
   POOLFS_ASSIGN_OR_RETURN(PosixFs * to, Route(ino_out, &local_out));
-  return Changed(ino_out,
-                 to->CopyFrom(c, *from, local_in, off_in, local_out, off_out, len, flags));
+  return Changed(ino_out, to->CopyFrom(c, *from, local_in, off_in, local_out, off_out, len, flags));
 }
 
 Result<uint64_t> DatasetTreeFs::Seek(uint64_t ino, uint64_t off, bool hole) {

@@ -33,9 +33,10 @@ class FakeAdmin : public DatasetAdmin {
   Result<std::vector<DatasetInfo>> List(std::string_view root, bool recursive) override {
     calls.push_back("list " + std::string(root) + (recursive ? " -r" : ""));
     if (!next.ok()) return next;
-    DatasetInfo a{"tank", 1, 1, 0, 3 << 20, 1 << 20, 100 << 20, 5, 1.5, "/", 512 << 10, 1 << 20, ""};
-    DatasetInfo b{"tank/home", 2, 7, 0, 2 << 20, 2 << 20, 100 << 20, 9, 2.0, "/home", 0, 2 << 20,
-                  ""};
+    DatasetInfo a{"tank", 1,   1,   0,         3 << 20, 1 << 20, 100 << 20,
+                  5,      1.5, "/", 512 << 10, 1 << 20, ""};
+    DatasetInfo b{"tank/home", 2,   7,       0, 2 << 20, 2 << 20, 100 << 20,
+                  9,           2.0, "/home", 0, 2 << 20, ""};
     if (!recursive) return std::vector<DatasetInfo>{root == "tank/home" ? b : a};
     return std::vector<DatasetInfo>{a, b};
   }
@@ -102,6 +103,14 @@ class FakeAdmin : public DatasetAdmin {
                                   {DiffEntry::Type::kCreated, "/a b", ""},
                                   {DiffEntry::Type::kRenamed, "/c", "/d/e"},
                                   {DiffEntry::Type::kRemoved, "/f", ""}};
+  }
+  Result<SendSummary> Send(const SendOptions& options, const StreamSink&) override {
+    calls.push_back("send " + options.snapshot);
+    return Status::NotSupported("fake");
+  }
+  Result<ReceiveSummary> Receive(const ReceiveOptions& options, const StreamSource&) override {
+    calls.push_back("receive " + options.target);
+    return Status::NotSupported("fake");
   }
 };
 

@@ -46,6 +46,7 @@
 #include <string_view>
 #include <vector>
 
+#include "poolfs/replication.h"
 #include "poolfs/status.h"
 
 namespace poolfs {
@@ -201,6 +202,23 @@ class DatasetAdmin {
   // two unrelated datasets, or `to` older than `from`; NotFound for a
   // missing dataset or snapshot; Corruption naming the object for damage.
   virtual Result<std::vector<DiffEntry>> Diff(std::string_view from, std::string_view to) = 0;
+  // Writes the stream of snapshot options.snapshot (poolfs/replication.h)
+  // to `sink`; with no sink, writes nothing and reads no data block: the
+  // summary is then an estimate of what it would write. NotFound for a
+  // missing snapshot, InvalidArgument for a bad name or a base that is no
+  // earlier snapshot of the same dataset, the sink's error as it gave it.
+  virtual Result<SendSummary> Send(const SendOptions& options, const StreamSink& sink) = 0;
+  // Reads a stream from `source` and applies it (poolfs/replication.h):
+  // the received snapshot appears once the whole stream has arrived and
+  // verified. Corruption naming the record for a damaged stream,
+  // AlreadyExists (a full stream's target exists), NotFound (the
+  // target's parent, or an incremental's target), InvalidArgument (the
+  // target's newest snapshot is not the stream's base, or it changed
+  // since, without options.force), NoSpace, Busy (the target is in use
+  // when the snapshot is to be made), the source's error as it gave it.
+  // Other calls of this admin are not held up while the stream is read.
+  virtual Result<ReceiveSummary> Receive(const ReceiveOptions& options,
+                                         const StreamSource& source) = 0;
 };
 
 // A pool opened for administration without a mount (`--pool FILE...`):
