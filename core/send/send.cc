@@ -20,6 +20,10 @@ class Sender {
     b.dataset = r_.dataset;
     b.snapshot = r_.to.snapshot;
     if (r_.from) b.from = r_.from->snapshot;
+    if (r_.resume_object != 0) {
+      b.features |= kFeatureResuming;
+      b.resume_object = r_.resume_object;
+    }
     POOLFS_RETURN_IF_ERROR(Count(w_ ? w_->Begin(b) : Status::Ok(), EncodeBeginPayload(b).size()));
     const zio::BlockPtr empty;
     POOLFS_RETURN_IF_ERROR(dmu::WalkChangedDnodes(
@@ -44,6 +48,7 @@ class Sender {
   }
 
   Status Changed(uint64_t id, const dmu::DnodePhys& older, const dmu::DnodePhys& newer) {
+    if (id < r_.resume_object) return Status::Ok();  // the receiver has it
     if (newer.free()) {
       if (older.free()) return Status::Ok();
       if (free_count_ != 0 && free_first_ + free_count_ == id) {

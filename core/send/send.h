@@ -67,6 +67,9 @@ struct SendRequest {
   // The base of an incremental stream (an earlier snapshot of the same
   // dataset); none: a full stream.
   std::optional<SendPoint> from;
+  // Nonzero: the stream resumes there (resume_token.h): the RESUMING
+  // feature, and no record of an object before it.
+  uint64_t resume_object = 0;
 };
 
 // What a send wrote (or would write).

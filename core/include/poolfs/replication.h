@@ -44,6 +44,10 @@ struct SendOptions {
   std::string from;
   // Send data blocks as they are stored (compressed), not decompressed.
   bool compressed = false;
+  // -t: the rest of the stream an interrupted `receive -s` keeps (its
+  // target's receive_resume_token property); snapshot and from are then
+  // empty: the token names them.
+  std::string resume_token;
 };
 
 // What a send wrote (with no sink: what it would write).
@@ -70,8 +74,13 @@ struct ReceiveOptions {
   // received snapshot is made; nothing is discarded if the stream fails.
   bool force = false;
   // -s: an interrupted receive keeps what it got, and the target's
-  // receive_resume_token property says where to resume from.
+  // receive_resume_token property says where to resume from (`send -t`).
+  // While it is kept, only the rest of that stream is received into the
+  // target.
   bool resumable = false;
+  // -A: discards what an interrupted `receive -s` kept for the target;
+  // reads no stream.
+  bool abort = false;
 };
 
 struct ReceiveSummary {
