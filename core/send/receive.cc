@@ -185,9 +185,6 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
     return Status::InvalidArgument("send: " + Quote(options.snapshot) +
                                    " is not a snapshot (POOL/PATH@NAME)");
   const std::string dataset = options.snapshot.substr(0, at);
-  if (options.compressed)
-    return Status::NotSupported(
-        "send -c (blocks as stored, compressed) is not supported yet; send without -c");
   Result<std::vector<pool::SnapshotFigures>> listed = pool.ListSnapshots(dataset, false);
   if (!listed.ok()) return listed.status().WithContext("send");
   const std::vector<pool::SnapshotFigures>& snaps = *listed;
@@ -206,6 +203,7 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
   };
   SendRequest r;
   r.zio = pool.zio();
+  r.compressed = options.compressed;
   r.dataset = snaps.empty() ? dataset : snaps[0].name.substr(0, snaps[0].name.find('@'));
   POOLFS_ASSIGN_OR_RETURN(auto to, point(options.snapshot));
   r.to = to.first;

@@ -721,3 +721,77 @@ TEST_CASE("A receive -s killed outright resumes from the state it kept last",
 
 }  // namespace
 }  // namespace poolfs::core::send::testing
+
+namespace poolfs::core::send::testing {
+namespace {
+
+TEST_CASE("send -c carries blocks as stored, and the receiver stores them its own way",
+          "[send][receive][compressed]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  REQUIRE(t.admin->Set("tank/d", {"compression", "zstd"}).ok());
+  // Compressible blocks, incompressible ones, and a small one.
+  Change(*t.pool, "tank/d", [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    auto a = os.Create(tx, dmu::ObjectType::kPlain, 131072, util::Compression::kZstd);
+    REQUIRE(a.ok());
+    Ok(os.Write(tx, *a, 0, std::string(8 * 131072, 'z')));
+    auto b = os.Create(tx, dmu::ObjectType::kPlain, 131072, util::Compression::kZstd);
+    REQUIRE(b.ok());
+    std::mt19937_64 rng(3);
+    std::string noise(4 * 131072, '\0');
+    for (char& c : noise) c = char(rng());
+    Ok(os.Write(tx, *b, 0, noise));
+    auto c = os.Create(tx, dmu::ObjectType::kPlain, 4096, util::Compression::kLz4);
+    REQUIRE(c.ok());
+    Ok(os.Write(tx, *c, 0, pool::check_test::Pattern(5, 3000) + std::string(1096, 'x')));
+  });
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  Replication rep(t.pool.get());
+  const std::string plain = rep.Send("tank/d@a");
+  SendOptions o;
+  o.snapshot = "tank/d@a";
+  o.compressed = true;
+  std::string packed;
+  auto sent = rep.admin.Send(o, [&packed](std::string_view b) {
+    packed += b;
+    return Status::Ok();
+  });
+  INFO(sent.status().ToString());
+  REQUIRE(sent.ok());
+  auto estimate = rep.admin.Send(o, nullptr);
+  REQUIRE(estimate.ok());
+  CHECK(estimate->bytes == packed.size());
+  // The compressible object's eight blocks shrink to almost nothing.
+  CHECK(packed.size() + 7 * 131072 < plain.size());
+  auto records = ReadAll(packed);
+  REQUIRE(records.ok());
+  size_t compressed = 0;
+  for (const Record& r : *records)
+    if (r.type == RecordType::kWrite && r.f[3] != kCompressOff) compressed++;
+  CHECK(compressed >= 8);
+  // Received into a dataset without compression: the same objects.
+  REQUIRE(t.admin->Create("tank/plain", false, {{"compression", "off"}}).ok());
+  rep.MustReceive(packed, "tank/plain/r");
+  RequireSameSnapshot(*t.pool, "tank/d@a", *t.pool, "tank/plain/r@a");
+  // Stored uncompressed there, as that dataset says, where the sender's
+  // block is compressed.
+  auto sender = t.pool->OpenSnapshot("tank/d@a");
+  auto received = t.pool->OpenSnapshot("tank/plain/r@a");
+  REQUIRE(sender.ok());
+  REQUIRE(received.ok());
+  for (uint64_t id = 1; id < (*sender)->next_object(); id++) {
+    auto st = (*sender)->Stat(ObjectId(id));
+    if (!st.ok() || st->block_size != 131072) continue;
+    auto was = (*sender)->BlockPointer(ObjectId(id), 0);
+    auto is = (*received)->BlockPointer(ObjectId(id), 0);
+    REQUIRE(was.ok());
+    REQUIRE(is.ok());
+    CHECK(is->compression == util::Compression::kOff);
+    CHECK(is->psize == 131072);
+    if (was->psize < 131072) CHECK(was->compression == util::Compression::kZstd);
+  }
+  CHECK(t.Check().ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing
