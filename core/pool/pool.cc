@@ -153,13 +153,13 @@ Result<std::unique_ptr<Pool>> Pool::Import(const std::vector<std::string>& paths
   std::vector<vdev::BlockDevice*> devs;
   for (const std::string& path : paths) {
     POOLFS_ASSIGN_OR_RETURN(
-        auto f, vdev::FileDevice::Open(path, {.read_only = options.read_only,
-                                              .exclusive = true,
-                                              .writeback_bytes = options.vdev.writeback_bytes,
-                                              .direct_reads = options.vdev.direct_reads,
-                                              .direct_writes = options.vdev.direct_writes,
-                                              .direct_write_min_bytes =
-                                                  options.vdev.direct_write_min_bytes}));
+        auto f, vdev::FileDevice::Open(
+                    path, {.read_only = options.read_only,
+                           .exclusive = true,
+                           .writeback_bytes = options.vdev.writeback_bytes,
+                           .direct_reads = options.vdev.direct_reads,
+                           .direct_writes = options.vdev.direct_writes,
+                           .direct_write_min_bytes = options.vdev.direct_write_min_bytes}));
     devs.push_back(f.get());
     owned.push_back(std::move(f));
   }
@@ -326,6 +326,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(std::vector<vdev::BlockDevice*> devs,
   }
   p->scrub_ = std::make_unique<Scrub>(std::move(hooks), std::move(scrub_state));
   if (p->zio_->repairs_on()) p->scrub_->Resume();  // a scrub running at export goes on
+  if (!options.read_only) POOLFS_RETURN_IF_ERROR(p->DropUnfinishedReceives());
   return p;
 }
 

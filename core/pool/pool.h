@@ -163,6 +163,27 @@
 // are. Nothing else moves, and no block is freed or written but the
 // deadlists' pointers.
 //
+// Receives. A replication stream (send/receive.h) is applied to a hidden
+// dataset, a child of the root dataset named "%recv-ID" (a name no user
+// can give): out of every name lookup and list, but a dataset like any
+// other to the sync, the space figures (its parent's `used`), scrub and
+// check. For a full stream it starts empty; FinishReceive then moves it
+// to the target's name and takes the received snapshot of it, both in
+// one txg. For an incremental stream it is a clone of the target's
+// newest snapshot B (its blocks up to B's txg are B's); FinishReceive
+// takes the received snapshot of the target and marks the target, and
+// the sync of that txg, before it captures the txg's snapshots, gives the
+// target the hidden dataset's head (TakeReceivedHeads): the target's own
+// head goes as a rollback to B would take it (its blocks born after B
+// freed, its deadlist dropped), the hidden dataset's object set becomes
+// the target's, the blocks of B's lineage it dropped (its deadlists)
+// join the target's deadlist, spread over the target's buckets, and the
+// hidden dataset leaves the directory with nothing to free. So the
+// target changes in one txg, its snapshot then keeps the received head,
+// and a crash before that txg leaves the target as it was and the hidden
+// dataset to the next read-write import, which destroys it (a receive is
+// not resumed).
+//
 // Thread safety: dataset() and the object sets are used from any thread;
 // Export and the dataset tree changes from one thread at a time (the
 // changes also take mu_, so readers see a consistent tree).
@@ -481,6 +502,33 @@ class Pool {
   Result<Txg> Clone(std::string_view origin, std::string_view name,
                     const std::vector<std::pair<std::string, std::string>>& props) EXCLUDES(mu_);
   Result<Txg> Promote(std::string_view name) EXCLUDES(mu_);
+  // Receives (send/receive.h; see "Receives" above). BeginReceive makes
+  // the hidden dataset a receive writes into, in the returned txg (with
+  // its object set, id, and the properties it writes with): for an
+  // incremental stream, a clone of `base` ("POOL/PATH@NAME", the target's
+  // newest snapshot), with the target's properties; for a full stream
+  // (`base` empty) an empty one, with those of `props_of` (the target's
+  // parent). FinishReceive makes what it received appear, in the
+  // returned txg: a full stream's hidden dataset becomes `target` (whose
+  // parent must exist and which must not: NotFound, AlreadyExists), an
+  // incremental's replaces the head of `target` (whose newest snapshot
+  // must still be its base, and unless `force` be unchanged since:
+  // InvalidArgument; Busy when the busy check says it is in use or
+  // another change of it is pending); in either case `snapshot` (the part
+  // after the '@', with its guid and creation time) is taken of it in the
+  // same txg. AbandonReceive destroys a hidden dataset (a failed receive).
+  // A hidden dataset that an import finds (a receive the process did not
+  // finish) is destroyed by a read-write import.
+  struct ReceiveDataset {
+    uint64_t id = 0;
+    dmu::ObjectSet* os = nullptr;
+    DatasetProps props;
+  };
+  Result<std::pair<Txg, ReceiveDataset>> BeginReceive(std::string_view base,
+                                                      std::string_view props_of) EXCLUDES(mu_);
+  Result<Txg> FinishReceive(uint64_t hidden, std::string_view target,
+                            const SnapshotRequest& snapshot, bool force) EXCLUDES(mu_);
+  Result<Txg> AbandonReceive(uint64_t hidden) EXCLUDES(mu_);
   // A read-only view of snapshot `name`'s object set (its state as of its
   // txg; nothing may change it; not to be used once the snapshot is
   // destroyed). NotFound.
@@ -604,7 +652,13 @@ class Pool {
     uint64_t rollback_to = 0;
     // A promote asked for (Promote): its txg (0: none).
     Txg promote;
+    // A received head to take (FinishReceive): its txg (0: none) and the
+    // hidden dataset that holds it.
+    Txg receive;
+    uint64_t receive_from = 0;
   };
+  // A receive's dataset (BeginReceive): out of every name lookup and list.
+  static bool Hidden(const Dataset& ds) { return IsReceiveName(ds.entry.name); }
   struct Snap {
     SnapshotEntry entry;  // root a hole until the sync of entry.txg takes it
     Txg destroyed;        // 0: live
@@ -661,6 +715,19 @@ class Pool {
   // Then rolls back the datasets whose rollback is of t (after the later
   // snapshots went), and promotes the clones whose promote is of t.
   Status RollBack(dmu::Tx& tx) EXCLUDES(mu_);
+  // The sync's part of FinishReceive for an incremental stream, before
+  // the snapshots of the txg are captured (pool_receive.cc).
+  Status TakeReceivedHeads(dmu::Tx& tx) EXCLUDES(mu_);
+  // Import's: destroys the hidden datasets of unfinished receives.
+  Status DropUnfinishedReceives() EXCLUDES(mu_);
+  // A new snapshot `name` of `ds` in txg t (AddSnapshots' last step, once
+  // every check passed).
+  void NewSnap(Dataset* ds, std::string name, Txg t, uint64_t guid, int64_t creation_time)
+      REQUIRES(mu_);
+  // The checks AddSnapshots makes of snapshot `name` (after the '@') of
+  // `ds` in txg t with `guid` (0: a new one).
+  Status CanSnapshot(const Dataset& ds, std::string_view name, Txg t, uint64_t guid) const
+      REQUIRES(mu_);
   Status PromoteClones(dmu::Tx& tx) EXCLUDES(mu_);
   // The txg of the origin of `ds` (0: it is no clone): the key its
   // deadlists count from, after 0.

@@ -110,7 +110,7 @@ std::string Pool::FullName(const Dataset& ds) const {
 std::vector<Pool::Dataset*> Pool::Children(uint64_t id) const {
   std::vector<Dataset*> out;
   for (const auto& [cid, ds] : datasets_)
-    if (ds->entry.parent == id && ds->entry.id != id && ds->destroyed == Txg(0))
+    if (ds->entry.parent == id && ds->entry.id != id && ds->destroyed == Txg(0) && !Hidden(*ds))
       out.push_back(ds.get());
   std::sort(out.begin(), out.end(),
             [](const Dataset* a, const Dataset* b) { return a->entry.name < b->entry.name; });
@@ -301,6 +301,9 @@ Result<Txg> Pool::DestroyDataset(std::string_view name, bool recursive) {
       return Status::Busy("cannot destroy " + Quote(full) + ": dataset " + Quote(FullName(*d)) +
                           " is in use");
     POOLFS_RETURN_IF_ERROR(NotPromoting(*d, "cannot destroy " + Quote(full)));
+    if (d->receive != Txg(0))
+      return Status::Busy("cannot destroy " + Quote(full) + ": a receive into " +
+                          Quote(FullName(*d)) + " is finishing; try again");
   }
   for (Dataset* d : all) d->destroyed = tx.txg();
   dir_dirty_ = true;

@@ -74,6 +74,10 @@ void PutU16(std::string* s, uint16_t v) {
 }
 }  // namespace
 
+bool IsReceiveName(std::string_view name) { return name.starts_with("%recv-"); }
+
+std::string ReceiveName(uint64_t id) { return "%recv-" + std::to_string(id); }
+
 Status ValidateDatasetName(std::string_view name) {
   if (name.empty() || name.size() > 255)
     return Status::InvalidArgument("a dataset name component must be 1 to 255 bytes, not " +
@@ -373,6 +377,8 @@ Status DecodeSnapshots(Reader& r, uint32_t version, zio::BpFormat format,
     if (ds == by_id.end())
       return r.Bad(what + " belongs to dataset " + std::to_string(e.dataset) +
                    ", which the directory does not list");
+    if (IsReceiveName(d->datasets[ds->second].name))
+      return r.Bad(what + " belongs to hidden dataset '" + d->datasets[ds->second].name + "'");
     // (A promoted clone holds snapshots older than itself: no bound by its
     // creation.)
     if (txg == 0) return r.Bad(what + " has txg 0");
@@ -418,7 +424,8 @@ Status DecodeClones(Reader& r, const std::map<uint64_t, size_t>& by_id, PoolDire
   uint64_t last = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint64_t id, origin;
-    if (!r.U64(&id) || !r.U64(&origin)) return r.Bad("clone " + std::to_string(i) + " is truncated");
+    if (!r.U64(&id) || !r.U64(&origin))
+      return r.Bad("clone " + std::to_string(i) + " is truncated");
     const std::string what = "clone " + std::to_string(i) + " (dataset " + std::to_string(id) + ")";
     auto ds = by_id.find(id);
     if (ds == by_id.end() || id <= last)
@@ -455,7 +462,7 @@ Status DecodeClones(Reader& r, const std::map<uint64_t, size_t>& by_id, PoolDire
 // dropped).
 Status CheckDeadlistKeys(Reader& r, const std::map<uint64_t, size_t>& by_id,
                          const PoolDirectory& d) {
-  std::map<uint64_t, uint64_t> snap_txg;  // by snapshot id
+  std::map<uint64_t, uint64_t> snap_txg;        // by snapshot id
   std::map<uint64_t, std::set<uint64_t>> txgs;  // per dataset
   for (const SnapshotEntry& e : d.snapshots) {
     snap_txg[e.id] = e.txg.value();
@@ -529,8 +536,13 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
     e.creation_time = int64_t(ctime);
     POOLFS_ASSIGN_OR_RETURN(e.root,
                             zio::DecodeBlockPtr(bp, "dataset '" + e.name + "' root", format));
-    if (Status st = ValidateDatasetName(e.name); !st.ok())
+    if (version >= 9 && IsReceiveName(e.name)) {
+      if (e.name != ReceiveName(e.id))
+        return r.Bad(what + " has a bad name: '" + e.name + "' is not '" + ReceiveName(e.id) +
+                     "', the only hidden name dataset " + std::to_string(e.id) + " may have");
+    } else if (Status st = ValidateDatasetName(e.name); !st.ok()) {
       return r.Bad(what + " has a bad name: " + st.message());
+    }
     if (e.id == 0 || e.id >= d.next_dataset_id)
       return r.Bad(what + " ('" + e.name + "') has id " + std::to_string(e.id) + ", outside 1.." +
                    std::to_string(d.next_dataset_id - 1));
@@ -594,6 +606,16 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
   }
   if (!d.datasets.empty() && roots != 1)
     return r.Bad(std::to_string(roots) + " datasets have no parent; exactly one root is allowed");
+  // A receive's hidden dataset hangs off the root and has no children.
+  for (const DatasetEntry& e : d.datasets) {
+    if (e.parent == 0) continue;
+    const DatasetEntry& parent = d.datasets[by_id.at(e.parent)];
+    if (IsReceiveName(e.name) && parent.parent != 0)
+      return r.Bad("hidden dataset '" + e.name + "' is not a child of the root dataset");
+    if (IsReceiveName(parent.name))
+      return r.Bad("dataset '" + e.name + "' (id " + std::to_string(e.id) +
+                   ") is a child of hidden dataset '" + parent.name + "'");
+  }
   std::set<std::pair<uint32_t, uint64_t>> maps;
   for (uint32_t i = 0; i < nmaps; i++) {
     SpaceMapEntry m;

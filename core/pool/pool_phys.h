@@ -53,6 +53,9 @@
 //        head deadlist without snapshots (the origin's blocks it dropped)
 //     then (version 7) u64 the MOS object of the block reference table
 //        (zio/block_ref_table.h; type kRefTable; 0: none), not 1
+//   Version 9 adds no field: a dataset may be named "%recv-ID" (ID its own
+//   id, in decimal): the hidden dataset of a receive in progress, a child
+//   of the root dataset without children or snapshots (pool.h, Receives)
 //
 //   Root payload (the uberblock's 512 opaque bytes): the MOS root block
 //   pointer (64 or 128 bytes, by the pool's format), zeros to byte 128,
@@ -90,7 +93,7 @@ inline constexpr uint64_t kMaxMosObjectBytes = uint64_t{1} << 30;
 // The pool directory's version as this build writes it, and the oldest one
 // EncodePoolDirectory can still write (tests and fuzz seeds of older
 // pools); DecodePoolDirectory reads 1 to kPoolDirectoryVersion.
-inline constexpr uint32_t kPoolDirectoryVersion = 8;
+inline constexpr uint32_t kPoolDirectoryVersion = 9;
 inline constexpr uint32_t kOldestEncodedDirectory = 5;
 
 struct VdevConfig {
@@ -227,6 +230,10 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
 // 1..255 bytes, no '/', NUL, '@' or '%', not "." or "..". InvalidArgument
 // saying what is wrong otherwise.
 Status ValidateDatasetName(std::string_view name);
+// Whether `name` is that of a receive's hidden dataset ("%recv-ID", from
+// directory version 9): a child of the root dataset, named after its id.
+bool IsReceiveName(std::string_view name);
+std::string ReceiveName(uint64_t id);
 
 // Where the intent log stands as of a txg: the first log block that the
 // pool as of `synced_txg` still needs (its records, and every later one's,

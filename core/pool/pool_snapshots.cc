@@ -164,11 +164,10 @@ std::vector<std::string> Pool::ClonesOf(uint64_t snap) const {
 
 Status Pool::NoClones(const Snap& s, const std::string& what) const {
   if (const std::vector<std::string> clones = ClonesOf(s.entry.id); !clones.empty())
-    return Status(StatusCode::kNotEmpty, what + ": " +
-                                             Quote(FullName(*Find(s.entry.dataset)) + "@" +
-                                                   s.entry.name) +
-                                             " is the origin of " + QuoteList(clones) +
-                                             "; destroy them first, or promote them");
+    return Status(StatusCode::kNotEmpty,
+                  what + ": " + Quote(FullName(*Find(s.entry.dataset)) + "@" + s.entry.name) +
+                      " is the origin of " + QuoteList(clones) +
+                      "; destroy them first, or promote them");
   // A clone destroyed in a txg not synced yet still needs its origin's
   // txg when that sync frees its blocks.
   for (const auto& [id, ds] : datasets_)
@@ -197,8 +196,8 @@ Result<std::vector<zio::BlockPtr>> Pool::ReadBucket(const DeadBucket& b, const s
     POOLFS_ASSIGN_OR_RETURN(std::string bytes,
                             mos_->Read(ObjectId(o.object), 0, o.entries * bp_size));
     if (bytes.size() != o.entries * bp_size)
-      return Status::Corruption(what + ": deadlist object " + std::to_string(o.object) +
-                                " holds " + std::to_string(bytes.size()) + " bytes, not " +
+      return Status::Corruption(what + ": deadlist object " + std::to_string(o.object) + " holds " +
+                                std::to_string(bytes.size()) + " bytes, not " +
                                 std::to_string(o.entries * bp_size));
     for (uint64_t k = 0; k < o.entries; k++) {
       POOLFS_ASSIGN_OR_RETURN(
@@ -256,53 +255,61 @@ Result<Txg> Pool::AddSnapshots(const std::vector<SnapshotRequest>& requests, boo
       Subtree(top, &all);
     }
     for (Dataset* ds : all) {
-      const std::string full = FullName(*ds) + "@" + parts.second;
-      // Taken before a rollback of the same txg, it would hold blocks the
-      // rollback frees.
-      if (ds->rollback != Txg(0))
-        return Status::Busy("cannot snapshot " + Quote(full) + ": a rollback of " +
-                            Quote(FullName(*ds)) + " is under way; try again");
-      POOLFS_RETURN_IF_ERROR(NotPromoting(*ds, "cannot snapshot " + Quote(full)));
       if (!seen.insert(ds->entry.id).second)
-        return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": dataset " +
-                                       Quote(FullName(*ds)) +
-                                       " is named twice; one snapshot of a dataset per txg");
-      for (const auto& [sid, s] : snapshots_) {
-        if (s->entry.dataset != ds->entry.id) continue;
-        // One destroyed in a later txg than t is still in t's directory,
-        // beside the new one: their guids must differ.
-        if (request.guid != 0 && s->entry.guid == request.guid &&
-            (s->destroyed == Txg(0) || s->destroyed > t))
-          return Status::InvalidArgument("cannot snapshot " + Quote(full) + " with guid " +
-                                         std::to_string(request.guid) + ": snapshot " +
-                                         Quote(FullName(*ds) + "@" + s->entry.name) + " has it");
-        if (s->destroyed != Txg(0)) continue;
-        if (s->entry.name == parts.second)
-          return Status::AlreadyExists("snapshot " + Quote(full) + " exists");
-        if (s->entry.txg == t)
-          return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": snapshot " +
-                                         Quote(FullName(*ds) + "@" + s->entry.name) +
-                                         " is being taken in the same txg; try again");
-      }
+        return Status::InvalidArgument(
+            "cannot snapshot " + Quote(FullName(*ds) + "@" + parts.second) + ": dataset " +
+            Quote(FullName(*ds)) + " is named twice; one snapshot of a dataset per txg");
+      POOLFS_RETURN_IF_ERROR(CanSnapshot(*ds, parts.second, t, request.guid));
       todo.push_back({ds, parts.second, &request});
     }
   }
-  const int64_t now = int64_t(std::time(nullptr));
-  for (Todo& each : todo) {
-    auto s = std::make_unique<Snap>();
-    s->entry.id = dir_.next_dataset_id++;
-    s->entry.dataset = each.ds->entry.id;
-    s->entry.txg = t;
-    s->entry.creation_time = each.request->creation_time != 0 ? each.request->creation_time : now;
-    s->entry.guid = each.request->guid != 0 ? each.request->guid : NewGuid(each.ds->entry.id);
-    s->entry.name = std::move(each.name);
-    const uint64_t id = s->entry.id;
-    snapshots_.emplace(id, std::move(s));
-  }
+  for (Todo& each : todo)
+    NewSnap(each.ds, std::move(each.name), t, each.request->guid, each.request->creation_time);
   dir_dirty_ = true;
   tx.Dirtied(4096);
   tx.Commit();
   return t;
+}
+
+Status Pool::CanSnapshot(const Dataset& ds, std::string_view name, Txg t, uint64_t guid) const {
+  const std::string full = FullName(ds) + "@" + std::string(name);
+  // Taken before a rollback of the same txg, it would hold blocks the
+  // rollback frees; the same goes for a received head taking its place.
+  if (ds.rollback != Txg(0))
+    return Status::Busy("cannot snapshot " + Quote(full) + ": a rollback of " +
+                        Quote(FullName(ds)) + " is under way; try again");
+  if (ds.receive != Txg(0))
+    return Status::Busy("cannot snapshot " + Quote(full) + ": a receive into " +
+                        Quote(FullName(ds)) + " is finishing; try again");
+  POOLFS_RETURN_IF_ERROR(NotPromoting(ds, "cannot snapshot " + Quote(full)));
+  for (const auto& [sid, s] : snapshots_) {
+    if (s->entry.dataset != ds.entry.id) continue;
+    // One destroyed in a later txg than t is still in t's directory,
+    // beside the new one: their guids must differ.
+    if (guid != 0 && s->entry.guid == guid && (s->destroyed == Txg(0) || s->destroyed > t))
+      return Status::InvalidArgument("cannot snapshot " + Quote(full) + " with guid " +
+                                     std::to_string(guid) + ": snapshot " +
+                                     Quote(FullName(ds) + "@" + s->entry.name) + " has it");
+    if (s->destroyed != Txg(0)) continue;
+    if (s->entry.name == name) return Status::AlreadyExists("snapshot " + Quote(full) + " exists");
+    if (s->entry.txg == t)
+      return Status::InvalidArgument("cannot snapshot " + Quote(full) + ": snapshot " +
+                                     Quote(FullName(ds) + "@" + s->entry.name) +
+                                     " is being taken in the same txg; try again");
+  }
+  return Status::Ok();
+}
+
+void Pool::NewSnap(Dataset* ds, std::string name, Txg t, uint64_t guid, int64_t creation_time) {
+  auto s = std::make_unique<Snap>();
+  s->entry.id = dir_.next_dataset_id++;
+  s->entry.dataset = ds->entry.id;
+  s->entry.txg = t;
+  s->entry.creation_time = creation_time != 0 ? creation_time : int64_t(std::time(nullptr));
+  s->entry.guid = guid != 0 ? guid : NewGuid(ds->entry.id);
+  s->entry.name = std::move(name);
+  const uint64_t id = s->entry.id;
+  snapshots_.emplace(id, std::move(s));
 }
 
 Result<std::vector<Pool::Snap*>> Pool::ResolveRange(std::string_view name) const {
@@ -469,8 +476,7 @@ SnapshotFigures Pool::FiguresOf(const Dataset& ds, const std::vector<Snap*>& sna
   // Only it holds what its successor's deadlist has of the blocks born
   // after the snapshot before it.
   // (A clone's first snapshot: its origin before it.)
-  const Snap* origin =
-      ds.entry.origin != 0 ? snapshots_.at(ds.entry.origin).get() : nullptr;
+  const Snap* origin = ds.entry.origin != 0 ? snapshots_.at(ds.entry.origin).get() : nullptr;
   const uint64_t prev_txg =
       i > 0 ? snaps[i - 1]->entry.txg.value() : (origin ? origin->entry.txg.value() : 0);
   const Deadlist& next = i + 1 < snaps.size() ? snaps[i + 1]->entry.deadlist : ds.deadlist;
@@ -527,9 +533,10 @@ Result<Txg> Pool::Rollback(std::string_view name, bool destroy_later) {
   }
   for (const Snap* o : later)
     POOLFS_RETURN_IF_ERROR(NoClones(*o, "cannot roll back to " + Quote(full)));
-  if (ds->rollback != Txg(0))
-    return Status::Busy("cannot roll back " + Quote(FullName(*ds)) +
-                        ": a rollback of it is under way");
+  if (ds->rollback != Txg(0) || ds->receive != Txg(0))
+    return Status::Busy("cannot roll back " + Quote(FullName(*ds)) + ": a " +
+                        (ds->rollback != Txg(0) ? "rollback of" : "receive into") +
+                        " it is under way");
   if (busy_ && busy_(ds->entry.id))
     return Status::Busy("cannot roll back " + Quote(FullName(*ds)) + ": it is in use");
   for (Snap* o : later) o->destroyed = tx.txg();
@@ -591,9 +598,10 @@ Result<Txg> Pool::Promote(std::string_view name) {
   POOLFS_RETURN_IF_ERROR(NotPromoting(*c, what));
   POOLFS_RETURN_IF_ERROR(NotPromoting(*d, what));
   for (const Dataset* x : {c, d}) {
-    if (x->rollback != Txg(0))
-      return Status::Busy(what + ": a rollback of " + Quote(FullName(*x)) +
-                          " is under way; try again");
+    if (x->rollback != Txg(0) || x->receive != Txg(0))
+      return Status::Busy(what + ": a " +
+                          (x->rollback != Txg(0) ? "rollback of " : "receive into ") +
+                          Quote(FullName(*x)) + " is under way; try again");
     for (const auto& [id, s] : snapshots_)
       if (s->entry.dataset == x->entry.id && s->entry.root.IsHole())
         return Status::Busy(what + ": snapshot " + Quote(FullName(*x) + "@" + s->entry.name) +
@@ -865,8 +873,7 @@ Status Pool::LoadSnapshots() {
   // A clone keeps what it has of its origin: blocks born up to the
   // origin's txg are never its to free.
   for (auto& [id, ds] : datasets_)
-    if (ds->entry.origin != 0)
-      ds->prev_snap.store(std::max(ds->prev_snap.load(), BaseTxg(*ds)));
+    if (ds->entry.origin != 0) ds->prev_snap.store(std::max(ds->prev_snap.load(), BaseTxg(*ds)));
   return Status::Ok();
 }
 

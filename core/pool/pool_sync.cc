@@ -292,6 +292,8 @@ Status Pool::SyncTxg(Txg t) {
   // 1. Datasets.
   POOLFS_RETURN_IF_ERROR(SyncDatasets(t, busy_ns, &record.datasets).WithContext(txg_name));
   dmu::Tx tx = dmu::Tx::ForSync(t);
+  // A received head replaces its dataset's before t's snapshots keep it.
+  POOLFS_RETURN_IF_ERROR(TakeReceivedHeads(tx).WithContext(txg_name));
   // Then the snapshots of t, the blocks the datasets dropped that
   // snapshots hold, and the snapshots and datasets destroyed in t.
   POOLFS_RETURN_IF_ERROR(CaptureSnapshots(t).WithContext(txg_name));

@@ -1,6 +1,8 @@
 // DatasetTreeFs; see the theory comment in dataset_tree.h.
 #include "posix/dataset_tree.h"
 
+#include "send/receive.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,9 +21,12 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
  public:
   explicit Admin(DatasetTreeFs* tree)
       : tree_(tree),
-        inner_(tree->pool_.get(), [](pool::Pool& p, std::string_view from, std::string_view to) {
-          return DiffDatasets(p, from, to);
-        }) {}
+        inner_(
+            tree->pool_.get(),
+            [](pool::Pool& p, std::string_view from, std::string_view to) {
+              return DiffDatasets(p, from, to);
+            },
+            send::Replicator()) {}
 
   Status Create(std::string_view name, bool parents,
                 const std::vector<PropertyAssignment>& props) override {
@@ -137,7 +142,14 @@ class DatasetTreeFs::Admin final : public DatasetAdmin {
   }
   Result<ReceiveSummary> Receive(const ReceiveOptions& options,
                                  const StreamSource& source) override {
-    Result<ReceiveSummary> r = inner_.Receive(options, source, nullptr);
+    // An incremental stream's target goes while the pool gives it its
+    // received head; Refresh opens it again over what the pool then has.
+    Result<ReceiveSummary> r =
+        inner_.Receive(options, source, [this](std::string_view target) -> Status {
+          const std::optional<uint64_t> slot = tree_->SlotNamed(std::string(target));
+          if (!slot.has_value()) return Status::Ok();  // a full stream's: new
+          return TakeOut(target, *slot);
+        });
     Status st = Follow(r.status());
     if (!st.ok()) return st;
     return r;

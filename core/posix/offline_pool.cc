@@ -3,6 +3,7 @@
 // (posix/diff.h), which the pool layer below cannot.
 #include "pool/dataset_admin.h"
 #include "posix/diff.h"
+#include "send/receive.h"
 
 namespace poolfs {
 
@@ -12,9 +13,12 @@ class PoolOffline final : public OfflinePool {
  public:
   explicit PoolOffline(std::unique_ptr<core::pool::Pool> pool)
       : pool_(std::move(pool)),
-        admin_(pool_.get(), [](core::pool::Pool& p, std::string_view from, std::string_view to) {
-          return core::posix::DiffDatasets(p, from, to);
-        }) {}
+        admin_(
+            pool_.get(),
+            [](core::pool::Pool& p, std::string_view from, std::string_view to) {
+              return core::posix::DiffDatasets(p, from, to);
+            },
+            core::send::Replicator()) {}
   ~PoolOffline() override { Close().ok(); }
   const std::string& name() const override { return pool_->name(); }
   DatasetAdmin& datasets() override { return admin_; }

@@ -23,6 +23,7 @@
 #include "posix/diff.h"
 #include "posix/inode_table.h"
 #include "posix/znode_phys.h"
+#include "send/receive.h"
 #include "util/read_mostly_lock.h"
 #include "zap/zap.h"
 #include "zil/intent_log.h"
@@ -421,9 +422,11 @@ class PosixFs final : public Filesystem {
   std::shared_ptr<pool::Pool> pool_;
   // After pool_, which it uses.
   pool::PoolDatasetAdmin dataset_admin_{
-      pool_.get(), [](pool::Pool& p, std::string_view from, std::string_view to) {
+      pool_.get(),
+      [](pool::Pool& p, std::string_view from, std::string_view to) {
         return DiffDatasets(p, from, to);
-      }};
+      },
+      send::Replicator()};
   dmu::ObjectSet* const os_;
   const bool exports_;  // Unmount exports pool_
   MountOptions opts_;

@@ -65,11 +65,12 @@ class Sender {
     o.compression = newer.compression;
     o.bonus_type = newer.bonus_type;
     o.bonus = newer.bonus;
-    POOLFS_RETURN_IF_ERROR(Count(w_ ? w_->Object(o) : Status::Ok(), o.bonus.size()));
-    stats_->objects++;
     // The receiver has this very object (same generation): only what
     // changed since the base goes, holes included.
     const bool kept = r_.from && !older.free() && older.generation == newer.generation;
+    o.fresh = !kept;
+    POOLFS_RETURN_IF_ERROR(Count(w_ ? w_->Object(o) : Status::Ok(), o.bonus.size()));
+    stats_->objects++;
     return Data(id, newer, kept ? r_.from->txg : Txg(0), kept && older.length > newer.length);
   }
 

@@ -388,6 +388,7 @@ Result<ObjectInfo> DecodeObject(const Record& r) {
   o.compression = static_cast<uint8_t>(r.f[5]);
   o.bonus_type = static_cast<uint8_t>(r.f[5] >> 8);
   o.bonus = r.payload;
+  o.fresh = (r.flags & kObjectNew) != 0;
   return o;
 }
 
@@ -578,6 +579,7 @@ Status StreamWriter::Object(const ObjectInfo& info) {
          info.generation,   uint64_t{info.compression} | uint64_t{info.bonus_type} << 8,
          info.bonus.size(), 0};
   r.payload = info.bonus;
+  r.flags = info.fresh ? kObjectNew : 0;
   return Emit(std::move(r));
 }
 
@@ -699,7 +701,10 @@ Result<std::optional<Record>> StreamReader::ReadRecord() {
                  "reader does not read compound streams");
     return Bad(r, "unknown record type " + Str(type));
   }
-  if (r.flags != 0) return Bad(r, "flags " + util::Hex(r.flags) + " set; none is defined");
+  if (const uint16_t known = r.type == RecordType::kObject ? kObjectNew : 0; r.flags & ~known)
+    return Bad(r, "flags " + util::Hex(r.flags) + " set; " +
+                      (known ? "only " + util::Hex(known) + " is defined" : "none is defined") +
+                      " for " + RecordTypeName(type));
   if (GetLE32(h + kOffReserved12) != 0) return Bad(r, "reserved bytes 12..15 are not zero");
   if (GetLE64(h + kOffReserved96) != 0) return Bad(r, "reserved bytes 96..103 are not zero");
   if (GetLE64(h + kOffReserved112) != 0) return Bad(r, "reserved bytes 112..119 are not zero");

@@ -35,9 +35,9 @@
 // snapshot the receiver has, and what the records do to a dataset are the
 // receiver's business.
 //
-// Callers: the send traversal feeds a StreamWriter whose sink is the output
-// pipe; the receive engine pulls records from a StreamReader over the input
-// pipe and applies them. Neither is in this layer yet.
+// Callers: the send traversal (send.h) feeds a StreamWriter whose sink is
+// the output pipe; the receive engine (receive.h) pulls records from a
+// StreamReader over the input pipe and applies them.
 //
 // Errors: the reader returns Corruption for any damage, naming the record
 // ("send stream record 7 (WRITE object 12 offset 131072): ...") and what is
@@ -108,6 +108,10 @@ inline constexpr uint64_t kFeatureCompressed = 1u << 0;  // WRITE payloads may b
 inline constexpr uint64_t kFeatureResuming = 1u << 1;    // continues an interrupted receive
 inline constexpr uint64_t kKnownFeatures = kFeatureCompressed | kFeatureResuming;
 
+// OBJECT's flag: the receiver does not have the object and starts it
+// afresh (the spec, 4.2).
+inline constexpr uint16_t kObjectNew = 1u << 0;
+
 // Object types a dataset holds (the DMU's ObjectType values).
 inline constexpr uint8_t kObjectTypePlain = 2;
 inline constexpr uint8_t kObjectTypeDirectory = 3;
@@ -124,7 +128,7 @@ inline constexpr uint8_t kCompressZstd = 2;
 // turn a record into its meaning.
 struct Record {
   RecordType type = RecordType::kBegin;
-  uint16_t flags = 0;  // version 1 defines no flag: always 0
+  uint16_t flags = 0;  // per type: kObjectNew on OBJECT; else 0
   uint64_t index = 0;  // position in the stream; BEGIN is 0
   std::array<uint64_t, 8> f{};
   std::string payload;
@@ -157,6 +161,8 @@ struct ObjectInfo {
   uint8_t compression = kCompressOff;  // the dnode's
   uint8_t bonus_type = 0;
   std::string bonus;  // at most kMaxBonus bytes
+  // New to the receiver (kObjectNew): it starts the object afresh.
+  bool fresh = false;
   bool operator==(const ObjectInfo&) const = default;
 };
 

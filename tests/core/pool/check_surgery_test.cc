@@ -635,7 +635,7 @@ std::map<std::string, uint64_t> ListedGuids(Pool& p) {
   return out;
 }
 
-TEST_CASE("A version 7 pool directory imports with a guid per snapshot, stored as version 8",
+TEST_CASE("A version 7 pool directory imports with a guid per snapshot, stored as the current",
           "[check][snapshot][guid]") {
   TempDir dir;
   std::vector<std::string> paths = {dir / "v0"};
@@ -677,7 +677,8 @@ TEST_CASE("A version 7 pool directory imports with a guid per snapshot, stored a
   {
     Surgeon s(paths);
     const std::string bytes = s.ReadObject(s.mos(), 1);
-    CHECK(util::GetLE32(reinterpret_cast<const uint8_t*>(bytes.data()) + 8) == 8);
+    CHECK(util::GetLE32(reinterpret_cast<const uint8_t*>(bytes.data()) + 8) ==
+          kPoolDirectoryVersion);
     for (const auto& [name, e] : SnapshotsByName(s.Directory())) CHECK(e.guid == guids[name]);
   }
   CheckReport r = Check(paths);

@@ -383,7 +383,8 @@ TEST_CASE("The pool directory keeps snapshot guids, refuses 0 and repeats, reads
   d.snapshots[2].guid = d.snapshots[1].guid;  // two datasets may share one
   for (zio::BpFormat format : {zio::BpFormat::kV1, zio::BpFormat::kV2}) {
     const std::string bytes = EncodePoolDirectory(d, format);
-    CHECK(util::GetLE32(reinterpret_cast<const uint8_t*>(bytes.data()) + 8) == 8);
+    CHECK(util::GetLE32(reinterpret_cast<const uint8_t*>(bytes.data()) + 8) ==
+          kPoolDirectoryVersion);
     auto back = DecodePoolDirectory(bytes, format);
     INFO(back.status().ToString());
     REQUIRE(back.ok());
@@ -410,6 +411,46 @@ TEST_CASE("The pool directory keeps snapshot guids, refuses 0 and repeats, reads
   Refused(bad,
           "snapshot 1 ('@b') of dataset 1 has guid 18446744073709551615, as snapshot '@a' of "
           "that dataset has");
+}
+
+TEST_CASE("Version 9 directories hold a receive's hidden dataset, and only where it may be",
+          "[snapshot][receive]") {
+  auto decode = [](const PoolDirectory& d, uint32_t version = kPoolDirectoryVersion) {
+    return DecodePoolDirectory(EncodePoolDirectory(d, zio::BpFormat::kV2, version),
+                               zio::BpFormat::kV2);
+  };
+  PoolDirectory d;
+  d.next_dataset_id = 10;
+  d.datasets = {DirDataset(1, 0, "tank"), DirDataset(2, 1, "d"), DirDataset(7, 1, "%recv-7")};
+  d.snapshots = {DirSnapshot(3, 2, 5, "a")};
+  auto good = decode(d);
+  INFO(good.status().ToString());
+  REQUIRE(good.ok());
+  CHECK(good->datasets == d.datasets);
+  // Before version 9 the name is just bad.
+  auto old = decode(d, 8);
+  CHECK(old.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(old.status().message(), Catch::Contains("contains '%'"));
+  struct Bad {
+    std::function<void(PoolDirectory&)> change;
+    const char* says;
+  };
+  const Bad bad[] = {
+      {[](PoolDirectory& x) { x.datasets[2].name = "%recv-8"; }, "the only hidden name"},
+      {[](PoolDirectory& x) { x.datasets[2].parent = 2; }, "not a child of the root dataset"},
+      {[](PoolDirectory& x) { x.datasets.push_back(DirDataset(8, 7, "below")); },
+       "is a child of hidden dataset"},
+      {[](PoolDirectory& x) { x.snapshots.push_back(DirSnapshot(9, 7, 6, "s")); },
+       "belongs to hidden dataset"},
+  };
+  for (const Bad& b : bad) {
+    PoolDirectory x = d;
+    b.change(x);
+    auto r = decode(x);
+    INFO(b.says);
+    CHECK(r.status().code() == StatusCode::kCorruption);
+    CHECK_THAT(r.status().message(), Catch::Contains(b.says));
+  }
 }
 
 TEST_CASE("The pool directory keeps clones' origins and refuses bad ones", "[snapshot][clone]") {
@@ -447,8 +488,7 @@ TEST_CASE("The pool directory keeps clones' origins and refuses bad ones", "[sna
   bad = d;
   bad.snapshots.pop_back();  // a clone may keep a head deadlist without snapshots
   bad.head_deadlists[3].erase(9);
-  CHECK(DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2)
-            .ok());
+  CHECK(DecodePoolDirectory(EncodePoolDirectory(bad, zio::BpFormat::kV2), zio::BpFormat::kV2).ok());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // of the receiving object set, must give exactly the snapshot's objects;
 // an incremental stream, replayed on its base's, exactly the later one, at
 // the cost of what changed.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -14,12 +15,29 @@ namespace {
 
 using pool::TestPool;
 
-// An object as the stream describes it, its bytes in full (holes as zeros).
+// An object as the stream describes it: its data blocks by index, each
+// block_size bytes (absent: a hole, zeros). Sparse, so that objects with
+// data gigabytes out cost what they hold.
 struct Replayed {
   ObjectInfo info;
-  std::string data;
+  std::map<uint64_t, std::string> blocks;
 };
 using ReplayedSet = std::map<uint64_t, Replayed>;
+
+// Zeros [from, to) of x (a hole or a shrink).
+void Zero(Replayed& x, uint64_t from, uint64_t to) {
+  const uint64_t bs = x.info.block_size;
+  for (auto it = x.blocks.lower_bound(from / bs); it != x.blocks.end() && it->first * bs < to;) {
+    const uint64_t start = it->first * bs;
+    const uint64_t a = std::max(from, start), b = std::min(to, start + bs);
+    if (a == start && b == start + bs) {
+      it = x.blocks.erase(it);
+      continue;
+    }
+    std::fill(it->second.begin() + (a - start), it->second.begin() + (b - start), '\0');
+    ++it;
+  }
+}
 
 // Applies a whole stream to *set as a receiver would; returns its BEGIN.
 BeginInfo Replay(const std::string& stream, ReplayedSet* set) {
@@ -42,11 +60,14 @@ BeginInfo Replay(const std::string& stream, ReplayedSet* set) {
       case RecordType::kObject: {
         auto o = DecodeObject(r);
         REQUIRE(o.ok());
+        // A new object starts empty; a kept one must be there.
+        if (!o->fresh) REQUIRE(set->count(o->object) == 1);
         Replayed& x = (*set)[o->object];
-        // Another generation is another object: it starts empty.
-        if (x.info.generation != o->generation) x.data.clear();
+        if (o->fresh) x.blocks.clear();
+        // The data of a kept object is as the base left it, up to its new
+        // length.
+        if (!o->fresh && o->length < x.info.length) Zero(x, o->length, UINT64_MAX);
         x.info = *o;
-        x.data.resize(o->length, '\0');
         open = o->object;
         break;
       }
@@ -60,22 +81,16 @@ BeginInfo Replay(const std::string& stream, ReplayedSet* set) {
         auto w = DecodeWrite(r);
         REQUIRE(w.ok());
         REQUIRE(w->object == open);
-        std::string& d = (*set)[open].data;
-        if (w->offset < d.size())
-          d.replace(w->offset, std::min<uint64_t>(w->data.size(), d.size() - w->offset),
-                    w->data.substr(0, d.size() - w->offset));
+        Replayed& x = (*set)[open];
+        REQUIRE(w->data.size() == x.info.block_size);
+        x.blocks[w->offset / x.info.block_size] = w->data;
         break;
       }
       case RecordType::kFree: {
         auto f = DecodeFree(r);
         REQUIRE(f.ok());
         REQUIRE(f->object == open);
-        std::string& d = (*set)[open].data;
-        if (f->offset < d.size()) {
-          const uint64_t n = f->length == kToEnd ? d.size() - f->offset
-                                                 : std::min(f->length, d.size() - f->offset);
-          d.replace(f->offset, n, std::string(n, '\0'));
-        }
+        Zero((*set)[open], f->offset, f->length == kToEnd ? UINT64_MAX : f->offset + f->length);
         break;
       }
       case RecordType::kEnd: break;
@@ -84,7 +99,22 @@ BeginInfo Replay(const std::string& stream, ReplayedSet* set) {
   return begin;
 }
 
-// *set must be exactly the objects of snapshot `name`.
+// The bytes [from, to) of x.
+std::string BytesOf(const Replayed& x, uint64_t from, uint64_t to) {
+  std::string out(to - from, '\0');
+  const uint64_t bs = x.info.block_size;
+  for (auto it = x.blocks.lower_bound(from / bs); it != x.blocks.end() && it->first * bs < to;
+       ++it) {
+    const uint64_t start = it->first * bs;
+    const uint64_t a = std::max(from, start), b = std::min(to, start + bs);
+    std::copy(it->second.begin() + (a - start), it->second.begin() + (b - start),
+              out.begin() + (a - from));
+  }
+  return out;
+}
+
+// *set must be exactly the objects of snapshot `name`: attributes, the
+// bytes of every data region, and zeros (or nothing) everywhere else.
 void RequireSame(TestPool& t, const std::string& name, const ReplayedSet& set) {
   auto os = t.pool->OpenSnapshot(name);
   INFO(name << ": " << os.status().ToString());
@@ -108,9 +138,30 @@ void RequireSame(TestPool& t, const std::string& name, const ReplayedSet& set) {
     CHECK(x.info.generation == st->generation);
     CHECK(x.info.bonus_type == st->bonus_type);
     CHECK(x.info.bonus == st->bonus);
-    auto bytes = (*os)->Read(ObjectId(id), 0, st->length);
-    REQUIRE(bytes.ok());
-    CHECK(x.data == *bytes);
+    uint64_t covered = 0;  // replayed blocks inside the snapshot's data
+    for (uint64_t off = 0; off < st->length;) {
+      auto data = (*os)->Seek(ObjectId(id), off, st->length, false);
+      REQUIRE(data.ok());
+      if (*data >= st->length) break;
+      auto hole = (*os)->Seek(ObjectId(id), *data, st->length, true);
+      REQUIRE(hole.ok());
+      auto bytes = (*os)->Read(ObjectId(id), *data, *hole - *data);
+      REQUIRE(bytes.ok());
+      CHECK(BytesOf(x, *data, *hole) == *bytes);
+      for (auto b = x.blocks.lower_bound(*data / x.info.block_size);
+           b != x.blocks.end() && b->first * x.info.block_size < *hole; ++b)
+        covered++;
+      off = *hole;
+    }
+    // What the replay holds outside the snapshot's data reads as zeros.
+    if (covered != x.blocks.size())
+      for (const auto& [blk, bytes] : x.blocks)
+        if (blk * x.info.block_size < st->length) {
+          auto read = (*os)->Read(ObjectId(id), blk * x.info.block_size, x.info.block_size);
+          REQUIRE(read.ok());
+          CHECK(BytesOf(x, blk * x.info.block_size, blk * x.info.block_size + read->size()) ==
+                *read);
+        }
   }
   CHECK(set.size() == found);
 }

@@ -225,6 +225,25 @@ Record FrObjs(uint64_t i, uint64_t first, uint64_t count) {
   return Rec(RecordType::kFreeObjects, i, {first, count, 0, 0, 0, 0, 0, 0});
 }
 
+TEST_CASE("OBJECT's NEW flag is read, and any other flag refused", "[send][damage]") {
+  Record o = Obj(1, 1);
+  o.flags = kObjectNew;
+  auto fresh = DecodeObject(o);
+  REQUIRE(fresh.ok());
+  CHECK(fresh->fresh);
+  const Record end =
+      Rec(RecordType::kEnd, 2, {kToGuid, 2, BeginRecord().payload.size(), 0, 0, 0, 0, 0});
+  auto read = ReadAll(RawStream({BeginRecord(), o, end}));
+  INFO(read.status().ToString());
+  REQUIRE(read.ok());
+  CHECK((*read)[1].flags == kObjectNew);
+  o.flags = kObjectNew | 4;
+  ExpectNamed(Refusal(RawStream({BeginRecord(), o})), 1, "only 0x1 is defined for OBJECT");
+  Record w = Wr(2, 1, 0);
+  w.flags = kObjectNew;
+  ExpectNamed(Refusal(RawStream({BeginRecord(), Obj(1, 1), w})), 2, "none is defined for WRITE");
+}
+
 TEST_CASE("Order violations are refused naming the record", "[send][damage]") {
   const Record b = BeginRecord();
   ExpectNamed(Refusal(RawStream({Obj(0, 1)})), 0, "does not start with BEGIN");

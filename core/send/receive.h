@@ -1,0 +1,61 @@
+// Receive: a replication stream (stream.h) applied to a pool, all or
+// nothing; and the glue that gives the public API (poolfs/replication.h)
+// both directions.
+//
+// Theory. A stream is applied to a hidden dataset (Pool::BeginReceive): an
+// empty one for a full stream, a clone of the target's newest snapshot
+// for an incremental one, whose BEGIN must name that snapshot's guid as
+// its base. The records are read ahead in batches (up to a few MiB), each
+// batch checked by the reader (every checksum, every order rule) before
+// one Tx applies it, so no Tx waits on the sender: a slow pipe never holds
+// a txg open. OBJECT with NEW frees whatever the hidden dataset has under
+// the id and claims it afresh (ObjectSet::Claim), with a generation of
+// this pool (scrub and the intent log compare generations with local
+// txgs); without NEW the object must be there, and takes the record's
+// block size and bonus. WRITE writes the block's logical bytes (up to the
+// object's length), FREE punches a hole, FREEOBJECTS frees the ids it
+// covers; when the object's records end, it takes its length. The
+// dataset's own compression and copies apply to what is written: a
+// stream does not carry the sender's.
+//
+// Only once END has arrived, the checker has accepted it and the source
+// is at its end (nothing may follow END), and the hidden dataset has
+// synced, does Pool::FinishReceive make it appear, in one txg with the
+// received snapshot (its sender's guid and creation time). Any failure
+// before that (a damaged, truncated or mismatched stream, a full pool,
+// the source's error) destroys the hidden dataset (Pool::AbandonReceive)
+// and leaves the target as it was; a crash leaves the hidden dataset for
+// the next import to destroy.
+//
+// Thread safety: Receive runs on the calling thread; several may run at
+// once on one pool, each into its own hidden dataset. The finisher
+// serializes the last step with the pool's other dataset changes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "pool/dataset_admin.h"
+#include "pool/pool.h"
+#include "poolfs/replication.h"
+#include "poolfs/status.h"
+
+namespace poolfs::core::send {
+
+// Reads a stream from `source` and applies it to `pool` as `options`
+// says (poolfs/replication.h, DatasetAdmin::Receive); `finish` runs the
+// last step (PoolDatasetAdmin::Finisher).
+Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
+                               const StreamSource& source,
+                               const pool::PoolDatasetAdmin::Finisher& finish);
+
+// Writes the stream of options.snapshot (DatasetAdmin::Send); with a null
+// sink, counts instead (an estimate).
+Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
+                                 const StreamSink& sink);
+
+// Both, for a PoolDatasetAdmin.
+pool::PoolDatasetAdmin::Replicator Replicator();
+
+}  // namespace poolfs::core::send

@@ -1,0 +1,467 @@
+// Receive: what a stream makes on the receiving pool must read exactly as
+// the snapshot it was sent from (objects, attributes, data, holes), for a
+// full stream and for a chain of incremental ones, on the same pool and
+// on another of different ashift, vdevs and compression; a stream that is
+// damaged, truncated or for another base leaves the target as it was and
+// nothing behind; the pool checks clean after every kind of receive.
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../pool/test_pool.h"
+#include "send/receive.h"
+#include "stream_fixture.h"
+
+namespace poolfs::core::send::testing {
+namespace {
+
+using pool::TestPool;
+
+// The data regions of object `id` (SEEK_DATA / SEEK_HOLE), [start, end).
+std::vector<std::pair<uint64_t, uint64_t>> Regions(dmu::ObjectSet& os, uint64_t id,
+                                                   uint64_t length) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (uint64_t off = 0; off < length;) {
+    auto data = os.Seek(ObjectId(id), off, length, false);
+    REQUIRE(data.ok());
+    if (*data >= length) break;
+    auto hole = os.Seek(ObjectId(id), *data, length, true);
+    REQUIRE(hole.ok());
+    out.emplace_back(*data, *hole);
+    off = *hole;
+  }
+  return out;
+}
+
+// `got` must hold exactly `want`'s objects: ids, types, block sizes,
+// lengths, bonuses, data and holes (generations are each pool's own).
+void RequireSameObjects(dmu::ObjectSet& want, dmu::ObjectSet& got) {
+  const uint64_t end = std::max(want.next_object(), got.next_object());
+  for (uint64_t id = 1; id < end; id++) {
+    auto w = want.Stat(ObjectId(id));
+    auto g = got.Stat(ObjectId(id));
+    INFO("object " << id << ": " << w.status().ToString() << " / " << g.status().ToString());
+    REQUIRE(w.ok() == g.ok());
+    if (!w.ok()) {
+      REQUIRE(w.status().code() == StatusCode::kNotFound);
+      REQUIRE(g.status().code() == StatusCode::kNotFound);
+      continue;
+    }
+    CHECK(w->type == g->type);
+    CHECK(w->block_size == g->block_size);
+    CHECK(w->length == g->length);
+    CHECK(w->bonus_type == g->bonus_type);
+    CHECK(w->bonus == g->bonus);
+    const auto regions = Regions(want, id, w->length);
+    CHECK(regions == Regions(got, id, g->length));
+    for (const auto& [from, to] : regions) {
+      auto a = want.Read(ObjectId(id), from, to - from);
+      auto b = got.Read(ObjectId(id), from, to - from);
+      REQUIRE(a.ok());
+      REQUIRE(b.ok());
+      CHECK(*a == *b);
+    }
+  }
+}
+
+// A pool's view through its admin, with send and receive.
+struct Replication {
+  explicit Replication(pool::Pool* p) : admin(p, nullptr, Replicator()) {}
+  pool::PoolDatasetAdmin admin;
+
+  std::string Send(const std::string& snapshot, const std::string& from = "") {
+    SendOptions o;
+    o.snapshot = snapshot;
+    o.from = from;
+    std::string out;
+    auto r = admin.Send(o, [&out](std::string_view b) {
+      out += b;
+      return Status::Ok();
+    });
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    CHECK(r->bytes == out.size());
+    auto estimate = admin.Send(o, nullptr);
+    REQUIRE(estimate.ok());
+    CHECK(estimate->bytes == out.size());
+    return out;
+  }
+  Result<ReceiveSummary> Receive(const std::string& stream, const std::string& target,
+                                 bool force = false, size_t chunk = 65536) {
+    ReceiveOptions o;
+    o.target = target;
+    o.force = force;
+    return admin.Receive(o, SourceOf(stream, chunk));
+  }
+  void MustReceive(const std::string& stream, const std::string& target, bool force = false) {
+    auto r = Receive(stream, target, force);
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+  }
+};
+
+void RequireSameSnapshot(pool::Pool& a, const std::string& want, pool::Pool& b,
+                         const std::string& got) {
+  INFO(want << " against " << got);
+  auto w = a.OpenSnapshot(want);
+  auto g = b.OpenSnapshot(got);
+  REQUIRE(w.ok());
+  REQUIRE(g.ok());
+  RequireSameObjects(**w, **g);
+}
+
+uint64_t GuidOf(TestPool& t, const std::string& snapshot) {
+  const std::string ds = snapshot.substr(0, snapshot.find('@'));
+  auto l = t.pool->ListSnapshots(ds, false);
+  REQUIRE(l.ok());
+  for (const auto& f : *l)
+    if (f.name == snapshot) return f.guid;
+  FAIL("no snapshot " << snapshot);
+  return 0;
+}
+
+// Runs `body` on `dataset` in one Tx and syncs it.
+void Change(pool::Pool& p, const std::string& dataset,
+            const std::function<void(dmu::Tx&, dmu::ObjectSet&)>& body) {
+  dmu::ObjectSet* os = p.dataset(dataset);
+  REQUIRE(os != nullptr);
+  dmu::Tx tx(p.assigner());
+  REQUIRE(tx.Assign().ok());
+  body(tx, *os);
+  tx.Commit();
+  REQUIRE(p.WaitSynced().ok());
+}
+
+void Ok(const Status& st) {
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+}
+
+// Random changes of every kind a stream carries: new objects (ids reused
+// with backfill on), overwrites, holes punched, shrinks, grows, bonuses,
+// block size changes of one-block objects, frees.
+void Churn(pool::Pool& p, const std::string& dataset, std::mt19937_64& rng, int changes) {
+  Change(p, dataset, [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    os.SetBackfill(dmu::BackfillMode::kOn);
+    std::vector<uint64_t> live;
+    for (uint64_t id = 1; id < os.next_object(); id++)
+      if (os.Stat(ObjectId(id)).ok()) live.push_back(id);
+    for (int i = 0; i < changes; i++) {
+      const int kind = live.empty() ? 0 : int(rng() % 8);
+      const uint64_t id = live.empty() ? 0 : live[rng() % live.size()];
+      auto info = id ? os.Stat(ObjectId(id)) : Result<dmu::ObjectInfo>(dmu::ObjectInfo{});
+      if (id && !info.ok()) continue;  // freed earlier in this Tx
+      const uint64_t bs = id ? info->block_size : 0;
+      switch (kind) {
+        case 0: {
+          const uint32_t sizes[] = {512, 4096, 16384, 131072};
+          auto made = os.Create(tx, dmu::ObjectType::kPlain, sizes[rng() % 4]);
+          REQUIRE(made.ok());
+          const uint32_t size = os.Stat(*made)->block_size;
+          Ok(os.Write(tx, *made, (rng() % 8) * size + rng() % 100,
+                      pool::check_test::Pattern(rng(), 1 + rng() % (3 * size))));
+          live.push_back(made->value());
+          break;
+        }
+        case 1:
+        case 2:
+          Ok(os.Write(tx, ObjectId(id), (rng() % 12) * bs + rng() % 50,
+                      pool::check_test::Pattern(rng(), 1 + rng() % (2 * bs))));
+          break;
+        case 3: Ok(os.Punch(tx, ObjectId(id), (rng() % 6) * bs, (1 + rng() % 3) * bs)); break;
+        case 4: Ok(os.Truncate(tx, ObjectId(id), info->length / (2 + rng() % 3))); break;
+        case 5: Ok(os.Truncate(tx, ObjectId(id), info->length + rng() % (20 * bs))); break;
+        case 6:
+          Ok(os.SetBonus(tx, ObjectId(id), uint8_t(rng() % 5),
+                         pool::check_test::Pattern(rng(), rng() % 200)));
+          break;
+        case 7:
+          if (info->length <= 512) {
+            Ok(os.SetBlockSize(tx, ObjectId(id), rng() % 2 ? 512 : 1024));
+          } else {
+            Ok(os.Free(tx, ObjectId(id)));
+            live.erase(std::find(live.begin(), live.end(), id));
+          }
+          break;
+      }
+    }
+  });
+}
+
+TEST_CASE("A full stream received gives the snapshot, its guid, and a clean pool",
+          "[send][receive]") {
+  TestPool t;
+  Replication rep(t.pool.get());
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  std::mt19937_64 rng(1);
+  Churn(*t.pool, "tank/d", rng, 60);
+  Change(*t.pool, "tank/d", [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    auto far = os.Create(tx, dmu::ObjectType::kPlain, 4096);
+    REQUIRE(far.ok());
+    Ok(os.Write(tx, *far, uint64_t{1} << 30, "far away"));  // holes below new indirects
+  });
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  const std::string stream = rep.Send("tank/d@a");
+  auto got = rep.Receive(stream, "tank/r");
+  INFO(got.status().ToString());
+  REQUIRE(got.ok());
+  CHECK(got->snapshot == "tank/r@a");
+  CHECK_FALSE(got->incremental);
+  CHECK(got->bytes == stream.size());
+  RequireSameSnapshot(*t.pool, "tank/d@a", *t.pool, "tank/r@a");
+  CHECK(GuidOf(t, "tank/r@a") == GuidOf(t, "tank/d@a"));
+  // The head is the snapshot, and the only new name is the target's.
+  auto head = t.pool->OpenSyncedDataset("tank/r");
+  REQUIRE(head.ok());
+  RequireSameSnapshot(*t.pool, "tank/d@a", *t.pool, "tank/r@a");
+  CHECK(t.Names() == std::vector<std::string>{"tank", "tank/d", "tank/r"});
+  const CheckReport report = t.Check();
+  CHECK(report.ok());
+  CHECK(report.datasets == 3);
+  // Again into a name that exists: refused, naming it.
+  Replication again(t.pool.get());
+  auto twice = again.Receive(stream, "tank/r");
+  CHECK(twice.status().code() == StatusCode::kAlreadyExists);
+  CHECK_THAT(twice.status().message(), Catch::Contains("'tank/r' exists"));
+  auto orphan = again.Receive(stream, "tank/none/r");
+  CHECK(orphan.status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("A chain of ten incremental streams gives each snapshot in turn, on another pool",
+          "[send][receive]") {
+  TestPool t;
+  Replication rep(t.pool.get());
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  // The receiver: ashift 9, two vdevs, no compression.
+  pool::check_test::TempDir dir;
+  const std::vector<std::string> paths = {dir / "b0", dir / "b1"};
+  REQUIRE(pool::Pool::Create(paths, pool::check_test::kFileSize, pool::CreateOptions{"backup", 9})
+              .ok());
+  auto imported = pool::Pool::Import(paths, pool::check_test::QuietOptions());
+  REQUIRE(imported.ok());
+  std::unique_ptr<pool::Pool> backup = std::move(*imported);
+  Replication brep(backup.get());
+  REQUIRE(brep.admin.Set("backup", {"compression", "off"}).ok());
+
+  std::mt19937_64 rng(7);
+  std::string prev;
+  for (int i = 1; i <= 10; i++) {
+    Churn(*t.pool, "tank/d", rng, 25);
+    const std::string snap = "tank/d@s" + std::to_string(i);
+    REQUIRE(t.admin->Snapshot({snap}, false).ok());
+    const std::string stream = rep.Send(snap, prev);
+    auto got = brep.Receive(stream, "backup/d");
+    INFO(snap << ": " << got.status().ToString());
+    REQUIRE(got.ok());
+    CHECK(got->incremental == (i > 1));
+    RequireSameSnapshot(*t.pool, snap, *backup, "backup/d@s" + std::to_string(i));
+    prev = "@s" + std::to_string(i);
+  }
+  auto head = backup->OpenSyncedDataset("backup/d");
+  REQUIRE(head.ok());
+  auto last = t.pool->OpenSnapshot("tank/d@s10");
+  REQUIRE(last.ok());
+  RequireSameObjects(**last, **head);
+  // Space and deadlists are whole: check, then destroy snapshots out of
+  // order and check again.
+  auto check = [&] {
+    REQUIRE(backup->Export().ok());
+    backup.reset();
+    auto r = CheckPool(paths);
+    REQUIRE(r.ok());
+    for (const CheckProblem& p : r->problems) UNSCOPED_INFO(p.where + ": " + p.what);
+    CHECK(r->ok());
+    auto again = pool::Pool::Import(paths, pool::check_test::QuietOptions());
+    REQUIRE(again.ok());
+    backup = std::move(*again);
+  };
+  check();
+  {
+    pool::PoolDatasetAdmin admin(backup.get());
+    for (int i : {5, 1, 9, 2, 10})
+      REQUIRE(admin.Destroy("backup/d@s" + std::to_string(i), false).ok());
+    REQUIRE(admin.Create("backup/x", false, {}).ok());
+  }
+  check();
+  auto later = backup->OpenSnapshot("backup/d@s7");
+  REQUIRE(later.ok());
+  auto want = t.pool->OpenSnapshot("tank/d@s7");
+  REQUIRE(want.ok());
+  RequireSameObjects(**want, **later);
+  REQUIRE(backup->Export().ok());
+}
+
+TEST_CASE("An incremental stream needs its base as the target's newest snapshot, unchanged",
+          "[send][receive]") {
+  TestPool t;
+  Replication rep(t.pool.get());
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  std::mt19937_64 rng(3);
+  Churn(*t.pool, "tank/d", rng, 20);
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  Churn(*t.pool, "tank/d", rng, 20);
+  REQUIRE(t.admin->Snapshot({"tank/d@b"}, false).ok());
+  Churn(*t.pool, "tank/d", rng, 20);
+  REQUIRE(t.admin->Snapshot({"tank/d@c"}, false).ok());
+  rep.MustReceive(rep.Send("tank/d@a"), "tank/r");
+  const std::string bc = rep.Send("tank/d@c", "@b");
+  const std::string ab = rep.Send("tank/d@b", "@a");
+
+  // Another base: refused, naming the guid.
+  auto wrong = rep.Receive(bc, "tank/r");
+  CHECK(wrong.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(wrong.status().message(), Catch::Contains("has no snapshot with the base's guid"));
+  // A target changed since its snapshot: refused without force.
+  const uint64_t scribble = t.Write("tank/r", "local change");
+  auto changed = rep.Receive(ab, "tank/r");
+  CHECK(changed.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(changed.status().message(), Catch::Contains("has changed since its snapshot"));
+  // With force the change goes, and the stream applies.
+  rep.MustReceive(ab, "tank/r", /*force=*/true);
+  RequireSameSnapshot(*t.pool, "tank/d@b", *t.pool, "tank/r@b");
+  auto head = t.pool->OpenSyncedDataset("tank/r");
+  REQUIRE(head.ok());
+  auto b = t.pool->OpenSnapshot("tank/d@b");
+  REQUIRE(b.ok());
+  RequireSameObjects(**b, **head);
+  (void)scribble;
+  // A base that is no longer the newest: refused.
+  REQUIRE(t.admin->Snapshot({"tank/r@local"}, false).ok());
+  auto stale = rep.Receive(bc, "tank/r");
+  CHECK(stale.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(stale.status().message(), Catch::Contains("not the newest snapshot"));
+  REQUIRE(t.admin->Destroy("tank/r@local", false).ok());
+  rep.MustReceive(bc, "tank/r");
+  RequireSameSnapshot(*t.pool, "tank/d@c", *t.pool, "tank/r@c");
+  CHECK(t.Check().ok());
+}
+
+// What a target looks like from outside: its snapshots and its head.
+struct Shape {
+  std::vector<std::pair<std::string, uint64_t>> snaps;
+  uint64_t referenced = 0;
+  std::vector<std::string> names;
+  bool operator==(const Shape&) const = default;
+};
+Shape ShapeOf(TestPool& t, const std::string& target) {
+  Shape s;
+  auto l = t.pool->ListSnapshots(target, false);
+  REQUIRE(l.ok());
+  for (const auto& f : *l) s.snaps.emplace_back(f.name, f.guid);
+  s.referenced = t.Info(target).referenced;
+  s.names = t.Names();
+  return s;
+}
+
+TEST_CASE("A damaged or truncated stream is refused and leaves the target as it was",
+          "[send][receive][damage]") {
+  TestPool t;
+  Replication rep(t.pool.get());
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  std::mt19937_64 rng(5);
+  Churn(*t.pool, "tank/d", rng, 30);
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  Churn(*t.pool, "tank/d", rng, 30);
+  REQUIRE(t.admin->Snapshot({"tank/d@b"}, false).ok());
+  rep.MustReceive(rep.Send("tank/d@a"), "tank/r");
+  const std::string full = rep.Send("tank/d@b");
+  const std::string inc = rep.Send("tank/d@b", "@a");
+  const Shape before = ShapeOf(t, "tank/r");
+
+  auto records = ReadAll(inc);
+  REQUIRE(records.ok());
+  REQUIRE(records->size() > 4);
+  // Every class of byte: a header's magic, type, flags, fields, checksums;
+  // a payload's first and last byte; END's fields. Each record's.
+  std::vector<size_t> at;
+  size_t off = 0;
+  for (const Record& r : *records) {
+    for (size_t b : {size_t{0}, size_t{4}, size_t{6}, size_t{17}, size_t{24}, size_t{40},
+                     size_t{88}, size_t{104}, size_t{120}, kHeaderSize - 1})
+      at.push_back(off + b);
+    if (!r.payload.empty()) {
+      at.push_back(off + kHeaderSize);
+      at.push_back(off + kHeaderSize + r.payload.size() - 1);
+    }
+    off += kHeaderSize + r.payload.size();
+  }
+  REQUIRE(off == inc.size());
+  for (size_t pos : at) {
+    std::string bad = inc;
+    bad[pos] ^= 0x10;
+    auto got = rep.Receive(bad, "tank/r");
+    INFO("byte " << pos);
+    REQUIRE_FALSE(got.ok());
+    CHECK(got.status().code() == StatusCode::kCorruption);
+    CHECK_THAT(got.status().message(), Catch::Contains("record"));
+    REQUIRE(ShapeOf(t, "tank/r") == before);
+  }
+  // Truncated anywhere (at record boundaries and inside them), or with
+  // bytes after END.
+  for (size_t len : {size_t{0}, size_t{1}, kHeaderSize, kHeaderSize + 1, inc.size() / 3,
+                     inc.size() / 2, inc.size() - kHeaderSize, inc.size() - 1}) {
+    auto got = rep.Receive(inc.substr(0, len), "tank/r");
+    INFO("length " << len);
+    REQUIRE_FALSE(got.ok());
+    CHECK(got.status().code() == StatusCode::kCorruption);
+    REQUIRE(ShapeOf(t, "tank/r") == before);
+  }
+  auto trailing = rep.Receive(inc + "x", "tank/r");
+  CHECK(trailing.status().code() == StatusCode::kCorruption);
+  // A full stream cut short makes nothing.
+  auto cut = rep.Receive(full.substr(0, full.size() / 2), "tank/s");
+  CHECK(cut.status().code() == StatusCode::kCorruption);
+  REQUIRE(ShapeOf(t, "tank/r") == before);
+  // The source's own error passes through.
+  ReceiveOptions o;
+  o.target = "tank/r";
+  size_t fed = 0;
+  auto failing = rep.admin.Receive(o, [&](std::span<char> buf) -> Result<size_t> {
+    if (fed >= inc.size() / 2) return Status::IOError("the pipe broke");
+    const size_t n = std::min(buf.size(), inc.size() / 2 - fed);
+    std::memcpy(buf.data(), inc.data() + fed, n);
+    fed += n;
+    return n;
+  });
+  CHECK(failing.status().code() == StatusCode::kIOError);
+  REQUIRE(ShapeOf(t, "tank/r") == before);
+  // Nothing is left behind: the pool holds what it held.
+  const CheckReport report = t.Check();
+  CHECK(report.ok());
+  CHECK(report.datasets == 3);
+  // And the good stream still applies.
+  Replication after(t.pool.get());
+  after.MustReceive(inc, "tank/r");
+  RequireSameSnapshot(*t.pool, "tank/d@b", *t.pool, "tank/r@b");
+}
+
+TEST_CASE("An import destroys the dataset of a receive that did not finish", "[send][receive]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  t.Write("tank/d", pool::check_test::Pattern(1, 100000));
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  for (const std::string base : {"", "tank/d@a"}) {
+    auto begun = t.pool->BeginReceive(base, "tank/d");
+    REQUIRE(begun.ok());
+    Change(*t.pool, "tank", [&](dmu::Tx& tx, dmu::ObjectSet&) {
+      auto id = begun->second.os->Create(tx, dmu::ObjectType::kPlain);
+      REQUIRE(id.ok());
+      Ok(begun->second.os->Write(tx, *id, 0, pool::check_test::Pattern(2, 300000)));
+    });
+    REQUIRE(t.pool->WaitSynced().ok());
+    CHECK(t.Names() == std::vector<std::string>{"tank", "tank/d"});
+    t.Reimport();
+    bool noted = false;
+    for (const std::string& n : t.pool->import_notes())
+      noted |= n.find("a receive that did not finish") != std::string::npos;
+    CHECK(noted);
+    REQUIRE(t.pool->WaitSynced().ok());
+    const CheckReport report = t.Check();
+    CHECK(report.ok());
+    CHECK(report.datasets == 2);
+  }
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing
