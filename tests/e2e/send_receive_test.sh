@@ -56,8 +56,10 @@ snapshots() { pf dataset list -H -t snapshot -o name -r "$1" 2>&1; }
 
 # mount_pool FILE MNT VAR: pool_mount, the daemon's pid in VAR.
 mount_pool() {
-  pool_mount "$1" "$2" "" || return 1
-  printf -v "$3" '%s' "$DAEMON_PID"
+  local file=$1 mnt=$2 var=$3
+  shift 3
+  pool_mount "$file" "$mnt" "" "$@" || return 1
+  printf -v "$var" '%s' "$DAEMON_PID"
 }
 # unmount_pool MNT PID: poolfs unmount, and the daemon exits 0.
 unmount_pool() {
@@ -150,7 +152,9 @@ out=$(pf receive -v --pool "$B" "$BK/home" <"$W/s1.stream" 2>&1) && ok "receive 
 [[ $out == *"received $BK/home@s1 (full stream): "* ]] || fail "receive -v summary: $out"
 expect 1 "" pf receive --pool "$B" "$BK/home" <"$W/s1.stream"
 must pf receive --pool "$B" "$BK/home" <"$W/s2.stream"
-mount_pool "$B" "$MB" PID_B || {
+# noatime: reading the received files to compare them must not change the
+# dataset, or the next incremental would need -F (as a zfs backup would).
+mount_pool "$B" "$MB" PID_B -o noatime || {
   fail "mount $B"
   finish
 }
@@ -176,13 +180,20 @@ wait "$writer" || fail "the writer to $BK/other failed"
 same_tree "$S3" "$MB/home" "incremental through the daemon"
 same_tree "$S3" "$MB/home/.poolfs/snapshot/s3" "the received s3"
 
-# s4 through a pipe from one daemon to the other, compressed.
+# s4 through a pipe from one daemon to the other; compressed (-c) when the
+# pool can send blocks as stored, which it may refuse (exit 1, saying so).
 printf 'four\n' >"$H/four"
 chown 7:7 "$H/four"
 must pf snapshot "$SRC/home@s4"
-pf send -c -i @s3 "$SRC/home@s4" | pf receive "$BK/home"
-[[ "${PIPESTATUS[*]}" == "0 0" ]] && ok "send -c | receive" || fail "send -c | receive: ${PIPESTATUS[*]}"
-same_tree "$H/.poolfs/snapshot/s4" "$MB/home" "send -c | receive"
+c=-c
+if ! out=$(pf send -n -c -i @s3 "$SRC/home@s4" 2>&1); then
+  [[ $out == *"not supported"* ]] && echo "note: send -c is not supported by this pool: $out" ||
+    fail "send -n -c: $out"
+  c=""
+fi
+pf send $c -i @s3 "$SRC/home@s4" | pf receive "$BK/home"
+[[ "${PIPESTATUS[*]}" == "0 0" ]] && ok "send $c | receive" || fail "send $c | receive: ${PIPESTATUS[*]}"
+same_tree "$H/.poolfs/snapshot/s4" "$MB/home" "send $c | receive"
 
 # s5: a damaged, a truncated and an empty stream are refused; the target
 # stays as it was; the good stream then applies.
