@@ -8,7 +8,8 @@
 # nothing to stdout, through the daemon and with --pool; while a receive
 # waits for its stream, the mount's control socket still answers `poolfs
 # status` and `poolfs dataset list`; a client killed in the middle of a
-# receive leaves the daemon serving; the daemon exits 0 at the unmount.
+# receive leaves the daemon serving; an unmount while a receive waits
+# fails it, saying why, and the daemon exits 0.
 #
 # Usage: tests/e2e/send_receive_cli_test.sh path/to/poolfs
 # Exit 77 (skipped) when not root.
@@ -106,6 +107,19 @@ timeout 5 "$POOLFS" status "$M" >/dev/null && ok "the daemon serves after a clie
   fail "no status after a receive's client died"
 pf dataset list -H -o name -r "$NAME" | grep -q killed && fail "a killed receive left its dataset"
 
-pool_unmount "$M" || fail "unmount"
+# An unmount while a receive waits for the rest of its stream: the
+# receive fails, saying why, and the daemon exits 0 (pool_unmount).
+{
+  printf 'partial'
+  sleep 4
+} | "$POOLFS" receive "$NAME/late" 2>"$W/late.err" &
+client=$!
+sleep 0.5
+pool_unmount "$M" || fail "unmount while a receive runs"
+rc=0
+wait "$client" || rc=$?
+[[ $rc -eq 1 ]] && grep -q "unmounted while the stream ran" "$W/late.err" &&
+  ok "a receive cut by the unmount says why" ||
+  fail "receive during the unmount exited $rc: $(cat "$W/late.err")"
 pool_check "$P" || fail "poolfs check"
 finish
