@@ -64,11 +64,11 @@ std::string ReadToEnd(int fd) {
   }
 }
 
-std::string Echo(std::string_view request) { return "plain: " + std::string(request); }
+std::string EchoRequest(std::string_view request) { return "plain: " + std::string(request); }
 
 TEST_CASE("A stream request carries its pipe end to the stream handler") {
   StreamFixture f;
-  auto server = ControlServer::Start(f.mnt, Echo, [](std::string_view request, int fd) {
+  auto server = ControlServer::Start(f.mnt, EchoRequest, [](std::string_view request, int fd) {
     // A send: the handler writes the stream, then replies.
     std::string payload(300000, 'x');  // more than a pipe holds at once
     Status st = WriteAll(fd, payload, "the pipe");
@@ -90,7 +90,7 @@ TEST_CASE("A stream request carries its pipe end to the stream handler") {
 
 TEST_CASE("A receive's stream request reads what the client writes, to its end") {
   StreamFixture f;
-  auto server = ControlServer::Start(f.mnt, Echo, [](std::string_view, int fd) {
+  auto server = ControlServer::Start(f.mnt, EchoRequest, [](std::string_view, int fd) {
     std::string got;
     char buf[1000];
     for (;;) {
@@ -117,7 +117,7 @@ TEST_CASE("The control socket answers other requests while a stream runs") {
   StreamFixture f;
   std::atomic<bool> release{false};
   std::atomic<bool> started{false};
-  auto server = ControlServer::Start(f.mnt, Echo, [&](std::string_view, int) {
+  auto server = ControlServer::Start(f.mnt, EchoRequest, [&](std::string_view, int) {
     started = true;
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return std::string("stream done");
@@ -169,7 +169,7 @@ TEST_CASE("The ControlServer's destructor waits for a stream the owner cancelled
   StreamCancel cancel;
   std::atomic<bool> started{false};
   std::string handler_saw;
-  auto server = ControlServer::Start(f.mnt, Echo, [&](std::string_view, int fd) {
+  auto server = ControlServer::Start(f.mnt, EchoRequest, [&](std::string_view, int fd) {
     started = true;
     // Writes until the pipe is full and nobody reads: only the cancel ends it.
     Status st;
@@ -201,7 +201,7 @@ TEST_CASE("A stream request of another uid is refused before the handler runs") 
   StreamFixture f;
   chmod(f.dir.path().c_str(), 0755);
   std::atomic<int> calls{0};
-  auto server = ControlServer::Start(f.mnt, Echo, [&calls](std::string_view, int) {
+  auto server = ControlServer::Start(f.mnt, EchoRequest, [&calls](std::string_view, int) {
     calls++;
     return std::string("secret");
   });

@@ -93,15 +93,15 @@ class StreamAdmin : public DatasetAdmin {
   static Status Unused() { return Status::NotSupported("not in this test"); }
 };
 
-struct TestPipe {
+struct PipePair {
   int r = -1, w = -1;
-  TestPipe() {
+  PipePair() {
     int fds[2];
     REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
     r = fds[0];
     w = fds[1];
   }
-  ~TestPipe() {
+  ~PipePair() {
     CloseRead();
     CloseWrite();
   }
@@ -115,7 +115,7 @@ struct TestPipe {
   }
 };
 
-std::string ReadAll(int fd) {
+std::string ReadPipe(int fd) {
   std::string out;
   char buf[8192];
   for (;;) {
@@ -250,9 +250,9 @@ TEST_CASE("Stream requests and replies survive their wire forms") {
 TEST_CASE("The daemon's send writes the stream to the pipe and replies with the summary") {
   StreamAdmin admin;
   StreamJobs jobs;
-  TestPipe p;
+  PipePair p;
   std::string got;
-  std::thread reader([&] { got = ReadAll(p.r); });
+  std::thread reader([&] { got = ReadPipe(p.r); });
   const std::string reply =
       HandleStreamRequest(&admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b")), p.w);
   p.CloseWrite();
@@ -268,11 +268,11 @@ TEST_CASE("The daemon's send writes the stream to the pipe and replies with the 
 TEST_CASE("The daemon's estimate gives the send no sink and writes nothing") {
   StreamAdmin admin;
   StreamJobs jobs;
-  TestPipe p;
+  PipePair p;
   const std::string reply = HandleStreamRequest(
       &admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b", "@a", true)), p.w);
   p.CloseWrite();
-  CHECK(ReadAll(p.r).empty());
+  CHECK(ReadPipe(p.r).empty());
   CHECK_FALSE(admin.sink_given);
   CHECK(admin.sent_options.from == "@a");
   auto s = DecodeSendReply(reply);
@@ -283,7 +283,7 @@ TEST_CASE("The daemon's estimate gives the send no sink and writes nothing") {
 TEST_CASE("The daemon's receive reads the pipe to its end") {
   StreamAdmin admin;
   StreamJobs jobs;
-  TestPipe p;
+  PipePair p;
   std::thread writer([&] {
     CHECK(WriteAll(p.w, std::string(123456, 'r'), "test pipe").ok());
     p.CloseWrite();
@@ -304,7 +304,7 @@ TEST_CASE("An engine's error comes back as the reply's error, NotSupported inclu
   StreamAdmin admin;
   admin.fail = Status::NotSupported("send needs the send layer");
   StreamJobs jobs;
-  TestPipe p;
+  PipePair p;
   auto s = DecodeSendReply(
       HandleStreamRequest(&admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b")), p.w));
   CHECK(s.status().code() == StatusCode::kNotSupported);
@@ -327,7 +327,7 @@ TEST_CASE("A send blocked on a pipe nobody reads ends when the streams are cance
   StreamAdmin admin;
   admin.stream = std::string(4 << 20, 'q');  // far more than a pipe holds
   StreamJobs jobs;
-  TestPipe p;
+  PipePair p;
   std::string reply;
   std::thread daemon([&] {
     reply = HandleStreamRequest(&admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b")), p.w);
@@ -348,7 +348,7 @@ TEST_CASE("A send blocked on a pipe nobody reads ends when the streams are cance
 TEST_CASE("A write to a pipe whose reader left fails with EPIPE, not SIGPIPE") {
   // The default action of SIGPIPE would end this test program.
   REQUIRE(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
-  TestPipe p;
+  PipePair p;
   p.CloseRead();
   Status st = WriteAll(p.w, "bytes", "the pipe to poolfs send");
   CHECK(st.code() == StatusCode::kIOError);
@@ -363,14 +363,14 @@ TEST_CASE("A write to a pipe whose reader left fails with EPIPE, not SIGPIPE") {
 }
 
 TEST_CASE("ReadSome returns 0 at the end, and CopyFd copies to it and counts") {
-  TestPipe in, out;
+  PipePair in, out;
   std::thread writer([&] {
     CHECK(WriteAll(in.w, std::string(70000, 'c'), "in").ok());  // more than a pipe holds
     in.CloseWrite();
   });
   size_t counted = 0;
   std::string copied;
-  std::thread reader([&] { copied = ReadAll(out.r); });
+  std::thread reader([&] { copied = ReadPipe(out.r); });
   auto n = CopyFd(in.r, out.w, "standard input", "the pipe", [&](size_t k) { counted += k; });
   out.CloseWrite();
   reader.join();
