@@ -78,8 +78,8 @@ expect 2 "" pf receive --pool "$P" "$NAME/x" </dev/null # the pool is in use
 
 # While a receive waits for its stream, the control socket answers.
 {
-  sleep 4
-} | pf receive "$NAME/waiting" 2>"$W/waiting.err" &
+  sleep 3
+} 2>/dev/null | pf receive "$NAME/waiting" 2>"$W/waiting.err" &
 receiver=$!
 sleep 0.5
 start=$(date +%s%N)
@@ -97,8 +97,8 @@ rc=$?
 # A client killed in the middle: the daemon goes on serving.
 {
   printf 'partial'
-  sleep 5
-} | "$POOLFS" receive "$NAME/killed" 2>/dev/null &
+  sleep 2
+} 2>/dev/null | "$POOLFS" receive "$NAME/killed" 2>/dev/null &
 client=$! # the last command of the pipeline: poolfs itself
 sleep 0.5
 kill -9 "$client" 2>/dev/null
@@ -109,13 +109,18 @@ pf dataset list -H -o name -r "$NAME" | grep -q killed && fail "a killed receive
 
 # An unmount while a receive waits for the rest of its stream: the
 # receive fails, saying why, and the daemon exits 0 (pool_unmount).
+# The stream's writer waits (at most 30 s) until the unmount is done.
 {
   printf 'partial'
-  sleep 4
-} | "$POOLFS" receive "$NAME/late" 2>"$W/late.err" &
+  for _ in $(seq 300); do
+    [[ -e "$W/unmounted" ]] && break
+    sleep 0.1
+  done
+} 2>/dev/null | "$POOLFS" receive "$NAME/late" 2>"$W/late.err" &
 client=$!
 sleep 0.5
 pool_unmount "$M" || fail "unmount while a receive runs"
+touch "$W/unmounted"
 rc=0
 wait "$client" || rc=$?
 [[ $rc -eq 1 ]] && grep -q "unmounted while the stream ran" "$W/late.err" &&

@@ -228,9 +228,13 @@ must pf receive "$BK/home" <"$W/s5.stream"
 same_tree "$H/.poolfs/snapshot/s5" "$MB/home" "the good stream after the refused ones"
 
 # An unmount while a send waits for its reader: the send fails, saying so.
+# The reader starts reading once the unmount is done (at most 30 s).
 (
   pf send "$SRC/home@s5" 2>"$W/cancel.err" | {
-    sleep 3
+    for _ in $(seq 300); do
+      [[ -e "$W/unmounted" ]] && break
+      sleep 0.1
+    done
     cat >/dev/null
   }
   echo "${PIPESTATUS[0]}" >"$W/cancel.rc"
@@ -238,6 +242,7 @@ same_tree "$H/.poolfs/snapshot/s5" "$MB/home" "the good stream after the refused
 sender=$!
 sleep 1
 unmount_pool "$MA" "$PID_A" && ok "unmount while a send runs" || fail "unmount while a send runs"
+touch "$W/unmounted"
 wait "$sender"
 [[ $(cat "$W/cancel.rc") == 1 ]] && grep -q "unmounted while the stream ran" "$W/cancel.err" &&
   ok "the interrupted send says why" ||
