@@ -48,14 +48,14 @@ namespace {
 
 struct SendArgs {
   std::vector<std::string> pool_files;
-  std::string snapshot, from;
+  std::string snapshot, from, resume_token;
   bool compressed = false, estimate = false, verbose = false;
 };
 
 struct ReceiveArgs {
   std::vector<std::string> pool_files;
   std::string target;
-  bool force = false, no_mount = false, resumable = false, verbose = false;
+  bool force = false, no_mount = false, resumable = false, abort = false, verbose = false;
 };
 
 // A pipe whose ends close with it.
@@ -171,7 +171,7 @@ StreamSink StdoutSink(StreamProgress& progress) {
 Result<SendSummary> SendOffline(const SendArgs& a, const SendOptions& o, bool show_progress,
                                 double* seconds) {
   POOLFS_ASSIGN_OR_RETURN(std::unique_ptr<OfflinePool> pool,
-                          OpenOffline(a.pool_files, PoolOf(o.snapshot), o.snapshot));
+                          OpenOffline(a.pool_files, PoolOf(SentSnapshot(o)), SentSnapshot(o)));
   DatasetAdmin& admin = pool->datasets();
   std::optional<uint64_t> estimate;
   if (show_progress) {
@@ -191,7 +191,8 @@ Result<SendSummary> SendOffline(const SendArgs& a, const SendOptions& o, bool sh
 
 Result<SendSummary> SendOnDaemon(const SendArgs& a, const SendOptions& o, bool show_progress,
                                  double* seconds) {
-  POOLFS_ASSIGN_OR_RETURN(std::string mountpoint, DaemonOf(PoolOf(o.snapshot), o.snapshot));
+  POOLFS_ASSIGN_OR_RETURN(std::string mountpoint,
+                          DaemonOf(PoolOf(SentSnapshot(o)), SentSnapshot(o)));
   StreamRequest req;
   req.kind = StreamRequest::Kind::kSend;
   req.send = o;
@@ -224,13 +225,17 @@ int RunSend(const SendArgs& a) {
   // A reader that goes (`poolfs send ... | head`) is an error to report,
   // not a signal to die of.
   signal(SIGPIPE, SIG_IGN);
-  Result<SendOptions> o = MakeSendOptions(a.snapshot, a.from, a.compressed);
+  if (a.snapshot.empty() == a.resume_token.empty())
+    return ReportError("send", Status::InvalidArgument(
+                                   "name the snapshot to send (POOL/PATH@SNAP), or give -t TOKEN "
+                                   "to resume an interrupted stream; not both"));
+  Result<SendOptions> o = MakeSendOptions(a.snapshot, a.from, a.compressed, a.resume_token);
   if (!o.ok()) return ReportError("send", o.status());
   if (!a.estimate && isatty(STDOUT_FILENO)) {
     return ReportError("send", Status::InvalidArgument(
                                    "standard output is a terminal: a stream is binary; redirect "
                                    "it to a file or a pipe (poolfs send " +
-                                   a.snapshot + " > FILE, or | poolfs receive ...)"));
+                                   SentSnapshot(*o) + " > FILE, or | poolfs receive ...)"));
   }
   const bool show_progress = a.verbose && !a.estimate && isatty(STDERR_FILENO);
   double seconds = 0;
@@ -268,11 +273,13 @@ Result<ReceiveSummary> ReceiveOnDaemon(const ReceiveOptions& o, StreamProgress& 
   POOLFS_ASSIGN_OR_RETURN(PendingReply pending,
                           ControlCallWithFd(mountpoint, EncodeStreamRequest(req), pipe.read_end()));
   // The daemon holds the only read end now: if it stops reading (a refused
-  // stream), our writes fail with EPIPE and its reply says why.
+  // stream), our writes fail with EPIPE and its reply says why. -A reads
+  // no stream: the pipe just ends.
   pipe.CloseRead();
-  Result<uint64_t> copied =
-      CopyFd(STDIN_FILENO, pipe.write_end(), "standard input", "the pipe to the daemon",
-             [&progress](size_t n) { progress.Add(n); });
+  Result<uint64_t> copied = uint64_t{0};
+  if (!o.abort)
+    copied = CopyFd(STDIN_FILENO, pipe.write_end(), "standard input", "the pipe to the daemon",
+                    [&progress](size_t n) { progress.Add(n); });
   // The end of the stream for the daemon (a truncated one if the copy
   // failed, which it refuses).
   pipe.CloseWrite();
@@ -288,9 +295,9 @@ Result<ReceiveSummary> ReceiveOnDaemon(const ReceiveOptions& o, StreamProgress& 
 
 int RunReceive(const ReceiveArgs& a) {
   signal(SIGPIPE, SIG_IGN);
-  Result<ReceiveOptions> o = MakeReceiveOptions(a.target, a.force, a.resumable);
+  Result<ReceiveOptions> o = MakeReceiveOptions(a.target, a.force, a.resumable, a.abort);
   if (!o.ok()) return ReportError("receive", o.status());
-  if (isatty(STDIN_FILENO)) {
+  if (!a.abort && isatty(STDIN_FILENO)) {
     return ReportError(
         "receive",
         Status::InvalidArgument("standard input is a terminal: give the stream on standard input "
@@ -332,7 +339,12 @@ Command AddSendCommand(CLI::App& parent) {
   app->add_flag("-v,--verbose", a->verbose,
                 "progress on stderr when it is a terminal (bytes, rate, time left), and a "
                 "summary line at the end (bytes, records, time, rate)");
-  app->add_option("POOL/PATH@SNAP", a->snapshot, "the snapshot to send")->required();
+  app->add_option("-t", a->resume_token,
+                  "resume the stream an interrupted `poolfs receive -s` kept: TOKEN is its "
+                  "target's receive_resume_token (poolfs dataset get receive_resume_token "
+                  "POOL/PATH); give no snapshot then")
+      ->expected(1);
+  app->add_option("POOL/PATH@SNAP", a->snapshot, "the snapshot to send");
   return {app, [a] { return RunSend(*a); }};
 }
 
@@ -345,15 +357,17 @@ Command AddReceiveCommand(CLI::App& parent) {
       "truncated stream leaves the target as it was)");
   AddDatasetPoolOption(app, a->pool_files);
   app->add_flag("-F,--force", a->force,
-                "incremental stream: discard what changed in the target since its base (and "
-                "destroy its snapshots after the base) when the received snapshot is made");
+                "incremental stream: discard what changed in the target since its base (its "
+                "newest snapshot) when the received snapshot is made");
   app->add_flag("-u", a->no_mount,
                 "accepted for zfs's sake, and changes nothing: poolfs never mounts a received "
                 "dataset on its own; it appears in its pool's mount as a folder of its parent, "
                 "like every dataset (poolfs mount POOL/PATH MNT mounts one on its own)");
   app->add_flag("-s", a->resumable,
                 "an interrupted receive keeps what it got; the target's receive_resume_token "
-                "property says where to resume from");
+                "property says where to resume from (poolfs send -t TOKEN | poolfs receive -s)");
+  app->add_flag("-A", a->abort,
+                "discard what an interrupted receive -s kept for the target; reads no stream");
   app->add_flag("-v,--verbose", a->verbose,
                 "progress on stderr when it is a terminal (bytes, rate), and a summary line at "
                 "the end (the snapshot received, bytes, time)");

@@ -74,8 +74,24 @@ std::string SentWhat(const SendSummary& s) {
 
 }  // namespace
 
+std::string SentSnapshot(const SendOptions& options) {
+  if (options.resume_token.empty()) return options.snapshot;
+  Result<std::string> s = ResumeTokenSnapshot(options.resume_token);
+  return s.ok() ? *s : std::string();
+}
+
 Result<SendOptions> MakeSendOptions(std::string_view snapshot, std::string_view from,
-                                    bool compressed) {
+                                    bool compressed, std::string_view resume_token) {
+  if (!resume_token.empty()) {
+    if (!snapshot.empty() || !from.empty())
+      return Status::InvalidArgument(
+          "-t: the token names the snapshot and its base; give neither a snapshot nor -i");
+    POOLFS_RETURN_IF_ERROR(ResumeTokenSnapshot(resume_token).status().WithContext("-t"));
+    SendOptions o;
+    o.compressed = compressed;
+    o.resume_token = std::string(resume_token);
+    return o;
+  }
   POOLFS_RETURN_IF_ERROR(ValidateSnapshotName(snapshot));
   SendOptions o;
   o.snapshot = std::string(snapshot);
@@ -106,7 +122,11 @@ Result<SendOptions> MakeSendOptions(std::string_view snapshot, std::string_view 
   return o;
 }
 
-Result<ReceiveOptions> MakeReceiveOptions(std::string_view target, bool force, bool resumable) {
+Result<ReceiveOptions> MakeReceiveOptions(std::string_view target, bool force, bool resumable,
+                                          bool abort) {
+  if (abort && (force || resumable))
+    return Status::InvalidArgument(
+        "-A discards what an interrupted receive kept, and reads no stream: give it alone");
   if (target.find('@') != std::string_view::npos)
     return Status::InvalidArgument("'" + std::string(target) +
                                    "': receive into a dataset, POOL/PATH: the snapshot takes the "
@@ -116,11 +136,12 @@ Result<ReceiveOptions> MakeReceiveOptions(std::string_view target, bool force, b
   o.target = std::string(target);
   o.force = force;
   o.resumable = resumable;
+  o.abort = abort;
   return o;
 }
 
 std::string PoolOfRequest(const StreamRequest& r) {
-  return PoolOf(r.kind == StreamRequest::Kind::kSend ? r.send.snapshot : r.receive.target);
+  return PoolOf(r.kind == StreamRequest::Kind::kSend ? SentSnapshot(r.send) : r.receive.target);
 }
 
 bool IsStreamRequest(std::string_view request) {
@@ -132,12 +153,14 @@ std::string EncodeStreamRequest(const StreamRequest& r) {
     return std::string(kSendPrefix) + json{{"snapshot", r.send.snapshot},
                                            {"from", r.send.from},
                                            {"compressed", r.send.compressed},
+                                           {"resume_token", r.send.resume_token},
                                            {"estimate", r.estimate}}
                                           .dump();
   }
   return std::string(kReceivePrefix) + json{{"target", r.receive.target},
                                             {"force", r.receive.force},
-                                            {"resumable", r.receive.resumable}}
+                                            {"resumable", r.receive.resumable},
+                                            {"abort", r.receive.abort}}
                                            .dump();
 }
 
@@ -158,18 +181,20 @@ Result<StreamRequest> DecodeStreamRequest(std::string_view request) {
     return Status::InvalidArgument("stream request: not a JSON object");
   if (r.kind == StreamRequest::Kind::kSend) {
     if (!Get(j, "snapshot", &r.send.snapshot) || !Get(j, "from", &r.send.from) ||
-        !Get(j, "compressed", &r.send.compressed) || !Get(j, "estimate", &r.estimate))
+        !Get(j, "compressed", &r.send.compressed) || !Get(j, "estimate", &r.estimate) ||
+        !Get(j, "resume_token", &r.send.resume_token))
       return Status::InvalidArgument("send request: a field is missing or malformed");
-    POOLFS_ASSIGN_OR_RETURN(SendOptions checked,
-                            MakeSendOptions(r.send.snapshot, r.send.from, r.send.compressed));
+    POOLFS_ASSIGN_OR_RETURN(
+        SendOptions checked,
+        MakeSendOptions(r.send.snapshot, r.send.from, r.send.compressed, r.send.resume_token));
     r.send = std::move(checked);
   } else {
     if (!Get(j, "target", &r.receive.target) || !Get(j, "force", &r.receive.force) ||
-        !Get(j, "resumable", &r.receive.resumable))
+        !Get(j, "resumable", &r.receive.resumable) || !Get(j, "abort", &r.receive.abort))
       return Status::InvalidArgument("receive request: a field is missing or malformed");
-    POOLFS_ASSIGN_OR_RETURN(
-        ReceiveOptions checked,
-        MakeReceiveOptions(r.receive.target, r.receive.force, r.receive.resumable));
+    POOLFS_ASSIGN_OR_RETURN(ReceiveOptions checked,
+                            MakeReceiveOptions(r.receive.target, r.receive.force,
+                                               r.receive.resumable, r.receive.abort));
     r.receive = std::move(checked);
   }
   return r;
@@ -307,6 +332,7 @@ std::string SendSummaryLine(const SendSummary& s, double seconds) {
 }
 
 std::string ReceiveSummaryLine(const ReceiveSummary& s, double seconds) {
+  if (s.snapshot.empty()) return "discarded what the interrupted receive had kept";
   return "received " + s.snapshot + (s.incremental ? " (incremental stream)" : " (full stream)") +
          ": " + BytesBoth(s.bytes) + ", " + std::to_string(s.records) + " records, " +
          std::to_string(s.objects) + " objects in " + Elapsed(seconds) + ", " +

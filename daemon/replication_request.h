@@ -43,15 +43,21 @@ struct StreamRequest {
   ReceiveOptions receive;  // kReceive
 };
 
-// The options of `poolfs send [-i FROM] [-c] SNAPSHOT`, checked:
-// InvalidArgument when SNAPSHOT is not POOL/PATH@NAME, or FROM is neither
-// @NAME nor POOL/PATH@NAME of the same pool (the pool decides whether it is
-// an earlier snapshot of the same dataset).
+// The options of `poolfs send [-i FROM] [-c] SNAPSHOT` or `poolfs send [-c]
+// -t TOKEN`, checked: InvalidArgument when SNAPSHOT is not POOL/PATH@NAME,
+// or FROM is neither @NAME nor POOL/PATH@NAME of the same pool (the pool
+// decides whether it is an earlier snapshot of the same dataset), or a
+// token comes with a snapshot or base, or does not decode.
 Result<SendOptions> MakeSendOptions(std::string_view snapshot, std::string_view from,
-                                    bool compressed);
-// The options of `poolfs receive [-F] [-s] TARGET`: InvalidArgument when
-// TARGET is not a dataset name (POOL/PATH, no snapshot).
-Result<ReceiveOptions> MakeReceiveOptions(std::string_view target, bool force, bool resumable);
+                                    bool compressed, std::string_view resume_token = {});
+// The snapshot a send sends: options.snapshot, or the one its resume
+// token names (empty for a token that does not decode).
+std::string SentSnapshot(const SendOptions& options);
+// The options of `poolfs receive [-F] [-s] TARGET` or `poolfs receive -A
+// TARGET`: InvalidArgument when TARGET is not a dataset name (POOL/PATH,
+// no snapshot), or -A comes with another option.
+Result<ReceiveOptions> MakeReceiveOptions(std::string_view target, bool force, bool resumable,
+                                          bool abort = false);
 
 // The pool a request is for (its snapshot's or its target's).
 std::string PoolOfRequest(const StreamRequest& r);

@@ -182,11 +182,10 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
                              const ResumeToken* resume) {
   const size_t at = options.snapshot.find('@');
   if (at == std::string::npos)
-    return Status::InvalidArgument("send: " + Quote(options.snapshot) +
-                                   " is not a snapshot (POOL/PATH@NAME)");
+    return Status::InvalidArgument(Quote(options.snapshot) + " is not a snapshot (POOL/PATH@NAME)");
   const std::string dataset = options.snapshot.substr(0, at);
   Result<std::vector<pool::SnapshotFigures>> listed = pool.ListSnapshots(dataset, false);
-  if (!listed.ok()) return listed.status().WithContext("send");
+  if (!listed.ok()) return listed.status();
   const std::vector<pool::SnapshotFigures>& snaps = *listed;
   auto point = [&](const std::string& full) -> Result<std::pair<SendPoint, int64_t>> {
     for (const pool::SnapshotFigures& f : snaps) {
@@ -199,7 +198,7 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
       p.snapshot = full.substr(full.find('@') + 1);
       return std::make_pair(p, f.creation_time);
     }
-    return Status::NotFound("send: snapshot " + Quote(full) + " does not exist");
+    return Status::NotFound("snapshot " + Quote(full) + " does not exist");
   };
   SendRequest r;
   r.zio = pool.zio();
@@ -214,11 +213,11 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
     std::string from = options.from;
     if (from[0] == '@') from = dataset + from;
     if (from.substr(0, from.find('@')) != dataset)
-      return Status::InvalidArgument("send: the base " + Quote(options.from) +
-                                     " is not a snapshot of " + Quote(dataset));
+      return Status::InvalidArgument("the base " + Quote(options.from) + " is not a snapshot of " +
+                                     Quote(dataset));
     POOLFS_ASSIGN_OR_RETURN(auto base, point(from));
     if (!(base.first.txg < r.to.txg))
-      return Status::InvalidArgument("send: the base " + Quote(from) + " is not older than " +
+      return Status::InvalidArgument("the base " + Quote(from) + " is not older than " +
                                      Quote(options.snapshot));
     r.from = base.first;
     summary.from = from;
@@ -228,7 +227,7 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
     // snapshot under the name is not.
     if (r.to.guid != resume->to_guid || (r.from ? r.from->guid : 0) != resume->from_guid)
       return Status::InvalidArgument(
-          "send -t: " + Quote(options.snapshot) +
+          "-t: " + Quote(options.snapshot) +
           (options.from.empty() ? "" : " from " + Quote(options.from)) +
           " is not the stream the token resumes (its guids differ): the snapshot was destroyed "
           "and taken again");
@@ -258,12 +257,11 @@ Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
     snap_name = target.substr(at + 1);
     target.resize(at);
   }
-  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(target).WithContext("receive"));
+  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(target));
   std::optional<pool::Pool::PartialReceive> partial = pool.FindPartialReceive(target);
   if (options.abort) {
     if (!partial)
-      return Status::NotFound("receive -A: no interrupted receive into " + Quote(target) +
-                              " is kept");
+      return Status::NotFound("-A: no interrupted receive into " + Quote(target) + " is kept");
     POOLFS_ASSIGN_OR_RETURN(Txg t, pool.AbandonReceive(partial->id));
     if (t != Txg(0)) POOLFS_RETURN_IF_ERROR(pool.WaitSynced(t));
     return ReceiveSummary{};
@@ -274,8 +272,7 @@ Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
   POOLFS_ASSIGN_OR_RETURN(BeginInfo begin, DecodeBegin(*first));
   const bool resuming = (begin.features & kFeatureResuming) != 0;
   if (snap_name.empty()) snap_name = begin.snapshot;
-  POOLFS_RETURN_IF_ERROR(
-      pool::ValidateDatasetName(snap_name).WithContext("receive: snapshot name"));
+  POOLFS_RETURN_IF_ERROR(pool::ValidateDatasetName(snap_name).WithContext("the snapshot name"));
   const bool incremental = begin.from_guid != 0;
   const std::string stream_name =
       Quote(begin.dataset + "@" + begin.snapshot) + (incremental ? " from @" + begin.from : "");
@@ -441,8 +438,7 @@ Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
                                  const StreamSink& sink) {
   if (!options.resume_token.empty()) {
     if (!options.snapshot.empty() || !options.from.empty())
-      return Status::InvalidArgument(
-          "send -t: the token names the snapshot and its base; give neither");
+      return Status::InvalidArgument("-t: the token names the snapshot and its base; give neither");
     POOLFS_ASSIGN_OR_RETURN(ResumeToken token, DecodeResumeToken(options.resume_token));
     SendOptions resumed = options;
     resumed.resume_token.clear();

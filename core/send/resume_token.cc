@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "poolfs/replication.h"
 #include "util/checksum.h"
 #include "util/text.h"
 
@@ -132,3 +133,12 @@ Result<ResumeToken> DecodeResumeToken(std::string_view text) {
 }
 
 }  // namespace poolfs::core::send
+
+namespace poolfs {
+
+Result<std::string> ResumeTokenSnapshot(std::string_view token) {
+  POOLFS_ASSIGN_OR_RETURN(core::send::ResumeToken t, core::send::DecodeResumeToken(token));
+  return t.dataset + "@" + t.snapshot;
+}
+
+}  // namespace poolfs

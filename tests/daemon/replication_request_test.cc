@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "daemon/stream_io.h"
+#include "send/resume_token.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -179,6 +180,46 @@ TEST_CASE("receive takes a dataset, not a snapshot") {
   CHECK(MakeReceiveOptions("backup//home", false, false).status().code() ==
         StatusCode::kInvalidArgument);
   CHECK(MakeReceiveOptions("", false, false).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("send -t takes a token alone, receive -A is given alone, and both cross the wire") {
+  core::send::ResumeToken t;
+  t.to_guid = 5;
+  t.object = 9;
+  t.dataset = "tank/home";
+  t.snapshot = "b";
+  const std::string token = core::send::EncodeResumeToken(t);
+  auto resumed = MakeSendOptions("", "", true, token);
+  INFO(resumed.status().ToString());
+  REQUIRE(resumed.ok());
+  CHECK(resumed->resume_token == token);
+  CHECK(SentSnapshot(*resumed) == "tank/home@b");
+  CHECK(MakeSendOptions("tank/home@b", "", false, token).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(MakeSendOptions("", "@a", false, token).status().code() == StatusCode::kInvalidArgument);
+  auto damaged = MakeSendOptions("", "", false, token.substr(0, token.size() - 1));
+  CHECK(damaged.status().code() == StatusCode::kInvalidArgument);
+  CHECK(damaged.status().message().find("-t: resume token:") != std::string::npos);
+  StreamRequest s;
+  s.kind = StreamRequest::Kind::kSend;
+  s.send = *resumed;
+  auto back = DecodeStreamRequest(EncodeStreamRequest(s));
+  REQUIRE(back.ok());
+  CHECK(back->send.resume_token == token);
+  CHECK(PoolOfRequest(*back) == "tank");
+
+  auto abort = MakeReceiveOptions("backup/home", false, false, true);
+  REQUIRE(abort.ok());
+  CHECK(abort->abort);
+  CHECK(MakeReceiveOptions("backup/home", false, true, true).status().code() ==
+        StatusCode::kInvalidArgument);
+  StreamRequest r;
+  r.kind = StreamRequest::Kind::kReceive;
+  r.receive = *abort;
+  auto rback = DecodeStreamRequest(EncodeStreamRequest(r));
+  REQUIRE(rback.ok());
+  CHECK(rback->receive.abort);
+  CHECK(ReceiveSummaryLine(ReceiveSummary{}, 0.1).find("discarded") != std::string::npos);
 }
 
 TEST_CASE("Stream requests and replies survive their wire forms") {

@@ -14,7 +14,9 @@
 # target as it was; the good stream then applies. An unmount of the
 # sending pool while a send is blocked on its reader ends the send with
 # exit 1 and a message saying so, and the daemon exits cleanly. --pool
-# sends from the exported pool. `poolfs check` is clean on both pools.
+# sends from the exported pool. An interrupted receive -s resumes from its
+# token (send -t), and receive -A discards one. `poolfs check` is clean on
+# both pools.
 #
 # Usage: tests/e2e/send_receive_test.sh path/to/poolfs
 # Exit 77 (skipped) when not root or without python3.
@@ -226,6 +228,37 @@ expect 2 "poolfs receive: " pf receive --pool "$A" "$SRC/x" </dev/null  # A is m
   fail "snapshots after refused streams: $(snapshots "$BK/home")"
 must pf receive "$BK/home" <"$W/s5.stream"
 same_tree "$H/.poolfs/snapshot/s5" "$MB/home" "the good stream after the refused ones"
+
+# s6, resumable: a receive -s cut halfway keeps what arrived; the target's
+# receive_resume_token gives a token; send -t sends the rest, which
+# receive -s completes. receive -A discards a kept receive. A full stream
+# cut the same way shows its token on the target it has not made yet.
+head -c 6M /dev/urandom >"$H/six"
+must pf snapshot "$SRC/home@s6"
+must pf send -i @s5 "$SRC/home@s6" >"$W/s6.stream"
+head -c $(($(stat -c %s "$W/s6.stream") / 2)) "$W/s6.stream" >"$W/s6.half"
+token_of() { pf dataset get -H receive_resume_token "$1" 2>&1 | cut -f3; }
+out=$(pf receive -s "$BK/home" <"$W/s6.half" 2>&1)
+[[ $? -eq 1 && $out == *"what arrived is kept"* ]] && ok "receive -s of half a stream keeps it" ||
+  fail "receive -s of half a stream: $out"
+token=$(token_of "$BK/home")
+[[ $token == 1-* ]] && ok "the target shows its resume token" || fail "receive_resume_token: $token"
+expect 2 "interrupted receive into it is kept" pf receive "$BK/home" <"$W/s6.stream"
+pf send -t "$token" >"$W/s6.rest" 2>"$W/rest.err" || fail "send -t: $(cat "$W/rest.err")"
+[[ $(stat -c %s "$W/s6.rest") -lt $(stat -c %s "$W/s6.stream") ]] &&
+  ok "send -t sends only the rest" || fail "send -t sent the whole stream again"
+must pf receive -s "$BK/home" <"$W/s6.rest"
+[[ $(token_of "$BK/home") == "-" ]] || fail "a token is left after the resumed receive"
+same_tree "$H/.poolfs/snapshot/s6" "$MB/home" "a resumed receive"
+expect 2 "is not the newest snapshot" pf receive -s "$BK/home" <"$W/s6.half"  # s5, its base, is not the newest
+pf send "$SRC/home@s6" 2>/dev/null | head -c 5000000 >"$W/full.half"  # send sees the pipe close
+expect 1 "what arrived is kept" pf receive -s "$BK/copy" <"$W/full.half"
+[[ $(token_of "$BK/copy") == 1-* ]] && ok "a cut full stream's target shows a token" ||
+  fail "token of $BK/copy: $(token_of "$BK/copy")"
+must pf receive -A "$BK/copy"
+out=$(token_of "$BK/copy")
+[[ $out != 1-* ]] && ok "receive -A discards it" || fail "after receive -A: $out"
+expect 2 "no interrupted receive" pf receive -A "$BK/copy"
 
 # An unmount while a send waits for its reader: the send fails, saying so.
 # The reader starts reading once the unmount is done (at most 30 s).

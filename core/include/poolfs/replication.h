@@ -70,8 +70,9 @@ struct ReceiveOptions {
   // stream's base.
   std::string target;
   // -F: with an incremental stream, discard what changed in the target
-  // since the base (and destroy its snapshots after the base) when the
-  // received snapshot is made; nothing is discarded if the stream fails.
+  // since the base when the received snapshot is made; nothing is
+  // discarded if the stream fails. (The base must be the target's newest
+  // snapshot all the same: no snapshot is destroyed.)
   bool force = false;
   // -s: an interrupted receive keeps what it got, and the target's
   // receive_resume_token property says where to resume from (`send -t`).
@@ -82,6 +83,11 @@ struct ReceiveOptions {
   // reads no stream.
   bool abort = false;
 };
+
+// The snapshot a resume token (a target's receive_resume_token) continues,
+// "POOL/PATH@NAME" as the sender named it. InvalidArgument saying what is
+// wrong with a damaged token.
+Result<std::string> ResumeTokenSnapshot(std::string_view token);
 
 struct ReceiveSummary {
   std::string snapshot;  // the snapshot made ("tank/backup/home@monday")
