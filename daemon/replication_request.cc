@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "dataset_request.h"
+#include "json_field.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -18,18 +19,6 @@ using nlohmann::json;
 constexpr std::string_view kSendPrefix = "send ";
 constexpr std::string_view kReceivePrefix = "receive ";
 
-template <typename T>
-bool Get(const json& j, const char* key, T* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return false;
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
-    return false;
-  }
-  return true;
-}
-
 // The summary object of a reply; the failure the reply carries, or
 // Corruption for a reply that is no JSON object with a valid code.
 Result<json> ParseReply(std::string_view text, std::string_view what) {
@@ -38,11 +27,11 @@ Result<json> ParseReply(std::string_view text, std::string_view what) {
     return Status::Corruption(std::string(what) +
                               " reply from the daemon: not a JSON object: " + std::string(text));
   int code = -1;
-  if (!Get(j, "code", &code) || code < 0 || code > int(kLastStatusCode))
+  if (!JsonField(j, "code", &code) || code < 0 || code > int(kLastStatusCode))
     return Status::Corruption(std::string(what) + " reply from the daemon: no valid code");
   if (code != 0) {
     std::string message;
-    Get(j, "message", &message);
+    JsonField(j, "message", &message);
     return Status(static_cast<StatusCode>(code), message);
   }
   auto s = j.find("summary");
@@ -180,17 +169,18 @@ Result<StreamRequest> DecodeStreamRequest(std::string_view request) {
   if (j.is_discarded() || !j.is_object())
     return Status::InvalidArgument("stream request: not a JSON object");
   if (r.kind == StreamRequest::Kind::kSend) {
-    if (!Get(j, "snapshot", &r.send.snapshot) || !Get(j, "from", &r.send.from) ||
-        !Get(j, "compressed", &r.send.compressed) || !Get(j, "estimate", &r.estimate) ||
-        !Get(j, "resume_token", &r.send.resume_token))
+    if (!JsonField(j, "snapshot", &r.send.snapshot) || !JsonField(j, "from", &r.send.from) ||
+        !JsonField(j, "compressed", &r.send.compressed) || !JsonField(j, "estimate", &r.estimate) ||
+        !JsonField(j, "resume_token", &r.send.resume_token))
       return Status::InvalidArgument("send request: a field is missing or malformed");
     POOLFS_ASSIGN_OR_RETURN(
         SendOptions checked,
         MakeSendOptions(r.send.snapshot, r.send.from, r.send.compressed, r.send.resume_token));
     r.send = std::move(checked);
   } else {
-    if (!Get(j, "target", &r.receive.target) || !Get(j, "force", &r.receive.force) ||
-        !Get(j, "resumable", &r.receive.resumable) || !Get(j, "abort", &r.receive.abort))
+    if (!JsonField(j, "target", &r.receive.target) || !JsonField(j, "force", &r.receive.force) ||
+        !JsonField(j, "resumable", &r.receive.resumable) ||
+        !JsonField(j, "abort", &r.receive.abort))
       return Status::InvalidArgument("receive request: a field is missing or malformed");
     POOLFS_ASSIGN_OR_RETURN(ReceiveOptions checked,
                             MakeReceiveOptions(r.receive.target, r.receive.force,
@@ -217,10 +207,10 @@ std::string EncodeSendReply(const Result<SendSummary>& r) {
 Result<SendSummary> DecodeSendReply(std::string_view text) {
   POOLFS_ASSIGN_OR_RETURN(json s, ParseReply(text, "send"));
   SendSummary out;
-  if (!Get(s, "snapshot", &out.snapshot) || !Get(s, "from", &out.from) ||
-      !Get(s, "bytes", &out.bytes) || !Get(s, "records", &out.records) ||
-      !Get(s, "objects", &out.objects) || !Get(s, "data_bytes", &out.data_bytes) ||
-      !Get(s, "blocks_read", &out.blocks_read))
+  if (!JsonField(s, "snapshot", &out.snapshot) || !JsonField(s, "from", &out.from) ||
+      !JsonField(s, "bytes", &out.bytes) || !JsonField(s, "records", &out.records) ||
+      !JsonField(s, "objects", &out.objects) || !JsonField(s, "data_bytes", &out.data_bytes) ||
+      !JsonField(s, "blocks_read", &out.blocks_read))
     return Status::Corruption("send reply from the daemon: a malformed summary");
   return out;
 }
@@ -241,9 +231,9 @@ std::string EncodeReceiveReply(const Result<ReceiveSummary>& r) {
 Result<ReceiveSummary> DecodeReceiveReply(std::string_view text) {
   POOLFS_ASSIGN_OR_RETURN(json s, ParseReply(text, "receive"));
   ReceiveSummary out;
-  if (!Get(s, "snapshot", &out.snapshot) || !Get(s, "incremental", &out.incremental) ||
-      !Get(s, "bytes", &out.bytes) || !Get(s, "records", &out.records) ||
-      !Get(s, "objects", &out.objects) || !Get(s, "data_bytes", &out.data_bytes))
+  if (!JsonField(s, "snapshot", &out.snapshot) || !JsonField(s, "incremental", &out.incremental) ||
+      !JsonField(s, "bytes", &out.bytes) || !JsonField(s, "records", &out.records) ||
+      !JsonField(s, "objects", &out.objects) || !JsonField(s, "data_bytes", &out.data_bytes))
     return Status::Corruption("receive reply from the daemon: a malformed summary");
   return out;
 }

@@ -17,6 +17,7 @@
 #include "daemon/control.h"
 #include "daemon/stream_io.h"
 #include "test_env.h"
+#include "test_pipe.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -30,39 +31,6 @@ struct StreamFixture {
   std::string mnt = dir / "mnt";
   StreamFixture() { std::filesystem::create_directory(mnt); }
 };
-
-struct TestPipe {
-  int r = -1, w = -1;
-  TestPipe() {
-    int fds[2];
-    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
-    r = fds[0];
-    w = fds[1];
-  }
-  ~TestPipe() {
-    CloseRead();
-    CloseWrite();
-  }
-  void CloseRead() {
-    if (r >= 0) close(r);
-    r = -1;
-  }
-  void CloseWrite() {
-    if (w >= 0) close(w);
-    w = -1;
-  }
-};
-
-std::string ReadToEnd(int fd) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    auto n = ReadSome(fd, buf, "test pipe");
-    REQUIRE(n.ok());
-    if (*n == 0) return out;
-    out.append(buf, *n);
-  }
-}
 
 std::string EchoRequest(std::string_view request) { return "plain: " + std::string(request); }
 

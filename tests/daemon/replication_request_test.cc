@@ -17,6 +17,7 @@
 
 #include "daemon/stream_io.h"
 #include "send/resume_token.h"
+#include "test_pipe.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -93,38 +94,6 @@ class StreamAdmin : public DatasetAdmin {
  private:
   static Status Unused() { return Status::NotSupported("not in this test"); }
 };
-
-struct PipePair {
-  int r = -1, w = -1;
-  PipePair() {
-    int fds[2];
-    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
-    r = fds[0];
-    w = fds[1];
-  }
-  ~PipePair() {
-    CloseRead();
-    CloseWrite();
-  }
-  void CloseRead() {
-    if (r >= 0) close(r);
-    r = -1;
-  }
-  void CloseWrite() {
-    if (w >= 0) close(w);
-    w = -1;
-  }
-};
-
-std::string ReadPipe(int fd) {
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return out;
-    out.append(buf, size_t(n));
-  }
-}
 
 StreamRequest SendRequest(std::string snapshot, std::string from = "", bool estimate = false) {
   StreamRequest r;
@@ -291,9 +260,9 @@ TEST_CASE("Stream requests and replies survive their wire forms") {
 TEST_CASE("The daemon's send writes the stream to the pipe and replies with the summary") {
   StreamAdmin admin;
   StreamJobs jobs;
-  PipePair p;
+  TestPipe p;
   std::string got;
-  std::thread reader([&] { got = ReadPipe(p.r); });
+  std::thread reader([&] { got = ReadToEnd(p.r); });
   const std::string reply =
       HandleStreamRequest(&admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b")), p.w);
   p.CloseWrite();
@@ -309,11 +278,11 @@ TEST_CASE("The daemon's send writes the stream to the pipe and replies with the 
 TEST_CASE("The daemon's estimate gives the send no sink and writes nothing") {
   StreamAdmin admin;
   StreamJobs jobs;
-  PipePair p;
+  TestPipe p;
   const std::string reply = HandleStreamRequest(
       &admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b", "@a", true)), p.w);
   p.CloseWrite();
-  CHECK(ReadPipe(p.r).empty());
+  CHECK(ReadToEnd(p.r).empty());
   CHECK_FALSE(admin.sink_given);
   CHECK(admin.sent_options.from == "@a");
   auto s = DecodeSendReply(reply);
@@ -324,7 +293,7 @@ TEST_CASE("The daemon's estimate gives the send no sink and writes nothing") {
 TEST_CASE("The daemon's receive reads the pipe to its end") {
   StreamAdmin admin;
   StreamJobs jobs;
-  PipePair p;
+  TestPipe p;
   std::thread writer([&] {
     CHECK(WriteAll(p.w, std::string(123456, 'r'), "test pipe").ok());
     p.CloseWrite();
@@ -345,7 +314,7 @@ TEST_CASE("An engine's error comes back as the reply's error, NotSupported inclu
   StreamAdmin admin;
   admin.fail = Status::NotSupported("send needs the send layer");
   StreamJobs jobs;
-  PipePair p;
+  TestPipe p;
   auto s = DecodeSendReply(
       HandleStreamRequest(&admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b")), p.w));
   CHECK(s.status().code() == StatusCode::kNotSupported);
@@ -368,7 +337,7 @@ TEST_CASE("A send blocked on a pipe nobody reads ends when the streams are cance
   StreamAdmin admin;
   admin.stream = std::string(4 << 20, 'q');  // far more than a pipe holds
   StreamJobs jobs;
-  PipePair p;
+  TestPipe p;
   std::string reply;
   std::thread daemon([&] {
     reply = HandleStreamRequest(&admin, jobs, EncodeStreamRequest(SendRequest("tank/home@b")), p.w);
@@ -389,7 +358,7 @@ TEST_CASE("A send blocked on a pipe nobody reads ends when the streams are cance
 TEST_CASE("A write to a pipe whose reader left fails with EPIPE, not SIGPIPE") {
   // The default action of SIGPIPE would end this test program.
   REQUIRE(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
-  PipePair p;
+  TestPipe p;
   p.CloseRead();
   Status st = WriteAll(p.w, "bytes", "the pipe to poolfs send");
   CHECK(st.code() == StatusCode::kIOError);
@@ -404,14 +373,14 @@ TEST_CASE("A write to a pipe whose reader left fails with EPIPE, not SIGPIPE") {
 }
 
 TEST_CASE("ReadSome returns 0 at the end, and CopyFd copies to it and counts") {
-  PipePair in, out;
+  TestPipe in, out;
   std::thread writer([&] {
     CHECK(WriteAll(in.w, std::string(70000, 'c'), "in").ok());  // more than a pipe holds
     in.CloseWrite();
   });
   size_t counted = 0;
   std::string copied;
-  std::thread reader([&] { copied = ReadPipe(out.r); });
+  std::thread reader([&] { copied = ReadToEnd(out.r); });
   auto n = CopyFd(in.r, out.w, "standard input", "the pipe", [&](size_t k) { counted += k; });
   out.CloseWrite();
   reader.join();
