@@ -76,6 +76,10 @@ struct Replication {
     SendOptions o;
     o.snapshot = snapshot;
     o.from = from;
+    return SendWith(o);
+  }
+  // The whole stream `o` asks for; its estimate must agree.
+  std::string SendWith(const SendOptions& o) {
     std::string out;
     auto r = admin.Send(o, [&out](std::string_view b) {
       out += b;
@@ -564,13 +568,7 @@ TEST_CASE("An interrupted receive -s resumes from its token, full and incrementa
     // Resumed, and cut again: it keeps going from the later point.
     SendOptions so;
     so.resume_token = token;
-    std::string rest;
-    auto sent = again.admin.Send(so, [&rest](std::string_view b) {
-      rest += b;
-      return Status::Ok();
-    });
-    INFO(sent.status().ToString());
-    REQUIRE(sent.ok());
+    std::string rest = again.SendWith(so);
     CHECK(rest.size() < stream.size());
     auto cut2 = again.admin.Receive(o, Failing(rest, rest.size() / 2));
     CHECK(cut2.status().code() == StatusCode::kIOError);
@@ -581,27 +579,13 @@ TEST_CASE("An interrupted receive -s resumes from its token, full and incrementa
     REQUIRE(moved.ok());
     moved->object++;
     so.resume_token = EncodeResumeToken(*moved);
-    std::string elsewhere;
-    REQUIRE(again.admin
-                .Send(so,
-                      [&elsewhere](std::string_view b) {
-                        elsewhere += b;
-                        return Status::Ok();
-                      })
-                .ok());
+    const std::string elsewhere = again.SendWith(so);
     auto wrong = again.admin.Receive(o, SourceOf(elsewhere));
     CHECK(wrong.status().code() == StatusCode::kInvalidArgument);
     CHECK_THAT(wrong.status().message(), Catch::Contains("the stream resumes"));
     CHECK(TokenOf(t, "tank/r") == token2);
     so.resume_token = token2;
-    rest.clear();
-    REQUIRE(again.admin
-                .Send(so,
-                      [&rest](std::string_view b) {
-                        rest += b;
-                        return Status::Ok();
-                      })
-                .ok());
+    rest = again.SendWith(so);
     auto done = again.admin.Receive(o, SourceOf(rest, 4096));
     INFO(done.status().ToString());
     REQUIRE(done.ok());
@@ -700,14 +684,7 @@ TEST_CASE("A receive -s killed outright resumes from the state it kept last",
   Replication rep(t.pool.get());
   SendOptions so;
   so.resume_token = token;
-  std::string rest;
-  REQUIRE(rep.admin
-              .Send(so,
-                    [&rest](std::string_view b) {
-                      rest += b;
-                      return Status::Ok();
-                    })
-              .ok());
+  const std::string rest = rep.SendWith(so);
   CHECK(rest.size() < stream.size());
   ReceiveOptions o;
   o.target = "tank/r";
@@ -751,16 +728,7 @@ TEST_CASE("send -c carries blocks as stored, and the receiver stores them its ow
   SendOptions o;
   o.snapshot = "tank/d@a";
   o.compressed = true;
-  std::string packed;
-  auto sent = rep.admin.Send(o, [&packed](std::string_view b) {
-    packed += b;
-    return Status::Ok();
-  });
-  INFO(sent.status().ToString());
-  REQUIRE(sent.ok());
-  auto estimate = rep.admin.Send(o, nullptr);
-  REQUIRE(estimate.ok());
-  CHECK(estimate->bytes == packed.size());
+  const std::string packed = rep.SendWith(o);
   // The compressible object's eight blocks shrink to almost nothing.
   CHECK(packed.size() + 7 * 131072 < plain.size());
   auto records = ReadAll(packed);
