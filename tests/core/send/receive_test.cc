@@ -605,6 +605,10 @@ TEST_CASE("An interrupted receive -s resumes from its token, full and incrementa
   o.resumable = true;
   CHECK_FALSE(rep.admin.Receive(o, Failing(c, c.size() / 2)).ok());
   CHECK(TokenOf(t, "tank/r") != "-");
+  // The kept receive holds its base, and says how to let it go.
+  const Status held = t.admin->Destroy("tank/r@b", false);
+  CHECK(held.code() == StatusCode::kNotEmpty);
+  CHECK_THAT(held.message(), Catch::Contains("poolfs receive -A tank/r"));
   o.abort = true;
   REQUIRE(rep.admin.Receive(o, SourceOf("")).ok());
   CHECK(TokenOf(t, "tank/r") == "-");
