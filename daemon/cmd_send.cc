@@ -49,7 +49,7 @@ namespace {
 struct SendArgs {
   std::vector<std::string> pool_files;
   std::string snapshot, from, resume_token;
-  bool compressed = false, estimate = false, verbose = false;
+  bool compressed = false, estimate = false, verbose = false, recursive = false;
 };
 
 struct ReceiveArgs {
@@ -231,6 +231,10 @@ int RunSend(const SendArgs& a) {
                                    "to resume an interrupted stream; not both"));
   Result<SendOptions> o = MakeSendOptions(a.snapshot, a.from, a.compressed, a.resume_token);
   if (!o.ok()) return ReportError("send", o.status());
+  if (a.recursive && !a.resume_token.empty())
+    return ReportError(
+        "send", Status::InvalidArgument("-R and -t: a token resumes one stream; give one of them"));
+  o->recursive = a.recursive;
   if (!a.estimate && isatty(STDOUT_FILENO)) {
     return ReportError("send", Status::InvalidArgument(
                                    "standard output is a terminal: a stream is binary; redirect "
@@ -330,6 +334,11 @@ Command AddSendCommand(CLI::App& parent) {
                   "an incremental stream from this earlier snapshot of the same dataset: @NAME or "
                   "POOL/PATH@NAME (the receiving dataset must have it as its newest snapshot)")
       ->expected(1);
+  app->add_flag("-R,--replicate", a->recursive,
+                "the dataset and its descendants that have the snapshot: each one's snapshots "
+                "up to it (with -i, from the base on; a descendant without the base whole) and "
+                "its local properties, in one stream; poolfs receive makes the same tree below "
+                "its target");
   app->add_flag("-c,--compressed", a->compressed,
                 "send data blocks as they are stored (compressed), not decompressed: a smaller "
                 "stream, less work on both ends");

@@ -139,12 +139,11 @@ bool IsStreamRequest(std::string_view request) {
 
 std::string EncodeStreamRequest(const StreamRequest& r) {
   if (r.kind == StreamRequest::Kind::kSend) {
-    return std::string(kSendPrefix) + json{{"snapshot", r.send.snapshot},
-                                           {"from", r.send.from},
-                                           {"compressed", r.send.compressed},
-                                           {"resume_token", r.send.resume_token},
-                                           {"estimate", r.estimate}}
-                                          .dump();
+    return std::string(kSendPrefix) +
+           json{{"snapshot", r.send.snapshot},     {"from", r.send.from},
+                {"compressed", r.send.compressed}, {"resume_token", r.send.resume_token},
+                {"recursive", r.send.recursive},   {"estimate", r.estimate}}
+               .dump();
   }
   return std::string(kReceivePrefix) + json{{"target", r.receive.target},
                                             {"force", r.receive.force},
@@ -171,11 +170,13 @@ Result<StreamRequest> DecodeStreamRequest(std::string_view request) {
   if (r.kind == StreamRequest::Kind::kSend) {
     if (!JsonField(j, "snapshot", &r.send.snapshot) || !JsonField(j, "from", &r.send.from) ||
         !JsonField(j, "compressed", &r.send.compressed) || !JsonField(j, "estimate", &r.estimate) ||
-        !JsonField(j, "resume_token", &r.send.resume_token))
+        !JsonField(j, "resume_token", &r.send.resume_token) ||
+        !JsonField(j, "recursive", &r.send.recursive))
       return Status::InvalidArgument("send request: a field is missing or malformed");
     POOLFS_ASSIGN_OR_RETURN(
         SendOptions checked,
         MakeSendOptions(r.send.snapshot, r.send.from, r.send.compressed, r.send.resume_token));
+    checked.recursive = r.send.recursive;
     r.send = std::move(checked);
   } else {
     if (!JsonField(j, "target", &r.receive.target) || !JsonField(j, "force", &r.receive.force) ||

@@ -49,9 +49,11 @@ class Applier {
       case RecordType::kWrite: return Write(tx, r);
       case RecordType::kFree: return Free(tx, r);
       case RecordType::kEnd: return Close(tx, r);
-      case RecordType::kBegin: break;
+      case RecordType::kBegin:
+      case RecordType::kPackage: break;
     }
-    return Status::Corruption("send stream " + DescribeRecord(r) + ": a second BEGIN");
+    return Status::Corruption("send stream " + DescribeRecord(r) +
+                              ": a second BEGIN, or a PACKAGE inside a stream");
   }
 
   uint64_t objects() const { return objects_; }
@@ -178,8 +180,12 @@ Result<std::string> BaseOf(pool::Pool& pool, const std::string& target, const Be
                      : " (its newest is " + Quote(snaps.back().name) + ")"));
 }
 
+// One stream of options.snapshot (from options.from) to `sink`; with
+// `chain`, a stream of a package: it chains from *chain and leaves its
+// last running value there, and carries `props` in its BEGIN.
 Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const StreamSink& sink,
-                             const ResumeToken* resume) {
+                             const ResumeToken* resume, uint64_t* chain = nullptr,
+                             std::vector<std::pair<std::string, std::string>> props = {}) {
   const size_t at = options.snapshot.find('@');
   if (at == std::string::npos)
     return Status::InvalidArgument(Quote(options.snapshot) + " is not a snapshot (POOL/PATH@NAME)");
@@ -233,10 +239,12 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
           "and taken again");
     r.resume_object = resume->object;
   }
+  r.props = std::move(props);
   SendStats stats;
   std::optional<StreamWriter> writer;
-  if (sink) writer.emplace(sink);
+  if (sink) writer.emplace(sink, chain != nullptr ? *chain : kRunningSeed);
   POOLFS_RETURN_IF_ERROR(Send(r, writer ? &*writer : nullptr, &stats));
+  if (writer && chain != nullptr) *chain = writer->running();
   summary.bytes = stats.stream_bytes;
   summary.records = stats.records;
   summary.objects = stats.objects;
@@ -245,34 +253,110 @@ Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const
   return summary;
 }
 
+// send -R: the package of options.snapshot's dataset and its descendants
+// that have that snapshot (the spec, 4.7): per dataset, parents first, a
+// full stream of its first snapshot (or, with options.from, an
+// incremental from that base, when the dataset has it) and incrementals
+// on to the snapshot; its local properties with its first stream.
+Result<SendSummary> SendPackage(pool::Pool& pool, const SendOptions& options,
+                                const StreamSink& sink) {
+  const size_t at = options.snapshot.find('@');
+  if (at == std::string::npos)
+    return Status::InvalidArgument(Quote(options.snapshot) + " is not a snapshot (POOL/PATH@NAME)");
+  const std::string top = options.snapshot.substr(0, at);
+  const std::string name = options.snapshot.substr(at + 1);
+  std::string base;  // the base's name (after the '@'), if any
+  if (!options.from.empty()) {
+    const size_t bat = options.from.find('@');
+    if (bat == std::string::npos || (bat != 0 && options.from.substr(0, bat) != top))
+      return Status::InvalidArgument("the base " + Quote(options.from) + " is not a snapshot of " +
+                                     Quote(top));
+    base = options.from.substr(bat + 1);
+  }
+  POOLFS_ASSIGN_OR_RETURN(std::vector<pool::DatasetFigures> datasets,
+                          pool.ListDatasets(top, /*recursive=*/true));
+  struct Planned {
+    SendOptions stream;
+    std::vector<std::pair<std::string, std::string>> props;
+  };
+  std::vector<Planned> plan;
+  PackageInfo info;
+  info.dataset = top;
+  for (const pool::DatasetFigures& d : datasets) {
+    POOLFS_ASSIGN_OR_RETURN(std::vector<pool::SnapshotFigures> snaps,
+                            pool.ListSnapshots(d.name, false));
+    size_t to = snaps.size();
+    for (size_t i = 0; i < snaps.size(); i++)
+      if (snaps[i].name == d.name + "@" + name) to = i;
+    if (to == snaps.size()) {
+      if (d.name == top)
+        return Status::NotFound("snapshot " + Quote(options.snapshot) + " does not exist");
+      continue;  // a descendant without the snapshot is not sent
+    }
+    size_t from = snaps.size();  // none: a full stream of the first
+    if (!base.empty())
+      for (size_t i = 0; i < to; i++)
+        if (snaps[i].name == d.name + "@" + base) from = i;
+    if (!base.empty() && from == snaps.size() && d.name == top)
+      return Status::NotFound("the base " + Quote(top + "@" + base) + " does not exist");
+    POOLFS_ASSIGN_OR_RETURN(std::vector<pool::PropertyValue> values,
+                            pool.GetProperties(d.name, {"all"}));
+    std::vector<std::pair<std::string, std::string>> local;
+    for (const pool::PropertyValue& v : values)
+      if (v.source == "local") local.emplace_back(v.name, v.value);
+    std::sort(local.begin(), local.end());
+    const std::string path = d.name == top ? "" : d.name.substr(top.size() + 1);
+    const size_t first = from == snaps.size() ? 0 : from + 1;
+    for (size_t i = first; i <= to; i++) {
+      Planned p;
+      p.stream.snapshot = snaps[i].name;
+      p.stream.compressed = options.compressed;
+      if (i > 0 && (i > first || from != snaps.size())) p.stream.from = snaps[i - 1].name;
+      if (i == first) p.props = local;
+      info.streams.push_back(
+          {path, snaps[i].guid, i > 0 && !p.stream.from.empty() ? snaps[i - 1].guid : 0});
+      plan.push_back(std::move(p));
+    }
+  }
+  if (plan.empty())
+    return Status::InvalidArgument("nothing to send: " + Quote(options.snapshot) + " is its base");
+  SendSummary total;
+  total.snapshot = options.snapshot;
+  if (!base.empty()) total.from = top + "@" + base;
+  uint64_t chain = kRunningSeed;
+  if (sink) {
+    POOLFS_ASSIGN_OR_RETURN(chain, WritePackage(info, sink));
+  }
+  total.bytes = kHeaderSize + EncodePackagePayload(info).size();
+  total.records = 1;
+  for (Planned& p : plan) {
+    POOLFS_ASSIGN_OR_RETURN(SendSummary one, SendFrom(pool, p.stream, sink, nullptr,
+                                                      sink ? &chain : nullptr, std::move(p.props)));
+    total.bytes += one.bytes;
+    total.records += one.records;
+    total.objects += one.objects;
+    total.data_bytes += one.data_bytes;
+    total.blocks_read += one.blocks_read;
+  }
+  return total;
+}
+
 }  // namespace
 
-Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
-                               const StreamSource& source,
-                               const pool::PoolDatasetAdmin::Finisher& finish,
-                               uint64_t keep_every) {
-  std::string target = options.target;
-  std::string snap_name;  // the received snapshot's name (after the '@')
-  if (const size_t at = target.find('@'); at != std::string::npos) {
-    snap_name = target.substr(at + 1);
-    target.resize(at);
-  }
-  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(target));
-  std::optional<pool::Pool::PartialReceive> partial = pool.FindPartialReceive(target);
-  if (options.abort) {
-    if (!partial)
-      return Status::NotFound("-A: no interrupted receive into " + Quote(target) + " is kept");
-    POOLFS_ASSIGN_OR_RETURN(Txg t, pool.AbandonReceive(partial->id));
-    if (t != Txg(0)) POOLFS_RETURN_IF_ERROR(pool.WaitSynced(t));
-    return ReceiveSummary{};
-  }
-  StreamReader reader(source);
-  POOLFS_ASSIGN_OR_RETURN(std::optional<Record> first, reader.Next());
-  if (!first) return Status::Corruption("send stream: empty");
-  POOLFS_ASSIGN_OR_RETURN(BeginInfo begin, DecodeBegin(*first));
+// One stream of `reader`, whose BEGIN (`begin`, with `first_payload`
+// payload bytes) was just read, into `target` ("POOL/PATH"), its snapshot
+// named `snap_name` (empty: as in the stream).
+Result<ReceiveSummary> ReceiveOne(pool::Pool& pool, const ReceiveOptions& options,
+                                  const std::string& target, std::string snap_name,
+                                  StreamReader& reader, const BeginInfo& begin,
+                                  uint64_t first_payload,
+                                  const pool::PoolDatasetAdmin::Finisher& finish,
+                                  uint64_t keep_every) {
   const bool resuming = (begin.features & kFeatureResuming) != 0;
   if (snap_name.empty()) snap_name = begin.snapshot;
   POOLFS_RETURN_IF_ERROR(pool::ValidateDatasetName(snap_name).WithContext("the snapshot name"));
+  std::optional<pool::Pool::PartialReceive> partial = pool.FindPartialReceive(target);
+  const uint64_t bytes_at_begin = reader.bytes() - kHeaderSize - first_payload;
   const bool incremental = begin.from_guid != 0;
   const std::string stream_name =
       Quote(begin.dataset + "@" + begin.snapshot) + (incremental ? " from @" + begin.from : "");
@@ -413,13 +497,15 @@ Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
       kept_at = reader.bytes();
     }
   }
-  // Nothing may follow END.
-  if (Result<std::optional<Record>> after = reader.Next(); !after.ok()) return fail(after.status());
+  // Nothing may follow END (in a package, the next stream does).
+  if (!reader.package())
+    if (Result<std::optional<Record>> after = reader.Next(); !after.ok())
+      return fail(after.status());
 
   ReceiveSummary summary;
   summary.snapshot = target + "@" + snap_name;
   summary.incremental = incremental;
-  summary.bytes = reader.bytes();
+  summary.bytes = reader.bytes() - bytes_at_begin;
   summary.records = records;
   summary.objects = applier.objects();
   summary.data_bytes = applier.data_bytes();
@@ -434,6 +520,87 @@ Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
   return summary;
 }
 
+Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
+                               const StreamSource& source,
+                               const pool::PoolDatasetAdmin::Finisher& finish,
+                               uint64_t keep_every) {
+  std::string target = options.target;
+  std::string snap_name;  // the received snapshot's name (after the '@')
+  if (const size_t at = target.find('@'); at != std::string::npos) {
+    snap_name = target.substr(at + 1);
+    target.resize(at);
+  }
+  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(target));
+  if (options.abort) {
+    std::optional<pool::Pool::PartialReceive> partial = pool.FindPartialReceive(target);
+    if (!partial)
+      return Status::NotFound("-A: no interrupted receive into " + Quote(target) + " is kept");
+    POOLFS_ASSIGN_OR_RETURN(Txg t, pool.AbandonReceive(partial->id));
+    if (t != Txg(0)) POOLFS_RETURN_IF_ERROR(pool.WaitSynced(t));
+    return ReceiveSummary{};
+  }
+  StreamReader reader(source, ReaderOptions{.packages = true});
+  POOLFS_ASSIGN_OR_RETURN(std::optional<Record> first, reader.Next());
+  if (!first) return Status::Corruption("send stream: empty");
+  if (first->type != RecordType::kPackage) {
+    POOLFS_ASSIGN_OR_RETURN(BeginInfo begin, DecodeBegin(*first));
+    return ReceiveOne(pool, options, target, snap_name, reader, begin, first->payload.size(),
+                      finish, keep_every);
+  }
+  // A compound stream (send -R): stream by stream, each into the dataset
+  // at its path below the target, its snapshot appearing as it completes.
+  const PackageInfo& package = *reader.package();
+  if (options.resumable)
+    return Status::InvalidArgument(
+        "receive -s takes one stream: this is a compound stream (send -R) of " +
+        Quote(package.dataset) + "; receive it without -s");
+  if (!snap_name.empty())
+    return Status::InvalidArgument(
+        "a compound stream (send -R) names its snapshots: receive it "
+        "into a dataset, " +
+        Quote(target));
+  ReceiveSummary total;
+  for (size_t i = 0; i < package.streams.size(); i++) {
+    const PackageEntry& e = package.streams[i];
+    const std::string sub = e.path.empty() ? target : target + "/" + e.path;
+    const std::string what = "stream " + std::to_string(i + 1) + " of " +
+                             std::to_string(package.streams.size()) + " (into " + Quote(sub) +
+                             "; the " + std::to_string(i) + " before it are received)";
+    Result<std::optional<Record>> next = reader.Next();
+    if (!next.ok()) return next.status().WithContext(what);
+    if (!next->has_value())
+      return Status::Corruption("send stream: the package ends before " + what);
+    POOLFS_ASSIGN_OR_RETURN(BeginInfo begin, DecodeBegin(**next));
+    ReceiveOptions one = options;
+    one.target = sub;
+    Result<ReceiveSummary> got =
+        ReceiveOne(pool, one, sub, "", reader, begin, (**next).payload.size(), finish, keep_every);
+    if (!got.ok()) return got.status().WithContext(what);
+    // A dataset's first stream carries its local properties.
+    for (const auto& [name, value] : begin.props) {
+      Result<Txg> set = pool.SetProperty(sub, name, value);
+      if (!set.ok())
+        return set.status().WithContext("received " + got->snapshot + ", but its property " + name +
+                                        "=" + value + " could not be set");
+      POOLFS_RETURN_IF_ERROR(pool.WaitSynced(*set));
+    }
+    if (e.path.empty() || total.snapshot.empty()) {
+      total.snapshot = got->snapshot;
+      total.incremental = got->incremental;
+    }
+    total.records += got->records;
+    total.objects += got->objects;
+    total.data_bytes += got->data_bytes;
+  }
+  // Nothing may follow the package's last stream.
+  if (Result<std::optional<Record>> after = reader.Next(); !after.ok())
+    return after.status().WithContext(
+        "after the package's " + std::to_string(package.streams.size()) + " streams, all received");
+  total.bytes = reader.bytes();
+  total.records++;  // PACKAGE
+  return total;
+}
+
 Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
                                  const StreamSink& sink) {
   if (!options.resume_token.empty()) {
@@ -446,6 +613,7 @@ Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
     if (!token.from.empty()) resumed.from = "@" + token.from;
     return SendFrom(pool, resumed, sink, &token);
   }
+  if (options.recursive) return SendPackage(pool, options, sink);
   return SendFrom(pool, options, sink, nullptr);
 }
 

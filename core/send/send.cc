@@ -20,6 +20,7 @@ class Sender {
     b.dataset = r_.dataset;
     b.snapshot = r_.to.snapshot;
     if (r_.from) b.from = r_.from->snapshot;
+    b.props = r_.props;
     if (r_.compressed) b.features |= kFeatureCompressed;
     if (r_.resume_object != 0) {
       b.features |= kFeatureResuming;

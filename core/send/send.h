@@ -47,6 +47,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dmu/objset_walk.h"
 #include "poolfs/status.h"
@@ -75,6 +77,9 @@ struct SendRequest {
   // send -c: data blocks stored compressed go as they are stored (the
   // COMPRESSED feature), not decompressed.
   bool compressed = false;
+  // Local properties to carry in BEGIN (a package's first stream of a
+  // dataset), sorted by name.
+  std::vector<std::pair<std::string, std::string>> props;
   // Nonzero: the stream resumes there (resume_token.h): the RESUMING
   // feature, and no record of an object before it.
   uint64_t resume_object = 0;

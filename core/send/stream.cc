@@ -4,6 +4,7 @@
 #include "send/stream.h"
 
 #include <cstring>
+#include <set>
 
 #include "util/checksum.h"
 #include "util/compress.h"
@@ -59,6 +60,7 @@ Status Bad(const Record& r, const std::string& what) {
   return Status::Corruption("send stream " + DescribeRecord(r) + ": " + what);
 }
 
+// The types of a plain stream's records (PACKAGE only opens a compound one).
 bool IsKnownType(uint16_t t) { return t >= 1 && t <= 6; }
 
 bool PowerOfTwoBlockSize(uint64_t v) {
@@ -68,7 +70,8 @@ bool PowerOfTwoBlockSize(uint64_t v) {
 // The largest payload a record of type `t` may have.
 uint32_t MaxPayloadOf(RecordType t) {
   switch (t) {
-    case RecordType::kBegin: return kMaxBeginPayload;
+    case RecordType::kBegin:
+    case RecordType::kPackage: return kMaxBeginPayload;
     case RecordType::kObject: return kMaxBonus;
     case RecordType::kWrite: return kMaxBlockSize;
     default: return 0;
@@ -240,6 +243,18 @@ Status ParseBegin(const Record& r, BeginInfo* info) {
 // Checks the rules of a record's type that need nothing but the record.
 Status CheckFields(const Record& r) {
   switch (r.type) {
+    case RecordType::kPackage: {
+      if (r.f[0] != kStreamVersion)
+        return Bad(r, "package version " + Str(r.f[0]) + " is not " + Str(kStreamVersion));
+      if (r.f[1] == 0 || r.f[1] > kMaxPackageStreams)
+        return Bad(r, "stream count " + Str(r.f[1]) + " is outside 1.." + Str(kMaxPackageStreams));
+      POOLFS_ASSIGN_OR_RETURN(PackageInfo info,
+                              DecodePackagePayload(r.payload, "send stream " + DescribeRecord(r)));
+      if (info.streams.size() != r.f[1])
+        return Bad(r,
+                   "lists " + Str(info.streams.size()) + " streams, its count says " + Str(r.f[1]));
+      return UnusedZero(r, 2);
+    }
     case RecordType::kBegin: {
       BeginInfo info;
       return ParseBegin(r, &info);
@@ -316,6 +331,7 @@ std::string RecordTypeName(uint16_t type) {
     case 4: return "WRITE";
     case 5: return "FREE";
     case 6: return "END";
+    case 7: return "PACKAGE";
     default: return "type " + Str(type);
   }
 }
@@ -368,6 +384,90 @@ std::string EncodeBeginPayload(const BeginInfo& info) {
   if (!info.from.empty()) put("from", "", info.from);
   for (const auto& [name, value] : info.props) put(kPropPrefix, name, value);
   return out;
+}
+
+std::string EncodePackagePayload(const PackageInfo& info) {
+  std::string out;
+  auto put16 = [&out](size_t v) {
+    uint8_t b[2];
+    PutLE16(b, static_cast<uint16_t>(v));
+    out.append(reinterpret_cast<const char*>(b), 2);
+  };
+  auto put64 = [&out](uint64_t v) {
+    uint8_t b[8];
+    PutLE64(b, v);
+    out.append(reinterpret_cast<const char*>(b), 8);
+  };
+  put16(info.dataset.size());
+  out += info.dataset;
+  for (const PackageEntry& e : info.streams) {
+    put16(e.path.size());
+    out += e.path;
+    put64(e.to_guid);
+    put64(e.from_guid);
+  }
+  return out;
+}
+
+Result<PackageInfo> DecodePackagePayload(std::string_view payload, const std::string& where) {
+  auto bad = [&where](const std::string& what) { return Status::Corruption(where + ": " + what); };
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+  size_t at = 0;
+  auto name = [&](std::string* out, const char* what, bool may_be_empty) -> Status {
+    if (payload.size() - at < 2) return bad(std::string(what) + " is truncated");
+    const size_t n = GetLE16(p + at);
+    at += 2;
+    if (n > kMaxDatasetName || payload.size() - at < n || (n == 0 && !may_be_empty))
+      return bad(std::string(what) + " of " + Str(n) + " bytes is empty, truncated or over " +
+                 Str(kMaxDatasetName));
+    out->assign(payload.substr(at, n));
+    at += n;
+    if (out->find('\0') != std::string::npos || out->starts_with("/") || out->ends_with("/") ||
+        out->find("//") != std::string::npos || out->find('@') != std::string::npos)
+      return bad(std::string(what) + " '" + *out + "' is not a dataset path");
+    return Status::Ok();
+  };
+  PackageInfo info;
+  POOLFS_RETURN_IF_ERROR(name(&info.dataset, "the dataset name", false));
+  std::set<std::pair<std::string, uint64_t>> seen;
+  while (at < payload.size()) {
+    if (info.streams.size() == kMaxPackageStreams)
+      return bad("lists more than " + Str(kMaxPackageStreams) + " streams");
+    PackageEntry e;
+    const std::string what = "stream " + Str(info.streams.size());
+    POOLFS_RETURN_IF_ERROR(name(&e.path, (what + "'s path").c_str(), true));
+    if (payload.size() - at < 16) return bad(what + "'s guids are truncated");
+    e.to_guid = GetLE64(p + at);
+    e.from_guid = GetLE64(p + at + 8);
+    at += 16;
+    if (e.to_guid == 0) return bad(what + " has to_guid 0");
+    if (!seen.emplace(e.path, e.to_guid).second)
+      return bad(what + " repeats the snapshot " + util::HexPadded(e.to_guid) + " of '" + e.path +
+                 "'");
+    info.streams.push_back(std::move(e));
+  }
+  if (info.streams.empty()) return bad("lists no stream");
+  return info;
+}
+
+Result<uint64_t> WritePackage(const PackageInfo& info,
+                              const std::function<Status(std::string_view)>& sink) {
+  Record r;
+  r.type = RecordType::kPackage;
+  r.f[0] = kStreamVersion;
+  r.f[1] = info.streams.size();
+  r.payload = EncodePackagePayload(info);
+  if (r.payload.size() > kMaxBeginPayload)
+    return Status::InvalidArgument("a package of " + Str(info.streams.size()) +
+                                   " streams does not fit its record (" + Str(r.payload.size()) +
+                                   " bytes, at most " + Str(kMaxBeginPayload) + ")");
+  if (Status st = CheckFields(r); !st.ok()) return Refused(st);
+  uint8_t header[kHeaderSize];
+  const uint64_t running = EncodeHeader(r, kRunningSeed, header);
+  POOLFS_RETURN_IF_ERROR(
+      sink(std::string_view(reinterpret_cast<const char*>(header), kHeaderSize)));
+  POOLFS_RETURN_IF_ERROR(sink(r.payload));
+  return running;
 }
 
 Result<BeginInfo> DecodeBegin(const Record& r) {
@@ -462,6 +562,8 @@ Status StreamChecker::Accept(const Record& r) {
   };
 
   switch (r.type) {
+    case RecordType::kPackage:
+      return Bad(r, "a PACKAGE record opens a compound stream, never one inside it");
     case RecordType::kBegin:
       begun_ = true;
       features_ = r.f[1];
@@ -527,7 +629,8 @@ Status StreamChecker::Accept(const Record& r) {
 
 // ---- StreamWriter ----
 
-StreamWriter::StreamWriter(std::function<Status(std::string_view)> sink) : sink_(std::move(sink)) {}
+StreamWriter::StreamWriter(std::function<Status(std::string_view)> sink, uint64_t chain_from)
+    : sink_(std::move(sink)), running_(chain_from) {}
 
 Status StreamWriter::Emit(Record r) {
   if (!broken_.ok()) return broken_;
@@ -625,8 +728,9 @@ Status StreamWriter::End() {
 
 // ---- StreamReader ----
 
-StreamReader::StreamReader(std::function<Result<size_t>(std::span<char>)> source)
-    : source_(std::move(source)) {}
+StreamReader::StreamReader(std::function<Result<size_t>(std::span<char>)> source,
+                           ReaderOptions options)
+    : source_(std::move(source)), options_(options) {}
 
 Result<size_t> StreamReader::Fill(char* out, size_t want) {
   size_t got = 0;
@@ -651,6 +755,11 @@ Result<std::optional<Record>> StreamReader::Next() {
 }
 
 Result<std::optional<Record>> StreamReader::ReadRecord() {
+  // A compound stream's next stream starts where the one before ended.
+  if (package_ && checker_.ended() && streams_done_ < package_->streams.size()) {
+    checker_ = StreamChecker();
+    begin_.reset();
+  }
   const uint64_t index = checker_.next_index();
   const uint64_t at = bytes_;
   if (checker_.ended()) {
@@ -666,6 +775,10 @@ Result<std::optional<Record>> StreamReader::ReadRecord() {
   uint8_t h[kHeaderSize];
   POOLFS_ASSIGN_OR_RETURN(size_t got, Fill(reinterpret_cast<char*>(h), kHeaderSize));
   if (got == 0) {
+    if (package_ && index == 0)
+      return Status::Corruption("send stream truncated after " + last_ + ": the package lists " +
+                                Str(package_->streams.size()) + " streams, " + Str(streams_done_) +
+                                " came");
     if (index == 0) return Status::Corruption("send stream is empty: no BEGIN record");
     return Status::Corruption("send stream truncated after " + last_ +
                               ": it ends without an END record");
@@ -694,11 +807,14 @@ Result<std::optional<Record>> StreamReader::ReadRecord() {
   for (size_t i = 0; i < 8; i++) r.f[i] = GetLE64(h + kOffFields + 8 * i);
   const uint32_t payload_len = GetLE32(h + kOffPayloadLen);
   const uint64_t stored_index = GetLE64(h + kOffIndex);
-  if (!IsKnownType(type)) {
-    if (type == kReservedPackageType)
-      return Bad(r,
-                 "record type 7 (the package record of a compound stream) is reserved; this "
-                 "reader does not read compound streams");
+  // PACKAGE: the first record of a compound stream, when those are read.
+  const bool package =
+      type == static_cast<uint16_t>(RecordType::kPackage) && options_.packages && records_ == 0;
+  if (!IsKnownType(type) && !package) {
+    if (type == static_cast<uint16_t>(RecordType::kPackage))
+      return Bad(r, records_ == 0
+                        ? "a compound stream (send -R): this reader reads one stream"
+                        : "a PACKAGE record opens a compound stream, never one inside it");
     return Bad(r, "unknown record type " + Str(type));
   }
   if (const uint16_t known = r.type == RecordType::kObject ? kObjectNew : 0; r.flags & ~known)
@@ -734,13 +850,35 @@ Result<std::optional<Record>> StreamReader::ReadRecord() {
                       util::HexPadded(GetLE64(h + kOffPayloadChecksum)) + ", computed " +
                       util::HexPadded(payload_sum) + ")");
   POOLFS_RETURN_IF_ERROR(CheckFields(r));
+  if (package) {
+    POOLFS_ASSIGN_OR_RETURN(PackageInfo info,
+                            DecodePackagePayload(r.payload, "send stream " + DescribeRecord(r)));
+    package_ = std::move(info);
+    running_ = running;
+    last_ = "the PACKAGE record";
+    records_++;
+    return std::optional<Record>(std::move(r));
+  }
+  if (package_ && r.type == RecordType::kBegin) {
+    // The stream must be the one the package lists next.
+    POOLFS_ASSIGN_OR_RETURN(BeginInfo info, DecodeBegin(r));
+    const PackageEntry& e = package_->streams[streams_done_];
+    const std::string want = e.path.empty() ? package_->dataset : package_->dataset + "/" + e.path;
+    if (info.to_guid != e.to_guid || info.from_guid != e.from_guid || info.dataset != want)
+      return Bad(r, "is the stream of " + info.dataset + "@" + info.snapshot + " (guid " +
+                        util::HexPadded(info.to_guid) + "), where the package lists stream " +
+                        Str(streams_done_) + " of " + want + " (guid " +
+                        util::HexPadded(e.to_guid) + ")");
+  }
   POOLFS_RETURN_IF_ERROR(checker_.Accept(r));
   running_ = running;
   if (r.type == RecordType::kBegin) {
     POOLFS_ASSIGN_OR_RETURN(BeginInfo info, DecodeBegin(r));
     begin_ = std::move(info);
   }
-  last_ = DescribeRecord(r);
+  last_ = DescribeRecord(r) + (package_ ? " of stream " + Str(streams_done_) : "");
+  if (package_ && r.type == RecordType::kEnd) streams_done_++;
+  records_++;
   return std::optional<Record>(std::move(r));
 }
 

@@ -88,9 +88,9 @@ inline constexpr size_t kMaxDatasetName = 1024;
 inline constexpr size_t kMaxNameComponent = 255;
 inline constexpr size_t kMaxPropertyValue = 65535;
 
-// Record types: stream values, never renumber. 7 is reserved for the
-// package record of a compound (`send -R`) stream; version 1 readers
-// refuse it as unknown.
+// Record types: stream values, never renumber. PACKAGE opens a compound
+// (`send -R`) stream only: a reader takes it only when told to
+// (ReaderOptions::packages).
 enum class RecordType : uint16_t {
   kBegin = 1,
   kObject = 2,
@@ -98,8 +98,8 @@ enum class RecordType : uint16_t {
   kWrite = 4,
   kFree = 5,
   kEnd = 6,
+  kPackage = 7,
 };
-inline constexpr uint16_t kReservedPackageType = 7;
 // "BEGIN", "OBJECT", ...; "type N" for a value that is not a RecordType.
 std::string RecordTypeName(uint16_t type);
 
@@ -189,6 +189,23 @@ struct FreeInfo {
   bool operator==(const FreeInfo&) const = default;
 };
 
+// A compound stream (`send -R`, the spec's section 4.7): its PACKAGE
+// record lists the streams that follow, each a whole BEGIN..END stream of
+// one snapshot of the sent dataset or of a descendant (`path` below it;
+// empty: the dataset itself), in order, chained into one running checksum.
+struct PackageEntry {
+  std::string path;        // "child/grandchild"; "": the sent dataset
+  uint64_t to_guid = 0;    // its BEGIN's: nonzero
+  uint64_t from_guid = 0;  // its BEGIN's: 0 for a full stream
+  bool operator==(const PackageEntry&) const = default;
+};
+struct PackageInfo {
+  std::string dataset;  // "tank/home": the sent dataset on the sender
+  std::vector<PackageEntry> streams;
+  bool operator==(const PackageInfo&) const = default;
+};
+inline constexpr size_t kMaxPackageStreams = 1u << 16;
+
 struct EndInfo {
   uint64_t to_guid = 0;        // BEGIN's
   uint64_t records = 0;        // records before END (END's own index)
@@ -206,6 +223,16 @@ Result<FreeObjectsInfo> DecodeFreeObjects(const Record& r);
 Result<WriteInfo> DecodeWrite(const Record& r);
 Result<FreeInfo> DecodeFree(const Record& r);
 Result<EndInfo> DecodeEnd(const Record& r);
+
+// PACKAGE's payload (the spec, 4.7), and its decoder: Corruption saying
+// what is wrong (`where` names the record).
+std::string EncodePackagePayload(const PackageInfo& info);
+Result<PackageInfo> DecodePackagePayload(std::string_view payload, const std::string& where);
+// Writes the PACKAGE record of `info` to `sink`; returns the running value
+// the first stream's writer chains from (StreamWriter's `chain_from`).
+// InvalidArgument for a package a reader would refuse.
+Result<uint64_t> WritePackage(const PackageInfo& info,
+                              const std::function<Status(std::string_view)>& sink);
 
 // The logical bytes of a WRITE record: its payload, decompressed when it is
 // stored compressed. Corruption naming the record when it is not a WRITE,
@@ -261,8 +288,10 @@ class StreamChecker {
 class StreamWriter {
  public:
   // `sink` is called with the bytes of each record, in order (a header and
-  // a payload may come in separate calls).
-  explicit StreamWriter(std::function<Status(std::string_view)> sink);
+  // a payload may come in separate calls). `chain_from`: the running value
+  // its BEGIN chains from (a compound stream's: the record before it).
+  explicit StreamWriter(std::function<Status(std::string_view)> sink,
+                        uint64_t chain_from = kRunningSeed);
 
   // `info.version` must be kStreamVersion.
   Status Begin(const BeginInfo& info);
@@ -277,6 +306,9 @@ class StreamWriter {
   uint64_t bytes() const { return bytes_; }
   // Records written so far.
   uint64_t records() const { return checker_.next_index(); }
+  // The running value of the last record written (what a compound
+  // stream's next stream chains from).
+  uint64_t running() const { return running_; }
 
  private:
   // Fills in the record's index, checks it, and writes it.
@@ -289,12 +321,20 @@ class StreamWriter {
   Status broken_;
 };
 
+struct ReaderOptions {
+  // Take a compound stream too: its PACKAGE record first, then each
+  // stream it lists (BEGIN..END, each checked against its entry), then the
+  // end of input.
+  bool packages = false;
+};
+
 // Reads a stream from a byte source, one record per Next.
 class StreamReader {
  public:
   // `source` fills a prefix of the span it is given and returns how many
   // bytes it wrote; 0 means the end of the input. Its errors pass through.
-  explicit StreamReader(std::function<Result<size_t>(std::span<char>)> source);
+  explicit StreamReader(std::function<Result<size_t>(std::span<char>)> source,
+                        ReaderOptions options = {});
 
   // The next record, checked (header, payload, type rules, order rules);
   // nullopt once END has been returned and the source is at its end (the
@@ -307,8 +347,11 @@ class StreamReader {
 
   // Bytes consumed from the source so far.
   uint64_t bytes() const { return bytes_; }
-  // BEGIN's meaning, once Next has returned it.
+  // BEGIN's meaning, once Next has returned it (of the stream being read,
+  // in a compound one).
   const std::optional<BeginInfo>& begin() const { return begin_; }
+  // A compound stream's PACKAGE, once Next has returned it.
+  const std::optional<PackageInfo>& package() const { return package_; }
 
  private:
   // Reads up to `want` bytes into `out`; fewer only at the end of input.
@@ -323,6 +366,10 @@ class StreamReader {
   Status broken_;
   std::optional<BeginInfo> begin_;
   std::string last_;  // DescribeRecord of the last record returned
+  const ReaderOptions options_;
+  std::optional<PackageInfo> package_;
+  size_t streams_done_ = 0;  // of a compound stream: those read to END
+  uint64_t records_ = 0;     // records returned, all streams
 };
 
 // Encodes the header of `r` whose running checksum chains from

@@ -175,6 +175,11 @@ TEST_CASE("send -t takes a token alone, receive -A is given alone, and both cros
   auto back = DecodeStreamRequest(EncodeStreamRequest(s));
   REQUIRE(back.ok());
   CHECK(back->send.resume_token == token);
+  StreamRequest tree = SendRequest("tank/home@b", "@a");
+  tree.send.recursive = true;
+  auto tback = DecodeStreamRequest(EncodeStreamRequest(tree));
+  REQUIRE(tback.ok());
+  CHECK(tback->send.recursive);
   CHECK(PoolOfRequest(*back) == "tank");
 
   auto abort = MakeReceiveOptions("backup/home", false, false, true);

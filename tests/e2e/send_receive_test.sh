@@ -15,8 +15,9 @@
 # sending pool while a send is blocked on its reader ends the send with
 # exit 1 and a message saying so, and the daemon exits cleanly. --pool
 # sends from the exported pool. An interrupted receive -s resumes from its
-# token (send -t), and receive -A discards one. `poolfs check` is clean on
-# both pools.
+# token (send -t), and receive -A discards one. send -R carries a dataset
+# tree with its snapshots and local properties, and -R -i its changes.
+# `poolfs check` is clean on both pools.
 #
 # Usage: tests/e2e/send_receive_test.sh path/to/poolfs
 # Exit 77 (skipped) when not root or without python3.
@@ -259,6 +260,28 @@ must pf receive -A "$BK/copy"
 out=$(token_of "$BK/copy")
 [[ $out != 1-* ]] && ok "receive -A discards it" || fail "after receive -A: $out"
 expect 2 "no interrupted receive" pf receive -A "$BK/copy"
+
+# send -R: the dataset tree (home, home/kid, home/kid/grand with its own
+# properties), its snapshots and local properties, through a pipe between
+# the two daemons; then -R -i from the last common snapshot.
+must pf dataset create -o recordsize=16K "$SRC/home/kid"
+must pf dataset create -o atime=off "$SRC/home/kid/grand"
+printf 'kid\n' >"$H/kid/k"
+head -c 200K /dev/urandom >"$H/kid/grand/g"
+must pf snapshot -r "$SRC/home@t1"
+pf send -R "$SRC/home@t1" | pf receive "$BK/tree"
+[[ "${PIPESTATUS[*]}" == "0 0" ]] && ok "send -R | receive" || fail "send -R | receive: ${PIPESTATUS[*]}"
+same_tree "$H/kid/grand/.poolfs/snapshot/t1" "$MB/tree/kid/grand" "send -R: a grandchild"
+same_tree "$H/.poolfs/snapshot/s6" "$MB/tree/.poolfs/snapshot/s6" "send -R: an earlier snapshot"
+got=$(pf dataset get -H atime "$BK/tree/kid/grand" | cut -f3,4)
+[[ $got == "off"$'\t'"local" ]] && ok "send -R carries local properties" ||
+  fail "atime of $BK/tree/kid/grand: $got"
+printf 'more\n' >"$H/kid/grand/g2"
+must pf snapshot -r "$SRC/home@t2"
+pf send -R -i @t1 "$SRC/home@t2" | pf receive "$BK/tree"
+[[ "${PIPESTATUS[*]}" == "0 0" ]] && ok "send -R -i | receive" ||
+  fail "send -R -i | receive: ${PIPESTATUS[*]}"
+same_tree "$H/kid/grand/.poolfs/snapshot/t2" "$MB/tree/kid/grand" "send -R -i: a grandchild"
 
 # An unmount while a send waits for its reader: the send fails, saying so.
 # The reader starts reading once the unmount is done (at most 30 s).

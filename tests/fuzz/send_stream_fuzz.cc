@@ -16,6 +16,8 @@
 //   - every record the reader returns decodes with its typed decoder, and a
 //     WRITE's LogicalBytes either gives exactly the logical length or is
 //     Corruption;
+//   - read as a compound stream may be, the bytes are refused only with
+//     Corruption, and a PACKAGE record comes first if at all;
 //   - the writer agrees: the records read, written again through a
 //     StreamWriter's typed calls, are all accepted and give back exactly
 //     the bytes the reader consumed for them (the encoding is canonical).
@@ -135,6 +137,7 @@ Status Rewrite(StreamWriter& w, const Record& r) {
       if (!e.ok()) Fail("an END read does not decode", e.status().ToString());
       return w.End();
     }
+    case RecordType::kPackage: break;  // never from a reader of one stream
   }
   Fail("the reader returned an unknown type", DescribeRecord(r));
 }
@@ -156,6 +159,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& m = got.status.message();
     if (m.find("record ") == std::string::npos && m.find("empty") == std::string::npos)
       Fail("a refusal names no record", m);
+  }
+
+  // The same bytes as a compound stream may be: read, never crash, refuse
+  // only with Corruption; a PACKAGE comes first or not at all.
+  {
+    size_t pos = 0;
+    StreamReader reader(
+        [&](std::span<char> out) -> Result<size_t> {
+          const size_t n = std::min({out.size(), in.size() - pos, chunk});
+          std::memcpy(out.data(), in.data() + pos, n);
+          pos += n;
+          return n;
+        },
+        ReaderOptions{.packages = true});
+    for (uint64_t n = 0;; n++) {
+      Result<std::optional<Record>> r = reader.Next();
+      if (!r.ok()) {
+        if (r.status().code() != StatusCode::kCorruption)
+          Fail("unexpected status reading packages", r.status().ToString());
+        break;
+      }
+      if (!r->has_value()) break;
+      if ((**r).type == RecordType::kPackage && n != 0)
+        Fail("a PACKAGE after the first record", "");
+    }
   }
 
   std::string out;

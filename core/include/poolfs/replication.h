@@ -44,6 +44,10 @@ struct SendOptions {
   std::string from;
   // Send data blocks as they are stored (compressed), not decompressed.
   bool compressed = false;
+  // -R: a compound stream of the dataset and of its descendants that have
+  // the snapshot: each one's snapshots up to it (from the base, with
+  // `from`, where a dataset has it), and its local properties.
+  bool recursive = false;
   // -t: the rest of the stream an interrupted `receive -s` keeps (its
   // target's receive_resume_token property); snapshot and from are then
   // empty: the token names them.

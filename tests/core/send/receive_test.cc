@@ -767,3 +767,131 @@ TEST_CASE("send -c carries blocks as stored, and the receiver stores them its ow
 
 }  // namespace
 }  // namespace poolfs::core::send::testing
+
+namespace poolfs::core::send::testing {
+namespace {
+
+// A compound stream's records, and where each of its streams begins.
+Result<std::pair<std::vector<Record>, std::vector<uint64_t>>> ReadAllPackage(
+    const std::string& bytes) {
+  StreamReader reader(SourceOf(bytes), ReaderOptions{.packages = true});
+  std::pair<std::vector<Record>, std::vector<uint64_t>> out;
+  for (;;) {
+    const uint64_t at = reader.bytes();
+    auto r = reader.Next();
+    if (!r.ok()) return r.status();
+    if (!r->has_value()) return out;
+    if ((**r).type == RecordType::kBegin) out.second.push_back(at);
+    out.first.push_back(std::move(**r));
+  }
+}
+
+// Every snapshot of `from` and its descendants (by path below it) equals
+// the same-named one below `to`.
+void RequireSameTree(pool::Pool& a, const std::string& from, pool::Pool& b, const std::string& to) {
+  auto snaps = a.ListSnapshots(from, true);
+  REQUIRE(snaps.ok());
+  size_t n = 0;
+  for (const auto& f : *snaps) {
+    const std::string mirror = to + f.name.substr(from.size());
+    RequireSameSnapshot(a, f.name, b, mirror);
+    n++;
+  }
+  auto mirrored = b.ListSnapshots(to, true);
+  REQUIRE(mirrored.ok());
+  CHECK(mirrored->size() == n);
+}
+
+TEST_CASE("send -R carries a dataset tree with its snapshots and properties, full and incremental",
+          "[send][receive][package]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {{"compression", "zstd"}}).ok());
+  REQUIRE(t.admin->Create("tank/d/a", false, {{"recordsize", "16K"}}).ok());
+  REQUIRE(t.admin->Create("tank/d/a/b", false, {{"quota", "64M"}, {"atime", "off"}}).ok());
+  std::mt19937_64 rng(21);
+  auto churn_all = [&] {
+    for (const char* d : {"tank/d", "tank/d/a", "tank/d/a/b"}) Churn(*t.pool, d, rng, 12);
+  };
+  churn_all();
+  REQUIRE(t.admin->Snapshot({"tank/d@1"}, true).ok());
+  churn_all();
+  REQUIRE(t.admin->Create("tank/d/late", false, {}).ok());
+  Churn(*t.pool, "tank/d/late", rng, 10);
+  REQUIRE(t.admin->Snapshot({"tank/d@2"}, true).ok());
+  churn_all();
+  REQUIRE(t.admin->Snapshot({"tank/d@3"}, true).ok());
+
+  // The receiver: another pool.
+  pool::check_test::TempDir dir;
+  const std::vector<std::string> paths = {dir / "b0"};
+  REQUIRE(
+      pool::Pool::Create(paths, pool::check_test::kFileSize, pool::CreateOptions{"backup"}).ok());
+  auto imported = pool::Pool::Import(paths, pool::check_test::QuietOptions());
+  REQUIRE(imported.ok());
+  std::unique_ptr<pool::Pool> backup = std::move(*imported);
+  Replication rep(t.pool.get());
+  Replication brep(backup.get());
+
+  SendOptions o;
+  o.snapshot = "tank/d@3";
+  o.recursive = true;
+  const std::string package = rep.SendWith(o);
+  auto records = ReadAll(package);  // a reader of one stream refuses it
+  CHECK(records.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(records.status().message(), Catch::Contains("compound stream"));
+  auto got = brep.Receive(package, "backup/copy");
+  INFO(got.status().ToString());
+  REQUIRE(got.ok());
+  CHECK(got->bytes == package.size());
+  CHECK(got->snapshot == "backup/copy@3");
+  RequireSameTree(*t.pool, "tank/d", *backup, "backup/copy");
+  auto props = brep.admin.Get("backup/copy/a/b", {"quota", "atime", "compression"});
+  REQUIRE(props.ok());
+  CHECK((*props)[0].value == std::to_string(64 << 20));
+  CHECK((*props)[0].source == "local");
+  CHECK((*props)[1].value == "off");
+  CHECK((*props)[2].value == "zstd");
+  CHECK((*props)[2].source == "inherited from backup/copy");
+
+  // Incremental: on from @3, a dataset new since then in full.
+  churn_all();
+  REQUIRE(t.admin->Create("tank/d/a/new", false, {{"copies", "2"}}).ok());
+  Churn(*t.pool, "tank/d/a/new", rng, 5);
+  REQUIRE(t.admin->Snapshot({"tank/d@4"}, true).ok());
+  o.snapshot = "tank/d@4";
+  o.from = "@3";
+  const std::string inc = rep.SendWith(o);
+  CHECK(inc.size() < package.size());
+  REQUIRE(brep.Receive(inc, "backup/copy").ok());
+  RequireSameTree(*t.pool, "tank/d", *backup, "backup/copy");
+  CHECK(brep.admin.Get("backup/copy/a/new", {"copies"})->at(0).value == "2");
+
+  // Damage anywhere in the PACKAGE record is refused before anything.
+  churn_all();
+  REQUIRE(t.admin->Snapshot({"tank/d@5"}, true).ok());
+  o.snapshot = "tank/d@5";
+  o.from = "@4";
+  const std::string five = rep.SendWith(o);
+  auto before = backup->ListSnapshots("backup/copy", true);
+  REQUIRE(before.ok());
+  for (size_t pos : {size_t{4}, size_t{24}, size_t{32}, size_t{100}, kHeaderSize + 3}) {
+    std::string bad = five;
+    bad[pos] ^= 0x01;
+    auto r = brep.Receive(bad, "backup/copy");
+    INFO("byte " << pos);
+    CHECK(r.status().code() == StatusCode::kCorruption);
+    CHECK(backup->ListSnapshots("backup/copy", true)->size() == before->size());
+  }
+  // Cut after its first stream: that stream is in, the rest is not, and
+  // the package says so.
+  auto all = ReadAllPackage(five);
+  REQUIRE(all.ok());
+  auto cut = brep.Receive(five.substr(0, all->second[1]), "backup/copy");
+  CHECK(cut.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(cut.status().message(), Catch::Contains("the 1 before it are received"));
+  CHECK(backup->ListSnapshots("backup/copy", true)->size() == before->size() + 1);
+  REQUIRE(backup->Export().ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing

@@ -93,7 +93,8 @@ BeginInfo Replay(const std::string& stream, ReplayedSet* set) {
         Zero((*set)[open], f->offset, f->length == kToEnd ? UINT64_MAX : f->offset + f->length);
         break;
       }
-      case RecordType::kEnd: break;
+      case RecordType::kEnd:
+      case RecordType::kPackage: break;
     }
   }
   return begin;

@@ -99,7 +99,7 @@ TEST_CASE("Field rules hold with every checksum resealed", "[send][damage]") {
   ExpectNamed(edit(2, 8, 511, 4), 2, "uncompressed payload of 511 bytes");
   ExpectNamed(edit(3, 8, 1, 4), 3, "payload_len 1 exceeds 0");
   ExpectNamed(edit(2, 8, 2u << 20, 4), 2, "exceeds 1048576");
-  ExpectNamed(edit(0, 4, kReservedPackageType, 2), 0, "reserved");
+  ExpectNamed(edit(0, 4, uint16_t(RecordType::kPackage), 2), 0, "compound stream");
   ExpectNamed(edit(0, 24, 2, 8), 0, "stream version 2 is newer than this reader's (1)");
   ExpectNamed(edit(0, 32, kFeatureCompressed | 8, 8), 0, "unknown feature bits 0x8");
   ExpectNamed(edit(5, 48, kCompressZstd + 1, 8), 5, "compression 3 is unknown");
@@ -203,7 +203,7 @@ TEST_CASE("A newer version, unknown features and a reserved type are refused say
   b = BeginRecord(uint64_t{1} << 63);
   ExpectNamed(Refusal(RawStream({b})), 0, "unknown feature bits 0x8000000000000000");
   b = BeginRecord();
-  b.type = RecordType(kReservedPackageType);
+  b.type = RecordType::kPackage;
   ExpectNamed(Refusal(RawStream({b})), 0, "compound stream");
   b = BeginRecord();
   b.flags = 2;

@@ -353,3 +353,123 @@ TEST_CASE("The spec's worked example is what the writer writes", "[send][stream]
 
 }  // namespace
 }  // namespace poolfs::core::send
+
+namespace poolfs::core::send::testing {
+namespace {
+
+// A compound stream: the PACKAGE of `info`, then for each of its entries a
+// stream of BEGIN and END alone, chained (or not, with `chain` false).
+std::string Compound(const PackageInfo& info, bool chain = true) {
+  std::string out;
+  auto sink = [&out](std::string_view b) {
+    out += b;
+    return Status::Ok();
+  };
+  auto running = WritePackage(info, sink);
+  REQUIRE(running.ok());
+  uint64_t at = *running;
+  for (const PackageEntry& e : info.streams) {
+    StreamWriter w(sink, chain ? at : kRunningSeed);
+    BeginInfo b;
+    b.to_guid = e.to_guid;
+    b.from_guid = e.from_guid;
+    b.dataset = e.path.empty() ? info.dataset : info.dataset + "/" + e.path;
+    b.snapshot = "s";
+    if (e.from_guid != 0) b.from = "r";
+    REQUIRE(w.Begin(b).ok());
+    REQUIRE(w.End().ok());
+    at = w.running();
+  }
+  return out;
+}
+
+Result<std::vector<Record>> ReadPackaged(std::string_view bytes) {
+  StreamReader reader(SourceOf(bytes, 100), ReaderOptions{.packages = true});
+  std::vector<Record> out;
+  for (;;) {
+    auto r = reader.Next();
+    if (!r.ok()) return r.status();
+    if (!r->has_value()) return out;
+    out.push_back(std::move(**r));
+  }
+}
+
+TEST_CASE("A compound stream reads as its PACKAGE and the streams it lists, in order",
+          "[send][stream][package]") {
+  PackageInfo info;
+  info.dataset = "tank/home";
+  info.streams = {{"", 11, 0}, {"", 12, 11}, {"kid/grand", 21, 0}};
+  const std::string bytes = Compound(info);
+  auto read = ReadPackaged(bytes);
+  INFO(read.status().ToString());
+  REQUIRE(read.ok());
+  REQUIRE(read->size() == 7);
+  CHECK((*read)[0].type == RecordType::kPackage);
+  CHECK((*read)[1].type == RecordType::kBegin);
+  CHECK((*read)[6].type == RecordType::kEnd);
+  auto back = DecodePackagePayload((*read)[0].payload, "here");
+  REQUIRE(back.ok());
+  CHECK(*back == info);
+
+  // Cut between two streams, or anywhere: refused, saying how many came.
+  PackageInfo two = info;
+  two.streams.pop_back();
+  const size_t third =
+      Compound(two).size() + (EncodePackagePayload(info).size() - EncodePackagePayload(two).size());
+  auto cut = ReadPackaged(bytes.substr(0, third));
+  CHECK_THAT(cut.status().message(), Catch::Contains("the package lists 3 streams, 2 came"));
+  for (size_t len = 1; len < bytes.size(); len += 37)
+    CHECK(ReadPackaged(bytes.substr(0, len)).status().code() == StatusCode::kCorruption);
+  // Bytes after the last stream.
+  CHECK(ReadPackaged(bytes + "x").status().code() == StatusCode::kCorruption);
+  // Streams not chained to the package, or not the ones it lists.
+  CHECK_THAT(ReadPackaged(Compound(info, false)).status().message(),
+             Catch::Contains("running checksum mismatch"));
+  PackageInfo other = info;
+  other.streams[1].to_guid = 13;
+  std::string mixed = Compound(other);
+  // The listing says 12, the stream is 13: resealing the package alone
+  // cannot help, the chain runs through it.
+  const std::string head =
+      Compound(info).substr(0, kHeaderSize + EncodePackagePayload(info).size());
+  CHECK(ReadPackaged(head + mixed.substr(head.size())).status().code() == StatusCode::kCorruption);
+  // A PACKAGE is refused by a reader of one stream, and inside a stream.
+  StreamReader plain(SourceOf(bytes));
+  auto first = plain.Next();
+  CHECK_THAT(first.status().message(), Catch::Contains("compound stream"));
+}
+
+TEST_CASE("The PACKAGE payload decoder refuses every bad listing", "[send][stream][package]") {
+  PackageInfo good;
+  good.dataset = "tank/home";
+  good.streams = {{"", 1, 0}, {"a/b", 2, 0}};
+  REQUIRE(DecodePackagePayload(EncodePackagePayload(good), "p").ok());
+  struct Bad {
+    std::function<void(PackageInfo&)> change;
+    const char* says;
+  };
+  const Bad bad[] = {
+      {[](PackageInfo& p) { p.dataset.clear(); }, "the dataset name"},
+      {[](PackageInfo& p) { p.streams[0].to_guid = 0; }, "to_guid 0"},
+      {[](PackageInfo& p) { p.streams[1] = p.streams[0]; }, "repeats"},
+      {[](PackageInfo& p) { p.streams[1].path = "/a"; }, "not a dataset path"},
+      {[](PackageInfo& p) { p.streams[1].path = "a//b"; }, "not a dataset path"},
+      {[](PackageInfo& p) { p.streams[1].path = "a@b"; }, "not a dataset path"},
+      {[](PackageInfo& p) { p.streams.clear(); }, "lists no stream"},
+  };
+  for (const Bad& b : bad) {
+    PackageInfo p = good;
+    b.change(p);
+    auto r = DecodePackagePayload(EncodePackagePayload(p), "p");
+    INFO(b.says);
+    CHECK(r.status().code() == StatusCode::kCorruption);
+    CHECK_THAT(r.status().message(), Catch::Contains(b.says));
+  }
+  const std::string bytes = EncodePackagePayload(good);
+  for (size_t len = 0; len < bytes.size(); len++)
+    if (len != EncodePackagePayload({good.dataset, {good.streams[0]}}).size())  // one entry: good
+      CHECK_FALSE(DecodePackagePayload(bytes.substr(0, len), "p").ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing
