@@ -258,6 +258,7 @@ StreamSource FileSource(int fd) {
 // A timed case's figures.
 struct Sample {
   double seconds = 0;
+  double end = 0;  // NowSeconds() at the end (CLOCK_MONOTONIC: `perf record -k mono` aligns)
   uint64_t vdev_bytes_read = 0;  // by the source pool, during the case
   uint64_t stream_bytes = 0;
   uint64_t blocks_read = 0;  // SendSummary's
@@ -281,7 +282,8 @@ Sample TimedSend(const std::string& path, const std::string& snapshot, const std
     return Status::Ok();
   });
   Sample s;
-  s.seconds = NowSeconds() - t0;
+  s.end = NowSeconds();
+  s.seconds = s.end - t0;
   if (!sum.ok()) Die(sum.status(), "send " + snapshot);
   s.vdev_bytes_read = VdevBytesRead(*fs) - read0;
   s.stream_bytes = counted;
@@ -326,7 +328,8 @@ Sample TimedReceive(const std::string& stream_path, const std::string& dst_path,
   const double t0 = NowSeconds();
   auto sum = fs->datasets()->Receive(ro, FileSource(fd));
   Sample s;
-  s.seconds = NowSeconds() - t0;
+  s.end = NowSeconds();
+  s.seconds = s.end - t0;
   ::close(fd);
   if (!sum.ok()) Die(sum.status(), "receive from " + stream_path);
   s.stream_bytes = sum->bytes;
@@ -358,7 +361,8 @@ Sample TimedPipe(const std::string& src_path, const std::string& snapshot,
   pipe.Close(got.ok() ? Status::Ok() : got.status());
   sender.join();
   Sample s;
-  s.seconds = NowSeconds() - t0;
+  s.end = NowSeconds();
+  s.seconds = s.end - t0;
   if (!sent.ok()) Die(sent.status(), "send (piped) " + snapshot);
   if (!got.ok()) Die(got.status(), "receive (piped) " + snapshot);
   s.vdev_bytes_read = VdevBytesRead(*src) - read0;
@@ -428,7 +432,8 @@ Sample TimedRead(const std::string& path, const std::string& dataset, const Larg
     fs->Forget(a->ino, 1);
   }
   Sample s;
-  s.seconds = NowSeconds() - t0;
+  s.end = NowSeconds();
+  s.seconds = s.end - t0;
   if (got != d.total()) Die(Status::IOError("read " + std::to_string(got) + " bytes"), "baseline");
   s.vdev_bytes_read = VdevBytesRead(*fs) - read0;
   Unmount(fs);
@@ -499,7 +504,8 @@ Sample TimedWalk(const std::string& path, const std::string& dataset, const Smal
     fs->Forget(da->ino, 1);
   }
   Sample s;
-  s.seconds = NowSeconds() - t0;
+  s.end = NowSeconds();
+  s.seconds = s.end - t0;
   if (files != d.files) Die(Status::IOError(std::to_string(files) + " files"), "walk");
   s.vdev_bytes_read = VdevBytesRead(*fs) - read0;
   Unmount(fs);
@@ -713,8 +719,9 @@ int RunSendBench(int argc, char** argv) {
         if (c == 2) s = TimedReceive(stream, dst, large_pool);
         if (c == 3) s = TimedPipe(src, "src/data@full", dst, large_pool);
         full[c].samples.push_back(s);
-        std::fprintf(stderr, "full: run %d/%d, %s: %.1f MiB/s (%.2f s)\n", run + 1, runs,
-                     full[c].name.c_str(), double(large.total()) / kMiB / s.seconds, s.seconds);
+        std::fprintf(stderr, "full: run %d/%d, %s: %.1f MiB/s (%.2f s, monotonic %.3f-%.3f)\n",
+                     run + 1, runs, full[c].name.c_str(), double(large.total()) / kMiB / s.seconds,
+                     s.seconds, s.end - s.seconds, s.end);
       }
     }
     std::filesystem::remove(stream);
