@@ -315,9 +315,28 @@ SendSummary SendToFile(const std::string& pool_path, const std::string& snapshot
   return *sum;
 }
 
+// What a receive must have made (untimed): dst/data with at least these
+// objects and referenced bytes, so that a receive that dropped data cannot
+// pass for a fast one.
+struct Expect {
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+};
+
+void CheckReceived(Filesystem& fs, const Expect& e) {
+  auto l = fs.datasets()->List("dst/data", false);
+  if (!l.ok() || l->size() != 1) Die(l.ok() ? Status::NotFound("dst/data") : l.status(), "list");
+  const DatasetInfo& d = (*l)[0];
+  if (d.objects < e.objects || d.referenced < e.bytes)
+    Die(Status::Corruption("dst/data has " + std::to_string(d.objects) + " objects and " +
+                           std::to_string(d.referenced) + " bytes, expected at least " +
+                           std::to_string(e.objects) + " and " + std::to_string(e.bytes)),
+        "receive");
+}
+
 // Receives the stream in `stream_path` into dst/data of a fresh pool.
-Sample TimedReceive(const std::string& stream_path, const std::string& dst_path,
-                    uint64_t dst_size) {
+Sample TimedReceive(const std::string& stream_path, const std::string& dst_path, uint64_t dst_size,
+                    const Expect& expect) {
   NewPool(dst_path, "dst", dst_size);
   auto fs = MountPool(dst_path, "");
   WarmCache(stream_path);
@@ -333,6 +352,7 @@ Sample TimedReceive(const std::string& stream_path, const std::string& dst_path,
   ::close(fd);
   if (!sum.ok()) Die(sum.status(), "receive from " + stream_path);
   s.stream_bytes = sum->bytes;
+  CheckReceived(*fs, expect);
   Unmount(fs);
   std::filesystem::remove(dst_path);
   return s;
@@ -340,7 +360,7 @@ Sample TimedReceive(const std::string& stream_path, const std::string& dst_path,
 
 // Send of `snapshot` piped into a receive into dst/data of a fresh pool.
 Sample TimedPipe(const std::string& src_path, const std::string& snapshot,
-                 const std::string& dst_path, uint64_t dst_size) {
+                 const std::string& dst_path, uint64_t dst_size, const Expect& expect) {
   NewPool(dst_path, "dst", dst_size);
   DropCache(src_path);
   auto src = MountPool(src_path, "");
@@ -368,6 +388,7 @@ Sample TimedPipe(const std::string& src_path, const std::string& snapshot,
   s.vdev_bytes_read = VdevBytesRead(*src) - read0;
   s.stream_bytes = got->bytes;
   s.blocks_read = sent->blocks_read;
+  CheckReceived(*dst, expect);
   Unmount(src);
   Unmount(dst);
   std::filesystem::remove(dst_path);
@@ -716,8 +737,9 @@ int RunSendBench(int argc, char** argv) {
         Sample s;
         if (c == 0) s = TimedRead(src, "src/data", large);
         if (c == 1) s = TimedSend(src, "src/data@full", "");
-        if (c == 2) s = TimedReceive(stream, dst, large_pool);
-        if (c == 3) s = TimedPipe(src, "src/data@full", dst, large_pool);
+        if (c == 2) s = TimedReceive(stream, dst, large_pool, {large.names.size(), large.total()});
+        if (c == 3)
+          s = TimedPipe(src, "src/data@full", dst, large_pool, {large.names.size(), large.total()});
         full[c].samples.push_back(s);
         std::fprintf(stderr, "full: run %d/%d, %s: %.1f MiB/s (%.2f s, monotonic %.3f-%.3f)\n",
                      run + 1, runs, full[c].name.c_str(), double(large.total()) / kMiB / s.seconds,
@@ -761,7 +783,7 @@ int RunSendBench(int argc, char** argv) {
         Sample s;
         if (c == 0) s = TimedWalk(ssrc, "small/data", small);
         if (c == 1) s = TimedSend(ssrc, "small/data@full", "");
-        if (c == 2) s = TimedReceive(stream, dst, pool);
+        if (c == 2) s = TimedReceive(stream, dst, pool, {small.files + small.dirs, 0});
         smallc[c].samples.push_back(s);
         std::fprintf(stderr, "small: run %d/%d, %s: %.0f files/s (%.2f s)\n", run + 1, runs,
                      smallc[c].name.c_str(), double(small.files) / s.seconds, s.seconds);
