@@ -193,7 +193,11 @@ class Pipe {
   Status Write(std::string_view bytes) {
     std::unique_lock<std::mutex> l(mu_);
     while (!bytes.empty()) {
-      cv_.wait(l, [&] { return closed_ || used_ < buf_.size(); });
+      if (!closed_ && used_ == buf_.size()) {
+        const double t0 = NowSeconds();
+        cv_.wait(l, [&] { return closed_ || used_ < buf_.size(); });
+        writer_waited_ += NowSeconds() - t0;
+      }
       if (closed_) return status_.ok() ? Status(StatusCode::kAborted, "pipe closed") : status_;
       const size_t n = std::min(bytes.size(), buf_.size() - used_);
       for (size_t i = 0; i < n;) {  // at most two pieces around the end
@@ -210,7 +214,11 @@ class Pipe {
   }
   Result<size_t> Read(std::span<char> dst) {
     std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return closed_ || used_ > 0; });
+    if (!closed_ && used_ == 0) {
+      const double t0 = NowSeconds();
+      cv_.wait(l, [&] { return closed_ || used_ > 0; });
+      reader_waited_ += NowSeconds() - t0;
+    }
     if (used_ == 0) {
       if (!status_.ok()) return status_;
       return size_t{0};
@@ -225,6 +233,16 @@ class Pipe {
     }
     cv_.notify_all();
     return n;
+  }
+  // Seconds the writer waited for room (the receive was behind) and the
+  // reader for bytes (the send was behind).
+  double writer_waited() {
+    std::lock_guard<std::mutex> l(mu_);
+    return writer_waited_;
+  }
+  double reader_waited() {
+    std::lock_guard<std::mutex> l(mu_);
+    return reader_waited_;
   }
   void Close(const Status& st) {
     std::lock_guard<std::mutex> l(mu_);
@@ -241,6 +259,7 @@ class Pipe {
   size_t head_ = 0, used_ = 0;
   bool closed_ = false;
   Status status_;
+  double writer_waited_ = 0, reader_waited_ = 0;
 };
 
 // A receive's source reading a file.
@@ -262,6 +281,9 @@ struct Sample {
   uint64_t vdev_bytes_read = 0;  // by the source pool, during the case
   uint64_t stream_bytes = 0;
   uint64_t blocks_read = 0;  // SendSummary's
+  // The pipe case: seconds the send waited on a full pipe, the receive on
+  // an empty one.
+  double send_waited = 0, receive_waited = 0;
 };
 
 uint64_t VdevBytesRead(Filesystem& fs) { return fs.GetStatus().bytes_read; }
@@ -388,6 +410,8 @@ Sample TimedPipe(const std::string& src_path, const std::string& snapshot,
   s.vdev_bytes_read = VdevBytesRead(*src) - read0;
   s.stream_bytes = got->bytes;
   s.blocks_read = sent->blocks_read;
+  s.send_waited = pipe.writer_waited();
+  s.receive_waited = pipe.reader_waited();
   CheckReceived(*dst, expect);
   Unmount(src);
   Unmount(dst);
@@ -638,6 +662,12 @@ uint64_t MedianOf(const std::vector<Sample>& v, uint64_t Sample::*field) {
   return uint64_t(Median(d));
 }
 
+double MedianSeconds(const std::vector<Sample>& v, double Sample::*field) {
+  std::vector<double> d;
+  for (const Sample& s : v) d.push_back(s.*field);
+  return Median(d);
+}
+
 }  // namespace
 
 int RunSendBench(int argc, char** argv) {
@@ -744,6 +774,11 @@ int RunSendBench(int argc, char** argv) {
         std::fprintf(stderr, "full: run %d/%d, %s: %.1f MiB/s (%.2f s, monotonic %.3f-%.3f)\n",
                      run + 1, runs, full[c].name.c_str(), double(large.total()) / kMiB / s.seconds,
                      s.seconds, s.end - s.seconds, s.end);
+        if (c == 3)
+          std::fprintf(stderr,
+                       "full: the send waited %.2f s on a full pipe, the receive %.2f s "
+                       "on an empty one\n",
+                       s.send_waited, s.receive_waited);
       }
     }
     std::filesystem::remove(stream);
@@ -755,6 +790,10 @@ int RunSendBench(int argc, char** argv) {
     o["full"]["cases"] = CasesJson(full, work, true);
     o["full"]["send_vdev_bytes_read"] = MedianOf(full[1].samples, &Sample::vdev_bytes_read);
     o["full"]["read_vdev_bytes_read"] = MedianOf(full[0].samples, &Sample::vdev_bytes_read);
+    if (!full[3].samples.empty()) {
+      o["full"]["pipe_send_waited_s"] = MedianSeconds(full[3].samples, &Sample::send_waited);
+      o["full"]["pipe_receive_waited_s"] = MedianSeconds(full[3].samples, &Sample::receive_waited);
+    }
   }
 
   SmallData small;
@@ -853,6 +892,13 @@ int RunSendBench(int argc, char** argv) {
         double(full_sum.bytes) / kMiB, (unsigned long long)full_sum.records,
         double(MedianOf(full[1].samples, &Sample::vdev_bytes_read)) / kMiB,
         double(MedianOf(full[0].samples, &Sample::vdev_bytes_read)) / kMiB);
+    if (!full[3].samples.empty())
+      std::printf(
+          "send | receive: the send waited %.2f s on a full pipe, the receive %.2f s on an empty "
+          "one, of %.2f s (medians)\n",
+          MedianSeconds(full[3].samples, &Sample::send_waited),
+          MedianSeconds(full[3].samples, &Sample::receive_waited),
+          MedianSeconds(full[3].samples, &Sample::seconds));
   }
   if (part_small) {
     std::printf(
