@@ -23,7 +23,7 @@
 //    into a fresh pool from the stream in a file of --dir (written once,
 //    untimed, and read through once before each receive, so it comes from
 //    the page cache); Send piped into Receive (two threads, a bounded
-//    in-memory pipe of 16 MiB between them) into a fresh pool. MiB/s are
+//    in-memory pipe of --pipe-mib, 16 MiB, between them) into a fresh pool. MiB/s are
 //    of the files' bytes in every case; target: rate / baseline >= 0.8.
 // 2. Small files. Dataset small/data of --small-files files of
 //    --small-bytes random bytes each, 1,000 per directory, created through
@@ -73,7 +73,8 @@ constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kRecord = 128 * 1024;  // the default recordsize
 constexpr uint64_t kChunk = kMiB;         // writes and baseline reads
 constexpr uint64_t kChangeBytes = 4096;   // part 3: each change
-constexpr uint64_t kPipeBytes = 16 * kMiB;
+// The pipe between send and receive (--pipe-mib).
+uint64_t g_pipe_bytes = 16 * kMiB;
 constexpr uint64_t kFilesPerDir = 1000;
 constexpr double kRateTarget = 0.8;  // rate / baseline
 constexpr double kIncTarget = 0.05;  // incremental: bytes read / dataset
@@ -388,7 +389,7 @@ Sample TimedPipe(const std::string& src_path, const std::string& snapshot,
   auto src = MountPool(src_path, "");
   auto dst = MountPool(dst_path, "");
   const uint64_t read0 = VdevBytesRead(*src);
-  Pipe pipe(kPipeBytes);
+  Pipe pipe(g_pipe_bytes);
   Result<SendSummary> sent = Status(StatusCode::kAborted, "not run");
   SendOptions so;
   so.snapshot = snapshot;
@@ -700,6 +701,10 @@ int RunSendBench(int argc, char** argv) {
                  "part 1: which cases run (read, send, receive, pipe; for profiling one alone; "
                  "a ratio needs read)")
       ->capture_default_str();
+  uint64_t pipe_mib = 16;
+  app.add_option("--pipe-mib", pipe_mib, "part 1: MiB the pipe of send | receive holds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   app.add_option("--runs", runs, "runs per case (medians are printed)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
@@ -713,6 +718,7 @@ int RunSendBench(int argc, char** argv) {
     if (app.count("--small-files") == 0) small_files = 2000;
     if (app.count("--runs") == 0) runs = 1;
   }
+  g_pipe_bytes = pipe_mib * kMiB;
   const bool part_full = parts_arg.find("full") != std::string::npos;
   const bool part_small = parts_arg.find("small") != std::string::npos;
   const bool part_inc = parts_arg.find("incremental") != std::string::npos;
@@ -741,7 +747,7 @@ int RunSendBench(int argc, char** argv) {
   std::vector<Case> full = {{"read (baseline)", {}},
                             {"send (counting sink)", {}},
                             {"receive (stream from file)", {}},
-                            {"send | receive (16 MiB pipe)", {}}};
+                            {"send | receive (" + std::to_string(pipe_mib) + " MiB pipe)", {}}};
   SendSummary full_sum;
   if (part_full || part_inc) {
     {
