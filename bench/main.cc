@@ -9,7 +9,8 @@
 //                     [--json]
 //   poolfs-bench snapshot [--objects N,...] [--snapshots 0,10,100] [--blocks B,...] [--runs 5]
 //                         [--quick] [--json]
-//   poolfs-bench send [--size MiB] [--files N] [--small-files N] [--change-pct P] [--runs 3]
+//   poolfs-bench send [--size MiB] [--files N] [--small-files N] [--change-pct P] [--pipe-mib M]
+//                     [--cases read,send,receive,pipe] [--runs 3]
 //                     [--parts full,small,incremental] [--quick] [--json]
 #include <cstdio>
 #include <cstring>
