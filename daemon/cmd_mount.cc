@@ -15,12 +15,16 @@
 //   4. A signal thread: SIGHUP reloads the config (LiveConfig), SIGTERM and
 //      SIGINT detach the mount so the loop ends.
 //   5. When the loop ends (signal, `fusermount3 -u`, `poolfs unmount`):
+//      the sends and receives still running are cancelled (each fails,
+//      saying the pool was unmounted) and waited for, then
 //      Filesystem::Unmount (final sync, export), then the control socket
 //      closes, which is what `poolfs unmount` waits for.
 //
 // Threads: main (the FUSE loop's owner), the FUSE workers, the signal
-// thread, the control thread, the Asio sync pool and the core's own. The
-// signals are blocked in all of them but the signal thread's sigtimedwait.
+// thread, the control thread, a thread per running send or receive (the
+// control socket's stream requests), the Asio sync pool and the core's
+// own. The signals are blocked in all of them but the signal thread's
+// sigtimedwait.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -46,6 +50,7 @@
 #include "mount_plan.h"
 #include "mount_table.h"
 #include "pool_registry.h"
+#include "replication_request.h"
 
 namespace poolfs::daemon {
 namespace {
@@ -145,19 +150,34 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
                           dataset_mounts.Describe());
     return HandleControlRequest(live, filesystem, request);
   };
-  auto control = ControlServer::Start(plan.mountpoint, [&](std::string_view request) {
-    if (request == "ping") return std::string("pong");
-    if (closing.load()) return std::string("error: unmounting");
-    if (request.starts_with("mount-dataset ")) {
-      Result<DatasetMountRequest> r = DecodeDatasetMountRequest(request.substr(14));
-      return EncodeStatus(r.ok() ? dataset_mounts.Mount(*r) : r.status());
-    }
-    if (request == "unmount-datasets" || request == "unmount-datasets lazy") {
-      const bool lazy = request.ends_with("lazy");
-      return EncodeStatus(dataset_mounts.UnmountAll(lazy, /*wait=*/!lazy));
-    }
-    return serve(request);
-  });
+  // `poolfs send` and `poolfs receive`: each on a thread of the control
+  // server's, until the unmount below cancels what still runs.
+  StreamJobs streams;
+  auto serve_stream = [&](std::string_view request, int fd) {
+    if (closing.load())
+      return EncodeStatus(Status(StatusCode::kAborted, "the pool is being unmounted"));
+    return HandleStreamRequest(filesystem.datasets(), streams, request, fd);
+  };
+  auto control = ControlServer::Start(
+      plan.mountpoint,
+      [&](std::string_view request) {
+        if (request == "ping") return std::string("pong");
+        if (closing.load()) return std::string("error: unmounting");
+        if (request.starts_with("mount-dataset ")) {
+          Result<DatasetMountRequest> r = DecodeDatasetMountRequest(request.substr(14));
+          return EncodeStatus(r.ok() ? dataset_mounts.Mount(*r) : r.status());
+        }
+        if (request == "unmount-datasets" || request == "unmount-datasets lazy") {
+          const bool lazy = request.ends_with("lazy");
+          return EncodeStatus(dataset_mounts.UnmountAll(lazy, /*wait=*/!lazy));
+        }
+        if (IsStreamRequest(request))
+          return std::string(
+              "error: a send or receive request needs its stream's pipe (poolfs send "
+              "and poolfs receive give it)\n");
+        return serve(request);
+      },
+      serve_stream);
   if (!control.ok()) {
     spdlog::warn("no control socket for {} (poolfs status/tune will not reach it): {}",
                  plan.mountpoint, control.status().ToString());
@@ -214,6 +234,13 @@ int ServeMount(const MountPlan& plan, bool foreground, StartupReport& report) {
   server->reset();
 
   closing.store(true);
+  // No send or receive may outlive the pool: they fail now, saying why.
+  if (streams.running() > 0)
+    spdlog::info("unmounting {}: cancelling {} running send(s) and receive(s)", plan.mountpoint,
+                 streams.running());
+  streams.CancelAndWait("the pool's mount on " + plan.mountpoint +
+                        " was unmounted while the stream ran; mount it again and run the "
+                        "command again");
   // The dataset mounts end before the pool is exported (detached: one in
   // use ends when its last user leaves).
   Status ds = dataset_mounts.UnmountAll(/*lazy=*/true);

@@ -48,6 +48,8 @@ Command AddRollbackCommand(CLI::App& parent);
 Command AddCloneCommand(CLI::App& parent);
 Command AddPromoteCommand(CLI::App& parent);
 Command AddDiffCommand(CLI::App& parent);
+Command AddSendCommand(CLI::App& parent);     // cmd_send.cc
+Command AddReceiveCommand(CLI::App& parent);  // cmd_send.cc
 
 // Runs a dataset command (cmd_dataset.cc) and prints what it returns: on
 // the daemon serving its pool, or on the pool in `pool_files` opened here

@@ -9,13 +9,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <list>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace poolfs::daemon {
 
@@ -37,6 +40,7 @@ class Fd {
     return *this;
   }
   int get() const { return fd_; }
+  int Release() { return std::exchange(fd_, -1); }
   void Reset() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -128,6 +132,67 @@ bool RecvAll(int fd, size_t limit, std::string* out) {
   }
 }
 
+// Reads a request to EOF, at most `limit` bytes, as RecvAll, and the
+// descriptors that came with it (SCM_RIGHTS) into `fds`; false on error or
+// past the limit (errno set). Descriptors beyond the first few of a
+// message are dropped by the kernel (MSG_CTRUNC): EINVAL then.
+bool RecvRequest(int fd, size_t limit, std::string* out, std::vector<Fd>* fds) {
+  char buf[4096];
+  for (;;) {
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int received;
+        std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+        fds->emplace_back(received);
+      }
+    }
+    if ((msg.msg_flags & MSG_CTRUNC) != 0) {
+      errno = EINVAL;
+      return false;
+    }
+    if (n == 0) return true;
+    if (out->size() + size_t(n) > limit) {
+      errno = EMSGSIZE;
+      return false;
+    }
+    out->append(buf, size_t(n));
+  }
+}
+
+// Sends `data` with a duplicate of `fd` attached to its first byte, then
+// the rest; false on error (errno set).
+bool SendWithFd(int sock, std::string_view data, int fd) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  ssize_t n;
+  while ((n = ::sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  if (n < 0) return false;
+  return SendAll(sock, data.substr(size_t(n)));
+}
+
 // Connects to `path`; the socket, or the errno of the failure.
 Result<Fd> Connect(const std::string& path, int* err) {
   sockaddr_un addr;
@@ -172,14 +237,29 @@ struct ControlServer::Impl {
   std::string mountpoint;
   std::string path;
   Handler handler;
+  StreamHandler stream_handler;
   Fd listen_fd;
   Fd stop_read, stop_write;  // a pipe: writing to it ends the thread
   dev_t dev = 0;
   ino_t ino = 0;
   std::thread thread;
 
+  // The threads of the stream requests. Only the control thread starts
+  // and reaps them, and the destructor joins them once that thread has
+  // ended: no lock needed.
+  struct Stream {
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+  std::list<std::unique_ptr<Stream>> streams;
+
   void Serve();
-  void ServeOne(int fd);
+  void ServeOne(Fd conn);
+  // Starts the stream handler on its own thread for `request` and `fd`,
+  // replying on `conn`.
+  void StartStream(Fd conn, std::string request, Fd fd, pid_t pid);
+  // Joins the stream threads that have ended.
+  void ReapStreams();
 };
 
 void ControlServer::Impl::Serve() {
@@ -198,11 +278,40 @@ void ControlServer::Impl::Serve() {
         spdlog::warn("control socket {}: accept: {}", path, ErrnoText(errno));
       continue;
     }
-    ServeOne(conn.get());
+    ReapStreams();
+    ServeOne(std::move(conn));
   }
 }
 
-void ControlServer::Impl::ServeOne(int fd) {
+void ControlServer::Impl::ReapStreams() {
+  for (auto it = streams.begin(); it != streams.end();) {
+    if ((*it)->done.load()) {
+      (*it)->thread.join();
+      it = streams.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ControlServer::Impl::StartStream(Fd conn, std::string request, Fd fd, pid_t pid) {
+  auto stream = std::make_unique<Stream>();
+  Stream* raw = stream.get();
+  stream->thread = std::thread(
+      [this, raw, pid, c = std::move(conn), r = std::move(request), f = std::move(fd)]() mutable {
+        std::string reply = stream_handler(r, f.get());
+        // The pipe ends before the reply comes: the client has copied all of
+        // the stream by the time it reads the reply.
+        f.Reset();
+        if (!SendAll(c.get(), reply))
+          spdlog::warn("control socket {}: replying to pid {}: {}", path, pid, ErrnoText(errno));
+        raw->done.store(true);
+      });
+  streams.push_back(std::move(stream));
+}
+
+void ControlServer::Impl::ServeOne(Fd conn) {
+  const int fd = conn.get();
   SetTimeouts(fd, kServerIoTimeoutSec);
   ucred peer{};
   socklen_t len = sizeof peer;
@@ -213,7 +322,8 @@ void ControlServer::Impl::ServeOne(int fd) {
   // The request is read before anything is decided, so the peer always gets
   // the reply (closing with unread data would reset the connection).
   std::string request;
-  if (!RecvAll(fd, kMaxRequest, &request)) {
+  std::vector<Fd> fds;
+  if (!RecvRequest(fd, kMaxRequest, &request, &fds)) {
     spdlog::warn("control socket {}: reading a request from pid {}: {}", path, peer.pid,
                  ErrnoText(errno));
     return;
@@ -228,16 +338,38 @@ void ControlServer::Impl::ServeOne(int fd) {
     return;
   }
   if (request.empty()) return;  // a probe: someone checking that we answer
+  if (!fds.empty()) {
+    std::string refusal;
+    if (fds.size() > 1) {
+      refusal = "error: a request carries at most one file descriptor, not " +
+                std::to_string(fds.size()) + "\n";
+    } else if (!stream_handler) {
+      refusal = "error: this mount takes no stream (no send or receive here)\n";
+    } else if (streams.size() >= size_t(kMaxStreams)) {
+      refusal = "error: busy: " + std::to_string(kMaxStreams) +
+                " sends and receives already run on the mount on " + mountpoint +
+                "; wait for one to end\n";
+    }
+    if (!refusal.empty()) {
+      fds.clear();  // the client's pipe ends before the reply comes
+      SendAll(fd, refusal);
+      return;
+    }
+    StartStream(std::move(conn), std::move(request), std::move(fds[0]), peer.pid);
+    return;
+  }
   const std::string reply = handler(request);
   if (!SendAll(fd, reply))
     spdlog::warn("control socket {}: replying to pid {}: {}", path, peer.pid, ErrnoText(errno));
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& mountpoint,
-                                                            Handler handler) {
+                                                            Handler handler,
+                                                            StreamHandler stream_handler) {
   auto impl = std::make_unique<Impl>();
   impl->mountpoint = mountpoint;
   impl->handler = std::move(handler);
+  impl->stream_handler = std::move(stream_handler);
   POOLFS_ASSIGN_OR_RETURN(impl->path, ControlSocketPath(mountpoint));
   const std::string& path = impl->path;
   POOLFS_RETURN_IF_ERROR(EnsureSocketDir(SocketDirPath()));
@@ -298,6 +430,8 @@ ControlServer::~ControlServer() {
   while (::write(impl_->stop_write.get(), &byte, 1) < 0 && errno == EINTR) {
   }
   impl_->thread.join();
+  for (auto& s : impl_->streams) s->thread.join();
+  impl_->streams.clear();
   // Remove the socket only if it is still ours (not one a later daemon bound).
   struct stat st;
   if (lstat(impl_->path.c_str(), &st) == 0 && st.st_dev == impl_->dev && st.st_ino == impl_->ino)
@@ -306,7 +440,10 @@ ControlServer::~ControlServer() {
 
 const std::string& ControlServer::socket_path() const { return impl_->path; }
 
-Result<std::string> ControlCall(const std::string& mountpoint, std::string_view request) {
+namespace {
+
+// The client's connection to the daemon serving `mountpoint`.
+Result<Fd> ConnectToDaemon(const std::string& mountpoint) {
   POOLFS_ASSIGN_OR_RETURN(std::string path, ControlSocketPath(mountpoint));
   int err = 0;
   auto fd = Connect(path, &err);
@@ -318,20 +455,69 @@ Result<std::string> ControlCall(const std::string& mountpoint, std::string_view 
                     "not allowed to talk to the daemon serving " + mountpoint + " (" + path + ")");
     return fd.status();
   }
-  SetTimeouts(fd->get(), kClientIoTimeoutSec);
-  if (!SendAll(fd->get(), request) || ::shutdown(fd->get(), SHUT_WR) != 0) {
+  return fd;
+}
+
+}  // namespace
+
+Result<std::string> ControlCall(const std::string& mountpoint, std::string_view request) {
+  POOLFS_ASSIGN_OR_RETURN(Fd fd, ConnectToDaemon(mountpoint));
+  SetTimeouts(fd.get(), kClientIoTimeoutSec);
+  if (!SendAll(fd.get(), request) || ::shutdown(fd.get(), SHUT_WR) != 0) {
     // The server may have refused us before reading (another uid): read its reply anyway.
     if (errno != EPIPE && errno != ECONNRESET)
       return Status::IOError("sending to the daemon serving " + mountpoint + ": " +
                              ErrnoText(errno));
   }
   std::string reply;
-  if (!RecvAll(fd->get(), 16 << 20, &reply))
+  if (!RecvAll(fd.get(), 16 << 20, &reply))
     return Status::IOError("reading the reply of the daemon serving " + mountpoint + ": " +
                            ErrnoText(errno));
   if (reply.starts_with("error: permission denied"))
     return Status(StatusCode::kPermissionDenied, reply.substr(7));
   return reply;
+}
+
+PendingReply::PendingReply(int socket_fd, std::string mountpoint)
+    : fd_(socket_fd), mountpoint_(std::move(mountpoint)) {}
+
+PendingReply::~PendingReply() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+PendingReply::PendingReply(PendingReply&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), mountpoint_(std::move(o.mountpoint_)) {}
+
+Result<std::string> PendingReply::Wait() {
+  if (fd_ < 0) return Status::InvalidArgument("no reply to wait for");
+  SetTimeouts(fd_, 0);  // 0: no limit
+  std::string reply;
+  const bool read = RecvAll(fd_, 16 << 20, &reply);
+  const int err = errno;
+  ::close(fd_);
+  fd_ = -1;
+  if (!read)
+    return Status::IOError("reading the reply of the daemon serving " + mountpoint_ + ": " +
+                           ErrnoText(err));
+  if (reply.empty())
+    return Status::IOError("the daemon serving " + mountpoint_ +
+                           " closed the connection without a reply (did it stop?)");
+  if (reply.starts_with("error: permission denied"))
+    return Status(StatusCode::kPermissionDenied, reply.substr(7));
+  return reply;
+}
+
+Result<PendingReply> ControlCallWithFd(const std::string& mountpoint, std::string_view request,
+                                       int fd) {
+  POOLFS_ASSIGN_OR_RETURN(Fd sock, ConnectToDaemon(mountpoint));
+  SetTimeouts(sock.get(), kClientIoTimeoutSec);
+  if (!SendWithFd(sock.get(), request, fd) || ::shutdown(sock.get(), SHUT_WR) != 0) {
+    // Refused before reading (another uid): the reply says why.
+    if (errno != EPIPE && errno != ECONNRESET)
+      return Status::IOError("sending to the daemon serving " + mountpoint + ": " +
+                             ErrnoText(errno));
+  }
+  return PendingReply(sock.Release(), mountpoint);
 }
 
 }  // namespace poolfs::daemon

@@ -18,9 +18,24 @@
 // SO_PEERCRED: only the daemon's uid or root may talk; others get the reply
 // "error: permission denied" and the handler is not called.
 //
+// Stream requests. A request may carry one file descriptor (SCM_RIGHTS, on
+// its first bytes): `poolfs send` and `poolfs receive` hand the daemon one
+// end of a pipe that the client copies to its stdout or from its stdin. Such
+// a request goes to the stream handler, on a thread of its own, because it
+// lasts as long as the stream (minutes): the control thread goes on serving
+// `status` and `dataset list` meanwhile. The server closes the descriptor
+// when the stream handler returns, then writes its reply: the client sees
+// the end of its pipe first, then the reply. At most kMaxStreams run at
+// once; more are refused ("error: busy: ..."). A server without a stream
+// handler refuses a descriptor.
+//
 // Thread safety: a ControlServer runs one thread that serves connections one
-// at a time; the handler runs on it. The destructor stops that thread and
-// removes the socket. ControlCall may be called from any thread.
+// at a time; the handler runs on it. Each stream request runs the stream
+// handler on a thread of its own, concurrently with the handler and with
+// other streams. The destructor stops the control thread, then waits for
+// every stream thread (the owner makes the stream handlers return first:
+// replication_request.h's StreamJobs::CancelAndWait), and removes the
+// socket. ControlCall and ControlCallWithFd may be called from any thread.
 #pragma once
 
 #include <functional>
@@ -52,13 +67,21 @@ poolfs::Result<std::string> ControlSocketPath(const std::string& mountpoint);
 class ControlServer {
  public:
   using Handler = std::function<std::string(std::string_view)>;
+  // A stream request and its descriptor (closed by the server once this
+  // returns); returns the reply.
+  using StreamHandler = std::function<std::string(std::string_view request, int fd)>;
+  // Stream requests running at once, at most.
+  static constexpr int kMaxStreams = 8;
 
   // Binds the socket for `mountpoint` and starts serving. A stale socket
   // left by a dead daemon is replaced; Busy when a live server already
   // answers there. IOError (naming the path) when the folder or socket
   // cannot be created.
+  // `stream_handler` serves the requests that carry a descriptor (none:
+  // they are refused).
   static poolfs::Result<std::unique_ptr<ControlServer>> Start(const std::string& mountpoint,
-                                                              Handler handler);
+                                                              Handler handler,
+                                                              StreamHandler stream_handler = {});
   ~ControlServer();
 
   ControlServer(const ControlServer&) = delete;
@@ -77,5 +100,31 @@ class ControlServer {
 // answers there, PermissionDenied when the daemon refused us, IOError for
 // other socket failures.
 poolfs::Result<std::string> ControlCall(const std::string& mountpoint, std::string_view request);
+
+// A stream request sent (ControlCallWithFd): the connection its reply will
+// come on, once the daemon is done with the descriptor.
+class PendingReply {
+ public:
+  PendingReply(int socket_fd, std::string mountpoint);
+  ~PendingReply();
+  PendingReply(PendingReply&& o) noexcept;
+  PendingReply& operator=(PendingReply&&) = delete;
+  PendingReply(const PendingReply&) = delete;
+
+  // Waits for the reply (no time limit: a receive's last commit may take a
+  // while; a daemon that dies closes the connection). IOError when the
+  // connection ends without one, PermissionDenied as ControlCall.
+  poolfs::Result<std::string> Wait();
+
+ private:
+  int fd_;
+  std::string mountpoint_;
+};
+
+// Sends `request` with a duplicate of `fd` attached to the daemon serving
+// `mountpoint` (the caller still owns `fd` and should close its copy, so
+// that the pipe ends when the daemon's does). Errors as ControlCall's.
+poolfs::Result<PendingReply> ControlCallWithFd(const std::string& mountpoint,
+                                               std::string_view request, int fd);
 
 }  // namespace poolfs::daemon

@@ -1,5 +1,6 @@
 // DatasetCommand: run, carried and printed; see dataset_request.h.
 #include "dataset_request.h"
+#include "json_field.h"
 
 #include <nlohmann/json.hpp>
 
@@ -397,18 +398,6 @@ std::string RenderGet(const DatasetCommand& c, const DatasetResult& r) {
   return Table({"NAME", "PROPERTY", "VALUE", "SOURCE"}, rows, c.scripted);
 }
 
-template <typename T>
-bool Get(const json& j, const char* key, T* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return false;
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
-    return false;
-  }
-  return true;
-}
-
 // A path as `diff` prints it: control characters and backslashes as a
 // backslash and three octal digits, so that each change stays one line of
 // tab-separated fields.
@@ -741,7 +730,7 @@ Result<DatasetCommand> DecodeDatasetCommand(std::string_view text) {
     return Status::InvalidArgument("dataset request: not a JSON object");
   DatasetCommand c;
   std::string verb;
-  if (!Get(j, "verb", &verb)) return Status::InvalidArgument("dataset request: no verb");
+  if (!JsonField(j, "verb", &verb)) return Status::InvalidArgument("dataset request: no verb");
   bool known = false;
   for (DatasetCommand::Verb v : kVerbs) {
     if (VerbName(v) == verb) {
@@ -751,10 +740,10 @@ Result<DatasetCommand> DecodeDatasetCommand(std::string_view text) {
   }
   if (!known) return Status::InvalidArgument("dataset request: unknown verb '" + verb + "'");
   std::vector<std::vector<std::string>> props;
-  if (!Get(j, "names", &c.names) || !Get(j, "parents", &c.parents) ||
-      !Get(j, "recursive", &c.recursive) || !Get(j, "props", &props) ||
-      !Get(j, "columns", &c.columns) || !Get(j, "scripted", &c.scripted) ||
-      !Get(j, "exact", &c.exact) || !Get(j, "json", &c.json))
+  if (!JsonField(j, "names", &c.names) || !JsonField(j, "parents", &c.parents) ||
+      !JsonField(j, "recursive", &c.recursive) || !JsonField(j, "props", &props) ||
+      !JsonField(j, "columns", &c.columns) || !JsonField(j, "scripted", &c.scripted) ||
+      !JsonField(j, "exact", &c.exact) || !JsonField(j, "json", &c.json))
     return Status::InvalidArgument("dataset request: a field is missing or of the wrong type");
   for (const auto& p : props) {
     if (p.size() != 2) return Status::InvalidArgument("dataset request: a bad property pair");
@@ -763,7 +752,7 @@ Result<DatasetCommand> DecodeDatasetCommand(std::string_view text) {
   // "type" is optional: a client from before snapshots lists datasets.
   if (j.contains("type")) {
     std::string type;
-    if (!Get(j, "type", &type)) return Status::InvalidArgument("dataset request: a bad type");
+    if (!JsonField(j, "type", &type)) return Status::InvalidArgument("dataset request: a bad type");
     bool found = false;
     for (DatasetCommand::ListType t : kListTypes) {
       if (ListTypeName(t) == type) {
@@ -792,10 +781,11 @@ Result<DatasetMountRequest> DecodeDatasetMountRequest(std::string_view text) {
   if (j.is_discarded() || !j.is_object())
     return Status::InvalidArgument("dataset mount request: not a JSON object");
   DatasetMountRequest r;
-  if (!Get(j, "dataset", &r.dataset) || !Get(j, "mountpoint", &r.mountpoint) ||
-      !Get(j, "read_only", &r.read_only) || !Get(j, "fuse_options", &r.fuse_options) ||
-      !Get(j, "entry_timeout", &r.entry_timeout) || !Get(j, "attr_timeout", &r.attr_timeout) ||
-      !Get(j, "negative_timeout", &r.negative_timeout))
+  if (!JsonField(j, "dataset", &r.dataset) || !JsonField(j, "mountpoint", &r.mountpoint) ||
+      !JsonField(j, "read_only", &r.read_only) || !JsonField(j, "fuse_options", &r.fuse_options) ||
+      !JsonField(j, "entry_timeout", &r.entry_timeout) ||
+      !JsonField(j, "attr_timeout", &r.attr_timeout) ||
+      !JsonField(j, "negative_timeout", &r.negative_timeout))
     return Status::InvalidArgument("dataset mount request: a field is missing or malformed");
   POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(r.dataset));
   if (!r.mountpoint.starts_with("/"))
@@ -814,11 +804,11 @@ std::string EncodeStatus(const Status& st) {
 Status DecodeStatus(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   int code = -1;
-  if (j.is_discarded() || !j.is_object() || !Get(j, "code", &code) || code < 0 ||
+  if (j.is_discarded() || !j.is_object() || !JsonField(j, "code", &code) || code < 0 ||
       code > int(kLastStatusCode))
     return Status::Corruption("reply from the daemon: not a status: " + std::string(text));
   std::string message;
-  Get(j, "message", &message);
+  JsonField(j, "message", &message);
   return code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(code), message);
 }
 
@@ -852,11 +842,11 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
   if (j.is_discarded() || !j.is_object())
     return Status::Corruption("dataset reply from the daemon: not a JSON object");
   int code = -1;
-  if (!Get(j, "code", &code) || code < 0 || code > int(kLastStatusCode))
+  if (!JsonField(j, "code", &code) || code < 0 || code > int(kLastStatusCode))
     return Status::Corruption("dataset reply from the daemon: no valid code");
   if (code != 0) {
     std::string message;
-    Get(j, "message", &message);
+    JsonField(j, "message", &message);
     return Status(static_cast<StatusCode>(code), message);
   }
   DatasetResult r;
@@ -866,21 +856,23 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
     return bad();
   for (const json& d : j["datasets"]) {
     DatasetInfo info;
-    if (!d.is_object() || !Get(d, "name", &info.name) || !Get(d, "id", &info.id) ||
-        !Get(d, "creation_txg", &info.creation_txg) || !Get(d, "creation", &info.creation_time) ||
-        !Get(d, "used", &info.used) || !Get(d, "referenced", &info.referenced) ||
-        !Get(d, "available", &info.available) || !Get(d, "objects", &info.objects) ||
-        !Get(d, "compressratio", &info.compressratio) || !Get(d, "mountpoint", &info.mountpoint))
+    if (!d.is_object() || !JsonField(d, "name", &info.name) || !JsonField(d, "id", &info.id) ||
+        !JsonField(d, "creation_txg", &info.creation_txg) ||
+        !JsonField(d, "creation", &info.creation_time) || !JsonField(d, "used", &info.used) ||
+        !JsonField(d, "referenced", &info.referenced) ||
+        !JsonField(d, "available", &info.available) || !JsonField(d, "objects", &info.objects) ||
+        !JsonField(d, "compressratio", &info.compressratio) ||
+        !JsonField(d, "mountpoint", &info.mountpoint))
       return bad();
     // Optional, as "snapshots" below: a daemon from before snapshots has
     // neither.
-    if (d.contains("usedbysnapshots") && !Get(d, "usedbysnapshots", &info.usedbysnapshots))
+    if (d.contains("usedbysnapshots") && !JsonField(d, "usedbysnapshots", &info.usedbysnapshots))
       return bad();
     // Optional too (a daemon from before clones): its own bytes were its
     // referenced ones.
     info.usedbydataset = info.referenced;
-    if ((d.contains("usedbydataset") && !Get(d, "usedbydataset", &info.usedbydataset)) ||
-        (d.contains("origin") && !Get(d, "origin", &info.origin)))
+    if ((d.contains("usedbydataset") && !JsonField(d, "usedbydataset", &info.usedbydataset)) ||
+        (d.contains("origin") && !JsonField(d, "origin", &info.origin)))
       return bad();
     r.datasets.push_back(std::move(info));
   }
@@ -888,13 +880,13 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
     if (!j["snapshots"].is_array()) return bad();
     for (const json& s : j["snapshots"]) {
       SnapshotInfo info;
-      if (!s.is_object() || !Get(s, "name", &info.name) || !Get(s, "id", &info.id) ||
-          !Get(s, "txg", &info.txg) || !Get(s, "creation", &info.creation_time) ||
-          !Get(s, "used", &info.used) || !Get(s, "referenced", &info.referenced) ||
-          !Get(s, "written", &info.written))
+      if (!s.is_object() || !JsonField(s, "name", &info.name) || !JsonField(s, "id", &info.id) ||
+          !JsonField(s, "txg", &info.txg) || !JsonField(s, "creation", &info.creation_time) ||
+          !JsonField(s, "used", &info.used) || !JsonField(s, "referenced", &info.referenced) ||
+          !JsonField(s, "written", &info.written))
         return bad();
       // Optional: a daemon from before snapshot guids sends none.
-      if (s.contains("guid") && !Get(s, "guid", &info.guid)) return bad();
+      if (s.contains("guid") && !JsonField(s, "guid", &info.guid)) return bad();
       r.snapshots.push_back(std::move(info));
     }
   }
@@ -904,8 +896,8 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
     for (const json& d : j["diffs"]) {
       DiffEntry e;
       std::string type;
-      if (!d.is_object() || !Get(d, "type", &type) || !Get(d, "path", &e.path) ||
-          !Get(d, "new_path", &e.new_path) || type.size() != 1 ||
+      if (!d.is_object() || !JsonField(d, "type", &type) || !JsonField(d, "path", &e.path) ||
+          !JsonField(d, "new_path", &e.new_path) || type.size() != 1 ||
           std::string_view("M+-R").find(type[0]) == std::string_view::npos)
         return bad();
       e.type = static_cast<DiffEntry::Type>(type[0]);
@@ -914,13 +906,13 @@ Result<DatasetResult> DecodeDatasetResult(std::string_view text) {
   }
   for (const json& dp : j["properties"]) {
     DatasetProperties out;
-    if (!dp.is_object() || !Get(dp, "dataset", &out.dataset) || !dp.contains("props") ||
+    if (!dp.is_object() || !JsonField(dp, "dataset", &out.dataset) || !dp.contains("props") ||
         !dp["props"].is_array())
       return bad();
     for (const json& p : dp["props"]) {
       DatasetProperty prop;
-      if (!p.is_object() || !Get(p, "property", &prop.name) || !Get(p, "value", &prop.value) ||
-          !Get(p, "source", &prop.source))
+      if (!p.is_object() || !JsonField(p, "property", &prop.name) ||
+          !JsonField(p, "value", &prop.value) || !JsonField(p, "source", &prop.source))
         return bad();
       out.props.push_back(std::move(prop));
     }

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
       AddCloneCommand(app),
       AddPromoteCommand(app),
       AddDiffCommand(app),
+      AddSendCommand(app),
+      AddReceiveCommand(app),
   };
   try {
     app.parse(argc, argv);

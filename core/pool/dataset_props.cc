@@ -65,7 +65,7 @@ std::string ShowLimit(std::string_view stored) {
   return stored == "0" ? "none" : std::string(stored);
 }
 
-constexpr std::array<PropertyDef, 21> kProperties = {{
+constexpr std::array<PropertyDef, 22> kProperties = {{
     {"name", false, false, "", nullptr, nullptr},
     {"type", false, false, "", nullptr, nullptr},
     {"creation", false, false, "", nullptr, nullptr},
@@ -78,6 +78,7 @@ constexpr std::array<PropertyDef, 21> kProperties = {{
     {"objects", false, false, "", nullptr, nullptr},
     {"mountpoint", false, false, "", nullptr, nullptr},
     {"origin", false, false, "", nullptr, nullptr},
+    {"receive_resume_token", false, false, "", nullptr, nullptr},
     {"compression", true, true, "lz4", ParseCompression, nullptr},
     {"recordsize", true, true, "131072", ParseRecordsize, nullptr},
     {"atime", true, true, "relatime", ParseAtime, nullptr},

@@ -195,6 +195,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -529,6 +530,20 @@ class Pool {
   Result<Txg> FinishReceive(uint64_t hidden, std::string_view target,
                             const SnapshotRequest& snapshot, bool force) EXCLUDES(mu_);
   Result<Txg> AbandonReceive(uint64_t hidden) EXCLUDES(mu_);
+  // Resumable receives (`receive -s`): SaveReceiveState keeps a resume
+  // token (send/resume_token.h) and the target's name with hidden dataset
+  // `hidden`, in the returned txg; an import then keeps the dataset, the
+  // target's receive_resume_token property shows the token (even while
+  // the target of a full stream does not exist yet), and FindPartialReceive
+  // finds it by the target's name.
+  Result<Txg> SaveReceiveState(uint64_t hidden, std::string_view target, std::string_view token)
+      EXCLUDES(mu_);
+  struct PartialReceive {
+    uint64_t id = 0;
+    dmu::ObjectSet* os = nullptr;
+    std::string token;
+  };
+  std::optional<PartialReceive> FindPartialReceive(std::string_view target) const EXCLUDES(mu_);
   // A read-only view of snapshot `name`'s object set (its state as of its
   // txg; nothing may change it; not to be used once the snapshot is
   // destroyed). NotFound.
@@ -718,7 +733,10 @@ class Pool {
   // The sync's part of FinishReceive for an incremental stream, before
   // the snapshots of the txg are captured (pool_receive.cc).
   Status TakeReceivedHeads(dmu::Tx& tx) EXCLUDES(mu_);
-  // Import's: destroys the hidden datasets of unfinished receives.
+  // The hidden dataset that keeps a resumable receive into `full`.
+  Dataset* PartialReceiveInto(std::string_view full) const REQUIRES(mu_);
+  // Import's: destroys the hidden datasets of unfinished receives that
+  // keep no resume state.
   Status DropUnfinishedReceives() EXCLUDES(mu_);
   // A new snapshot `name` of `ds` in txg t (AddSnapshots' last step, once
   // every check passed).

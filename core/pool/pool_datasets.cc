@@ -626,7 +626,22 @@ Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
     }
   }
   util::MutexLock l(&mu_);
-  POOLFS_ASSIGN_OR_RETURN(Dataset * ds, Resolve(name));
+  Result<Dataset*> resolved = Resolve(name);
+  if (!resolved.ok()) {
+    // A full stream's target does not exist until it is received whole;
+    // its resume token is there all the same.
+    const Dataset* h = PartialReceiveInto(Expand(name));
+    if (h == nullptr || resolved.status().code() != StatusCode::kNotFound ||
+        !std::all_of(props.begin(), props.end(),
+                     [](const std::string& p) { return p == "receive_resume_token"; }))
+      return resolved.status();
+    std::vector<PropertyValue> out;
+    for (size_t i = 0; i < props.size(); i++)
+      out.push_back(
+          {"receive_resume_token", h->entry.props.at(std::string(kReceiveTokenKey)), "-"});
+    return out;
+  }
+  Dataset* ds = *resolved;
   const DatasetFigures f = Figures().at(ds->entry.id);
   std::vector<PropertyValue> out;
   size_t next_written = 0;
@@ -668,6 +683,9 @@ Result<std::vector<PropertyValue>> Pool::GetProperties(std::string_view name,
       v.value = buf;
     } else if (def->name == "mountpoint") {
       v.value = f.mountpoint;
+    } else if (def->name == "receive_resume_token") {
+      const Dataset* h = PartialReceiveInto(f.name);
+      v.value = h != nullptr ? h->entry.props.at(std::string(kReceiveTokenKey)) : "-";
     }
     out.push_back(std::move(v));
   }

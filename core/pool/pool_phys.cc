@@ -78,6 +78,10 @@ bool IsReceiveName(std::string_view name) { return name.starts_with("%recv-"); }
 
 std::string ReceiveName(uint64_t id) { return "%recv-" + std::to_string(id); }
 
+bool IsReceiveStateKey(std::string_view key) {
+  return key == kReceiveTargetKey || key == kReceiveTokenKey;
+}
+
 Status ValidateDatasetName(std::string_view name) {
   if (name.empty() || name.size() > 255)
     return Status::InvalidArgument("a dataset name component must be 1 to 255 bytes, not " +
@@ -565,8 +569,14 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
         if (!e.props.empty() && !(e.props.rbegin()->first < key))
           return r.Bad(what + " ('" + e.name + "') property '" + key +
                        "' is out of order or repeated");
-        if (Status st = ValidateStoredProperty(key, value); !st.ok())
+        if (IsReceiveStateKey(key)) {
+          // A resumable receive's state: its hidden dataset's alone.
+          if (version < 9 || !IsReceiveName(e.name) || value.empty())
+            return r.Bad(what + " ('" + e.name + "'): property '" + key + "' " +
+                         (value.empty() ? "is empty" : "belongs to a receive's hidden dataset"));
+        } else if (Status st = ValidateStoredProperty(key, value); !st.ok()) {
           return r.Bad(what + " ('" + e.name + "'): " + st.message());
+        }
         e.props.emplace(std::move(key), std::move(value));
       }
     }

@@ -55,7 +55,8 @@
 //        (zio/block_ref_table.h; type kRefTable; 0: none), not 1
 //   Version 9 adds no field: a dataset may be named "%recv-ID" (ID its own
 //   id, in decimal): the hidden dataset of a receive in progress, a child
-//   of the root dataset without children or snapshots (pool.h, Receives)
+//   of the root dataset without children or snapshots (pool.h, Receives),
+//   whose properties may include kReceiveTargetKey and kReceiveTokenKey
 //
 //   Root payload (the uberblock's 512 opaque bytes): the MOS root block
 //   pointer (64 or 128 bytes, by the pool's format), zeros to byte 128,
@@ -234,6 +235,11 @@ Status ValidateDatasetName(std::string_view name);
 // directory version 9): a child of the root dataset, named after its id.
 bool IsReceiveName(std::string_view name);
 std::string ReceiveName(uint64_t id);
+// A resumable receive's state, kept as two properties of its hidden
+// dataset (version 9): the target's full name, and the resume token.
+inline constexpr std::string_view kReceiveTargetKey = "%receive_target";
+inline constexpr std::string_view kReceiveTokenKey = "%receive_token";
+bool IsReceiveStateKey(std::string_view key);
 
 // Where the intent log stands as of a txg: the first log block that the
 // pool as of `synced_txg` still needs (its records, and every later one's,

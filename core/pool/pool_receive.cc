@@ -64,6 +64,11 @@ Result<Txg> Pool::FinishReceive(uint64_t hidden, std::string_view target,
     Dataset* h = Find(hidden);
     POOLFS_CHECK(h != nullptr && Hidden(*h) && h->destroyed == Txg(0));
     const std::string what = "cannot receive " + Quote(full + "@" + snapshot.name);
+    // Once it appears there is nothing to resume (and only a hidden
+    // dataset may keep a receive's state).
+    std::map<std::string, std::string, std::less<>> props = h->entry.props;
+    props.erase(std::string(kReceiveTargetKey));
+    props.erase(std::string(kReceiveTokenKey));
     POOLFS_RETURN_IF_ERROR(ValidateDatasetName(snapshot.name).WithContext(what));
     if (h->entry.origin == 0) {
       // A full stream: the hidden dataset takes the target's name.
@@ -77,6 +82,7 @@ Result<Txg> Pool::FinishReceive(uint64_t hidden, std::string_view target,
       POOLFS_RETURN_IF_ERROR(CanSnapshot(*h, snapshot.name, t, snapshot.guid).WithContext(what));
       h->entry.parent = (*parent)->entry.id;
       h->entry.name = full.substr(slash + 1);
+      h->entry.props = std::move(props);
       NewSnap(h, snapshot.name, t, snapshot.guid, snapshot.creation_time);
       changed = SubtreeProps(h);
     } else {
@@ -141,7 +147,7 @@ Status Pool::DropUnfinishedReceives() {
   util::MutexLock l(&mu_);
   bool any = false;
   for (auto& [id, ds] : datasets_)
-    if (Hidden(*ds) && ds->destroyed == Txg(0)) {
+    if (Hidden(*ds) && ds->destroyed == Txg(0) && !ds->entry.props.contains(kReceiveTokenKey)) {
       ds->destroyed = tx.txg();
       any = true;
       import_notes_.push_back("destroyed " + Quote(config_.name + "/" + ds->entry.name) +
@@ -152,6 +158,44 @@ Status Pool::DropUnfinishedReceives() {
   tx.Dirtied(4096);
   tx.Commit();
   return Status::Ok();
+}
+
+Result<Txg> Pool::SaveReceiveState(uint64_t hidden, std::string_view target,
+                                   std::string_view token) {
+  const std::string full = Expand(target);
+  if (token.size() > kMaxPropertyValue || full.size() > kMaxPropertyValue)
+    return Status::InvalidArgument("cannot keep the state of the receive into " + Quote(full) +
+                                   ": its resume token would be " + std::to_string(token.size()) +
+                                   " bytes, more than " + std::to_string(kMaxPropertyValue));
+  dmu::Tx tx(txgs_.get());
+  POOLFS_RETURN_IF_ERROR(tx.Assign());
+  util::MutexLock l(&mu_);
+  Dataset* h = Find(hidden);
+  POOLFS_CHECK(h != nullptr && Hidden(*h) && h->destroyed == Txg(0));
+  h->entry.props[std::string(kReceiveTargetKey)] = full;
+  h->entry.props[std::string(kReceiveTokenKey)] = std::string(token);
+  dir_dirty_ = true;
+  tx.Dirtied(4096);
+  tx.Commit();
+  return tx.txg();
+}
+
+Pool::Dataset* Pool::PartialReceiveInto(std::string_view full) const {
+  for (const auto& [id, ds] : datasets_) {
+    if (!Hidden(*ds) || ds->destroyed != Txg(0) || ds->receive != Txg(0)) continue;
+    auto t = ds->entry.props.find(kReceiveTargetKey);
+    if (t != ds->entry.props.end() && t->second == full &&
+        ds->entry.props.contains(kReceiveTokenKey))
+      return ds.get();
+  }
+  return nullptr;
+}
+
+std::optional<Pool::PartialReceive> Pool::FindPartialReceive(std::string_view target) const {
+  util::MutexLock l(&mu_);
+  const Dataset* h = PartialReceiveInto(Expand(target));
+  if (h == nullptr) return std::nullopt;
+  return PartialReceive{h->entry.id, h->os.get(), h->entry.props.find(kReceiveTokenKey)->second};
 }
 
 Status Pool::TakeReceivedHeads(dmu::Tx& tx) {

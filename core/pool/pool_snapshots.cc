@@ -156,8 +156,19 @@ std::vector<uint64_t> Pool::BucketKeys(uint64_t id) const {
 
 std::vector<std::string> Pool::ClonesOf(uint64_t snap) const {
   std::vector<std::string> names;
-  for (const auto& [id, ds] : datasets_)
-    if (ds->entry.origin == snap && ds->destroyed == Txg(0)) names.push_back(FullName(*ds));
+  for (const auto& [id, ds] : datasets_) {
+    if (ds->entry.origin != snap || ds->destroyed != Txg(0)) continue;
+    if (!Hidden(*ds)) {
+      names.push_back(FullName(*ds));
+      continue;
+    }
+    // A receive's: say whose, and how to be rid of a kept one.
+    auto target = ds->entry.props.find(kReceiveTargetKey);
+    names.push_back(target == ds->entry.props.end()
+                        ? "a receive in progress"
+                        : "the interrupted receive into " + target->second +
+                              " (discard it with poolfs receive -A " + target->second + ")");
+  }
   std::sort(names.begin(), names.end());
   return names;
 }

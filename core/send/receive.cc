@@ -8,6 +8,7 @@
 #include "dmu/objset.h"
 #include "dmu/tx.h"
 #include "pool/pool_phys.h"
+#include "send/resume_token.h"
 #include "send/send.h"
 #include "send/stream.h"
 
@@ -18,9 +19,10 @@ namespace {
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 // A batch of records read ahead of the Tx that applies them: up to this
-// many payload bytes or records.
-constexpr uint64_t kBatchBytes = 4u << 20;
-constexpr size_t kBatchRecords = 512;
+// many payload bytes or records (what a stalled sender leaves read but
+// not applied).
+constexpr uint64_t kBatchBytes = 1u << 20;
+constexpr size_t kBatchRecords = 256;
 
 // What the DMU refused of a record that decoded: a full pool or a failing
 // disk is this pool's trouble; anything else means the stream asks for
@@ -176,121 +178,14 @@ Result<std::string> BaseOf(pool::Pool& pool, const std::string& target, const Be
                      : " (its newest is " + Quote(snaps.back().name) + ")"));
 }
 
-}  // namespace
-
-Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
-                               const StreamSource& source,
-                               const pool::PoolDatasetAdmin::Finisher& finish) {
-  std::string target = options.target;
-  std::string snap_name;  // "POOL/PATH@NAME": the received snapshot's name
-  if (const size_t at = target.find('@'); at != std::string::npos) {
-    snap_name = target.substr(at + 1);
-    target.resize(at);
-  }
-  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(target).WithContext("receive"));
-  if (options.resumable)
-    return Status::NotSupported("receive -s (resumable receives) is not supported yet");
-  StreamReader reader(source);
-  POOLFS_ASSIGN_OR_RETURN(std::optional<Record> first, reader.Next());
-  if (!first) return Status::Corruption("send stream: empty");
-  POOLFS_ASSIGN_OR_RETURN(BeginInfo begin, DecodeBegin(*first));
-  if (begin.features & kFeatureResuming)
-    return Status::NotSupported("a resuming stream (send -t) needs a resumable receive (-s)");
-  if (snap_name.empty()) snap_name = begin.snapshot;
-  POOLFS_RETURN_IF_ERROR(
-      pool::ValidateDatasetName(snap_name).WithContext("receive: snapshot name"));
-  const bool incremental = begin.from_guid != 0;
-
-  // Where it goes, checked before anything is read past BEGIN.
-  std::string base;
-  std::string props_of = target;
-  if (incremental) {
-    POOLFS_ASSIGN_OR_RETURN(base, BaseOf(pool, target, begin));
-  } else {
-    const std::string what =
-        "cannot receive the full stream of " + Quote(begin.dataset + "@" + begin.snapshot);
-    if (pool.DatasetId(target).ok())
-      return Status::AlreadyExists(what + ": " + Quote(target) +
-                                   " exists; receive into a new dataset, or destroy it first");
-    const size_t slash = target.rfind('/');
-    if (slash == std::string::npos)
-      return Status::AlreadyExists(what + ": " + Quote(target) + " is the pool's root dataset");
-    props_of = target.substr(0, slash);
-    if (Status st = pool.DatasetId(props_of).status(); !st.ok())
-      return st.WithContext(what + " into " + Quote(target));
-  }
-  POOLFS_ASSIGN_OR_RETURN(auto begun, pool.BeginReceive(base, props_of));
-  const uint64_t hidden = begun.second.id;
-  // Any failure from here on takes the hidden dataset away again.
-  auto abandon = [&](const Status& st) -> Status {
-    if (Result<Txg> t = pool.AbandonReceive(hidden); t.ok() && *t != Txg(0))
-      (void)pool.WaitSynced(*t);
-    return st;
-  };
-
-  Applier applier(begun.second.os, begun.second.props.compression);
-  std::vector<Record> batch;
-  bool ended = false;
-  uint64_t records = 1;  // BEGIN
-  while (!ended) {
-    batch.clear();
-    uint64_t bytes = 0;
-    while (!ended && batch.size() < kBatchRecords && bytes < kBatchBytes) {
-      Result<std::optional<Record>> next = reader.Next();
-      if (!next.ok()) return abandon(next.status());
-      if (!next->has_value())
-        return abandon(Status::Corruption("send stream: ends without END"));  // the reader's job
-      bytes += (**next).payload.size();
-      records++;
-      ended = (**next).type == RecordType::kEnd;
-      batch.push_back(std::move(**next));
-    }
-    dmu::Tx tx(pool.assigner());
-    if (Status st = tx.Assign(bytes); !st.ok()) return abandon(st);
-    for (const Record& r : batch) {
-      // Each DMU call makes its whole change or none: what the Tx holds
-      // is whole, and goes with the hidden dataset.
-      if (Status st = applier.Apply(tx, r); !st.ok()) {
-        tx.Commit();
-        return abandon(st);
-      }
-    }
-    tx.Commit();
-  }
-  // Nothing may follow END.
-  if (Result<std::optional<Record>> after = reader.Next(); !after.ok())
-    return abandon(after.status());
-
-  ReceiveSummary summary;
-  summary.snapshot = target + "@" + snap_name;
-  summary.incremental = incremental;
-  summary.bytes = reader.bytes();
-  summary.records = records;
-  summary.objects = applier.objects();
-  summary.data_bytes = applier.data_bytes();
-  if (Status st = pool.WaitSynced(); !st.ok()) return abandon(st);
-  pool::SnapshotRequest snap;
-  snap.name = snap_name;
-  snap.guid = begin.to_guid;
-  snap.creation_time = begin.creation_time;
-  Status st =
-      finish(target, [&] { return pool.FinishReceive(hidden, target, snap, options.force); });
-  if (!st.ok()) return abandon(st);
-  return summary;
-}
-
-Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
-                                 const StreamSink& sink) {
+Result<SendSummary> SendFrom(pool::Pool& pool, const SendOptions& options, const StreamSink& sink,
+                             const ResumeToken* resume) {
   const size_t at = options.snapshot.find('@');
   if (at == std::string::npos)
-    return Status::InvalidArgument("send: " + Quote(options.snapshot) +
-                                   " is not a snapshot (POOL/PATH@NAME)");
+    return Status::InvalidArgument(Quote(options.snapshot) + " is not a snapshot (POOL/PATH@NAME)");
   const std::string dataset = options.snapshot.substr(0, at);
-  if (options.compressed)
-    return Status::NotSupported(
-        "send -c (blocks as stored, compressed) is not supported yet; send without -c");
   Result<std::vector<pool::SnapshotFigures>> listed = pool.ListSnapshots(dataset, false);
-  if (!listed.ok()) return listed.status().WithContext("send");
+  if (!listed.ok()) return listed.status();
   const std::vector<pool::SnapshotFigures>& snaps = *listed;
   auto point = [&](const std::string& full) -> Result<std::pair<SendPoint, int64_t>> {
     for (const pool::SnapshotFigures& f : snaps) {
@@ -303,10 +198,11 @@ Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
       p.snapshot = full.substr(full.find('@') + 1);
       return std::make_pair(p, f.creation_time);
     }
-    return Status::NotFound("send: snapshot " + Quote(full) + " does not exist");
+    return Status::NotFound("snapshot " + Quote(full) + " does not exist");
   };
   SendRequest r;
   r.zio = pool.zio();
+  r.compressed = options.compressed;
   r.dataset = snaps.empty() ? dataset : snaps[0].name.substr(0, snaps[0].name.find('@'));
   POOLFS_ASSIGN_OR_RETURN(auto to, point(options.snapshot));
   r.to = to.first;
@@ -317,14 +213,25 @@ Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
     std::string from = options.from;
     if (from[0] == '@') from = dataset + from;
     if (from.substr(0, from.find('@')) != dataset)
-      return Status::InvalidArgument("send: the base " + Quote(options.from) +
-                                     " is not a snapshot of " + Quote(dataset));
+      return Status::InvalidArgument("the base " + Quote(options.from) + " is not a snapshot of " +
+                                     Quote(dataset));
     POOLFS_ASSIGN_OR_RETURN(auto base, point(from));
     if (!(base.first.txg < r.to.txg))
-      return Status::InvalidArgument("send: the base " + Quote(from) + " is not older than " +
+      return Status::InvalidArgument("the base " + Quote(from) + " is not older than " +
                                      Quote(options.snapshot));
     r.from = base.first;
     summary.from = from;
+  }
+  if (resume != nullptr) {
+    // The token's guids pin its snapshots: a rename is fine, another
+    // snapshot under the name is not.
+    if (r.to.guid != resume->to_guid || (r.from ? r.from->guid : 0) != resume->from_guid)
+      return Status::InvalidArgument(
+          "-t: " + Quote(options.snapshot) +
+          (options.from.empty() ? "" : " from " + Quote(options.from)) +
+          " is not the stream the token resumes (its guids differ): the snapshot was destroyed "
+          "and taken again");
+    r.resume_object = resume->object;
   }
   SendStats stats;
   std::optional<StreamWriter> writer;
@@ -338,10 +245,217 @@ Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
   return summary;
 }
 
+}  // namespace
+
+Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
+                               const StreamSource& source,
+                               const pool::PoolDatasetAdmin::Finisher& finish,
+                               uint64_t keep_every) {
+  std::string target = options.target;
+  std::string snap_name;  // the received snapshot's name (after the '@')
+  if (const size_t at = target.find('@'); at != std::string::npos) {
+    snap_name = target.substr(at + 1);
+    target.resize(at);
+  }
+  POOLFS_RETURN_IF_ERROR(ValidateDatasetPath(target));
+  std::optional<pool::Pool::PartialReceive> partial = pool.FindPartialReceive(target);
+  if (options.abort) {
+    if (!partial)
+      return Status::NotFound("-A: no interrupted receive into " + Quote(target) + " is kept");
+    POOLFS_ASSIGN_OR_RETURN(Txg t, pool.AbandonReceive(partial->id));
+    if (t != Txg(0)) POOLFS_RETURN_IF_ERROR(pool.WaitSynced(t));
+    return ReceiveSummary{};
+  }
+  StreamReader reader(source);
+  POOLFS_ASSIGN_OR_RETURN(std::optional<Record> first, reader.Next());
+  if (!first) return Status::Corruption("send stream: empty");
+  POOLFS_ASSIGN_OR_RETURN(BeginInfo begin, DecodeBegin(*first));
+  const bool resuming = (begin.features & kFeatureResuming) != 0;
+  if (snap_name.empty()) snap_name = begin.snapshot;
+  POOLFS_RETURN_IF_ERROR(pool::ValidateDatasetName(snap_name).WithContext("the snapshot name"));
+  const bool incremental = begin.from_guid != 0;
+  const std::string stream_name =
+      Quote(begin.dataset + "@" + begin.snapshot) + (incremental ? " from @" + begin.from : "");
+
+  // What is kept of an interrupted receive, and this stream, must agree.
+  ResumeToken token;
+  if (partial && !resuming)
+    return Status::InvalidArgument(
+        "cannot receive " + stream_name + " into " + Quote(target) +
+        ": an interrupted receive into it is kept; resume it (poolfs send -t TOKEN, TOKEN the "
+        "target's receive_resume_token) or discard it (poolfs receive -A " +
+        target + ")");
+  if (resuming) {
+    if (!partial)
+      return Status::NotFound("cannot resume " + stream_name + ": no interrupted receive into " +
+                              Quote(target) + " is kept");
+    POOLFS_ASSIGN_OR_RETURN(token, DecodeResumeToken(partial->token));
+    if (token.to_guid != begin.to_guid || token.from_guid != begin.from_guid ||
+        token.object != begin.resume_object)
+      return Status::InvalidArgument(
+          "cannot resume " + stream_name + " into " + Quote(target) + ": the stream resumes " +
+          Quote(begin.dataset + "@" + begin.snapshot) + " at object " +
+          std::to_string(begin.resume_object) + ", the kept receive " +
+          Quote(token.dataset + "@" + token.snapshot) + " at object " +
+          std::to_string(token.object) + " (send with the target's receive_resume_token)");
+  }
+
+  // Where it goes, checked before anything is read past BEGIN.
+  std::string base;
+  std::string props_of = target;
+  if (incremental) {
+    POOLFS_ASSIGN_OR_RETURN(base, BaseOf(pool, target, begin));
+  } else {
+    const std::string what = "cannot receive the full stream of " + stream_name;
+    if (pool.DatasetId(target).ok())
+      return Status::AlreadyExists(what + ": " + Quote(target) +
+                                   " exists; receive into a new dataset, or destroy it first");
+    const size_t slash = target.rfind('/');
+    if (slash == std::string::npos)
+      return Status::AlreadyExists(what + ": " + Quote(target) + " is the pool's root dataset");
+    props_of = target.substr(0, slash);
+    if (Status st = pool.DatasetId(props_of).status(); !st.ok())
+      return st.WithContext(what + " into " + Quote(target));
+  }
+  uint64_t hidden = 0;
+  dmu::ObjectSet* os = nullptr;
+  util::Compression compression = util::Compression::kLz4;
+  if (partial) {
+    hidden = partial->id;
+    os = partial->os;
+    POOLFS_ASSIGN_OR_RETURN(uint64_t like, pool.DatasetId(props_of));
+    POOLFS_ASSIGN_OR_RETURN(pool::DatasetProps props, pool.EffectiveProps(like));
+    compression = props.compression;
+  } else {
+    POOLFS_ASSIGN_OR_RETURN(auto begun, pool.BeginReceive(base, props_of));
+    hidden = begun.second.id;
+    os = begun.second.os;
+    compression = begun.second.props.compression;
+  }
+  token.to_guid = begin.to_guid;
+  token.from_guid = begin.from_guid;
+  token.dataset = begin.dataset;
+  token.snapshot = begin.snapshot;
+  token.from = begin.from;
+  if (!resuming) token.object = 1, token.bytes = 0;
+  const uint64_t bytes_before = token.bytes;
+  // Where a resumed stream would start: the object of the last OBJECT or
+  // FREEOBJECTS record applied (its records come again whole).
+  uint64_t resume_at = token.object;
+
+  // Keeps the receive's state at resume_at, once all it applied is synced.
+  auto keep = [&]() -> Status {
+    POOLFS_RETURN_IF_ERROR(pool.WaitSynced());
+    token.object = resume_at;
+    token.bytes = bytes_before + reader.bytes();
+    POOLFS_ASSIGN_OR_RETURN(Txg t, pool.SaveReceiveState(hidden, target, EncodeResumeToken(token)));
+    return pool.WaitSynced(t);
+  };
+  // A failure from here on keeps what was received (-s) or takes it away.
+  auto fail = [&](const Status& st) -> Status {
+    if (options.resumable) {
+      if (Status kept = keep(); kept.ok())
+        return st.WithContext("receive into " + Quote(target) +
+                              " interrupted; what arrived is kept: resume with poolfs send -t "
+                              "TOKEN (TOKEN: the target's receive_resume_token), or discard it "
+                              "with poolfs receive -A " +
+                              target);
+    }
+    if (Result<Txg> t = pool.AbandonReceive(hidden); t.ok() && *t != Txg(0))
+      (void)pool.WaitSynced(*t);
+    return st;
+  };
+
+  Applier applier(os, compression);
+  std::vector<Record> batch;
+  bool ended = false;
+  uint64_t records = 1;  // BEGIN
+  uint64_t kept_at = 0;  // stream bytes when the state was last kept
+  while (!ended) {
+    batch.clear();
+    uint64_t bytes = 0;
+    Status broken;  // the stream's: what ended the batch early
+    while (!ended && batch.size() < kBatchRecords && bytes < kBatchBytes) {
+      Result<std::optional<Record>> next = reader.Next();
+      if (!next.ok()) {
+        broken = next.status();
+        break;
+      }
+      if (!next->has_value()) {  // the reader refuses this itself
+        broken = Status::Corruption("send stream: ends without END");
+        break;
+      }
+      bytes += (**next).payload.size();
+      records++;
+      ended = (**next).type == RecordType::kEnd;
+      batch.push_back(std::move(**next));
+    }
+    // The records before a break passed every check: a resumable receive
+    // keeps them too.
+    if (!broken.ok() && !options.resumable) return fail(broken);
+    dmu::Tx tx(pool.assigner());
+    if (Status st = tx.Assign(bytes); !st.ok()) return fail(st);
+    for (const Record& r : batch) {
+      // Each DMU call makes its whole change or none: what the Tx holds
+      // is whole, and goes with the hidden dataset.
+      if (Status st = applier.Apply(tx, r); !st.ok()) {
+        tx.Commit();
+        return fail(st);
+      }
+      if (r.type == RecordType::kObject || r.type == RecordType::kFreeObjects) resume_at = r.f[0];
+    }
+    tx.Commit();
+    if (!broken.ok()) return fail(broken);
+    // A resumable receive keeps its state now and then, so that even a
+    // killed one resumes from near where it was.
+    if (options.resumable && !ended && reader.bytes() - kept_at >= keep_every) {
+      if (Status st = keep(); !st.ok()) return fail(st);
+      kept_at = reader.bytes();
+    }
+  }
+  // Nothing may follow END.
+  if (Result<std::optional<Record>> after = reader.Next(); !after.ok()) return fail(after.status());
+
+  ReceiveSummary summary;
+  summary.snapshot = target + "@" + snap_name;
+  summary.incremental = incremental;
+  summary.bytes = reader.bytes();
+  summary.records = records;
+  summary.objects = applier.objects();
+  summary.data_bytes = applier.data_bytes();
+  if (Status st = pool.WaitSynced(); !st.ok()) return fail(st);
+  pool::SnapshotRequest snap;
+  snap.name = snap_name;
+  snap.guid = begin.to_guid;
+  snap.creation_time = begin.creation_time;
+  Status st =
+      finish(target, [&] { return pool.FinishReceive(hidden, target, snap, options.force); });
+  if (!st.ok()) return fail(st);
+  return summary;
+}
+
+Result<SendSummary> SendSnapshot(pool::Pool& pool, const SendOptions& options,
+                                 const StreamSink& sink) {
+  if (!options.resume_token.empty()) {
+    if (!options.snapshot.empty() || !options.from.empty())
+      return Status::InvalidArgument("-t: the token names the snapshot and its base; give neither");
+    POOLFS_ASSIGN_OR_RETURN(ResumeToken token, DecodeResumeToken(options.resume_token));
+    SendOptions resumed = options;
+    resumed.resume_token.clear();
+    resumed.snapshot = token.dataset + "@" + token.snapshot;
+    if (!token.from.empty()) resumed.from = "@" + token.from;
+    return SendFrom(pool, resumed, sink, &token);
+  }
+  return SendFrom(pool, options, sink, nullptr);
+}
+
 pool::PoolDatasetAdmin::Replicator Replicator() {
   pool::PoolDatasetAdmin::Replicator r;
   r.send = SendSnapshot;
-  r.receive = Receive;
+  r.receive = [](pool::Pool& pool, const ReceiveOptions& options, const StreamSource& source,
+                 const pool::PoolDatasetAdmin::Finisher& finish) {
+    return Receive(pool, options, source, finish);
+  };
   return r;
 }
 

@@ -27,6 +27,17 @@
 // and leaves the target as it was; a crash leaves the hidden dataset for
 // the next import to destroy.
 //
+// Resumable receives (-s). The hidden dataset stays after a failure, with
+// a resume token (resume_token.h) that Pool::SaveReceiveState keeps: the
+// object of the last OBJECT or FREEOBJECTS record applied, once all that
+// was applied has synced. It is also kept every kKeepStateEvery stream
+// bytes, so that a receive killed outright resumes from near where it
+// was (what was applied after the last keep comes again: applying
+// records twice lands the same). A stream with the RESUMING feature
+// (`send -t TOKEN`) continues into the kept dataset when its guids and
+// resume object are the token's; any other stream into that target is
+// refused until the kept receive is resumed or discarded (-A).
+//
 // Thread safety: Receive runs on the calling thread; several may run at
 // once on one pool, each into its own hidden dataset. The finisher
 // serializes the last step with the pool's other dataset changes.
@@ -43,12 +54,17 @@
 
 namespace poolfs::core::send {
 
+// A resumable receive keeps its state (resume_token.h) after about this
+// many stream bytes, and when it fails.
+inline constexpr uint64_t kKeepStateEvery = 64u << 20;
+
 // Reads a stream from `source` and applies it to `pool` as `options`
 // says (poolfs/replication.h, DatasetAdmin::Receive); `finish` runs the
-// last step (PoolDatasetAdmin::Finisher).
+// last step (PoolDatasetAdmin::Finisher). `keep_every`: for tests.
 Result<ReceiveSummary> Receive(pool::Pool& pool, const ReceiveOptions& options,
                                const StreamSource& source,
-                               const pool::PoolDatasetAdmin::Finisher& finish);
+                               const pool::PoolDatasetAdmin::Finisher& finish,
+                               uint64_t keep_every = kKeepStateEvery);
 
 // Writes the stream of options.snapshot (DatasetAdmin::Send); with a null
 // sink, counts instead (an estimate).

@@ -20,6 +20,11 @@ class Sender {
     b.dataset = r_.dataset;
     b.snapshot = r_.to.snapshot;
     if (r_.from) b.from = r_.from->snapshot;
+    if (r_.compressed) b.features |= kFeatureCompressed;
+    if (r_.resume_object != 0) {
+      b.features |= kFeatureResuming;
+      b.resume_object = r_.resume_object;
+    }
     POOLFS_RETURN_IF_ERROR(Count(w_ ? w_->Begin(b) : Status::Ok(), EncodeBeginPayload(b).size()));
     const zio::BlockPtr empty;
     POOLFS_RETURN_IF_ERROR(dmu::WalkChangedDnodes(
@@ -44,6 +49,7 @@ class Sender {
   }
 
   Status Changed(uint64_t id, const dmu::DnodePhys& older, const dmu::DnodePhys& newer) {
+    if (id < r_.resume_object) return Status::Ok();  // the receiver has it
     if (newer.free()) {
       if (older.free()) return Status::Ok();
       if (free_count_ != 0 && free_first_ + free_count_ == id) {
@@ -126,7 +132,15 @@ class Sender {
       wr.logical_length = uint32_t(bs);
       stats_->writes++;
       stats_->write_bytes += bs;
-      if (w_ == nullptr) return Count(Status::Ok(), bs);
+      const bool stored =
+          r_.compressed && bp->compression != util::Compression::kOff && bp->psize < bs;
+      if (w_ == nullptr) return Count(Status::Ok(), stored ? bp->psize : bs);
+      if (stored) {
+        POOLFS_ASSIGN_OR_RETURN(wr.data, r_.zio->ReadStored(*bp));
+        stats_->data_blocks_read++;
+        wr.compression = uint8_t(bp->compression);
+        return Count(w_->Write(wr), wr.data.size());
+      }
       POOLFS_ASSIGN_OR_RETURN(wr.data, r_.zio->Read(*bp));
       stats_->data_blocks_read++;
       if (wr.data.size() != bs)

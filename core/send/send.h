@@ -28,6 +28,11 @@
 //
 // Order: objects by id, each one's blocks by offset, as stream.h requires.
 //
+// Compressed streams (`send -c`): a block stored compressed goes as its
+// stored bytes (zio::ReadStored, checked as any read), with its codec; the
+// receiver decodes it and stores it with its own compression. Others go
+// as their logical bytes.
+//
 // Estimates (`send -n -v`): the same walk, counting the records and their
 // payloads instead of reading data blocks and writing them.
 //
@@ -67,6 +72,12 @@ struct SendRequest {
   // The base of an incremental stream (an earlier snapshot of the same
   // dataset); none: a full stream.
   std::optional<SendPoint> from;
+  // send -c: data blocks stored compressed go as they are stored (the
+  // COMPRESSED feature), not decompressed.
+  bool compressed = false;
+  // Nonzero: the stream resumes there (resume_token.h): the RESUMING
+  // feature, and no record of an object before it.
+  uint64_t resume_object = 0;
 };
 
 // What a send wrote (or would write).

@@ -283,8 +283,8 @@ Result<std::vector<BlockPtr>> Zio::WriteMany(std::span<const BlockWrite> blocks,
   for (size_t i = 0; i < blocks.size(); i++) {
     const WriteProps& props = blocks[i].props;
     const std::string_view data = blocks[i].data;
-    if ((props.type == BlockType::kData || props.type == BlockType::kDnodes) &&
-        props.level == 0 && IsAllZero(data)) {
+    if ((props.type == BlockType::kData || props.type == BlockType::kDnodes) && props.level == 0 &&
+        IsAllZero(data)) {
       bps[i] = MakeHole(props.type, props.level, uint32_t(data.size()), txg);
       continue;
     }
@@ -547,13 +547,25 @@ Result<std::string> Zio::Read(const BlockPtr& bp) {
   return out;
 }
 
+Result<std::string> Zio::ReadStored(const BlockPtr& bp) {
+  POOLFS_RETURN_IF_ERROR(AboutBlock(ValidateBlockPtr(bp), "block ", bp));
+  if (bp.IsHole()) return Status::InvalidArgument("block " + bp.ToString() + " is a hole");
+  std::string logical(bp.lsize, '\0');
+  POOLFS_RETURN_IF_ERROR(ReadValid(bp, reinterpret_cast<uint8_t*>(logical.data())));
+  if (bp.compression == util::Compression::kOff) return logical;
+  // ReadValid verified the stored bytes where it read them, this thread's
+  // read scratch 0, before it decoded them.
+  return std::string(reinterpret_cast<const char*>(ReadScratch(0).Get(bp.psize)), bp.psize);
+}
+
 Result<std::string> Zio::ReadEncoded(std::string_view encoded, std::string_view where) {
   if (encoded.size() != BlockPtrSize(format_))
     return Status::Corruption(std::string(where) + ": a block pointer of " +
                               std::to_string(encoded.size()) + " bytes, this pool's are " +
                               std::to_string(BlockPtrSize(format_)));
   POOLFS_ASSIGN_OR_RETURN(
-      BlockPtr bp, DecodeBlockPtr(reinterpret_cast<const uint8_t*>(encoded.data()), where, format_));
+      BlockPtr bp,
+      DecodeBlockPtr(reinterpret_cast<const uint8_t*>(encoded.data()), where, format_));
   Result<std::string> block = Read(bp);
   if (!block.ok()) return block.status().WithContext(where);
   return block;

@@ -224,6 +224,11 @@ class Zio {
   // Corruption when it is not one, or as Read; every failure's message
   // starts with `where`.
   Result<std::string> ReadEncoded(std::string_view encoded, std::string_view where);
+  // The block's stored bytes, bp.psize of them, compressed as
+  // bp.compression says (a send -c stream carries them so), after every
+  // check Read makes (the checksum, and that they decode to lsize bytes).
+  // InvalidArgument for a hole.
+  Result<std::string> ReadStored(const BlockPtr& bp);
   // The same into `dst`, which has room for bp.lsize bytes (its contents are
   // unspecified on failure). An uncompressed block is read straight into
   // dst: given a buffer aligned to vdev::FileDevice::kDirectAlign (the

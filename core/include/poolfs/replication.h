@@ -44,6 +44,10 @@ struct SendOptions {
   std::string from;
   // Send data blocks as they are stored (compressed), not decompressed.
   bool compressed = false;
+  // -t: the rest of the stream an interrupted `receive -s` keeps (its
+  // target's receive_resume_token property); snapshot and from are then
+  // empty: the token names them.
+  std::string resume_token;
 };
 
 // What a send wrote (with no sink: what it would write).
@@ -66,13 +70,24 @@ struct ReceiveOptions {
   // stream's base.
   std::string target;
   // -F: with an incremental stream, discard what changed in the target
-  // since the base (and destroy its snapshots after the base) when the
-  // received snapshot is made; nothing is discarded if the stream fails.
+  // since the base when the received snapshot is made; nothing is
+  // discarded if the stream fails. (The base must be the target's newest
+  // snapshot all the same: no snapshot is destroyed.)
   bool force = false;
   // -s: an interrupted receive keeps what it got, and the target's
-  // receive_resume_token property says where to resume from.
+  // receive_resume_token property says where to resume from (`send -t`).
+  // While it is kept, only the rest of that stream is received into the
+  // target.
   bool resumable = false;
+  // -A: discards what an interrupted `receive -s` kept for the target;
+  // reads no stream.
+  bool abort = false;
 };
+
+// The snapshot a resume token (a target's receive_resume_token) continues,
+// "POOL/PATH@NAME" as the sender named it. InvalidArgument saying what is
+// wrong with a damaged token.
+Result<std::string> ResumeTokenSnapshot(std::string_view token);
 
 struct ReceiveSummary {
   std::string snapshot;  // the snapshot made ("tank/backup/home@monday")

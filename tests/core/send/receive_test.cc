@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "../pool/kill_child.h"
 #include "../pool/test_pool.h"
 #include "send/receive.h"
+#include "send/resume_token.h"
 #include "stream_fixture.h"
 
 namespace poolfs::core::send::testing {
@@ -74,6 +76,10 @@ struct Replication {
     SendOptions o;
     o.snapshot = snapshot;
     o.from = from;
+    return SendWith(o);
+  }
+  // The whole stream `o` asks for; its estimate must agree.
+  std::string SendWith(const SendOptions& o) {
     std::string out;
     auto r = admin.Send(o, [&out](std::string_view b) {
       out += b;
@@ -461,6 +467,302 @@ TEST_CASE("An import destroys the dataset of a receive that did not finish", "[s
     CHECK(report.ok());
     CHECK(report.datasets == 2);
   }
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing
+
+namespace poolfs::core::send::testing {
+namespace {
+
+TEST_CASE("Resume tokens round-trip, and any change or cut is refused", "[send][resume]") {
+  ResumeToken t;
+  t.to_guid = 0x1234567890abcdefull;
+  t.from_guid = 42;
+  t.object = 77;
+  t.bytes = 1 << 20;
+  t.dataset = "tank/home";
+  t.snapshot = "monday";
+  t.from = "sunday";
+  const std::string text = EncodeResumeToken(t);
+  CHECK(text.starts_with("1-"));
+  auto back = DecodeResumeToken(text);
+  INFO(back.status().ToString());
+  REQUIRE(back.ok());
+  CHECK(*back == t);
+  for (size_t i = 0; i < text.size(); i++) {
+    for (char c : {'0', 'f', 'x', '-'}) {
+      if (text[i] == c) continue;
+      std::string bad = text;
+      bad[i] = c;
+      INFO("position " << i << " to " << c);
+      CHECK(DecodeResumeToken(bad).status().code() == StatusCode::kInvalidArgument);
+    }
+    CHECK_FALSE(DecodeResumeToken(text.substr(0, i)).ok());
+  }
+  CHECK_FALSE(DecodeResumeToken(text + "0").ok());
+  ResumeToken bad = t;
+  bad.from.clear();  // a base guid without its name
+  CHECK_THAT(DecodeResumeToken(EncodeResumeToken(bad)).status().message(), Catch::Contains("base"));
+  bad = t;
+  bad.object = 0;
+  CHECK_THAT(DecodeResumeToken(EncodeResumeToken(bad)).status().message(),
+             Catch::Contains("resume object is 0"));
+}
+
+std::string TokenOf(TestPool& t, const std::string& target) {
+  auto g = t.pool->GetProperties(target, {"receive_resume_token"});
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  REQUIRE(g->size() == 1);
+  return (*g)[0].value;
+}
+
+// A source that gives `stream` up to `stop` bytes, then fails.
+StreamSource Failing(const std::string& stream, size_t stop) {
+  auto fed = std::make_shared<size_t>(0);
+  return [&stream, stop, fed](std::span<char> buf) -> Result<size_t> {
+    if (*fed >= stop) return Status::IOError("the connection dropped");
+    const size_t n = std::min({buf.size(), stop - *fed, size_t{65536}});
+    std::memcpy(buf.data(), stream.data() + *fed, n);
+    *fed += n;
+    return n;
+  };
+}
+
+TEST_CASE("An interrupted receive -s resumes from its token, full and incremental",
+          "[send][resume]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  std::mt19937_64 rng(11);
+  Churn(*t.pool, "tank/d", rng, 80);
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  Churn(*t.pool, "tank/d", rng, 80);
+  REQUIRE(t.admin->Snapshot({"tank/d@b"}, false).ok());
+  std::string full, inc;
+  {
+    Replication rep(t.pool.get());
+    full = rep.Send("tank/d@a");
+    inc = rep.Send("tank/d@b", "@a");
+  }
+  for (const bool incremental : {false, true}) {
+    const std::string& stream = incremental ? inc : full;
+    const std::string snap = incremental ? "tank/d@b" : "tank/d@a";
+    INFO((incremental ? "incremental" : "full"));
+    Replication rep(t.pool.get());
+    ReceiveOptions o;
+    o.target = "tank/r";
+    o.resumable = true;
+    auto cut = rep.admin.Receive(o, Failing(stream, stream.size() * 2 / 3));
+    CHECK(cut.status().code() == StatusCode::kIOError);
+    CHECK_THAT(cut.status().message(), Catch::Contains("what arrived is kept"));
+    std::string token = TokenOf(t, "tank/r");
+    REQUIRE(token != "-");
+    // It survives an import; other streams are refused meanwhile.
+    t.Reimport();
+    Replication again(t.pool.get());
+    CHECK(TokenOf(t, "tank/r") == token);
+    auto other = again.Receive(stream, "tank/r");
+    CHECK(other.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(other.status().message(), Catch::Contains("interrupted receive into it is kept"));
+    // Resumed, and cut again: it keeps going from the later point.
+    SendOptions so;
+    so.resume_token = token;
+    std::string rest = again.SendWith(so);
+    CHECK(rest.size() < stream.size());
+    auto cut2 = again.admin.Receive(o, Failing(rest, rest.size() / 2));
+    CHECK(cut2.status().code() == StatusCode::kIOError);
+    const std::string token2 = TokenOf(t, "tank/r");
+    CHECK(token2 != token);
+    // A stream that resumes elsewhere is refused.
+    auto moved = DecodeResumeToken(token2);
+    REQUIRE(moved.ok());
+    moved->object++;
+    so.resume_token = EncodeResumeToken(*moved);
+    const std::string elsewhere = again.SendWith(so);
+    auto wrong = again.admin.Receive(o, SourceOf(elsewhere));
+    CHECK(wrong.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(wrong.status().message(), Catch::Contains("the stream resumes"));
+    CHECK(TokenOf(t, "tank/r") == token2);
+    so.resume_token = token2;
+    rest = again.SendWith(so);
+    auto done = again.admin.Receive(o, SourceOf(rest, 4096));
+    INFO(done.status().ToString());
+    REQUIRE(done.ok());
+    CHECK(TokenOf(t, "tank/r") == "-");
+    RequireSameSnapshot(*t.pool, snap, *t.pool, snap == "tank/d@a" ? "tank/r@a" : "tank/r@b");
+    const CheckReport report = t.Check();
+    CHECK(report.ok());
+    CHECK(report.datasets == 3);
+  }
+  // -A discards what an interrupted receive kept.
+  Replication rep(t.pool.get());
+  Churn(*t.pool, "tank/d", rng, 40);
+  REQUIRE(t.admin->Snapshot({"tank/d@c"}, false).ok());
+  const std::string c = rep.Send("tank/d@c", "@b");
+  ReceiveOptions o;
+  o.target = "tank/r";
+  o.resumable = true;
+  CHECK_FALSE(rep.admin.Receive(o, Failing(c, c.size() / 2)).ok());
+  CHECK(TokenOf(t, "tank/r") != "-");
+  // The kept receive holds its base, and says how to let it go.
+  const Status held = t.admin->Destroy("tank/r@b", false);
+  CHECK(held.code() == StatusCode::kNotEmpty);
+  CHECK_THAT(held.message(), Catch::Contains("poolfs receive -A tank/r"));
+  o.abort = true;
+  REQUIRE(rep.admin.Receive(o, SourceOf("")).ok());
+  CHECK(TokenOf(t, "tank/r") == "-");
+  CHECK(rep.admin.Receive(o, SourceOf("")).status().code() == StatusCode::kNotFound);
+  rep.MustReceive(c, "tank/r");
+  RequireSameSnapshot(*t.pool, "tank/d@c", *t.pool, "tank/r@c");
+  CHECK(t.Check().ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing
+
+namespace poolfs::core::send::testing {
+namespace {
+
+TEST_CASE("A receive -s killed outright resumes from the state it kept last",
+          "[send][resume][crash]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  std::mt19937_64 rng(13);
+  for (int i = 0; i < 4; i++) Churn(*t.pool, "tank/d", rng, 100);
+  Change(*t.pool, "tank/d", [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    for (int i = 0; i < 6; i++) {
+      auto id = os.Create(tx, dmu::ObjectType::kPlain, 131072);
+      REQUIRE(id.ok());
+      Ok(os.Write(tx, *id, 0, pool::check_test::Pattern(100 + i, 1 << 20)));
+    }
+  });
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  std::string stream;
+  {
+    Replication rep(t.pool.get());
+    stream = rep.Send("tank/d@a");
+  }
+  REQUIRE(stream.size() > (6u << 20));
+  t.admin.reset();
+  REQUIRE(t.pool->Export().ok());
+  t.pool.reset();
+  // The child receives with its state kept every 64 KiB, and stalls for
+  // good at two thirds of the stream: the kill finds it there.
+  const pool::KilledChild child = pool::RunUntilKilled(
+      [&](int fd) {
+        std::unique_ptr<pool::Pool> p = pool::ImportInChild(t.paths, 100, fd);
+        pool::PoolDatasetAdmin::Replicator small = Replicator();
+        small.receive = [](pool::Pool& pl, const ReceiveOptions& o, const StreamSource& s,
+                           const pool::PoolDatasetAdmin::Finisher& f) {
+          return Receive(pl, o, s, f, 64 << 10);
+        };
+        pool::PoolDatasetAdmin admin(p.get(), nullptr, small);
+        ReceiveOptions o;
+        o.target = "tank/r";
+        o.resumable = true;
+        size_t fed = 0;
+        auto r = admin.Receive(o, [&](std::span<char> buf) -> Result<size_t> {
+          if (fed >= stream.size() * 2 / 3) {
+            pool::Say(fd, "stalled");
+            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+          }
+          const size_t n = std::min({buf.size(), stream.size() * 2 / 3 - fed, size_t{16384}});
+          std::memcpy(buf.data(), stream.data() + fed, n);
+          fed += n;
+          return n;
+        });
+        pool::Say(fd, "returned " + r.status().ToString());
+      },
+      std::chrono::milliseconds(3000));
+  INFO(child.lines);
+  REQUIRE(child.killed);
+  CHECK_THAT(child.lines, Catch::Contains("stalled"));
+  t.Import();
+  const std::string token = TokenOf(t, "tank/r");
+  REQUIRE(token != "-");
+  auto decoded = DecodeResumeToken(token);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->object > 1);
+  CHECK(decoded->bytes > 0);
+  Replication rep(t.pool.get());
+  SendOptions so;
+  so.resume_token = token;
+  const std::string rest = rep.SendWith(so);
+  CHECK(rest.size() < stream.size());
+  ReceiveOptions o;
+  o.target = "tank/r";
+  o.resumable = true;
+  auto done = rep.admin.Receive(o, SourceOf(rest));
+  INFO(done.status().ToString());
+  REQUIRE(done.ok());
+  RequireSameSnapshot(*t.pool, "tank/d@a", *t.pool, "tank/r@a");
+  CHECK(t.Check().ok());
+}
+
+}  // namespace
+}  // namespace poolfs::core::send::testing
+
+namespace poolfs::core::send::testing {
+namespace {
+
+TEST_CASE("send -c carries blocks as stored, and the receiver stores them its own way",
+          "[send][receive][compressed]") {
+  TestPool t;
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  REQUIRE(t.admin->Set("tank/d", {"compression", "zstd"}).ok());
+  // Compressible blocks, incompressible ones, and a small one.
+  Change(*t.pool, "tank/d", [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    auto a = os.Create(tx, dmu::ObjectType::kPlain, 131072, util::Compression::kZstd);
+    REQUIRE(a.ok());
+    Ok(os.Write(tx, *a, 0, std::string(8 * 131072, 'z')));
+    auto b = os.Create(tx, dmu::ObjectType::kPlain, 131072, util::Compression::kZstd);
+    REQUIRE(b.ok());
+    std::mt19937_64 rng(3);
+    std::string noise(4 * 131072, '\0');
+    for (char& c : noise) c = char(rng());
+    Ok(os.Write(tx, *b, 0, noise));
+    auto c = os.Create(tx, dmu::ObjectType::kPlain, 4096, util::Compression::kLz4);
+    REQUIRE(c.ok());
+    Ok(os.Write(tx, *c, 0, pool::check_test::Pattern(5, 3000) + std::string(1096, 'x')));
+  });
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  Replication rep(t.pool.get());
+  const std::string plain = rep.Send("tank/d@a");
+  SendOptions o;
+  o.snapshot = "tank/d@a";
+  o.compressed = true;
+  const std::string packed = rep.SendWith(o);
+  // The compressible object's eight blocks shrink to almost nothing.
+  CHECK(packed.size() + 7 * 131072 < plain.size());
+  auto records = ReadAll(packed);
+  REQUIRE(records.ok());
+  size_t compressed = 0;
+  for (const Record& r : *records)
+    if (r.type == RecordType::kWrite && r.f[3] != kCompressOff) compressed++;
+  CHECK(compressed >= 8);
+  // Received into a dataset without compression: the same objects.
+  REQUIRE(t.admin->Create("tank/plain", false, {{"compression", "off"}}).ok());
+  rep.MustReceive(packed, "tank/plain/r");
+  RequireSameSnapshot(*t.pool, "tank/d@a", *t.pool, "tank/plain/r@a");
+  // Stored uncompressed there, as that dataset says, where the sender's
+  // block is compressed.
+  auto sender = t.pool->OpenSnapshot("tank/d@a");
+  auto received = t.pool->OpenSnapshot("tank/plain/r@a");
+  REQUIRE(sender.ok());
+  REQUIRE(received.ok());
+  for (uint64_t id = 1; id < (*sender)->next_object(); id++) {
+    auto st = (*sender)->Stat(ObjectId(id));
+    if (!st.ok() || st->block_size != 131072) continue;
+    auto was = (*sender)->BlockPointer(ObjectId(id), 0);
+    auto is = (*received)->BlockPointer(ObjectId(id), 0);
+    REQUIRE(was.ok());
+    REQUIRE(is.ok());
+    CHECK(is->compression == util::Compression::kOff);
+    CHECK(is->psize == 131072);
+    if (was->psize < 131072) CHECK(was->compression == util::Compression::kZstd);
+  }
+  CHECK(t.Check().ok());
 }
 
 }  // namespace
