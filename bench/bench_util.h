@@ -81,5 +81,6 @@ int RunCreateBench(int argc, char** argv);
 int RunArcBench(int argc, char** argv);
 int RunSyncBench(int argc, char** argv);
 int RunSnapshotBench(int argc, char** argv);
+int RunSendBench(int argc, char** argv);
 
 }  // namespace poolfs::bench

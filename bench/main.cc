@@ -9,6 +9,9 @@
 //                     [--json]
 //   poolfs-bench snapshot [--objects N,...] [--snapshots 0,10,100] [--blocks B,...] [--runs 5]
 //                         [--quick] [--json]
+//   poolfs-bench send [--size MiB] [--files N] [--small-files N] [--change-pct P] [--pipe-mib M]
+//                     [--cases read,send,receive,pipe] [--runs 3]
+//                     [--parts full,small,incremental] [--quick] [--json]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,7 +20,8 @@
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: poolfs-bench space|alloc|pool|create|arc|sync|snapshot [options]   (poolfs-bench "
+      "usage: poolfs-bench space|alloc|pool|create|arc|sync|snapshot|send [options]   "
+      "(poolfs-bench "
       "SUBCOMMAND "
       "--help)\n";
   if (argc < 2) {
@@ -32,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "arc") return poolfs::bench::RunArcBench(argc - 1, argv + 1);
   if (cmd == "sync") return poolfs::bench::RunSyncBench(argc - 1, argv + 1);
   if (cmd == "snapshot") return poolfs::bench::RunSnapshotBench(argc - 1, argv + 1);
+  if (cmd == "send") return poolfs::bench::RunSendBench(argc - 1, argv + 1);
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(usage, stdout);
     return 0;
