@@ -15,8 +15,6 @@ namespace {
 
 constexpr size_t kMaxFullName = 1024;
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 // The components of a full name, each checked.
 Result<std::vector<std::string_view>> Split(std::string_view name) {
   if (name.empty()) return Status::InvalidArgument("empty dataset name");

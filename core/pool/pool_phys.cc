@@ -74,6 +74,8 @@ void PutU16(std::string* s, uint16_t v) {
 }
 }  // namespace
 
+std::string Quote(std::string_view name) { return "'" + std::string(name) + "'"; }
+
 bool IsReceiveName(std::string_view name) { return name.starts_with("%recv-"); }
 
 std::string ReceiveName(uint64_t id) { return "%recv-" + std::to_string(id); }

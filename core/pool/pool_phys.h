@@ -231,6 +231,8 @@ Result<PoolDirectory> DecodePoolDirectory(std::string_view in, zio::BpFormat for
 // 1..255 bytes, no '/', NUL, '@' or '%', not "." or "..". InvalidArgument
 // saying what is wrong otherwise.
 Status ValidateDatasetName(std::string_view name);
+// 'name': how the pool's messages quote a name.
+std::string Quote(std::string_view name);
 // Whether `name` is that of a receive's hidden dataset ("%recv-ID", from
 // directory version 9): a child of the root dataset, named after its id.
 bool IsReceiveName(std::string_view name);

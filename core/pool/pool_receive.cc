@@ -8,12 +8,6 @@
 
 namespace poolfs::core::pool {
 
-namespace {
-
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-}  // namespace
-
 Result<std::pair<Txg, Pool::ReceiveDataset>> Pool::BeginReceive(std::string_view base,
                                                                 std::string_view props_of) {
   dmu::Tx tx(txgs_.get());

@@ -15,8 +15,6 @@ namespace poolfs::core::pool {
 
 namespace {
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 std::string QuoteList(const std::vector<std::string>& names) {
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + Quote(n);

@@ -74,7 +74,10 @@ class Sender {
     o.bonus = newer.bonus;
     // The receiver has this very object (same generation): only what
     // changed since the base goes, holes included.
-    const bool kept = r_.from && !older.free() && older.generation == newer.generation;
+    // Not one whose block size changed: that rewrote every block, and the
+    // receiver's copy may be past the one block a size change allows.
+    const bool kept = r_.from && !older.free() && older.generation == newer.generation &&
+                      older.block_size == newer.block_size;
     o.fresh = !kept;
     POOLFS_RETURN_IF_ERROR(Count(w_ ? w_->Object(o) : Status::Ok(), o.bonus.size()));
     stats_->objects++;

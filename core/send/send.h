@@ -16,7 +16,9 @@
 //
 // Which blocks. An object is new to the receiver when the base does not
 // have it, or had another object under the same id (another generation:
-// the txg that created it): then every data block goes (WRITE), and its
+// the txg that created it), or had it with another block size (a change
+// of block size rewrote every block, and the receiver's copy may be
+// longer than the one block the change needs): then every data block goes (WRITE), and its
 // holes need no record (a new object starts empty). An object the base has
 // (same generation) sends only what changed after the base's txg
 // (WalkObjectData): each data block born after it, and each hole below an

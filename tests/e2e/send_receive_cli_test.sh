@@ -17,6 +17,10 @@ set -uo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 source "$HERE/lib.sh"
 e2e_init "$1"
+# A registry of mounted pools (and control sockets) of our own: tests that
+# list every mounted pool run beside this one.
+export XDG_RUNTIME_DIR=$W/run
+mkdir -m 700 "$XDG_RUNTIME_DIR"
 U=""
 mkdir -p "$W/pool" "$W/state"
 NAME=sc$$

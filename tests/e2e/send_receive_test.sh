@@ -25,6 +25,10 @@ set -uo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 source "$HERE/lib.sh"
 e2e_init "$1"
+# A registry of mounted pools (and control sockets) of our own: tests that
+# list every mounted pool run beside this one.
+export XDG_RUNTIME_DIR=$W/run
+mkdir -m 700 "$XDG_RUNTIME_DIR"
 if ! command -v python3 >/dev/null; then
   echo "$(basename "$0"): needs python3 (tree_listing.py); skipped" >&2
   exit 77

@@ -148,49 +148,65 @@ void Ok(const Status& st) {
 // with backfill on), overwrites, holes punched, shrinks, grows, bonuses,
 // block size changes of one-block objects, frees.
 void Churn(pool::Pool& p, const std::string& dataset, std::mt19937_64& rng, int changes) {
+  // Each draw in a statement of its own: the order of a call's arguments
+  // is the compiler's, and the workload must be the same under gcc and
+  // clang.
+  auto draw = [&rng](uint64_t n) { return rng() % n; };
   Change(p, dataset, [&](dmu::Tx& tx, dmu::ObjectSet& os) {
     os.SetBackfill(dmu::BackfillMode::kOn);
     std::vector<uint64_t> live;
     for (uint64_t id = 1; id < os.next_object(); id++)
       if (os.Stat(ObjectId(id)).ok()) live.push_back(id);
     for (int i = 0; i < changes; i++) {
-      const int kind = live.empty() ? 0 : int(rng() % 8);
-      const uint64_t id = live.empty() ? 0 : live[rng() % live.size()];
+      const uint64_t kind = live.empty() ? 0 : draw(8);
+      const uint64_t id = live.empty() ? 0 : live[draw(live.size())];
       auto info = id ? os.Stat(ObjectId(id)) : Result<dmu::ObjectInfo>(dmu::ObjectInfo{});
-      if (id && !info.ok()) continue;  // freed earlier in this Tx
-      const uint64_t bs = id ? info->block_size : 0;
+      REQUIRE(info.ok());
+      const uint64_t bs = info->block_size;
+      const uint64_t a = draw(1u << 30), b = draw(1u << 30), c = rng(), d = draw(1u << 30);
       switch (kind) {
         case 0: {
           const uint32_t sizes[] = {512, 4096, 16384, 131072};
-          auto made = os.Create(tx, dmu::ObjectType::kPlain, sizes[rng() % 4]);
+          auto made = os.Create(tx, dmu::ObjectType::kPlain, sizes[a % 4]);
           REQUIRE(made.ok());
           const uint32_t size = os.Stat(*made)->block_size;
-          Ok(os.Write(tx, *made, (rng() % 8) * size + rng() % 100,
-                      pool::check_test::Pattern(rng(), 1 + rng() % (3 * size))));
+          Ok(os.Write(tx, *made, (b % 8) * size + d % 100,
+                      pool::check_test::Pattern(c, 1 + d % (3 * size))));
           live.push_back(made->value());
           break;
         }
         case 1:
         case 2:
-          Ok(os.Write(tx, ObjectId(id), (rng() % 12) * bs + rng() % 50,
-                      pool::check_test::Pattern(rng(), 1 + rng() % (2 * bs))));
+          Ok(os.Write(tx, ObjectId(id), (a % 12) * bs + b % 50,
+                      pool::check_test::Pattern(c, 1 + d % (2 * bs))));
           break;
-        case 3: Ok(os.Punch(tx, ObjectId(id), (rng() % 6) * bs, (1 + rng() % 3) * bs)); break;
-        case 4: Ok(os.Truncate(tx, ObjectId(id), info->length / (2 + rng() % 3))); break;
-        case 5: Ok(os.Truncate(tx, ObjectId(id), info->length + rng() % (20 * bs))); break;
+        case 3: Ok(os.Punch(tx, ObjectId(id), (a % 6) * bs, (1 + b % 3) * bs)); break;
+        case 4: Ok(os.Truncate(tx, ObjectId(id), info->length / (2 + a % 3))); break;
+        case 5: Ok(os.Truncate(tx, ObjectId(id), info->length + a % (20 * bs))); break;
         case 6:
-          Ok(os.SetBonus(tx, ObjectId(id), uint8_t(rng() % 5),
-                         pool::check_test::Pattern(rng(), rng() % 200)));
+          Ok(os.SetBonus(tx, ObjectId(id), uint8_t(a % 5), pool::check_test::Pattern(c, b % 200)));
           break;
         case 7:
           if (info->length <= 512) {
-            Ok(os.SetBlockSize(tx, ObjectId(id), rng() % 2 ? 512 : 1024));
+            Ok(os.SetBlockSize(tx, ObjectId(id), a % 2 ? 512 : 1024));
           } else {
             Ok(os.Free(tx, ObjectId(id)));
             live.erase(std::find(live.begin(), live.end(), id));
           }
           break;
       }
+    }
+  });
+}
+
+// `n` new objects of 64 KiB in `dataset`: a stream of some size, whatever
+// the churn drew.
+void Fill(pool::Pool& p, const std::string& dataset, int n, uint64_t seed) {
+  Change(p, dataset, [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    for (int i = 0; i < n; i++) {
+      auto id = os.Create(tx, dmu::ObjectType::kPlain, 16384);
+      REQUIRE(id.ok());
+      Ok(os.Write(tx, *id, 0, pool::check_test::Pattern(seed + i, 65536)));
     }
   });
 }
@@ -343,6 +359,31 @@ TEST_CASE("An incremental stream needs its base as the target's newest snapshot,
   CHECK(t.Check().ok());
 }
 
+TEST_CASE("An object whose block size changed since the base arrives whole",
+          "[send][receive]") {
+  TestPool t;
+  Replication rep(t.pool.get());
+  REQUIRE(t.admin->Create("tank/d", false, {}).ok());
+  uint64_t id = 0;
+  Change(*t.pool, "tank/d", [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    auto made = os.Create(tx, dmu::ObjectType::kPlain, 512);
+    REQUIRE(made.ok());
+    id = made->value();
+    Ok(os.Write(tx, *made, 0, pool::check_test::Pattern(1, 1340)));  // three blocks
+  });
+  REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
+  Change(*t.pool, "tank/d", [&](dmu::Tx& tx, dmu::ObjectSet& os) {
+    Ok(os.Truncate(tx, ObjectId(id), 100));
+    Ok(os.SetBlockSize(tx, ObjectId(id), 1024));
+    Ok(os.Write(tx, ObjectId(id), 100, pool::check_test::Pattern(2, 1240)));
+  });
+  REQUIRE(t.admin->Snapshot({"tank/d@b"}, false).ok());
+  rep.MustReceive(rep.Send("tank/d@a"), "tank/r");
+  rep.MustReceive(rep.Send("tank/d@b", "@a"), "tank/r");
+  RequireSameSnapshot(*t.pool, "tank/d@b", *t.pool, "tank/r@b");
+  CHECK(t.Check().ok());
+}
+
 // What a target looks like from outside: its snapshots and its head.
 struct Shape {
   std::vector<std::pair<std::string, uint64_t>> snaps;
@@ -369,6 +410,7 @@ TEST_CASE("A damaged or truncated stream is refused and leaves the target as it 
   Churn(*t.pool, "tank/d", rng, 30);
   REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
   Churn(*t.pool, "tank/d", rng, 30);
+  Fill(*t.pool, "tank/d", 4, 500);
   REQUIRE(t.admin->Snapshot({"tank/d@b"}, false).ok());
   rep.MustReceive(rep.Send("tank/d@a"), "tank/r");
   const std::string full = rep.Send("tank/d@b");
@@ -536,8 +578,10 @@ TEST_CASE("An interrupted receive -s resumes from its token, full and incrementa
   REQUIRE(t.admin->Create("tank/d", false, {}).ok());
   std::mt19937_64 rng(11);
   Churn(*t.pool, "tank/d", rng, 80);
+  Fill(*t.pool, "tank/d", 12, 600);
   REQUIRE(t.admin->Snapshot({"tank/d@a"}, false).ok());
   Churn(*t.pool, "tank/d", rng, 80);
+  Fill(*t.pool, "tank/d", 12, 700);
   REQUIRE(t.admin->Snapshot({"tank/d@b"}, false).ok());
   std::string full, inc;
   {
