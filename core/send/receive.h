@@ -5,18 +5,18 @@
 // Theory. A stream is applied to a hidden dataset (Pool::BeginReceive): an
 // empty one for a full stream, a clone of the target's newest snapshot
 // for an incremental one, whose BEGIN must name that snapshot's guid as
-// its base. The records are read ahead in batches (up to a few MiB), each
+// its base. The records are read ahead in batches (up to 1 MiB), each
 // batch checked by the reader (every checksum, every order rule) before
 // one Tx applies it, so no Tx waits on the sender: a slow pipe never holds
 // a txg open. OBJECT with NEW frees whatever the hidden dataset has under
 // the id and claims it afresh (ObjectSet::Claim), with a generation of
 // this pool (scrub and the intent log compare generations with local
 // txgs); without NEW the object must be there, and takes the record's
-// block size and bonus. WRITE writes the block's logical bytes (up to the
-// object's length), FREE punches a hole, FREEOBJECTS frees the ids it
-// covers; when the object's records end, it takes its length. The
-// dataset's own compression and copies apply to what is written: a
-// stream does not carry the sender's.
+// bonus (and block size, which a sender changes only by NEW). WRITE
+// writes a whole block's logical bytes, FREE punches a hole, FREEOBJECTS
+// frees the ids it covers; when the object's records end, it takes its
+// length. The dataset's own compression and copies apply to what is
+// written: a stream does not carry the sender's.
 //
 // Only once END has arrived, the checker has accepted it and the source
 // is at its end (nothing may follow END), and the hidden dataset has
@@ -37,6 +37,11 @@
 // (`send -t TOKEN`) continues into the kept dataset when its guids and
 // resume object are the token's; any other stream into that target is
 // refused until the kept receive is resumed or discarded (-A).
+//
+// Compound streams (send -R, stream.h's PACKAGE). They are received
+// stream by stream, each as above into the dataset at its path below the
+// target, a dataset's local properties set after its first stream; a
+// failure leaves the streams before it received. Not resumable.
 //
 // Thread safety: Receive runs on the calling thread; several may run at
 // once on one pool, each into its own hidden dataset. The finisher

@@ -14,6 +14,9 @@
 //   FREE         a byte range of the open object is a hole
 //   END          the stream is complete: counts that must match
 //
+// A compound stream (`send -R`) is a PACKAGE record listing streams, then
+// those streams, one running checksum through all (PackageInfo below).
+//
 // Invariants, which the reader checks on every record and the writer on
 // every call (so that neither can let a bad stream through):
 //   - every header carries its own checksum, its payload's checksum, and a
