@@ -4,16 +4,52 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "poolfs/status.h"
+
 namespace poolfs::bench {
+
+// A subcommand's scratch folder (its pool files, its streams): made by
+// MakeScratch in `parent` as poolfs-bench-NAME.XXXXXX, removed at exit
+// (std::atexit; DieOf's std::exit runs it too) or by RemoveScratch.
+inline std::string& ScratchDir() {
+  static std::string dir;
+  return dir;
+}
+inline void RemoveScratch() {
+  if (ScratchDir().empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(ScratchDir(), ec);
+  ScratchDir().clear();
+}
+inline bool MakeScratch(const std::string& parent, const std::string& name) {
+  std::string tmpl = parent + "/poolfs-bench-" + name + ".XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    std::fprintf(stderr, "poolfs-bench %s: cannot make a folder in %s\n", name.c_str(),
+                 parent.c_str());
+    return false;
+  }
+  ScratchDir() = tmpl;
+  std::atexit(RemoveScratch);
+  return true;
+}
+// Ends subcommand `name`, saying what failed.
+[[noreturn]] inline void DieOf(const char* name, const Status& st, const std::string& what) {
+  std::fprintf(stderr, "poolfs-bench %s: %s: %s\n", name, what.c_str(), st.ToString().c_str());
+  std::exit(1);
+}
 
 // Bytes currently allocated through operator new, counted with
 // malloc_usable_size (what the allocator really hands out, not what was asked

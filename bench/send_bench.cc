@@ -81,20 +81,10 @@ constexpr double kIncTarget = 0.05;  // incremental: bytes read / dataset
 // Part 1's cases as --cases names them, in the order of its table.
 constexpr const char* kCaseKeys[] = {"read", "send", "receive", "pipe"};
 
-// The temporary folder of the pools and the stream; removed at exit.
-std::string g_dir;
+// The temporary folder of the pools and the stream (MakeScratch).
+const std::string& g_dir = ScratchDir();
 
-void RemoveDir() {
-  if (g_dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(g_dir, ec);
-  g_dir.clear();
-}
-
-[[noreturn]] void Die(const Status& st, const std::string& what) {
-  std::fprintf(stderr, "poolfs-bench send: %s: %s\n", what.c_str(), st.ToString().c_str());
-  std::exit(1);
-}
+[[noreturn]] void Die(const Status& st, const std::string& what) { DieOf("send", st, what); }
 
 void Must(const Status& st, const std::string& what) {
   if (!st.ok()) Die(st, what);
@@ -723,13 +713,7 @@ int RunSendBench(int argc, char** argv) {
   const bool part_small = parts_arg.find("small") != std::string::npos;
   const bool part_inc = parts_arg.find("incremental") != std::string::npos;
 
-  std::string tmpl = dir + "/poolfs-bench-send.XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    std::fprintf(stderr, "poolfs-bench send: cannot make a folder in %s\n", dir.c_str());
-    return 1;
-  }
-  g_dir = tmpl;
-  std::atexit(RemoveDir);
+  if (!MakeScratch(dir, "send")) return 1;
   const double load_start = LoadAverage();
   const double t_start = NowSeconds();
   const std::string src = g_dir + "/src.pool", dst = g_dir + "/dst.pool";
@@ -871,7 +855,7 @@ int RunSendBench(int argc, char** argv) {
   }
   const double elapsed = NowSeconds() - t_start;
   const double load_end = LoadAverage();
-  RemoveDir();
+  RemoveScratch();
   o["seconds"] = elapsed;
   o["load_start"] = load_start;
   o["load_end"] = load_end;

@@ -68,20 +68,10 @@ constexpr uint64_t kRecord = 128 * 1024;  // part 3: the file's records
 constexpr uint64_t kRecordsPerTx = 8;     // part 3: 1 MiB per Tx
 constexpr double kCreateTarget = 0.95;    // part 2: K snapshots / none
 
-// The temporary folder of the pool files; removed at exit (also after Die).
-std::string g_dir;
+// The temporary folder of the pool files (MakeScratch).
+const std::string& g_dir = ScratchDir();
 
-void RemoveDir() {
-  if (g_dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(g_dir, ec);
-  g_dir.clear();
-}
-
-[[noreturn]] void Die(const Status& st, const std::string& what) {
-  std::fprintf(stderr, "poolfs-bench snapshot: %s: %s\n", what.c_str(), st.ToString().c_str());
-  std::exit(1);
-}
+[[noreturn]] void Die(const Status& st, const std::string& what) { DieOf("snapshot", st, what); }
 
 void Must(const Status& st, const std::string& what) {
   if (!st.ok()) Die(st, what);
@@ -151,8 +141,7 @@ class BenchPool {
   // Seconds of `poolfs clone bench/d@NAME bench/NAME`.
   double Clone(const std::string& name) {
     const double t0 = NowSeconds();
-    Must(admin_->Clone(std::string(kDataset) + "@" + name, std::string(kPoolName) + "/" + name,
-                       {}),
+    Must(admin_->Clone(std::string(kDataset) + "@" + name, std::string(kPoolName) + "/" + name, {}),
          "clone @" + name);
     return NowSeconds() - t0;
   }
@@ -258,8 +247,8 @@ SizeResult SnapshotVsSize(uint64_t objects, uint64_t largest, int runs) {
   std::fprintf(stderr,
                "snapshot: %llu objects (populated in %.1f s): snapshot %.2f ms, clone %.2f ms, "
                "empty sync %.2f ms (medians of %d)\n",
-               (unsigned long long)objects, r.populate_s, Median(r.snapshot_ms),
-               Median(r.clone_ms), Median(r.sync_ms), runs);
+               (unsigned long long)objects, r.populate_s, Median(r.snapshot_ms), Median(r.clone_ms),
+               Median(r.sync_ms), runs);
   return r;
 }
 
@@ -418,14 +407,8 @@ int RunSnapshotBench(int argc, char** argv) {
     return 2;
   }
 
-  std::string tmpl = dir + "/poolfs-bench-snapshot.XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    std::fprintf(stderr, "poolfs-bench snapshot: cannot make a folder in %s\n", dir.c_str());
-    return 1;
-  }
-  g_dir = tmpl;
+  if (!MakeScratch(dir, "snapshot")) return 1;
   g_memory = device == "memory";
-  std::atexit(RemoveDir);
   const double t_start = NowSeconds();
 
   std::vector<SizeResult> sizes;
@@ -470,7 +453,7 @@ int RunSnapshotBench(int argc, char** argv) {
     }
   }
   const double elapsed = NowSeconds() - t_start;
-  RemoveDir();
+  RemoveScratch();
 
   auto rate_of = [&](uint32_t k) {
     std::vector<double> v;
